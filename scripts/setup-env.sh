@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Sets up everything trainhub needs, idempotently, on a fresh Debian machine or a warm one.
+# Heavy outputs (the Python environment, downloaded wheels) live in a cache outside the clone,
+# keyed by what defines them, so repeated runs take seconds; deleting the cache rebuilds it all.
+# Prints the path of the virtual environment on its last line.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${TRAINHUB_CACHE:-$HOME/.cache/trainhub}
+pyver=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+venv=${TRAINHUB_VENV:-$cache/venv/py$pyver}
+extras=${TRAINHUB_EXTRAS:-dev}
+mkdir -p "$cache/wheels" "$(dirname "$venv")"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+need_apt=()
+command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
+command -v openssl >/dev/null || need_apt+=(openssl)
+command -v git >/dev/null || need_apt+=(git)
+for pkg in ${TRAINHUB_APT_EXTRA:-}; do need_apt+=("$pkg"); done
+if ((${#need_apt[@]})); then
+  log "installing Debian packages: ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2 && apt-get install -y -qq "${need_apt[@]}" >&2
+fi
+
+if [ ! -x "$venv/bin/python" ]; then
+  log "creating $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip >&2
+fi
+
+# Re-resolve only when the declared dependencies change, or the editable install points elsewhere.
+stamp=$(cat "$root/pyproject.toml" "$root/scripts/constraints.txt" | sha256sum | cut -c1-16)-$extras
+installed_from=$("$venv/bin/python" -c 'import trainhub, pathlib; print(pathlib.Path(trainhub.__file__).parent.parent)' 2>/dev/null || true)
+if [ "$(cat "$venv/.trainhub-stamp" 2>/dev/null)" != "$stamp" ] || [ "$installed_from" != "$root" ]; then
+  log "installing trainhub[$extras] (editable) into $venv"
+  # The PyTorch wheel and its CUDA runtime are several GB: keep them in our own wheelhouse.
+  "$venv/bin/python" -m pip download -q -d "$cache/wheels" -c "$root/scripts/constraints.txt" torch >&2
+  "$venv/bin/python" -m pip install -q --find-links "$cache/wheels" -c "$root/scripts/constraints.txt" \
+    -e "$root[$extras]" >&2
+  echo "$stamp" >"$venv/.trainhub-stamp"
+fi
+echo "$venv"

@@ -1,0 +1,1 @@
+"""Jupyter Server extension: REST and websocket API over the trainhub job service."""

@@ -1,0 +1,42 @@
+"""trainhub: turn a notebook into a queued, distributed training job and follow it.
+
+The names below load lazily so that ``import trainhub`` stays cheap inside every training
+rank and never pulls in PyTorch, Jupyter Server or JupyterHub.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "submit": ("trainhub.api", "submit"),
+    "get_job": ("trainhub.api", "get_job"),
+    "jobs": ("trainhub.api", "jobs"),
+    "Job": ("trainhub.api", "Job"),
+    "log": ("trainhub.metrics.scalars", "log"),
+    "checkpoint": ("trainhub.checkpoint", None),
+    "distributed": ("trainhub.distributed", None),
+    "JobSpec": ("trainhub.jobs.spec", "JobSpec"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainhub import checkpoint, distributed
+    from trainhub.api import Job, get_job, jobs, submit
+    from trainhub.jobs.spec import JobSpec
+    from trainhub.metrics.scalars import log
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'trainhub' has no attribute {name!r}") from None
+    module = import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value

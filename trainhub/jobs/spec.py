@@ -1,0 +1,297 @@
+"""The job specification: what a researcher asks for when submitting a notebook or script.
+
+Every field is validated here, once, for the CLI, the Python API, the REST API and every
+backend. A refused spec names the field and says why in a sentence (:func:`explain`).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+MAX_NAME_LENGTH = 40  # leaves room for the id suffix inside a 63-character Kubernetes name
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Set by trainhub or torchrun for every rank; a job may not override them.
+RESERVED_ENV_PREFIXES = ("TRAINHUB_", "TORCHELASTIC_")
+RESERVED_ENV = frozenset(
+    {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+     "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"}
+)
+_DURATION = re.compile(r"^\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*$")
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+_QUANTITY_UNITS = {None: 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+                   "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, str_strip_whitespace=True)
+
+
+class Priority(StrEnum):
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return {"low": 0, "normal": 1, "high": 2}[self.value]
+
+
+class CellSelection(Model):
+    """Which notebook cells become the job. Indices count every cell from 0, as JupyterLab does."""
+
+    mode: Literal["all", "indices", "tags"] = "all"
+    indices: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CellSelection:
+        if self.mode == "indices" and not self.indices:
+            raise ValueError("mode 'indices' needs at least one cell index")
+        if self.mode == "tags" and not self.tags:
+            raise ValueError("mode 'tags' needs at least one tag")
+        return self
+
+
+class NotebookSource(Model):
+    kind: Literal["notebook"] = "notebook"
+    path: str = Field(min_length=1, description="Notebook path, relative to the workspace root")
+    cells: CellSelection = Field(default_factory=CellSelection)
+
+    @field_validator("path")
+    @classmethod
+    def _ipynb(cls, v: str) -> str:
+        if not v.endswith(".ipynb"):
+            raise ValueError(f"{v!r} is not a notebook (.ipynb)")
+        return v
+
+
+class ScriptSource(Model):
+    kind: Literal["script"] = "script"
+    path: str = Field(min_length=1, description="Python script path, relative to the workspace root")
+    args: list[str] = Field(default_factory=list)
+
+    @field_validator("path")
+    @classmethod
+    def _py(cls, v: str) -> str:
+        if not v.endswith(".py"):
+            raise ValueError(f"{v!r} is not a Python script (.py)")
+        return v
+
+
+Source = Annotated[NotebookSource | ScriptSource, Field(discriminator="kind")]
+
+
+def parse_quantity(value: str | int | float) -> int:
+    """'16Gi' -> bytes; plain numbers are bytes."""
+    if isinstance(value, int | float):
+        return int(value)
+    m = _QUANTITY.match(value.strip())
+    if not m:
+        raise ValueError(f"{value!r} is not a quantity such as 512Mi, 16Gi or 2G")
+    return int(float(m.group(1)) * _QUANTITY_UNITS[m.group(2)])
+
+
+class Resources(Model):
+    workers: int = Field(1, ge=1, le=512, description="Nodes (pods); one torchrun agent each")
+    processes_per_worker: int | None = Field(
+        None, ge=1, le=64, description="Ranks per worker; defaults to GPUs per worker, or 1"
+    )
+    gpus_per_worker: int = Field(0, ge=0, le=16)
+    cpu: float | None = Field(None, gt=0, le=512, description="CPU cores per worker")
+    memory: str | None = Field(None, description="Memory per worker, e.g. 32Gi")
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, v: str | None) -> str | None:
+        if v is not None and parse_quantity(v) < 2**20:
+            raise ValueError(f"{v!r} is less than 1Mi")
+        return v
+
+    @property
+    def ranks_per_worker(self) -> int:
+        return self.processes_per_worker or max(self.gpus_per_worker, 1)
+
+    @property
+    def world_size(self) -> int:
+        return self.workers * self.ranks_per_worker
+
+    @property
+    def total_gpus(self) -> int:
+        return self.workers * self.gpus_per_worker
+
+    @property
+    def memory_bytes(self) -> int | None:
+        return None if self.memory is None else parse_quantity(self.memory)
+
+    @model_validator(mode="after")
+    def _gpus_fit_ranks(self) -> Resources:
+        p = self.processes_per_worker
+        if self.gpus_per_worker and p is not None and p > self.gpus_per_worker:
+            raise ValueError(
+                f"{p} processes per worker cannot share {self.gpus_per_worker} GPU(s): "
+                "use at most one process per GPU"
+            )
+        return self
+
+
+class RetryPolicy(Model):
+    """How many times an attempt is retried, per failure class. Code errors never retry."""
+
+    infrastructure: int = Field(2, ge=0, le=20)
+    preempted: int = Field(3, ge=0, le=100)
+    environment: int = Field(0, ge=0, le=5)
+    backoff_seconds: float = Field(10.0, ge=0, le=3600)
+    backoff_factor: float = Field(2.0, ge=1, le=10)
+    max_backoff_seconds: float = Field(600.0, ge=0, le=86400)
+
+    def limit(self, failure: str) -> int:
+        return int(getattr(self, failure, 0)) if failure in {"infrastructure", "preempted", "environment"} else 0
+
+    def backoff(self, retry_number: int) -> float:
+        """Seconds to wait before retry number ``retry_number`` (1-based)."""
+        delay = self.backoff_seconds * self.backoff_factor ** max(retry_number - 1, 0)
+        return min(delay, self.max_backoff_seconds)
+
+
+class Dataset(Model):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")
+    path: str = Field(min_length=1)
+    read_only: bool = True
+
+
+class CheckpointRef(Model):
+    """A checkpoint of an earlier job to start from."""
+
+    job_id: str = Field(min_length=1)
+    step: int | None = Field(None, ge=0, description="Defaults to that job's latest checkpoint")
+
+
+def parse_duration(value: Any) -> timedelta | None:
+    if value is None or isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = str(value).strip()
+        if text.replace(".", "", 1).isdigit():
+            seconds = float(text)
+        else:
+            m = _DURATION.match(text)
+            if not text or not m or not any(m.groups()):
+                raise ValueError(f"{value!r} is not a duration such as 90m, 2h or 1d12h")
+            d, h, mi, s = (int(g or 0) for g in m.groups())
+            seconds = d * 86400 + h * 3600 + mi * 60 + s
+    if seconds <= 0:
+        raise ValueError("must be longer than zero")
+    return timedelta(seconds=seconds)
+
+
+class JobSpec(Model):
+    """What to run, on what, and under which rules. Submitted as ``CreateJob`` over REST."""
+
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH, pattern=NAME_PATTERN)
+    source: Source
+    parameters: dict[str, Any] = Field(
+        default_factory=dict, description="Injected after the cell tagged 'parameters'"
+    )
+    resources: Resources = Field(default_factory=Resources)
+    image: str | None = Field(None, description="Container image; recorded in the lineage locally")
+    team: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    queue: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    priority: Priority = Priority.NORMAL
+    max_runtime: timedelta | None = None
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    env: dict[str, str] = Field(default_factory=dict)
+    datasets: list[Dataset] = Field(default_factory=list)
+    tags: list[Annotated[str, Field(min_length=1, max_length=63)]] = Field(default_factory=list)
+    resume_from: CheckpointRef | None = None
+
+    @field_validator("max_runtime", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> timedelta | None:
+        return parse_duration(v)
+
+    @field_validator("parameters")
+    @classmethod
+    def _identifiers(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if not key.isidentifier():
+                raise ValueError(f"{key!r} is not a Python identifier")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not _ENV_NAME.match(key):
+                raise ValueError(f"{key!r} is not a valid environment variable name")
+            if key in RESERVED_ENV or key.startswith(RESERVED_ENV_PREFIXES):
+                raise ValueError(f"{key} is set by trainhub for every rank and cannot be overridden")
+        return v
+
+    @field_validator("datasets")
+    @classmethod
+    def _unique_datasets(cls, v: list[Dataset]) -> list[Dataset]:
+        names = [d.name for d in v]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"dataset name(s) used twice: {', '.join(dupes)}")
+        return v
+
+
+class FieldError(Model):
+    field: str
+    message: str
+
+
+class SpecError(ValueError):
+    """A refused spec: one sentence per offending field."""
+
+    def __init__(self, errors: list[FieldError]):
+        self.errors = errors
+        super().__init__("; ".join(f"{e.field}: {e.message}" for e in errors))
+
+
+def explain(error: ValidationError) -> SpecError:
+    """Turn pydantic's report into field paths and sentences a researcher can act on."""
+    errors = []
+    for item in error.errors(include_url=False):
+        # Drop discriminator tags such as 'notebook' that pydantic inserts into the path.
+        loc = [str(p) for p in item["loc"] if p not in ("notebook", "script")]
+        message = item["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        if item["type"] == "extra_forbidden":
+            message = "is not a known field"
+        elif item["type"] == "string_pattern_mismatch" and loc and loc[-1] in ("name", "team", "queue"):
+            message = "use lower-case letters, digits and '-', starting and ending with a letter or digit"
+        errors.append(FieldError(field=".".join(loc) or "spec", message=message))
+    return SpecError(errors)
+
+
+def parse_spec(data: dict[str, Any]) -> JobSpec:
+    """Validate a spec from JSON-like data, raising :class:`SpecError` naming each bad field."""
+    try:
+        return JobSpec.model_validate(data)
+    except ValidationError as e:
+        raise explain(e) from None
+
+
+def default_name(path: str) -> str:
+    """A valid job name derived from a notebook or script file name."""
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
+    name = re.sub(r"[^a-z0-9]+", "-", stem).strip("-")[:MAX_NAME_LENGTH].strip("-")
+    return name or "job"
