@@ -1,0 +1,137 @@
+"""The background sampler that writes a job's GPU and system metrics, once a second.
+
+Records (all with the same ``time`` per tick, epoch seconds):
+
+- ``metrics/gpu.jsonl``: ``{time, gpu, uuid, utilization, memory_utilization, memory_used,
+  memory_total, power_w, temperature_c}`` per assigned GPU; a reading NVML cannot give is null.
+- ``metrics/system.jsonl``: ``{time, rank, pid, cpu_percent, rss_bytes}`` per rank (its child
+  processes included), plus ``{time, rank: null, host, cpu_percent, memory_used,
+  memory_total}`` for the machine.
+
+Without GPU metrics (no NVML, no GPU assigned, ``TRAINHUB_GPUS=0``) it records system metrics
+alone and emits one ``metrics`` event with ``gpu=False`` and the reason. Later problems
+(a reading NVML refuses, a lost GPU, an error in the sampler itself) become one ``metrics``
+event each, the first time they occur; nothing ever escapes the thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from trainhub.jobdir import JobDir, append_jsonl
+from trainhub.metrics.nvml import GpuSampler
+from trainhub.metrics.system import HostSampler, ProcessSampler
+
+GPU_FILE = "gpu.jsonl"
+SYSTEM_FILE = "system.jsonl"
+
+
+class MetricsSampler:
+    def __init__(
+        self,
+        job_dir: JobDir,
+        gpu_indices: Sequence[int],
+        rank_pids: Callable[[], Mapping[int, int]],
+        interval: float = 1.0,
+    ) -> None:
+        if not interval > 0:
+            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        self.job_dir = job_dir
+        self.interval = interval
+        self._rank_pids = rank_pids
+        self._gpus = GpuSampler(gpu_indices)
+        self._processes = ProcessSampler()
+        self._host: HostSampler | None = None
+        self._gpu_path = job_dir.metrics / GPU_FILE
+        self._system_path = job_dir.metrics / SYSTEM_FILE
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._reported: set[str] = set()
+        self.ticks = 0
+        self.cpu_seconds = 0.0
+        """CPU time the sampler thread has used so far (its own, not the process's)."""
+
+    def start(self) -> MetricsSampler:
+        if self._thread is not None:
+            raise RuntimeError("this MetricsSampler was already started")
+        self._thread = threading.Thread(target=self._run, name="trainhub-metrics", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop sampling; returns once the thread has finished its current tick."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def __enter__(self) -> MetricsSampler:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # --- the thread ------------------------------------------------------------------------
+    def _run(self) -> None:
+        started_cpu = time.thread_time()
+        try:
+            self._open()
+            next_tick = time.monotonic()
+            while not self._stopping.is_set():
+                self._tick()
+                self.ticks += 1
+                self.cpu_seconds = time.thread_time() - started_cpu
+                next_tick += self.interval
+                delay = next_tick - time.monotonic()
+                if delay < 0:  # fell behind (suspended, overloaded): skip, do not catch up
+                    next_tick, delay = time.monotonic(), 0.0
+                self._stopping.wait(delay)
+        except Exception as error:  # a bug here must not take the job down with it
+            self._report(error=f"Metrics sampling stopped: {error!r}.")
+        finally:
+            self._gpus.close()
+            self.cpu_seconds = time.thread_time() - started_cpu
+
+    def _open(self) -> None:
+        self.job_dir.metrics.mkdir(parents=True, exist_ok=True)
+        self._host = HostSampler()
+        if not self._gpus.open():
+            self.job_dir.emit("metrics", gpu=False, reason=self._gpus.reason)
+        self._report_gpu_problems()
+
+    def _tick(self) -> None:
+        now = round(time.time(), 3)
+        self._guarded("GPU", self._sample_gpus, now)
+        self._guarded("system", self._sample_system, now)
+
+    def _sample_gpus(self, now: float) -> None:
+        for record in self._gpus.sample():
+            append_jsonl(self._gpu_path, {"time": now, **record})
+        self._report_gpu_problems()
+
+    def _sample_system(self, now: float) -> None:
+        for record in self._processes.sample(self._rank_pids()):
+            append_jsonl(self._system_path, {"time": now, **record})
+        assert self._host is not None
+        append_jsonl(self._system_path, {"time": now, **self._host.sample()})
+
+    def _guarded(self, what: str, sample: Callable[[float], None], now: float) -> None:
+        try:
+            sample(now)
+        except Exception as error:
+            self._report(error=f"{what} metrics could not be sampled: {error!r}.")
+
+    def _report_gpu_problems(self) -> None:
+        for problem in self._gpus.take_problems():
+            self._report(gpu=True, reason=problem)
+
+    def _report(self, **fields: Any) -> None:
+        key = repr(sorted(fields.items()))
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        with contextlib.suppress(OSError):  # the job directory itself fails: nowhere to say so
+            self.job_dir.emit("metrics", **fields)
