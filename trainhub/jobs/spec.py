@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -91,7 +93,20 @@ class ScriptSource(Model):
         return v
 
 
-Source = Annotated[NotebookSource | ScriptSource, Field(discriminator="kind")]
+def _source_kind(value: Any) -> str:
+    """'kind' when given, else inferred from the file name, so {"path": "train.ipynb"} works."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        if kind is None:
+            kind = "script" if str(value.get("path", "")).endswith(".py") else "notebook"
+        return str(kind)
+    return getattr(value, "kind", "notebook")
+
+
+Source = Annotated[
+    Annotated[NotebookSource, Tag("notebook")] | Annotated[ScriptSource, Tag("script")],
+    Discriminator(_source_kind),
+]
 
 
 def parse_quantity(value: str | int | float) -> int:
@@ -274,7 +289,9 @@ def explain(error: ValidationError) -> SpecError:
         message = item["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, "):]
-        if item["type"] == "extra_forbidden":
+        if item["type"] == "union_tag_invalid":
+            message = "kind must be 'notebook' or 'script'"
+        elif item["type"] == "extra_forbidden":
             message = "is not a known field"
         elif item["type"] == "string_pattern_mismatch" and loc and loc[-1] in ("name", "team", "queue"):
             message = "use lower-case letters, digits and '-', starting and ending with a letter or digit"

@@ -1,0 +1,200 @@
+"""The Python API: the CLI's verbs for notebook cells.
+
+    job = trainhub.submit("train.ipynb", processes_per_worker=2)
+    job.logs(follow=True)
+    job.checkpoints()
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from trainhub.checkpoints import CheckpointInfo
+from trainhub.jobs.models import DescribeJob, JobPage, ListJobsQuery
+from trainhub.jobs.service import JobService
+from trainhub.jobs.spec import default_name
+from trainhub.jobs.states import JobState
+
+_service: JobService | None = None
+
+
+def service() -> JobService:
+    global _service
+    if _service is None:
+        from trainhub.settings import make_service
+
+        _service = make_service()
+    return _service
+
+
+def build_spec(
+    source: str,
+    *,
+    name: str | None = None,
+    cells: list[int] | None = None,
+    cell_tags: list[str] | None = None,
+    args: list[str] | None = None,
+    parameters: dict[str, Any] | None = None,
+    workers: int = 1,
+    processes_per_worker: int | None = None,
+    gpus_per_worker: int = 0,
+    cpu: float | None = None,
+    memory: str | None = None,
+    image: str | None = None,
+    team: str | None = None,
+    queue: str | None = None,
+    priority: str = "normal",
+    max_runtime: str | float | None = None,
+    retry: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    datasets: dict[str, str] | list[dict[str, Any]] | None = None,
+    tags: list[str] | None = None,
+    resume_from: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON form of a JobSpec from keyword arguments (validated on submit)."""
+    if source.endswith(".py"):
+        src: dict[str, Any] = {"kind": "script", "path": source, "args": list(args or [])}
+    else:
+        selection: dict[str, Any] = {"mode": "all"}
+        if cells:
+            selection = {"mode": "indices", "indices": list(cells)}
+        elif cell_tags:
+            selection = {"mode": "tags", "tags": list(cell_tags)}
+        src = {"kind": "notebook", "path": source, "cells": selection}
+    if isinstance(datasets, dict):
+        datasets = [{"name": k, "path": v} for k, v in datasets.items()]
+    spec: dict[str, Any] = {
+        "name": name or default_name(source),
+        "source": src,
+        "parameters": parameters or {},
+        "resources": {
+            "workers": workers, "processes_per_worker": processes_per_worker,
+            "gpus_per_worker": gpus_per_worker, "cpu": cpu, "memory": memory,
+        },
+        "image": image, "team": team, "queue": queue, "priority": priority,
+        "max_runtime": max_runtime, "env": env or {}, "datasets": datasets or [], "tags": tags or [],
+        "resume_from": resume_from,
+    }
+    if retry:
+        spec["retry"] = retry
+    return spec
+
+
+def _current_notebook() -> str | None:
+    """Inside a Jupyter kernel the server names the notebook in JPY_SESSION_NAME."""
+    path = os.environ.get("JPY_SESSION_NAME")
+    return path if path and path.endswith(".ipynb") else None
+
+
+def submit(source: str | None = None, *, wait: bool = False, **fields: Any) -> Job:
+    """Submit a notebook (default: the one this kernel belongs to) or a script as a job."""
+    source = source or _current_notebook()
+    if source is None:
+        raise ValueError("source: name the notebook or script to submit")
+    described = service().submit(build_spec(source, **fields))
+    job = Job(described.id, described)
+    if wait:
+        job.wait()
+    return job
+
+
+def get_job(job_id: str) -> Job:
+    return Job(job_id)
+
+
+def jobs(states: list[str] | None = None, limit: int = 50) -> JobPage:
+    query = ListJobsQuery(states=[JobState(s) for s in states] if states else None, limit=limit)
+    return service().list(query)
+
+
+class Job:
+    def __init__(self, job_id: str, described: DescribeJob | None = None):
+        self.id = job_id
+        self._described = described
+
+    def describe(self) -> DescribeJob:
+        self._described = service().describe(self.id)
+        return self._described
+
+    @property
+    def status(self) -> JobState:
+        return self.describe().state
+
+    @property
+    def done(self) -> bool:
+        return self.status.terminal
+
+    def wait(self, timeout: float | None = None, interval: float = 0.5) -> JobState:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not (state := self.status).terminal:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"job {self.id} still {state.value} after {timeout} s")
+            time.sleep(interval)
+        return state
+
+    def cancel(self, reason: str | None = None) -> DescribeJob:
+        self._described = service().cancel(self.id, reason=reason)
+        return self._described
+
+    def resubmit(self, **overrides: Any) -> Job:
+        described = service().resubmit(self.id, overrides=overrides)
+        return Job(described.id, described)
+
+    def resume(self, step: int | None = None) -> Job:
+        described = service().resume(self.id, step)
+        return Job(described.id, described)
+
+    def checkpoints(self) -> list[CheckpointInfo]:
+        return service().checkpoints(self.id)
+
+    def events(self) -> list[dict[str, Any]]:
+        return service().events(self.id)[0]
+
+    def metrics(self, kind: str = "scalars") -> list[dict[str, Any]]:
+        return service().metrics(self.id, kind)[0]
+
+    def iter_logs(self, rank: int = 0, follow: bool = False, interval: float = 0.3) -> Iterator[str]:
+        """Lines of one rank's log; with ``follow``, until the job has ended and all is read."""
+        svc = service()
+        offset = 0
+        pending = b""
+        while True:
+            data, offset = svc.log(self.id, rank=rank, offset=offset)
+            if data:
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield line.decode(errors="replace")
+                continue
+            if not follow or (self.status.terminal and not svc.log(self.id, rank=rank, offset=offset)[0]):
+                if pending:
+                    yield pending.decode(errors="replace")
+                return
+            time.sleep(interval)
+
+    def logs(self, rank: int = 0, follow: bool = False, file: TextIO | None = None) -> str | None:
+        """Print a rank's log (following it live with ``follow=True``); returns it when not following."""
+        if not follow:
+            return "\n".join(self.iter_logs(rank))
+        out = file or sys.stdout
+        for line in self.iter_logs(rank, follow=True):
+            print(line, file=out, flush=True)
+        return None
+
+    def __repr__(self) -> str:
+        state = self._described.state.value if self._described else "?"
+        return f"<trainhub.Job {self.id} {state}>"
+
+    def _ipython_display_(self) -> None:
+        try:
+            from trainhub.widgets import JobWidget
+        except ImportError:
+            print(repr(self))
+            return
+        from IPython.display import display
+
+        display(JobWidget(self))

@@ -1,0 +1,70 @@
+"""The interface every job backend implements, plus optional capabilities.
+
+A backend decides *when and where* a job runs; the job directory records *what happened*.
+The service prepares the job directory (spec, bundle, lineage) before calling ``submit``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import ClassVar
+
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.states import JobState
+
+
+class Feature(StrEnum):
+    """What a backend can do, so the UI offers only that."""
+
+    MULTI_NODE = "multi_node"
+    GPUS = "gpus"
+    PRIORITY = "priority"
+    QUEUES = "queues"  # team queues with quotas (Kueue)
+    PREEMPTION = "preemption"
+    PIP_INSTALL = "pip_install"
+    DATASETS = "datasets"
+    IMAGES = "images"  # the image really selects the environment (containers)
+
+
+class Backend(ABC):
+    name: ClassVar[str]
+    features: ClassVar[frozenset[Feature]]
+
+    @abstractmethod
+    def submit(self, record: JobRecord) -> JobRecord:
+        """Queue a job whose directory is ready; returns it as stored (usually QUEUED)."""
+
+    @abstractmethod
+    def get(self, job_id: str) -> JobRecord | None: ...
+
+    @abstractmethod
+    def list(
+        self,
+        *,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        limit: int,
+        before_seq: int | None,
+    ) -> list[JobRecord]: ...
+
+    @abstractmethod
+    def count(self, *, user: str | None, states: Sequence[JobState] | None) -> int: ...
+
+    @abstractmethod
+    def cancel(self, job_id: str, reason: str) -> JobRecord:
+        """Ask the job to stop; returns at once. Queued jobs are cancelled on the spot."""
+
+    @abstractmethod
+    def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
+        """For a queued job: a sentence saying why it waits, and how many jobs are ahead."""
+
+    def check_fits(self, record: JobRecord) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`trainhub.errors.OverQuota` when the job could never run."""
+
+    def reconcile(self) -> None:  # noqa: B027 - optional hook
+        """Bring stored state in line with reality (dead processes, vanished pods)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""

@@ -1,0 +1,228 @@
+"""Local backend: jobs run as torchrun process groups on this machine.
+
+No daemon: whoever changes the queue (a submit, a finishing supervisor, a cancel, a
+reconcile) runs admission inside one exclusive SQLite transaction and launches a detached
+supervisor for each job it admitted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import ClassVar
+
+from trainhub import paths
+from trainhub.backends.base import Backend, Feature
+from trainhub.backends.local import processes
+from trainhub.errors import Conflict, NotFound, OverQuota
+from trainhub.jobdir import JobDir
+from trainhub.jobs.models import JobRecord, Verdict
+from trainhub.jobs.states import FailureClass, JobState
+from trainhub.jobs.store import Store
+from trainhub.queue import (
+    Capacity,
+    Free,
+    Waiting,
+    admit,
+    demand_for,
+    free_capacity,
+    never_fits,
+    wait_reason,
+)
+
+ACTIVE = (JobState.STARTING, JobState.RUNNING, JobState.RETRYING)
+# A job admitted by a process that died before it could launch the supervisor is relaunched.
+LAUNCH_GRACE_SECONDS = 30.0
+
+
+def demand_of(record: JobRecord):
+    return demand_for(record.gpus, record.slots)
+
+
+class LocalBackend(Backend):
+    name: ClassVar[str] = "local"
+    features: ClassVar[frozenset[Feature]] = frozenset(
+        {Feature.MULTI_NODE, Feature.GPUS, Feature.PRIORITY, Feature.PIP_INSTALL, Feature.DATASETS}
+    )
+
+    def __init__(self, home: Path | None = None, *, slots: int | None = None, python: str | None = None):
+        self.home = Path(home) if home else paths.home()
+        self.store = Store(paths.database(self.home))
+        self._slots = slots
+        self.python = python or sys.executable
+
+    # --- capacity -----------------------------------------------------------------------
+    @cached_property
+    def capacity(self) -> Capacity:
+        from trainhub.metrics.nvml import gpu_inventory
+
+        gpus = tuple(g.index for g in gpu_inventory().gpus)
+        slots = self._slots or int(os.environ.get("TRAINHUB_LOCAL_SLOTS", 0)) or os.cpu_count() or 1
+        return Capacity(gpus=gpus, slots=slots)
+
+    def check_fits(self, record: JobRecord) -> None:
+        reason = never_fits(demand_of(record), self.capacity)
+        if reason:
+            raise OverQuota(f"Job {record.name} {reason}.")
+
+    def _free(self, conn=None) -> Free:
+        active = self.store.in_states(ACTIVE, conn)
+        return free_capacity(self.capacity, ((r.assigned_gpus, r.slots) for r in active))
+
+    # --- verbs --------------------------------------------------------------------------
+    def submit(self, record: JobRecord) -> JobRecord:
+        self.check_fits(record)
+        with self.store.transaction() as conn:
+            record = self.store.insert(conn, record)
+            admitted = self._admit(conn)
+        self._launch(admitted)
+        return self.store.get(record.id) or record
+
+    def get(self, job_id: str) -> JobRecord | None:
+        return self.store.get(job_id)
+
+    def list(self, *, user, states, limit, before_seq) -> list[JobRecord]:
+        return self.store.list(user=user, states=states, limit=limit, before_seq=before_seq)
+
+    def count(self, *, user, states) -> int:
+        return self.store.count(user=user, states=states)
+
+    def cancel(self, job_id: str, reason: str) -> JobRecord:
+        with self.store.transaction() as conn:
+            record = self.store.get(job_id, conn)
+            if record is None:
+                raise NotFound(f"No job {job_id}.")
+            if record.state.terminal:
+                raise Conflict(f"Job {job_id} already {record.state.value}.")
+            if record.state == JobState.QUEUED:
+                verdict = Verdict(failure_class=FailureClass.CANCELLED, reason=reason, attempt=record.attempt)
+                self.store.update(
+                    conn, job_id, state=JobState.CANCELLED, verdict=verdict.model_dump(),
+                    finished_at=time.time(), cancel_requested=True, cancel_reason=reason,
+                )
+                queued = True
+            else:
+                self.store.update(conn, job_id, cancel_requested=True, cancel_reason=reason)
+                queued = False
+        jobdir = JobDir(record.job_dir)
+        if queued:
+            jobdir.emit("state", state=JobState.CANCELLED.value, reason=reason)
+        else:
+            jobdir.emit("cancel_requested", reason=reason)
+            self._signal_supervisor(record)
+        return self.store.get(job_id)  # type: ignore[return-value]
+
+    def _signal_supervisor(self, record: JobRecord) -> None:
+        import signal
+
+        if processes.is_alive(record.supervisor_pid, record.supervisor_start):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record.supervisor_pid, signal.SIGTERM)  # type: ignore[arg-type]
+        # A job still waiting for its supervisor to start sees the flag when it does;
+        # one whose supervisor is gone is finished by reconcile().
+        self.reconcile()
+
+    def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
+        if record.state != JobState.QUEUED:
+            return None, None
+        ahead = self.store.jobs_ahead(record)
+        return wait_reason(demand_of(record), self._free(), ahead), ahead
+
+    # --- admission ----------------------------------------------------------------------
+    def _admit(self, conn) -> list[str]:
+        """Admit queued jobs that fit, in order; call inside a transaction."""
+        free = self._free(conn)
+        admitted_ids: list[str] = []
+        after = None
+        while True:
+            page = self.store.queue_head(conn, limit=64, after=after)
+            if not page:
+                break
+            admissions, blocked = admit((Waiting(r.id, demand_of(r)) for r in page), free)
+            now = time.time()
+            for a in admissions:
+                self.store.update(conn, a.id, state=JobState.STARTING, admitted_at=now, assigned_gpus=a.gpus)
+                admitted_ids.append(a.id)
+            if blocked is not None or len(page) < 64:
+                break
+            last = page[-1]
+            after = (last.priority, last.seq)
+        return admitted_ids
+
+    def admit_and_launch(self) -> list[str]:
+        with self.store.transaction() as conn:
+            admitted = self._admit(conn)
+        self._launch(admitted)
+        return admitted
+
+    def _launch(self, job_ids: Sequence[str]) -> None:
+        for job_id in job_ids:
+            record = self.store.get(job_id)
+            if record is None or record.state != JobState.STARTING:
+                continue
+            jobdir = JobDir(record.job_dir)
+            jobdir.emit("state", state=JobState.STARTING.value, gpus=record.assigned_gpus)
+            argv = [self.python, "-m", "trainhub.backends.local.supervisor", str(self.home), job_id]
+            env = {**os.environ, "TRAINHUB_HOME": str(self.home)}
+            proc = processes.spawn_detached(argv, jobdir.supervisor_log, env=env)
+            self.store.update(None, job_id, supervisor_pid=proc.pid, supervisor_start=proc.create_time())
+
+    # --- reconcile ----------------------------------------------------------------------
+    def reconcile(self) -> None:
+        """Finish or requeue jobs whose supervisor died; relaunch admitted jobs never launched."""
+        now = time.time()
+        relaunch: list[str] = []
+        for record in self.store.in_states(ACTIVE):
+            if record.supervisor_pid is None:
+                if now - (record.admitted_at or now) > LAUNCH_GRACE_SECONDS:
+                    relaunch.append(record.id)
+                continue
+            if processes.is_alive(record.supervisor_pid, record.supervisor_start):
+                continue
+            self._supervisor_lost(record)
+        self._launch(relaunch)
+        self.admit_and_launch()
+
+    def _supervisor_lost(self, record: JobRecord) -> None:
+        processes.kill_job_processes(record.id, record.process_groups)
+        jobdir = JobDir(record.job_dir)
+        if record.cancel_requested:
+            verdict = Verdict(failure_class=FailureClass.CANCELLED,
+                              reason=record.cancel_reason or "cancelled", attempt=record.attempt)
+        else:
+            verdict = Verdict(
+                failure_class=FailureClass.INFRASTRUCTURE,
+                reason=f"the job's supervisor (pid {record.supervisor_pid}) ended unexpectedly",
+                attempt=record.attempt,
+            )
+        retries = dict(record.retries)
+        used = retries.get(verdict.failure_class.value, 0)
+        retry = not record.cancel_requested and used < record.spec.retry.limit(verdict.failure_class.value)
+        with self.store.transaction() as conn:
+            current = self.store.get(record.id, conn)
+            if current is None or current.state not in ACTIVE or current.supervisor_pid != record.supervisor_pid:
+                return  # someone else already dealt with it
+            if retry:
+                retries[verdict.failure_class.value] = used + 1
+                verdict.retriable = True
+                self.store.update(
+                    conn, record.id, state=JobState.QUEUED, attempt=record.attempt + 1, retries=retries,
+                    verdict=verdict.model_dump(), supervisor_pid=None, supervisor_start=None,
+                    process_groups=[], assigned_gpus=[],
+                )
+            else:
+                state = JobState.CANCELLED if record.cancel_requested else JobState.FAILED
+                self.store.update(conn, record.id, state=state, verdict=verdict.model_dump(),
+                                  finished_at=time.time())
+        jobdir.emit("verdict", **verdict.model_dump(mode="json"))
+        jobdir.emit("state", state=(JobState.QUEUED if retry else
+                                    JobState.CANCELLED if record.cancel_requested else JobState.FAILED).value,
+                    reason=verdict.reason)
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,303 @@
+"""The detached supervisor of one local job: ``python -m trainhub.backends.local.supervisor HOME JOB_ID``.
+
+It runs the job's attempts (torchrun agents), samples metrics, classifies how each attempt
+ended, retries per policy from the latest checkpoint, records everything in the job
+directory and the store, and hands freed resources to the next queued jobs. It survives
+whatever submitted the job; a cancel reaches it as SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from trainhub.backends.local import processes
+from trainhub.backends.local.backend import LocalBackend
+from trainhub.backends.local.torchrun import gpu_slices, rank_environment, torchrun_argv
+from trainhub.jobdir import JobDir
+from trainhub.jobs.models import JobRecord, Verdict
+from trainhub.jobs.states import FailureClass, JobState
+from trainhub.verdicts import RankExit, attempt_verdict, should_retry, torchrun_root_causes
+
+CANCEL_GRACE_SECONDS = float(os.environ.get("TRAINHUB_CANCEL_GRACE", "10"))
+POLL_SECONDS = 0.2
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def oom_kill_count() -> int | None:
+    """The kernel's OOM-kill counter for our cgroup (v2), to tell OOM kills from other SIGKILLs."""
+    try:
+        cgroup = Path("/proc/self/cgroup").read_text().strip().split("::", 1)[1]
+        for line in Path(f"/sys/fs/cgroup{cgroup}/memory.events").read_text().splitlines():
+            key, value = line.split()
+            if key == "oom_kill":
+                return int(value)
+    except (OSError, IndexError, ValueError):
+        pass
+    return None
+
+
+class Supervisor:
+    def __init__(self, home: Path, job_id: str):
+        self.backend = LocalBackend(home)
+        self.store = self.backend.store
+        record = self.store.get(job_id)
+        if record is None:
+            raise SystemExit(f"no job {job_id}")
+        self.record: JobRecord = record
+        self.jobdir = JobDir(record.job_dir)
+        self._stop_reason: str | None = None
+        self.stop_signal: int | None = None
+        self.stop_event = threading.Event()
+        self.agents: list[psutil.Popen] = []
+
+    # --- signals ------------------------------------------------------------------------
+    def _on_term(self, signum, frame) -> None:
+        # Only note it here: the store is read outside the handler.
+        self.stop_signal = signum
+        self.stop_event.set()
+
+    @property
+    def stop_reason(self) -> str | None:
+        if not self.stop_event.is_set():
+            return None
+        if self._stop_reason is None:
+            current = self.store.get(self.record.id)
+            if current is not None and current.cancel_requested:
+                self._stop_reason = current.cancel_reason or "cancelled"
+            else:
+                self._stop_reason = f"stopped by {signal.Signals(self.stop_signal or signal.SIGTERM).name}"
+        return self._stop_reason
+
+    def _check_deadline(self, started: float) -> None:
+        limit = self.record.spec.max_runtime
+        if limit is not None and time.time() - started > limit.total_seconds():
+            self._stop_reason = f"ran longer than its max runtime ({limit})"
+            self.stop_event.set()
+
+    # --- run ----------------------------------------------------------------------------
+    def run(self) -> int:
+        processes.become_subreaper()
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGINT, self._on_term)
+        if self.record.cancel_requested:
+            self.stop_event.set()
+        sampler = self._start_sampler()
+        started = self.record.started_at or time.time()
+        verdict: Verdict | None = None
+        try:
+            verdict = self._install_requirements()
+            while verdict is None or verdict.retriable:
+                # A retriable failure: back off, then go again.
+                if verdict is not None and not self._back_off(verdict):
+                    verdict = Verdict(failure_class=FailureClass.CANCELLED,
+                                      reason=self.stop_reason or "cancelled", attempt=self.record.attempt)
+                    break
+                verdict = self._attempt(started)
+                if verdict is None:
+                    break
+                verdict.retriable = should_retry(verdict, self.record.spec.retry, self.record.retries)
+                self.jobdir.emit("verdict", **verdict.model_dump(mode="json"))
+        finally:
+            processes.terminate_tree([a.pid for a in self.agents], grace=2)
+            if sampler is not None:
+                sampler.stop()
+        self._finish(verdict)
+        self.backend.admit_and_launch()
+        return 0
+
+    def _start_sampler(self):
+        try:
+            from trainhub.metrics.sampler import MetricsSampler
+        except ImportError:
+            return None
+        sampler = MetricsSampler(self.jobdir, list(self.record.assigned_gpus), self._rank_pids)
+        sampler.start()
+        return sampler
+
+    def _rank_pids(self) -> dict[int, int]:
+        pids: dict[int, int] = {}
+        for proc in processes.descendants():
+            try:
+                env = proc.environ()
+            except psutil.Error:
+                continue
+            if env.get("TRAINHUB_JOB_ID") == self.record.id and "RANK" in env and "LOCAL_RANK" in env:
+                pids[int(env["RANK"])] = proc.pid
+        return pids
+
+    def _install_requirements(self) -> Verdict | None:
+        requirements = self.jobdir.bundle / "requirements.json"
+        if not requirements.exists() or not json.loads(requirements.read_text() or "[]"):
+            return None
+        from trainhub.runner import install_requirements
+
+        self.jobdir.emit("pip_install", phase="start")
+        ok, detail = install_requirements(self.jobdir.bundle, self.jobdir.supervisor_log)
+        self.jobdir.emit("pip_install", phase="end", ok=ok)
+        if ok:
+            return None
+        return Verdict(failure_class=FailureClass.ENVIRONMENT,
+                       reason=f"%pip install failed: {detail}", attempt=self.record.attempt)
+
+    def _resume_from(self) -> str | None:
+        ref = self.record.spec.resume_from
+        if ref is None:
+            return None
+        from trainhub.checkpoints import list_checkpoints
+
+        source = self.store.get(ref.job_id)
+        if source is None:
+            return None
+        infos = list_checkpoints(JobDir(source.job_dir).checkpoints)
+        chosen = [c for c in infos if ref.step is None or c.step == ref.step]
+        return str(chosen[-1].path) if chosen else None
+
+    def _attempt(self, started: float) -> Verdict | None:
+        rec = self.record
+        spec = rec.spec
+        res = spec.resources
+        attempt = rec.attempt
+        port = free_port()
+        slices = gpu_slices(rec.assigned_gpus, res.workers, res.gpus_per_worker)
+        datasets = {d.name: d.path for d in spec.datasets}
+        resume = self._resume_from()
+        log_offset = self.jobdir.supervisor_log.stat().st_size if self.jobdir.supervisor_log.exists() else 0
+        oom_before = oom_kill_count()
+        self.agents = []
+        with open(self.jobdir.supervisor_log, "ab") as log:
+            for node_rank in range(res.workers):
+                env = rank_environment(
+                    os.environ, spec, job_id=rec.id, job_dir=str(self.jobdir.root), attempt=attempt,
+                    gpus=slices[node_rank], resume_from=resume, dataset_paths=datasets,
+                )
+                argv = torchrun_argv(
+                    sys.executable, str(self.jobdir.bundle), workers=res.workers, node_rank=node_rank,
+                    nproc_per_worker=res.ranks_per_worker, master_port=port, run_id=f"{rec.id}-{attempt}",
+                )
+                self.agents.append(psutil.Popen(
+                    argv, env=env, stdin=subprocess_devnull(), stdout=log, stderr=log,
+                    start_new_session=True, cwd=str(self.jobdir.bundle),
+                ))
+        now = time.time()
+        with self.store.transaction() as conn:
+            self.store.update(conn, rec.id, state=JobState.RUNNING, process_groups=[a.pid for a in self.agents],
+                              **({} if rec.started_at else {"started_at": now}))
+        self.record = self.store.get(rec.id)  # type: ignore[assignment]
+        self.jobdir.emit("state", state=JobState.RUNNING.value, attempt=attempt,
+                         world_size=res.world_size, gpus=rec.assigned_gpus,
+                         **({"resume_from": resume} if resume else {}))
+
+        exit_codes = self._wait_for_agents(started)
+        if self.stop_event.is_set():
+            processes.terminate_tree([a.pid for a in self.agents], grace=CANCEL_GRACE_SECONDS)
+
+        agent_log = self._read_from(self.jobdir.supervisor_log, log_offset)
+        exits = torchrun_root_causes(agent_log) or [RankExit(None, c) for c in exit_codes]
+        oom_after = oom_kill_count()
+        return attempt_verdict(
+            attempt=attempt,
+            rank_results=self._rank_results(attempt),
+            exits=exits if any(exit_codes) else [RankExit(None, 0)],
+            stop_reason=self.stop_reason,
+            oom_killed=oom_before is not None and oom_after is not None and oom_after > oom_before,
+        )
+
+    def _wait_for_agents(self, started: float) -> list[int]:
+        while not self.stop_event.is_set():
+            codes = [a.poll() for a in self.agents]
+            if all(c is not None for c in codes):
+                return [int(c) for c in codes]  # type: ignore[arg-type]
+            if any(c not in (None, 0) for c in codes):
+                # One worker group failed: the others would wait at a collective until timeout.
+                time.sleep(2)
+                processes.terminate_tree([a.pid for a in self.agents], grace=CANCEL_GRACE_SECONDS)
+                return [int(a.wait()) for a in self.agents]
+            self._check_deadline(started)
+            self.stop_event.wait(POLL_SECONDS)
+        return [a.poll() if a.poll() is not None else -signal.SIGTERM for a in self.agents]
+
+    def _rank_results(self, attempt: int) -> dict[int, dict]:
+        results = {}
+        for path in (self.jobdir.status / str(attempt)).glob("rank-*.json"):
+            try:
+                results[int(path.stem.split("-", 1)[1])] = json.loads(path.read_text())
+            except (ValueError, OSError):
+                continue
+        return results
+
+    @staticmethod
+    def _read_from(path: Path, offset: int) -> str:
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _back_off(self, verdict: Verdict) -> bool:
+        """Count the retry, wait out the backoff; False when stopped meanwhile."""
+        rec = self.record
+        retries = dict(rec.retries)
+        used = retries.get(verdict.failure_class.value, 0) + 1
+        retries[verdict.failure_class.value] = used
+        delay = rec.spec.retry.backoff(used)
+        from trainhub.checkpoints import list_checkpoints
+
+        latest = list_checkpoints(self.jobdir.checkpoints)
+        with self.store.transaction() as conn:
+            self.store.update(conn, rec.id, state=JobState.RETRYING, retries=retries,
+                              attempt=rec.attempt + 1, verdict=verdict.model_dump(mode="json"))
+        self.record = self.store.get(rec.id)  # type: ignore[assignment]
+        self.jobdir.emit(
+            "retry", attempt=rec.attempt + 1, failure_class=verdict.failure_class.value,
+            reason=verdict.reason, backoff_seconds=delay,
+            resume_step=latest[-1].step if latest else None,
+        )
+        self.jobdir.emit("state", state=JobState.RETRYING.value, attempt=rec.attempt + 1)
+        return not self.stop_event.wait(delay)
+
+    def _finish(self, verdict: Verdict | None) -> None:
+        if verdict is None:
+            state = JobState.SUCCEEDED
+        elif verdict.failure_class == FailureClass.CANCELLED:
+            state = JobState.CANCELLED
+        else:
+            state = JobState.FAILED
+        if verdict is not None:
+            verdict.retriable = False
+        with self.store.transaction() as conn:
+            self.store.update(conn, self.record.id, state=state, finished_at=time.time(),
+                              verdict=verdict.model_dump(mode="json") if verdict else None)
+        self.jobdir.emit("state", state=state.value, **({"reason": verdict.reason} if verdict else {}))
+
+
+def subprocess_devnull():
+    import subprocess
+
+    return subprocess.DEVNULL
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if len(args) != 2:
+        print("usage: python -m trainhub.backends.local.supervisor HOME JOB_ID", file=sys.stderr)
+        return 2
+    return Supervisor(Path(args[0]), args[1]).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

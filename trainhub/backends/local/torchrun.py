@@ -1,0 +1,62 @@
+"""Pure builders for the torchrun command lines and rank environments of a local job."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from trainhub.jobs.spec import JobSpec
+
+
+def torchrun_argv(
+    python: str,
+    bundle: str,
+    *,
+    workers: int,
+    node_rank: int,
+    nproc_per_worker: int,
+    master_port: int,
+    run_id: str,
+) -> list[str]:
+    """One torchrun agent per worker; all workers of a local job rendezvous on loopback."""
+    argv = [python, "-m", "torch.distributed.run", f"--nproc-per-node={nproc_per_worker}",
+            "--max-restarts=0", f"--rdzv-id={run_id}"]
+    if workers == 1:
+        argv += ["--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{master_port}"]
+    else:
+        argv += [f"--nnodes={workers}", f"--node-rank={node_rank}", "--rdzv-backend=static",
+                 "--master-addr=127.0.0.1", f"--master-port={master_port}"]
+    return [*argv, "-m", "trainhub.runner", bundle]
+
+
+def gpu_slices(assigned: Sequence[int], workers: int, per_worker: int) -> list[list[int]]:
+    """Split the job's GPUs between its workers, in order."""
+    return [list(assigned[i * per_worker : (i + 1) * per_worker]) for i in range(workers)]
+
+
+def rank_environment(
+    base: Mapping[str, str],
+    spec: JobSpec,
+    *,
+    job_id: str,
+    job_dir: str,
+    attempt: int,
+    gpus: Sequence[int],
+    resume_from: str | None,
+    dataset_paths: Mapping[str, str],
+) -> dict[str, str]:
+    env = {k: v for k, v in base.items() if not k.startswith(("TRAINHUB_", "TORCHELASTIC_"))}
+    env.update(spec.env)
+    env.update(
+        TRAINHUB_JOB_ID=job_id,
+        TRAINHUB_JOB_DIR=job_dir,
+        TRAINHUB_ATTEMPT=str(attempt),
+        PYTHONUNBUFFERED="1",
+        # NVML numbers GPUs in PCI bus order; make CUDA agree so the indices mean the same GPUs.
+        CUDA_DEVICE_ORDER="PCI_BUS_ID",
+        CUDA_VISIBLE_DEVICES=",".join(str(g) for g in gpus),
+    )
+    if resume_from:
+        env["TRAINHUB_RESUME_FROM"] = resume_from
+    for name, path in dataset_paths.items():
+        env[f"TRAINHUB_DATASET_{name.upper().replace('-', '_')}"] = path
+    return env

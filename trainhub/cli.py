@@ -1,0 +1,351 @@
+"""``trainhub``: submit notebooks and scripts as jobs and follow them from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime
+from typing import Any
+
+from trainhub.errors import TrainhubError
+from trainhub.jobs.models import DescribeJob, JobSummary, ListJobsQuery
+from trainhub.jobs.spec import SpecError
+from trainhub.jobs.states import JobState
+
+
+def _kv(items: list[str], what: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"trainhub: {what} {item!r}: use NAME=VALUE")
+        try:
+            out[key] = json.loads(value) if what == "--param" else value
+        except json.JSONDecodeError:
+            out[key] = value  # a bare word is a string parameter
+    return out
+
+
+def _print_json(obj: Any) -> None:
+    if hasattr(obj, "model_dump"):
+        obj = obj.model_dump(mode="json")
+    elif isinstance(obj, list):
+        obj = [o.model_dump(mode="json") if hasattr(o, "model_dump") else o for o in obj]
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def _ago(ts: float | None) -> str:
+    if not ts:
+        return "-"
+    s = int(time.time() - ts)
+    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
+
+
+def _elapsed(job: JobSummary) -> str:
+    if not job.started_at:
+        return "-"
+    end = job.finished_at or time.time()
+    s = int(end - job.started_at)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+# --- verbs ----------------------------------------------------------------------------------
+def cmd_submit(args: argparse.Namespace) -> int:
+    from trainhub.api import build_spec, service
+
+    retry = {k: v for k, v in {
+        "infrastructure": args.retry_infrastructure, "preempted": args.retry_preempted,
+        "environment": args.retry_environment, "backoff_seconds": args.retry_backoff,
+    }.items() if v is not None}
+    spec = build_spec(
+        args.source, name=args.name, cells=args.cells, cell_tags=args.cell_tags, args=args.args,
+        parameters=_kv(args.param, "--param"), workers=args.workers,
+        processes_per_worker=args.processes_per_worker, gpus_per_worker=args.gpus_per_worker,
+        cpu=args.cpu, memory=args.memory, image=args.image, team=args.team, queue=args.queue,
+        priority=args.priority, max_runtime=args.max_runtime, retry=retry or None,
+        env=_kv(args.env, "--env"), datasets=_kv(args.dataset, "--dataset"), tags=args.tag,
+    )
+    job = service().submit(spec)
+    if args.json:
+        _print_json(job)
+    else:
+        print(job.id)
+        if job.wait_reason:
+            print(f"queued: {job.wait_reason}", file=sys.stderr)
+    if args.follow:
+        return _follow(job.id, rank=0)
+    return 0
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    states = [JobState(s) for s in args.state] if args.state else None
+    page = service().list(ListJobsQuery(states=states, limit=args.limit), user=None if args.all_users else _user())
+    if args.json:
+        _print_json(page)
+        return 0
+    rows = [("ID", "STATE", "PRIORITY", "GPUS", "RANKS", "AGE", "ELAPSED", "DETAIL")]
+    for j in page.jobs:
+        detail = j.wait_reason or (j.failure_class.value if j.failure_class else "")
+        rows.append((j.id, j.state.value, j.priority, str(j.gpus), str(j.world_size),
+                     _ago(j.created_at), _elapsed(j), detail))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    if page.total > len(page.jobs):
+        print(f"({len(page.jobs)} of {page.total}; --limit to see more)", file=sys.stderr)
+    return 0
+
+
+def _describe_text(job: DescribeJob) -> str:
+    lines = [
+        f"Job:        {job.id}",
+        f"State:      {job.state.value}" + (f" (attempt {job.attempt})" if job.attempt else ""),
+        f"Source:     {job.source}",
+        f"Resources:  {job.spec.resources.workers} worker(s) x {job.spec.resources.ranks_per_worker} "
+        f"process(es), {job.gpus} GPU(s)" + (f" {job.assigned_gpus}" if job.assigned_gpus else ""),
+        f"Priority:   {job.priority}",
+        f"Directory:  {job.job_dir}",
+    ]
+    if job.wait_reason:
+        lines.append(f"Waiting:    {job.wait_reason}")
+    if job.verdict:
+        v = job.verdict
+        lines.append(f"Verdict:    {v.failure_class.value}: {v.reason}")
+    if job.retries:
+        lines.append("Retries:    " + ", ".join(f"{k} {n}" for k, n in job.retries.items()))
+    if job.resubmitted_from:
+        lines.append(f"From:       {job.resubmitted_from}")
+    if job.lineage:
+        git = job.lineage.get("git") or {}
+        if git.get("commit"):
+            lines.append(f"Git:        {git['commit'][:12]}" + (" (dirty)" if git.get("dirty") else ""))
+    lines.append("Timeline:")
+    for e in job.timeline:
+        t = datetime.fromtimestamp(e["time"]).strftime("%H:%M:%S")
+        what = e.get("state") or e["type"]
+        extra = e.get("reason") or ""
+        lines.append(f"  {t}  {what:<12} {extra}")
+    return "\n".join(lines)
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    job = service().describe(args.job)
+    if args.json:
+        _print_json(job)
+    else:
+        print(_describe_text(job))
+    return 0
+
+
+def _follow(job_id: str, rank: int) -> int:
+    """Stream a rank's log; progress (state changes, cells, retries) goes to stderr."""
+    from trainhub.api import Job, service
+
+    svc = service()
+    log_offset, event_offset, pending = 0, 0, b""
+    while True:
+        data, log_offset = svc.log(job_id, rank=rank, offset=log_offset)
+        if data:
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                print(line.decode(errors="replace"), flush=True)
+        events, event_offset = svc.events(job_id, offset=event_offset)
+        for e in events:
+            note = _progress(e, rank)
+            if note:
+                print(f"[trainhub] {note}", file=sys.stderr, flush=True)
+        if not data and not events:
+            state = Job(job_id).status
+            if state.terminal:
+                if pending:
+                    print(pending.decode(errors="replace"))
+                return 0 if state == JobState.SUCCEEDED else 1
+            time.sleep(0.3)
+
+
+def _progress(event: dict[str, Any], rank: int) -> str | None:
+    kind = event.get("type")
+    if kind == "state":
+        return f"{event['state']}" + (f": {event['reason']}" if event.get("reason") else "")
+    if kind == "cell" and event.get("rank") == rank and event.get("phase") == "start":
+        return f"cell {event['cell_index'] + 1} started"
+    if kind == "retry":
+        return f"retrying ({event['failure_class']}: {event['reason']}) in {event['backoff_seconds']:.0f}s"
+    if kind == "checkpoint":
+        return f"checkpoint at step {event.get('step')}"
+    return None
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    if args.follow:
+        return _follow(args.job, args.rank)
+    data, _ = service().log(args.job, rank=args.rank, length=1 << 40)
+    sys.stdout.write(data.decode(errors="replace"))
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    events, _ = service().events(args.job)
+    if args.json:
+        _print_json(events)
+        return 0
+    for e in events:
+        t = datetime.fromtimestamp(e["time"]).strftime("%H:%M:%S.%f")[:-3]
+        rest = {k: v for k, v in e.items() if k not in ("time", "type")}
+        print(f"{t}  {e['type']:<16} {json.dumps(rest, default=str)}")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    svc = service()
+    for job_id in args.jobs:
+        job = svc.cancel(job_id, reason=args.reason)
+        print(f"{job.id}: {'cancelled' if job.state == JobState.CANCELLED else 'cancelling'}")
+    if args.wait:
+        from trainhub.api import Job
+
+        for job_id in args.jobs:
+            Job(job_id).wait()
+    return 0
+
+
+def cmd_resubmit(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    job = service().resubmit(args.job)
+    _print_json(job) if args.json else print(job.id)
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    job = service().resume(args.job, args.step)
+    _print_json(job) if args.json else print(job.id)
+    return 0
+
+
+def cmd_checkpoints(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    infos = service().checkpoints(args.job)
+    if args.json:
+        _print_json(infos)
+        return 0
+    print(f"{'STEP':>10}  {'TIME':<19}  {'SIZE':>10}  METRICS")
+    for c in infos:
+        t = datetime.fromtimestamp(c.time).strftime("%Y-%m-%d %H:%M:%S")
+        metrics = " ".join(f"{k}={v:.4g}" for k, v in c.metrics.items())
+        print(f"{c.step:>10}  {t:<19}  {c.bytes / 2**20:>8.1f}Mi  {metrics}")
+    return 0
+
+
+def _user() -> str:
+    import getpass
+
+    return getpass.getuser()
+
+
+# --- parser ---------------------------------------------------------------------------------
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trainhub", description=__doc__)
+    sub = p.add_subparsers(dest="verb", required=True)
+
+    s = sub.add_parser("submit", help="submit a notebook or script as a job")
+    s.add_argument("source", help="notebook (.ipynb) or script (.py), relative to the workspace")
+    s.add_argument("args", nargs="*", help="arguments for a script")
+    s.add_argument("--name")
+    s.add_argument("--cells", type=lambda v: [int(x) for x in v.split(",")], help="cell indices, e.g. 0,2,5")
+    s.add_argument("--cell-tags", type=lambda v: v.split(","), help="run the cells with these tags")
+    s.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="parameter injected after the 'parameters' cell (JSON value)")
+    s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--processes-per-worker", "--nproc", type=int)
+    s.add_argument("--gpus-per-worker", "--gpus", type=int, default=0)
+    s.add_argument("--cpu", type=float)
+    s.add_argument("--memory")
+    s.add_argument("--image")
+    s.add_argument("--team")
+    s.add_argument("--queue")
+    s.add_argument("--priority", choices=["low", "normal", "high"], default="normal")
+    s.add_argument("--max-runtime", help="e.g. 90m, 2h, 1d")
+    s.add_argument("--retry-infrastructure", type=int)
+    s.add_argument("--retry-preempted", type=int)
+    s.add_argument("--retry-environment", type=int)
+    s.add_argument("--retry-backoff", type=float, help="seconds before the first retry")
+    s.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    s.add_argument("--dataset", action="append", default=[], metavar="NAME=PATH")
+    s.add_argument("--tag", action="append", default=[])
+    s.add_argument("-f", "--follow", action="store_true", help="then follow rank 0's log")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_submit)
+
+    j = sub.add_parser("jobs", help="list jobs")
+    j.add_argument("--state", action="append", choices=[s.value for s in JobState])
+    j.add_argument("--limit", type=int, default=50)
+    j.add_argument("--all-users", action="store_true")
+    j.add_argument("--json", action="store_true")
+    j.set_defaults(func=cmd_jobs)
+
+    for verb, func, text in (("describe", cmd_describe, "show a job"),
+                             ("events", cmd_events, "show a job's events"),
+                             ("checkpoints", cmd_checkpoints, "list a job's checkpoints"),
+                             ("resubmit", cmd_resubmit, "run a job's spec again as a new job")):
+        v = sub.add_parser(verb, help=text)
+        v.add_argument("job")
+        v.add_argument("--json", action="store_true")
+        v.set_defaults(func=func)
+
+    r = sub.add_parser("resume", help="a new job starting from a checkpoint of this one")
+    r.add_argument("job")
+    r.add_argument("--step", type=int, help="default: the latest checkpoint")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_resume)
+
+    lg = sub.add_parser("logs", help="print a rank's log")
+    lg.add_argument("job")
+    lg.add_argument("--rank", type=int, default=0)
+    lg.add_argument("-f", "--follow", action="store_true")
+    lg.set_defaults(func=cmd_logs)
+
+    c = sub.add_parser("cancel", help="cancel jobs")
+    c.add_argument("jobs", nargs="+")
+    c.add_argument("--reason")
+    c.add_argument("--wait", action="store_true", help="until every process has ended")
+    c.set_defaults(func=cmd_cancel)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        from trainhub.api import service
+
+        service().reconcile()
+        return int(args.func(args) or 0)
+    except SpecError as e:
+        for err in e.errors:
+            print(f"trainhub: {err.field}: {err.message}", file=sys.stderr)
+        return 2
+    except (TrainhubError, ValueError) as e:
+        print(f"trainhub: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""The job service: one place that turns requests into jobs and reads them back.
+
+Used alike by the CLI, the Python API and the Jupyter server extension. It validates,
+prepares the job directory (bundle, spec, lineage), hands the job to the backend, and
+answers reads from the job directory. Another user's job is reported as not found.
+"""
+
+from __future__ import annotations
+
+import getpass
+import secrets
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from trainhub.backends.base import Backend
+from trainhub.checkpoints import CheckpointInfo, delete_checkpoint, list_checkpoints, resolve_file
+from trainhub.errors import Conflict, NotFound
+from trainhub.jobdir import JobDir, read_jsonl, write_json_atomic
+from trainhub.jobs.models import DescribeJob, JobPage, JobRecord, JobSummary, ListJobsQuery
+from trainhub.jobs.spec import FieldError, JobSpec, SpecError, parse_spec
+from trainhub.jobs.states import JobState
+
+TIMELINE_EVENTS = frozenset({"submitted", "state", "retry", "verdict", "cancel_requested", "pip_install"})
+METRIC_KINDS = ("scalars", "gpu", "system")
+
+
+def _field_error(field: str, message: str) -> SpecError:
+    return SpecError([FieldError(field=field, message=message)])
+
+
+class JobService:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        workspace_root: Path,
+        jobs_root: Path,
+        allow_pip: bool = True,
+        max_workspace_bytes: int = 200 * 2**20,
+    ):
+        self.backend = backend
+        self.workspace_root = Path(workspace_root).resolve()
+        self.jobs_root = Path(jobs_root)
+        self.allow_pip = allow_pip
+        self.max_workspace_bytes = max_workspace_bytes
+
+    # --- submit -------------------------------------------------------------------------
+    def submit(
+        self,
+        spec: JobSpec | dict[str, Any],
+        *,
+        user: str | None = None,
+        resubmitted_from: str | None = None,
+    ) -> DescribeJob:
+        from trainhub.lineage import collect_lineage
+        from trainhub.notebook import compile_bundle
+
+        spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
+        user = user or getpass.getuser()
+        self._check_paths(spec)
+        if spec.resume_from is not None:
+            self._check_resume(spec, user)
+        job_id = f"{spec.name}-{secrets.token_hex(4)}"
+        jobdir = JobDir(self.jobs_root / job_id).create()
+        record = JobRecord(
+            id=job_id, name=spec.name, user=user, team=spec.team, queue=spec.queue,
+            priority=spec.priority.rank, state=JobState.QUEUED, spec=spec, job_dir=str(jobdir.root),
+            gpus=spec.resources.total_gpus,
+            slots=0 if spec.resources.total_gpus else spec.resources.world_size,
+            created_at=time.time(), resubmitted_from=resubmitted_from,
+        )
+        try:
+            self.backend.check_fits(record)
+            manifest = compile_bundle(
+                spec, self.workspace_root, jobdir.bundle,
+                allow_pip=self.allow_pip, max_workspace_bytes=self.max_workspace_bytes,
+            )
+            write_json_atomic(jobdir.spec, {**spec.model_dump(mode="json"), "id": job_id, "user": user})
+            jobdir.emit("submitted", user=user, host=socket.gethostname(), content_hash=manifest.content_hash)
+            record = self.backend.submit(record)
+        except BaseException:
+            # Refused or broken: leave nothing half-made behind.
+            shutil.rmtree(jobdir.root, ignore_errors=True)
+            raise
+        # After the hand-off, so that collecting it does not delay the start.
+        lineage = collect_lineage(spec, self.workspace_root, manifest, user=user)
+        write_json_atomic(jobdir.lineage, lineage)
+        return self._describe(self.backend.get(job_id) or record)
+
+    def _check_paths(self, spec: JobSpec) -> None:
+        path = (self.workspace_root / spec.source.path).resolve()
+        if not path.is_relative_to(self.workspace_root):
+            raise _field_error("source.path", f"{spec.source.path} is outside the workspace")
+        if not path.is_file():
+            raise _field_error("source.path", f"no such file: {spec.source.path}")
+        for i, dataset in enumerate(spec.datasets):
+            if not Path(dataset.path).exists():
+                raise _field_error(f"datasets.{i}.path", f"dataset {dataset.name}: no such path {dataset.path}")
+
+    def _check_resume(self, spec: JobSpec, user: str) -> None:
+        ref = spec.resume_from
+        assert ref is not None
+        source = self.record(ref.job_id, user)
+        infos = list_checkpoints(JobDir(source.job_dir).checkpoints)
+        if not infos:
+            raise Conflict(f"Job {ref.job_id} has no checkpoint to resume from.")
+        if ref.step is not None and ref.step not in {c.step for c in infos}:
+            raise NotFound(f"Job {ref.job_id} has no checkpoint at step {ref.step}.")
+
+    def resubmit(self, job_id: str, *, user: str | None = None, overrides: dict[str, Any] | None = None) -> DescribeJob:
+        """Run the same spec again (optionally changed) as a new job."""
+        user = user or getpass.getuser()
+        old = self.record(job_id, user)
+        data = old.spec.model_dump(mode="json")
+        data.update(overrides or {})
+        return self.submit(data, user=user, resubmitted_from=job_id)
+
+    def resume(self, job_id: str, step: int | None = None, *, user: str | None = None,
+               overrides: dict[str, Any] | None = None) -> DescribeJob:
+        """A new job with the same spec that starts from one of this job's checkpoints."""
+        return self.resubmit(
+            job_id, user=user,
+            overrides={**(overrides or {}), "resume_from": {"job_id": job_id, "step": step}},
+        )
+
+    def cancel(self, job_id: str, *, user: str | None = None, reason: str | None = None) -> DescribeJob:
+        user = user or getpass.getuser()
+        self.record(job_id, user)
+        record = self.backend.cancel(job_id, reason or f"cancelled by {user}")
+        return self._describe(record)
+
+    # --- reads --------------------------------------------------------------------------
+    def record(self, job_id: str, user: str | None = None) -> JobRecord:
+        record = self.backend.get(job_id)
+        if record is None or (user is not None and record.user != user):
+            raise NotFound(f"No job {job_id}.")
+        return record
+
+    def describe(self, job_id: str, *, user: str | None = None) -> DescribeJob:
+        return self._describe(self.record(job_id, user))
+
+    def list(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
+        query = query or ListJobsQuery()
+        records = self.backend.list(user=user, states=query.states, limit=query.limit, before_seq=query.before)
+        total = self.backend.count(user=user, states=query.states)
+        next_before = records[-1].seq if len(records) == query.limit else None
+        return JobPage(jobs=[self._summary(r) for r in records], next_before=next_before, total=total)
+
+    def _summary(self, record: JobRecord) -> JobSummary:
+        reason, ahead = self.backend.wait_reason(record)
+        return JobSummary(
+            id=record.id, name=record.name, user=record.user, state=record.state,
+            priority=record.spec.priority.value, team=record.team, queue=record.queue,
+            gpus=record.gpus, world_size=record.spec.resources.world_size,
+            created_at=record.created_at, started_at=record.started_at, finished_at=record.finished_at,
+            attempt=record.attempt, wait_reason=reason, position=ahead,
+            failure_class=record.verdict.failure_class if record.verdict and record.state.terminal else None,
+            source=record.spec.source.path, seq=record.seq,
+        )
+
+    def _describe(self, record: JobRecord) -> DescribeJob:
+        jobdir = JobDir(record.job_dir)
+        lineage = None
+        if jobdir.lineage.exists():
+            import json
+
+            lineage = json.loads(jobdir.lineage.read_text())
+        timeline = [e for e in jobdir.iter_events() if e.get("type") in TIMELINE_EVENTS]
+        return DescribeJob(
+            **self._summary(record).model_dump(),
+            spec=record.spec, job_dir=record.job_dir, assigned_gpus=record.assigned_gpus,
+            verdict=record.verdict, retries=record.retries, lineage=lineage, timeline=timeline,
+            resubmitted_from=record.resubmitted_from,
+        )
+
+    def jobdir(self, job_id: str, user: str | None = None) -> JobDir:
+        return JobDir(self.record(job_id, user).job_dir)
+
+    def events(self, job_id: str, *, user: str | None = None, offset: int = 0,
+               limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+        return self.jobdir(job_id, user).read_events(offset, limit)
+
+    def log(self, job_id: str, *, user: str | None = None, rank: int = 0, offset: int = 0,
+            length: int = 1 << 20) -> tuple[bytes, int]:
+        jobdir = self.jobdir(job_id, user)
+        if rank < 0:
+            raise _field_error("rank", "must be 0 or more")
+        return jobdir.read_log(rank, offset, length)
+
+    def log_ranks(self, job_id: str, *, user: str | None = None) -> list[int]:
+        return self.jobdir(job_id, user).log_ranks()
+
+    def metrics(self, job_id: str, kind: str, *, user: str | None = None, offset: int = 0,
+                limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+        if kind not in METRIC_KINDS:
+            raise _field_error("kind", f"must be one of {', '.join(METRIC_KINDS)}")
+        return read_jsonl(self.jobdir(job_id, user).metrics / f"{kind}.jsonl", offset, limit)
+
+    def checkpoints(self, job_id: str, *, user: str | None = None) -> list[CheckpointInfo]:
+        return list_checkpoints(self.jobdir(job_id, user).checkpoints)
+
+    def checkpoint_file(self, job_id: str, step: int, name: str, *, user: str | None = None) -> Path:
+        return resolve_file(self.jobdir(job_id, user).checkpoints, step, name)
+
+    def delete_checkpoint(self, job_id: str, step: int, *, user: str | None = None) -> None:
+        delete_checkpoint(self.jobdir(job_id, user).checkpoints, step)
+
+    def reconcile(self) -> None:
+        self.backend.reconcile()

@@ -1,0 +1,106 @@
+"""How an attempt ended: pure functions from evidence (rank results, exit codes, signals) to a
+:class:`Verdict`. Shared by the local supervisor and the Kubernetes backend."""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+from trainhub.jobs.models import Verdict
+from trainhub.jobs.spec import RetryPolicy
+from trainhub.jobs.states import FailureClass
+
+_ROOT_CAUSE = re.compile(
+    r"rank\s*:\s*(?P<rank>\d+).*?exitcode\s*:\s*(?P<code>-?\d+)", re.DOTALL
+)
+
+
+@dataclass(frozen=True)
+class RankExit:
+    """A rank (or agent) that ended without reporting a result itself."""
+
+    rank: int | None
+    exit_code: int  # negative: killed by that signal, as subprocess reports it
+
+
+def signal_name(exit_code: int) -> str | None:
+    """-9 or 137 -> 'SIGKILL'."""
+    num = -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else 0
+    if num <= 0:
+        return None
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def torchrun_root_causes(agent_log: str) -> list[RankExit]:
+    """The failed ranks torchrun lists in its "Root Cause" / "Failures" summary."""
+    start = agent_log.rfind("Root Cause")
+    if start < 0:
+        return []
+    block = agent_log[agent_log.rfind("=" * 20, 0, start) :]
+    return [RankExit(int(m["rank"]), int(m["code"])) for m in _ROOT_CAUSE.finditer(block)]
+
+
+def rank_error_verdict(rank: int, result: dict[str, Any], attempt: int) -> Verdict:
+    cls = FailureClass(result.get("failure_class") or FailureClass.CODE)
+    where = ""
+    if result.get("cell_index") is not None:
+        where = f" in cell {result['cell_index'] + 1}"
+        if result.get("line"):
+            where += f", line {result['line']}"
+    elif result.get("file"):
+        where = f" in {result['file']}" + (f", line {result['line']}" if result.get("line") else "")
+    exc = result.get("exception") or "error"
+    message = (result.get("message") or "").strip().splitlines()
+    reason = f"{exc}{where} (rank {rank})" + (f": {message[0][:300]}" if message else "")
+    return Verdict(
+        failure_class=cls, reason=reason, rank=rank, cell_index=result.get("cell_index"),
+        line=result.get("line"), exception=result.get("exception"), message=result.get("message"),
+        attempt=attempt,
+    )
+
+
+def attempt_verdict(
+    *,
+    attempt: int,
+    rank_results: dict[int, dict[str, Any]],
+    exits: list[RankExit],
+    stop_reason: str | None = None,
+    oom_killed: bool = False,
+) -> Verdict | None:
+    """None when the attempt succeeded; otherwise why it failed.
+
+    A person's stop wins; then a rank's own report of an exception (the first rank, since
+    the others are usually collateral); then how processes died.
+    """
+    if stop_reason is not None:
+        return Verdict(failure_class=FailureClass.CANCELLED, reason=stop_reason, attempt=attempt)
+    errors = {r: res for r, res in rank_results.items() if res.get("outcome") == "error"}
+    if errors:
+        first = min(errors, key=lambda r: (errors[r].get("time") or 0, r))
+        return rank_error_verdict(first, errors[first], attempt)
+    failed = [e for e in exits if e.exit_code != 0]
+    if not failed:
+        return None
+    culprit = next((e for e in failed if e.exit_code < 0 or e.exit_code > 128), failed[0])
+    sig = signal_name(culprit.exit_code)
+    who = f"rank {culprit.rank}" if culprit.rank is not None else "a worker"
+    if oom_killed:
+        reason = f"{who} was killed by the kernel's out-of-memory killer"
+    elif sig:
+        reason = f"{who} was killed by {sig}"
+    else:
+        reason = f"{who} exited with code {culprit.exit_code} without reporting an error"
+    return Verdict(
+        failure_class=FailureClass.INFRASTRUCTURE, reason=reason, rank=culprit.rank,
+        exit_code=culprit.exit_code, signal=sig, attempt=attempt,
+    )
+
+
+def should_retry(verdict: Verdict, policy: RetryPolicy, retries_used: dict[str, int]) -> bool:
+    used = retries_used.get(verdict.failure_class.value, 0)
+    return used < policy.limit(verdict.failure_class.value)
