@@ -97,11 +97,11 @@ import (
 func main() { etcdmain.Main(os.Args) }
 GOSRC
 step "resolving the module graph"
-(cd "$src" && run "$GO" get \
+# -tool records the commands as tool directives, so go mod tidy keeps them.
+(cd "$src" && run "$GO" get -tool \
   "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" \
   "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" \
-  "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" \
-  "k8s.io/kubernetes@$K8S_VERSION" && run "$GO" mod tidy)
+  "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" && run "$GO" mod tidy)
 etcd_version="$(cd "$src" && "$GO" list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
 k8s_minor="${K8S_VERSION#v1.}"; k8s_minor="${k8s_minor%%.*}"
 k8s_ldflags="-s -w"
@@ -121,24 +121,65 @@ build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build_k8s kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 build_k8s kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
 
-# --- kwok and Kueue: go install at the pinned tag, with their own go.mod ------------
-install_tool() { # name module/cmd version ldflags
-  [[ -x "$bin/$1" ]] && { step "$1 already built"; return; }
-  step "building $1 ($2@$3)"
-  (cd /tmp && GOBIN="$bin" run "$GO" install -trimpath -ldflags "-s -w $4" "$2@$3")
-}
-install_tool kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" \
-  "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
-install_tool kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_VERSION" \
-  "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
+# --- kwok: go install at the pinned tag, with its own go.mod ------------------------
+if [[ -x "$bin/kwok" ]]; then
+  step "kwok already built"
+else
+  step "building kwok (sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION)"
+  (cd /tmp && GOBIN="$bin" run "$GO" install -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" \
+    "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION")
+fi
+kwok_src="$(cd /tmp && "$GO" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
 
-# --- Kueue manifests out of the module cache ---------------------------------------
+# --- Kueue: built in its own module (its go.mod/go.sum), with a build overlay --------
+# With internal cert management off, Kueue reads its metrics serving cert from the
+# fixed path /etc/kueue/metrics/certs and the visibility server's from /visibility.
+# A test control plane must not write there, so the overlay makes both paths
+# overridable by KUEUE_METRICS_CERT_DIR / KUEUE_VISIBILITY_CERT_DIR (defaults unchanged).
+# Nothing else in Kueue is changed.
 kueue_src="$(cd /tmp && "$GO" mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
-rm -rf "$dir/kueue"
-mkdir -p "$dir/kueue/crds"
+if [[ -x "$bin/kueue" ]]; then
+  step "kueue already built"
+else
+  step "building kueue (sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION)"
+  overlay="$dir/kueue-overlay"
+  rm -rf "$overlay"; mkdir -p "$overlay"
+  main_go="$kueue_src/cmd/kueue/main.go"
+  vis_go="$kueue_src/pkg/visibility/server.go"
+  grep -q 'metricsCertPath := "/etc/kueue/metrics/certs"' "$main_go" \
+    || { echo "build.sh: Kueue $KUEUE_VERSION no longer hard-codes the metrics cert path; revisit the overlay" >&2; exit 1; }
+  grep -q 'certDir = "/visibility"' "$vis_go" \
+    || { echo "build.sh: Kueue $KUEUE_VERSION no longer hard-codes the visibility cert dir; revisit the overlay" >&2; exit 1; }
+  sed 's|metricsCertPath := "/etc/kueue/metrics/certs"|metricsCertPath := func() string { if d := os.Getenv("KUEUE_METRICS_CERT_DIR"); d != "" { return d }; return "/etc/kueue/metrics/certs" }()|' \
+    "$main_go" > "$overlay/main.go"
+  sed -e 's|certDir = "/visibility"|certDir = func() string { if d := os.Getenv("KUEUE_VISIBILITY_CERT_DIR"); d != "" { return d }; return "/visibility" }()|' \
+      -e '0,/^\t"net"$/s//\t"net"\n\t"os"/' "$vis_go" > "$overlay/server.go"
+  grep -q '^	"os"$' "$overlay/server.go" || { echo "build.sh: could not add the os import to the overlay" >&2; exit 1; }
+  printf '{"Replace": {"%s": "%s", "%s": "%s"}}\n' \
+    "$main_go" "$overlay/main.go" "$vis_go" "$overlay/server.go" > "$overlay/overlay.json"
+  (cd "$kueue_src" && run "$GO" build -trimpath -overlay "$overlay/overlay.json" \
+    -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+    -o "$bin/kueue.tmp" ./cmd/kueue)
+  mv "$bin/kueue.tmp" "$bin/kueue"
+fi
+
+# --- manifests out of the module cache ----------------------------------------------
+rm -rf "$dir/kueue" "$dir/kwok"
+mkdir -p "$dir/kueue/crds" "$dir/kueue/crd-patches" "$dir/kwok/stages"
 cp "$kueue_src"/config/components/crd/bases/*.yaml "$dir/kueue/crds/"
+# The conversion-webhook patches the release enables (uncommented in its kustomization).
+for p in $(sed -n 's|^- path: patches/\(webhook_in_.*\.yaml\)$|\1|p' "$kueue_src/config/components/crd/kustomization.yaml"); do
+  cp "$kueue_src/config/components/crd/patches/$p" "$dir/kueue/crd-patches/"
+done
 cp "$kueue_src"/config/components/webhook/manifests.yaml "$dir/kueue/webhook.yaml"
-chmod -R u+w "$dir/kueue"
+# kwok's own stages for node lifecycle and pod readiness/deletion; the pod
+# completion stages live in tests/k8s/cluster/kwok-stages.yaml.
+cp "$kwok_src"/kustomize/stage/node/fast/node-initialize.yaml \
+   "$kwok_src"/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+   "$kwok_src"/kustomize/stage/pod/fast/pod-ready.yaml \
+   "$kwok_src"/kustomize/stage/pod/fast/pod-delete.yaml "$dir/kwok/stages/"
+chmod -R u+w "$dir/kueue" "$dir/kwok"
 
 cat > "$dir/VERSIONS" <<VERS
 kubernetes=$K8S_VERSION
