@@ -1,0 +1,346 @@
+"""Checkpoints on disk: layout, manifests, browsing, deletion and safe file lookup.
+
+Layout (DESIGN.md, "The job directory is the data plane")::
+
+    checkpoints/
+      0000000100/          one directory per step, the step zero-padded to 10 digits
+        manifest.json      {step, time, metrics, files: [{name, bytes, sha256}], world_size,
+                           job_id, attempt, format, sharded}
+        state.pt           or rank-<r>.pt for each rank when the save was sharded
+      .tmp-...             work in progress or debris of a killed writer; never a checkpoint
+
+A step directory only ever appears by an atomic rename of a complete, fsynced temp directory,
+so every directory named like a step holds a whole checkpoint. Readers still check the
+manifest and file sizes, and skip anything that does not add up.
+
+This module never imports torch: the server and the CLI browse checkpoints with it. The
+writer that training code calls lives in :mod:`trainhub.checkpoint`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import secrets
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+MANIFEST = "manifest.json"
+TEMP_PREFIX = ".tmp-"
+STEP_DIGITS = 10
+FORMAT = "torch"
+
+
+class CheckpointFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    bytes: int = Field(ge=0)
+    sha256: str
+
+
+class CheckpointManifest(BaseModel):
+    """What ``manifest.json`` holds."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    step: int = Field(ge=0)
+    time: float
+    metrics: dict[str, float] = Field(default_factory=dict)
+    files: list[CheckpointFile]
+    world_size: int = Field(default=1, ge=1)
+    job_id: str | None = None
+    attempt: int = Field(default=0, ge=0)
+    format: str = FORMAT
+    sharded: bool = False
+
+
+class CheckpointInfo(CheckpointManifest):
+    """One complete checkpoint: its manifest, total size and directory."""
+
+    bytes: int = Field(ge=0)
+    path: Path
+
+    @classmethod
+    def from_manifest(cls, manifest: CheckpointManifest, path: Path) -> CheckpointInfo:
+        total = sum(f.bytes for f in manifest.files)
+        return cls(**manifest.model_dump(), bytes=total, path=path)
+
+    def file_for_rank(self, rank: int) -> Path:
+        """The file a rank loads: ``state.pt``, or ``rank-<rank>.pt`` for sharded saves."""
+        if not self.sharded:
+            return self.path / "state.pt"
+        if not 0 <= rank < self.world_size:
+            raise ValueError(
+                f"rank {rank} is outside this sharded checkpoint's world size {self.world_size} "
+                f"({self.path})"
+            )
+        return self.path / shard_name(rank)
+
+
+# --- names ---------------------------------------------------------------------------------
+
+
+def step_name(step: int) -> str:
+    return f"{step:0{STEP_DIGITS}d}"
+
+
+def shard_name(rank: int) -> str:
+    return f"rank-{rank}.pt"
+
+
+def parse_step_name(name: str) -> int | None:
+    """The step a directory name stands for, or None when it is not a checkpoint name."""
+    if len(name) == STEP_DIGITS and name.isascii() and name.isdigit():
+        return int(name)
+    return None
+
+
+def coerce_step(step: int | str) -> int:
+    """A step from code or from a request: a non-negative int, or a string of digits."""
+    if isinstance(step, bool):
+        raise ValueError(f"step must be a non-negative integer, got {step!r}")
+    if isinstance(step, str):
+        if not (step.isascii() and step.isdigit()):
+            raise ValueError(f"step must be a non-negative integer, got {step!r}")
+        step = int(step)
+    if not isinstance(step, int) or step < 0:
+        raise ValueError(f"step must be a non-negative integer, got {step!r}")
+    return step
+
+
+def step_dir(checkpoints_dir: Path, step: int | str) -> Path:
+    return Path(checkpoints_dir) / step_name(coerce_step(step))
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def load_manifest(path: Path) -> CheckpointInfo:
+    """Read and check the checkpoint in directory ``path``; raise naming the file if it is not one."""
+    manifest_path = path / MANIFEST
+    try:
+        raw: Any = json.loads(manifest_path.read_text())
+        manifest = CheckpointManifest.model_validate(raw)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no checkpoint at {path}: {MANIFEST} is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, ValidationError) as e:
+        raise ValueError(f"{manifest_path} is not a valid checkpoint manifest: {e}") from None
+    expected = parse_step_name(path.name)
+    if expected is not None and expected != manifest.step:
+        raise ValueError(f"{manifest_path} says step {manifest.step} but lives in {path.name}/")
+    for f in manifest.files:
+        file_path = path / f.name
+        if Path(f.name).name != f.name or not file_path.is_file():
+            raise ValueError(f"{manifest_path} lists {f.name!r}, which is not a file of {path}")
+        if file_path.stat().st_size != f.bytes:
+            raise ValueError(
+                f"{file_path} has {file_path.stat().st_size} bytes, manifest says {f.bytes}"
+            )
+    return CheckpointInfo.from_manifest(manifest, path)
+
+
+def list_checkpoints(checkpoints_dir: str | os.PathLike[str]) -> list[CheckpointInfo]:
+    """Every complete checkpoint under ``checkpoints_dir``, oldest step first.
+
+    Temp directories and anything whose manifest does not check out are left out.
+    """
+    root = Path(checkpoints_dir)
+    infos = []
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if parse_step_name(entry.name) is None or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            infos.append(load_manifest(Path(entry.path)))
+        except (OSError, ValueError):
+            continue  # removed meanwhile, or not a checkpoint: browsing shows what is sound
+    return sorted(infos, key=lambda i: i.step)
+
+
+def latest_checkpoint(checkpoints_dir: str | os.PathLike[str]) -> CheckpointInfo | None:
+    infos = list_checkpoints(checkpoints_dir)
+    return infos[-1] if infos else None
+
+
+def read_manifest(checkpoints_dir: str | os.PathLike[str], step: int | str) -> CheckpointInfo:
+    path = _checked_step_dir(Path(checkpoints_dir), step)
+    return load_manifest(path)
+
+
+def resolve_file(checkpoints_dir: str | os.PathLike[str], step: int | str, name: str) -> Path:
+    """The real path of file ``name`` of a checkpoint, for a download.
+
+    Refuses absolute names, ``..``, and symlinks that lead outside the checkpoint.
+    """
+    ckpt = _checked_step_dir(Path(checkpoints_dir), step).resolve()
+    if not name or Path(name).is_absolute():
+        raise ValueError(f"file name {name!r} must be a relative name inside the checkpoint")
+    candidate = (ckpt / name).resolve()
+    if not candidate.is_relative_to(ckpt) or candidate == ckpt:
+        raise ValueError(f"file name {name!r} points outside checkpoint {ckpt.name}")
+    if not candidate.is_file():
+        raise FileNotFoundError(f"checkpoint {ckpt.name} has no file {name!r}")
+    return candidate
+
+
+def _checked_step_dir(checkpoints_dir: Path, step: int | str) -> Path:
+    """The step directory, refused when it is a symlink or resolves outside ``checkpoints_dir``."""
+    path = step_dir(checkpoints_dir, step)
+    if path.is_symlink() or not path.resolve().is_relative_to(checkpoints_dir.resolve()):
+        raise ValueError(f"checkpoint {path.name} is a link outside {checkpoints_dir}; refused")
+    if not path.is_dir():
+        raise FileNotFoundError(f"no checkpoint for step {coerce_step(step)} in {checkpoints_dir}")
+    return path
+
+
+# --- writing helpers (shared with trainhub.checkpoint) --------------------------------------
+
+
+def temp_path(checkpoints_dir: Path, purpose: str) -> Path:
+    return checkpoints_dir / f"{TEMP_PREFIX}{purpose}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_stale_temps(checkpoints_dir: Path, keep: Path | None = None) -> list[Path]:
+    """Remove temp directories left by killed or failed writers, except ``keep``.
+
+    Only the one writer of a checkpoints directory calls this, after its own previous save
+    has finished, so every other temp directory is debris.
+    """
+    removed = []
+    for entry in _scandir(checkpoints_dir):
+        path = Path(entry.path)
+        if entry.name.startswith(TEMP_PREFIX) and path != keep:
+            if entry.is_dir(follow_symlinks=False):
+                remove_tree(path)
+            else:
+                path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def publish(temp_dir: Path, final: Path) -> None:
+    """Make the complete, fsynced ``temp_dir`` visible as ``final``, atomically.
+
+    When ``final`` exists (the same step saved again) the two are swapped in one step where
+    the filesystem allows, so the old checkpoint goes only once the new one is in place.
+    """
+    fsync_dir(temp_dir)
+    parent = final.parent
+    if not final.exists():
+        os.rename(temp_dir, final)
+        fsync_dir(parent)
+        return
+    if _exchange(temp_dir, final):
+        old = temp_dir  # after the swap the temp name holds the previous checkpoint
+    else:
+        old = temp_path(parent, f"replaced-{final.name}")
+        os.rename(final, old)
+        os.rename(temp_dir, final)
+    fsync_dir(parent)
+    remove_tree(old)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically with Linux renameat2(RENAME_EXCHANGE); False if unsupported."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    rc = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def delete_checkpoint(checkpoints_dir: str | os.PathLike[str], step: int | str) -> None:
+    """Delete one checkpoint: renamed away first, so it vanishes whole, then removed."""
+    root = Path(checkpoints_dir)
+    path = _checked_step_dir(root, step)
+    doomed = temp_path(root, f"deleting-{path.name}")
+    os.rename(path, doomed)
+    fsync_dir(root)
+    remove_tree(doomed)
+
+
+# --- retention -----------------------------------------------------------------------------
+
+
+def retention_victims(
+    infos: list[CheckpointInfo],
+    *,
+    keep_last: int | None = None,
+    keep_best: tuple[str, Literal["min", "max"], int] | None = None,
+) -> list[CheckpointInfo]:
+    """The checkpoints a retention policy deletes; the newest one is always kept.
+
+    Kept: the ``keep_last`` newest, and the ``keep_best`` best by a metric (checkpoints
+    without that metric do not compete). With neither policy nothing is deleted.
+    """
+    check_retention(keep_last, keep_best)
+    if keep_last is None and keep_best is None:
+        return []
+    by_step = sorted(infos, key=lambda i: i.step)
+    kept = {i.step for i in by_step[-1:]}
+    if keep_last is not None:
+        kept |= {i.step for i in by_step[-keep_last:]}
+    if keep_best is not None:
+        metric, mode, count = keep_best
+        ranked = sorted(
+            (i for i in by_step if metric in i.metrics),
+            key=lambda i: (i.metrics[metric] if mode == "min" else -i.metrics[metric], -i.step),
+        )
+        kept |= {i.step for i in ranked[:count]}
+    return [i for i in by_step if i.step not in kept]
+
+
+def check_retention(keep_last: Any, keep_best: Any) -> None:
+    """Refuse a malformed retention policy with a sentence naming the argument."""
+    if keep_last is not None and (
+        not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 1
+    ):
+        raise ValueError(f"keep_last must be an integer of at least 1, got {keep_last!r}")
+    if keep_best is None:
+        return
+    shape = f"keep_best must be (metric, 'min' | 'max', count), got {keep_best!r}"
+    if not isinstance(keep_best, tuple | list) or len(keep_best) != 3:
+        raise ValueError(shape)
+    metric, mode, count = keep_best
+    if not isinstance(metric, str) or not metric or mode not in ("min", "max"):
+        raise ValueError(shape)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ValueError(f"keep_best count must be an integer of at least 1, got {count!r}")
+
+
+def _scandir(path: Path) -> list[os.DirEntry[str]]:
+    try:
+        return list(os.scandir(path))
+    except FileNotFoundError:
+        return []
