@@ -105,16 +105,19 @@ class MetricsSampler:
     def _tick(self) -> None:
         now = round(time.time(), 3)
         self._guarded("GPU", self._sample_gpus, now)
-        self._guarded("system", self._sample_system, now)
+        self._guarded("rank process", self._sample_ranks, now)
+        self._guarded("host", self._sample_host, now)
 
     def _sample_gpus(self, now: float) -> None:
         for record in self._gpus.sample():
             append_jsonl(self._gpu_path, {"time": now, **record})
         self._report_gpu_problems()
 
-    def _sample_system(self, now: float) -> None:
+    def _sample_ranks(self, now: float) -> None:
         for record in self._processes.sample(self._rank_pids()):
             append_jsonl(self._system_path, {"time": now, **record})
+
+    def _sample_host(self, now: float) -> None:
         assert self._host is not None
         append_jsonl(self._system_path, {"time": now, **self._host.sample()})
 
