@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from trainhub.failures import PIP_INSTALL_ERROR, explain_exception
+from trainhub.failures import explain_exception
 from trainhub.jobdir import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
 from trainhub.notebook import (
@@ -489,12 +489,10 @@ def install_requirements(
                     stderr=subprocess.STDOUT, env=env, timeout=timeout_s, check=False,
                 )
             except subprocess.TimeoutExpired:
-                return False, f"{PIP_INSTALL_ERROR}: `{req.source}` ({where}) ran over {timeout_s:.0f} s"
+                return False, f"`{req.source}` ({where}) ran over {timeout_s:.0f} s and was stopped"
         if proc.returncode != 0:
             tail = _last_lines(log_path, start)
-            return False, (
-                f"pip install failed (exit status {proc.returncode}) for `{req.source}` ({where}): {tail}"
-            )
+            return False, f"`{req.source}` ({where}) exited with status {proc.returncode}: {tail}"
     return True, f"installed {len(requirements)} pip line(s) in {time.monotonic() - started:.1f} s"
 
 

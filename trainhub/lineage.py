@@ -1,0 +1,225 @@
+"""Lineage: which code, parameters, packages, image and data a job ran with.
+
+Collected once at submission by the caller, who writes it to ``lineage.json``. Everything
+here is cheap and has no side effects: git runs with a timeout, torch is not imported, and
+datasets are fingerprinted from directory metadata, never by reading their contents.
+"""
+
+from __future__ import annotations
+
+import ast
+import getpass
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import socket
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trainhub.jobs.spec import Dataset, JobSpec
+from trainhub.notebook import BundleManifest
+
+LINEAGE_FORMAT = 1
+MAX_DIFF_BYTES = 1 << 20
+MAX_DATASET_ENTRIES = 100_000  # beyond this a fingerprint says "truncated" instead of walking on
+GIT_TIMEOUT_S = 10.0
+
+
+def collect_lineage(
+    spec: JobSpec, workspace_root: Path, manifest: BundleManifest, *, user: str | None = None
+) -> dict[str, Any]:
+    root = Path(workspace_root).resolve()
+    entry_dir = (root / manifest.entry).parent
+    return {
+        "format": LINEAGE_FORMAT,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "user": user or _current_user(),
+        "host": socket.gethostname(),
+        "team": spec.team,
+        "image": spec.image,
+        "source": {
+            "kind": manifest.kind,
+            "path": manifest.entry,
+            "args": manifest.args,
+            "cells": manifest.cell_indices,
+            "selection": manifest.selection.model_dump() if manifest.selection else None,
+        },
+        "parameters": spec.parameters,
+        "notebook_sha256": manifest.notebook_sha256,
+        "content_hash": manifest.content_hash,
+        "git": git_state(entry_dir),
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+        },
+        "platform": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "machine": platform.machine(),
+            "description": platform.platform(),
+        },
+        "packages": installed_distributions(),
+        "torch": torch_versions(),
+        "datasets": [dataset_fingerprint(d) for d in spec.datasets],
+    }
+
+
+def _current_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry, as in some containers
+        return None
+
+
+# --- git ----------------------------------------------------------------------------------------
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
+
+
+def _git_diff(cwd: Path) -> tuple[str, bool]:
+    """``git diff HEAD``, cut at MAX_DIFF_BYTES; reading stops there, so a huge diff costs nothing."""
+    try:
+        proc = subprocess.Popen(
+            ["git", "diff", "HEAD", "--no-color", "--no-ext-diff"],
+            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return "", False
+    assert proc.stdout is not None
+    data = proc.stdout.read(MAX_DIFF_BYTES + 1)
+    truncated = len(data) > MAX_DIFF_BYTES
+    proc.stdout.close()
+    try:
+        proc.wait(timeout=GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    text = data[:MAX_DIFF_BYTES].decode("utf-8", "replace")
+    return text, truncated
+
+
+def git_state(directory: Path) -> dict[str, Any] | None:
+    """Commit, branch and uncommitted changes of the repository holding ``directory``; None outside one."""
+    top = _git(["rev-parse", "--show-toplevel"], directory)
+    if top is None:
+        return None
+    repo = Path(top)
+    status = _git(["status", "--porcelain", "--untracked-files=normal"], repo) or ""
+    changed = status.splitlines()
+    commit = _git(["rev-parse", "--verify", "HEAD"], repo)
+    diff, truncated = _git_diff(repo) if commit else ("", False)
+    return {
+        "root": str(repo),
+        "commit": commit,
+        "branch": _git(["symbolic-ref", "--short", "-q", "HEAD"], repo),  # None when detached
+        "remote": _git(["config", "--get", "remote.origin.url"], repo),
+        "dirty": bool(changed),
+        "untracked": [line[3:] for line in changed if line.startswith("??")][:200],
+        "diff": diff,
+        "diff_truncated": truncated,
+    }
+
+
+# --- packages -----------------------------------------------------------------------------------
+
+
+def installed_distributions() -> dict[str, str]:
+    """Every installed distribution and its version, as ``pip freeze`` would list them."""
+    found: dict[str, str] = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"]
+        if name and name not in found:  # the first on sys.path wins, as for imports
+            found[name] = dist.version
+    return dict(sorted(found.items(), key=lambda kv: kv[0].lower()))
+
+
+def torch_versions() -> dict[str, Any] | None:
+    """PyTorch, CUDA and HIP versions, read from torch/version.py without importing torch."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    version_file = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    values: dict[str, Any] = {}
+    try:
+        tree = ast.parse(version_file.read_text())
+    except (OSError, SyntaxError):
+        tree = ast.Module(body=[], type_ignores=[])
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and value is not None:
+            try:
+                values[target.id] = ast.literal_eval(value)
+            except ValueError:
+                continue
+    version = values.get("__version__")
+    if version is None:
+        try:
+            version = importlib.metadata.version("torch")
+        except importlib.metadata.PackageNotFoundError:
+            return None
+    return {"version": version, "cuda": values.get("cuda"), "hip": values.get("hip"),
+            "git_version": values.get("git_version")}
+
+
+# --- datasets ----------------------------------------------------------------------------------
+
+
+def dataset_fingerprint(dataset: Dataset) -> dict[str, Any]:
+    """Name, path and a cheap fingerprint: file count, total bytes, newest modification time."""
+    record: dict[str, Any] = {"name": dataset.name, "path": dataset.path, "read_only": dataset.read_only}
+    path = Path(dataset.path)
+    try:
+        top = path.stat()
+    except OSError as e:
+        record["error"] = f"cannot read {dataset.path}: {e.strerror or e}"
+        return record
+    files, size, newest, truncated = 0, 0, top.st_mtime, False
+    if path.is_file():
+        files, size = 1, top.st_size
+    else:
+        pending = [str(path)]
+        seen = 0
+        while pending and not truncated:
+            try:
+                entries = list(os.scandir(pending.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                seen += 1
+                if seen > MAX_DATASET_ENTRIES:
+                    truncated = True
+                    break
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                newest = max(newest, st.st_mtime)
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    files += 1
+                    size += st.st_size
+    record["fingerprint"] = {
+        "files": files,
+        "bytes": size,
+        "newest_mtime": datetime.fromtimestamp(newest, UTC).isoformat(timespec="seconds"),
+        "truncated": truncated,
+    }
+    return record
