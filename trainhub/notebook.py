@@ -26,13 +26,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from math import isfinite
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import nbformat
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainhub.jobdir import write_json_atomic
 from trainhub.jobs.spec import CellSelection, JobSpec, NotebookSource
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 SKIP_TAG = "trainhub:skip"
 PARAMETERS_TAG = "parameters"
@@ -194,7 +196,9 @@ def _resolve_entry(root: Path, relative: str) -> Path:
     return entry
 
 
-def _read_notebook(path: Path, raw: bytes) -> nbformat.NotebookNode:
+def _read_notebook(path: Path, raw: bytes) -> NotebookNode:
+    import nbformat  # not at the top: every rank imports this module, and nbformat is slow to load
+
     try:
         return nbformat.reads(raw.decode("utf-8"), as_version=4)
     except Exception as e:  # nbformat raises assorted errors for malformed documents
