@@ -1,0 +1,120 @@
+"""The trainhub Jupyter Server extension: one job service per server, REST and websockets."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.auth.identity import User
+from jupyter_server.extension.application import ExtensionApp
+from tornado.ioloop import PeriodicCallback
+from traitlets import Bool, Dict, Enum, Float, List, Type, Unicode, default
+
+from trainhub import paths, settings
+from trainhub.backends.base import Backend
+from trainhub.backends.local.backend import LocalBackend
+from trainhub.jobs.service import JobService
+from trainhub_server import routes
+from trainhub_server.calls import ServiceCalls
+
+
+class TrainhubExtension(ExtensionApp):
+    name = "trainhub"
+    description = "Submit notebooks as distributed training jobs and follow them."
+    load_other_extensions = True
+
+    backend_class = Type(
+        default_value=LocalBackend,
+        klass=Backend,
+        help="The job backend; constructed as backend_class(home=<home>, **backend_kwargs).",
+    ).tag(config=True)
+    backend_kwargs = Dict(help="Extra keyword arguments for the backend class.").tag(config=True)
+    home = Unicode(
+        "", help="trainhub's data directory (default: $TRAINHUB_HOME or ~/.local/share/trainhub)."
+    ).tag(config=True)
+    jobs_root = Unicode("", help="Where job directories live (default: <home>/jobs).").tag(
+        config=True
+    )
+    allow_pip = Bool(
+        help="Whether %pip install in submitted notebooks runs (default: $TRAINHUB_ALLOW_PIP)."
+    ).tag(config=True)
+    user_source = Enum(
+        ["identity", "process"],
+        help=(
+            "Whose jobs the API serves. 'identity': the authenticated user's name (JupyterHub). "
+            "'process': the account running this server, as the CLI and the notebook API record "
+            "it; for a personal server, whose token users are anonymous. Default: 'identity' "
+            "under JupyterHub, else 'process'."
+        ),
+    ).tag(config=True)
+    images = List(
+        Dict(), help="Curated images offered in the submit dialog: {name, image, description}."
+    ).tag(config=True)
+    teams = List(Dict(), help="Teams and their queues: {name, queues: [...]}.").tag(config=True)
+    limits = Dict(
+        help="Overrides of max_workers, max_processes_per_worker, max_gpus_per_worker."
+    ).tag(config=True)
+    reconcile_interval = Float(
+        5.0, help="Seconds between reconciles of the backend (0: never)."
+    ).tag(config=True)
+
+    service: JobService
+    calls: ServiceCalls
+    _reconciler: PeriodicCallback | None = None
+    _reconciling = False
+
+    @default("allow_pip")
+    def _default_allow_pip(self) -> bool:
+        return settings.allow_pip()
+
+    @default("user_source")
+    def _default_user_source(self) -> str:
+        return "identity" if os.environ.get("JUPYTERHUB_API_TOKEN") else "process"
+
+    # --- wiring -------------------------------------------------------------------------
+    def initialize_settings(self) -> None:
+        home = Path(self.home).expanduser().resolve() if self.home else paths.home()
+        backend = self.backend_class(home=home, **self.backend_kwargs)
+        jobs_root = Path(self.jobs_root).expanduser() if self.jobs_root else paths.jobs_root(home)
+        self.service = JobService(
+            backend,
+            workspace_root=Path(self.serverapp.root_dir),
+            jobs_root=jobs_root,
+            allow_pip=self.allow_pip,
+        )
+        self.calls = ServiceCalls(self.service)
+        self.log.info("trainhub: %s backend, jobs in %s", backend.name, jobs_root)
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(routes.handlers())
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        if self.reconcile_interval > 0:
+            self._reconciler = PeriodicCallback(self._reconcile, self.reconcile_interval * 1000)
+            self._reconciler.start()
+
+    async def _reconcile(self) -> None:
+        if self._reconciling:  # a slow reconcile is never stacked on another
+            return
+        self._reconciling = True
+        try:
+            await self.calls.call(self.service.reconcile)
+        except Exception:
+            self.log.exception("trainhub: reconcile failed")
+        finally:
+            self._reconciling = False
+
+    async def stop_extension(self) -> None:
+        if self._reconciler is not None:
+            self._reconciler.stop()
+        if hasattr(self, "calls"):
+            self.calls.shutdown()
+            self.service.backend.close()
+
+    # --- identity -------------------------------------------------------------------------
+    def job_owner(self, user: User) -> str:
+        if self.user_source == "process":
+            return getpass.getuser()
+        return user.username

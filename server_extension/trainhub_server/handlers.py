@@ -1,0 +1,244 @@
+"""REST handlers: thin, each one a service call off the event loop (contract: openapi.yaml).
+
+Every method is ``@tornado.web.authenticated`` and ``@authorized`` on the "trainhub" resource;
+tests/server/test_auth.py fails when one is not.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from trainhub.checkpoints import read_manifest
+from trainhub.jobs.models import ListJobsQuery
+from trainhub.jobs.states import JobState
+from trainhub_server.base import TrainhubHandlerMixin, dump, field_error
+from trainhub_server.parameters import notebook_parameters
+from trainhub_server.payloads import config_payload, dry_run
+
+DOWNLOAD_CHUNK = 1 << 20
+
+
+class TrainhubAPIHandler(TrainhubHandlerMixin, APIHandler):
+    def body_json(self, *, required: bool = False) -> dict[str, Any]:
+        raw = self.request.body
+        if not raw:
+            if required:
+                raise field_error("body", "send a JSON object")
+            return {}
+        try:
+            body = json.loads(raw)
+        except ValueError as e:
+            raise field_error("body", f"is not valid JSON: {e}") from None
+        if not isinstance(body, dict):
+            raise field_error("body", "must be a JSON object")
+        return body
+
+    def overrides(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        overrides = body.get("overrides")
+        if overrides is not None and not isinstance(overrides, dict):
+            raise field_error("overrides", "must be an object of JobSpec fields")
+        return overrides
+
+    def reply(self, payload: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.finish(dump(payload))
+
+
+class ConfigHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        app = self.app
+        payload = await self.calls.call(
+            config_payload,
+            self.service.backend,
+            user=self.owner,
+            allow_pip=app.allow_pip,
+            images=app.images,
+            teams=app.teams,
+            limits=app.limits,
+        )
+        self.reply(payload)
+
+
+class JobsHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        raw_states = self.get_arguments("state")
+        try:
+            states = [JobState(s) for s in raw_states] or None
+        except ValueError:
+            allowed = ", ".join(s.value for s in JobState)
+            raise field_error("state", f"must be one of {allowed}") from None
+        query = ListJobsQuery(
+            states=states,
+            limit=self.int_argument("limit", 50, minimum=1),
+            before=self.int_argument("before"),
+        )
+        self.reply(await self.calls.call(self.service.list, query, user=self.owner))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.body_json(required=True)
+        if self.get_argument("dry_run", "0").lower() in {"1", "true", "yes"}:
+            await self.calls.call(dry_run, self.service, body, user=self.owner)
+            self.reply({"valid": True})
+            return
+        self.reply(await self.calls.call(self.service.submit, body, user=self.owner), 201)
+
+
+class JobHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        self.reply(await self.calls.call(self.service.describe, job_id, user=self.owner))
+
+
+class CancelHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        reason = self.body_json().get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise field_error("reason", "must be text")
+        self.reply(
+            await self.calls.call(self.service.cancel, job_id, user=self.owner, reason=reason)
+        )
+
+
+class ResubmitHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        overrides = self.overrides(self.body_json())
+        described = await self.calls.call(
+            self.service.resubmit, job_id, user=self.owner, overrides=overrides
+        )
+        self.reply(described, 201)
+
+
+class EventsHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        events, next_offset = await self.calls.call(
+            self.service.events,
+            job_id,
+            user=self.owner,
+            offset=self.int_argument("offset", 0),
+            limit=self.int_argument("limit", None, minimum=1),
+        )
+        self.reply({"events": events, "next_offset": next_offset})
+
+
+class LogRanksHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        self.reply(
+            {"ranks": await self.calls.call(self.service.log_ranks, job_id, user=self.owner)}
+        )
+
+
+class LogHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str, rank: str) -> None:
+        offset = self.int_argument("offset", 0)
+        length = self.int_argument("length", 1 << 20, minimum=1)
+        data, next_offset = await self.calls.call(
+            self.service.log,
+            job_id,
+            user=self.owner,
+            rank=int(rank),
+            offset=offset,
+            length=min(length, 16 << 20),
+        )
+        self.reply(
+            {"text": data.decode(errors="replace"), "offset": offset, "next_offset": next_offset}
+        )
+
+
+class MetricsHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str, kind: str) -> None:
+        records, next_offset = await self.calls.call(
+            self.service.metrics,
+            job_id,
+            kind,
+            user=self.owner,
+            offset=self.int_argument("offset", 0),
+            limit=self.int_argument("limit", None, minimum=1),
+        )
+        self.reply({"records": records, "next_offset": next_offset})
+
+
+class CheckpointsHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        infos = await self.calls.call(self.service.checkpoints, job_id, user=self.owner)
+        self.reply({"checkpoints": [i.model_dump(mode="json") for i in infos]})
+
+
+class CheckpointHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str, step: str) -> None:
+        jobdir = await self.calls.call(self.service.jobdir, job_id, self.owner)
+        info = await self.calls.read(read_manifest, jobdir.checkpoints, step)
+        self.reply(info)
+
+    @web.authenticated
+    @authorized
+    async def delete(self, job_id: str, step: str) -> None:
+        await self.calls.call(self.service.delete_checkpoint, job_id, int(step), user=self.owner)
+        self.set_status(204)
+        self.finish()
+
+
+class CheckpointFileHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str, step: str, name: str) -> None:
+        path = await self.calls.call(
+            self.service.checkpoint_file, job_id, int(step), name, user=self.owner
+        )
+        # Always a download, never rendered: the browser must not guess a type.
+        self.set_header("Content-Type", "application/octet-stream")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(path.name)}")
+        with open(path, "rb") as f:
+            self.set_header("Content-Length", str(path.stat().st_size))
+            while chunk := await self.calls.read(f.read, DOWNLOAD_CHUNK):
+                self.write(chunk)
+                await self.flush()
+        self.finish(set_content_type="application/octet-stream")
+
+
+class CheckpointResumeHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str, step: str) -> None:
+        overrides = self.overrides(self.body_json())
+        described = await self.calls.call(
+            self.service.resume, job_id, int(step), user=self.owner, overrides=overrides
+        )
+        self.reply(described, 201)
+
+
+class NotebookParametersHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        path = self.get_argument("path", "")
+        self.reply(await self.calls.read(notebook_parameters, self.service.workspace_root, path))

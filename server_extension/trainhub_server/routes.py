@@ -1,0 +1,67 @@
+"""Every trainhub route, written once: the server registers these and openapi.yaml documents
+them (tests/server/test_openapi.py keeps the two equal)."""
+
+from __future__ import annotations
+
+import re
+
+from jupyter_server.utils import url_path_join
+from tornado.web import RequestHandler
+from tornado.websocket import WebSocketHandler
+
+from trainhub_server import handlers as h
+from trainhub_server import websockets as ws
+
+API_PREFIX = "trainhub/api"
+PARAMETERS = {
+    "job_id": r"[^/]+",
+    "rank": r"\d+",
+    "kind": r"[a-z]+",
+    "step": r"\d+",
+    "name": r"[^/]+",
+}
+HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+
+# Order matters: tornado takes the first match, so "jobs/stream" precedes "jobs/{job_id}".
+ROUTES: list[tuple[str, type[RequestHandler]]] = [
+    ("config", h.ConfigHandler),
+    ("jobs", h.JobsHandler),
+    ("jobs/stream", ws.JobsStreamHandler),
+    ("jobs/{job_id}", h.JobHandler),
+    ("jobs/{job_id}/cancel", h.CancelHandler),
+    ("jobs/{job_id}/resubmit", h.ResubmitHandler),
+    ("jobs/{job_id}/events", h.EventsHandler),
+    ("jobs/{job_id}/events/stream", ws.EventsStreamHandler),
+    ("jobs/{job_id}/logs", h.LogRanksHandler),
+    ("jobs/{job_id}/logs/{rank}", h.LogHandler),
+    ("jobs/{job_id}/logs/{rank}/stream", ws.LogStreamHandler),
+    ("jobs/{job_id}/metrics/{kind}", h.MetricsHandler),
+    ("jobs/{job_id}/metrics/{kind}/stream", ws.MetricsStreamHandler),
+    ("jobs/{job_id}/checkpoints", h.CheckpointsHandler),
+    ("jobs/{job_id}/checkpoints/{step}", h.CheckpointHandler),
+    ("jobs/{job_id}/checkpoints/{step}/files/{name}", h.CheckpointFileHandler),
+    ("jobs/{job_id}/checkpoints/{step}/resume", h.CheckpointResumeHandler),
+    ("notebook/parameters", h.NotebookParametersHandler),
+]
+
+
+def to_pattern(template: str) -> str:
+    """'jobs/{job_id}' -> 'jobs/(?P<job_id>[^/]+)' anchored by tornado."""
+    return re.sub(r"\{(\w+)\}", lambda m: f"(?P<{m.group(1)}>{PARAMETERS[m.group(1)]})", template)
+
+
+def handlers() -> list[tuple[str, type[RequestHandler]]]:
+    """The (pattern, handler) pairs the extension adds, relative to the server's base URL."""
+    return [(url_path_join(API_PREFIX, to_pattern(t)), cls) for t, cls in ROUTES]
+
+
+def methods(handler: type[RequestHandler]) -> list[str]:
+    """HTTP methods a handler serves (a websocket is a GET upgrade)."""
+    if issubclass(handler, WebSocketHandler):
+        return ["get"]
+    return [m for m in HTTP_METHODS if getattr(handler, m) is not getattr(RequestHandler, m)]
+
+
+def route_table() -> set[tuple[str, str]]:
+    """{(method, '/template')} as OpenAPI spells paths."""
+    return {(m, "/" + t) for t, cls in ROUTES for m in methods(cls)}
