@@ -188,9 +188,12 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
     if args.follow:
         return _follow(args.job, args.rank)
-    data, _ = service().log(args.job, rank=args.rank, length=1 << 40)
-    sys.stdout.write(data.decode(errors="replace"))
-    return 0
+    svc, offset = service(), 0
+    while True:
+        data, offset = svc.log(args.job, rank=args.rank, offset=offset)
+        if not data:
+            return 0
+        sys.stdout.write(data.decode(errors="replace"))
 
 
 def cmd_events(args: argparse.Namespace) -> int:

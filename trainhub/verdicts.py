@@ -37,11 +37,16 @@ def signal_name(exit_code: int) -> str | None:
 
 
 def torchrun_root_causes(agent_log: str) -> list[RankExit]:
-    """The failed ranks torchrun lists in its "Root Cause" / "Failures" summary."""
+    """The rank torchrun names as the root cause (first observed failure) of its last failure.
+
+    The "Failures" section above it lists the ranks torchrun itself terminated afterwards;
+    they are collateral, not causes.
+    """
     start = agent_log.rfind("Root Cause")
     if start < 0:
         return []
-    block = agent_log[agent_log.rfind("=" * 20, 0, start) :]
+    end = agent_log.find("=" * 20, start)
+    block = agent_log[start : end if end > 0 else None]
     return [RankExit(int(m["rank"]), int(m["code"])) for m in _ROOT_CAUSE.finditer(block)]
 
 

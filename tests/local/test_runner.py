@@ -24,12 +24,15 @@ from trainhub.runner import install_requirements
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
 PNG_1X1 = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kg"
+    "AAAABJRU5ErkJggg=="
 )
 
 
 class Run:
-    def __init__(self, job: JobDir, proc: subprocess.CompletedProcess[str], rank: int = 0, attempt: int = 0):
+    def __init__(
+        self, job: JobDir, proc: subprocess.CompletedProcess[str], rank: int = 0, attempt: int = 0
+    ):
         self.job, self.proc, self.rank, self.attempt = job, proc, rank, attempt
 
     @property
@@ -54,15 +57,26 @@ def make_job(tmp: Path, workspace: Path, source: dict, parameters: dict | None =
 
 def rank_env(job: JobDir, rank: int = 0, attempt: int = 0) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAINHUB_", "TORCHELASTIC_"))}
-    env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-               TRAINHUB_JOB_ID="t-1", TRAINHUB_JOB_DIR=str(job.root), TRAINHUB_ATTEMPT=str(attempt))
+    env.update(
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE="1",
+        LOCAL_WORLD_SIZE="1",
+        TRAINHUB_JOB_ID="t-1",
+        TRAINHUB_JOB_DIR=str(job.root),
+        TRAINHUB_ATTEMPT=str(attempt),
+    )
     return env
 
 
 def run_rank(job: JobDir, rank: int = 0, attempt: int = 0) -> Run:
     proc = subprocess.run(
-        [sys.executable, "-m", "trainhub.runner", str(job.bundle)], env=rank_env(job, rank, attempt),
-        cwd=job.root, capture_output=True, text=True, timeout=180,
+        [sys.executable, "-m", "trainhub.runner", str(job.bundle)],
+        env=rank_env(job, rank, attempt),
+        cwd=job.root,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     return Run(job, proc, rank, attempt)
 
@@ -81,7 +95,7 @@ def cells_job(tmp: Path, sources: list[str]) -> JobDir:
     return make_job(tmp, ws, {"kind": "notebook", "path": "nb.ipynb"})
 
 
-# --- one run of the fixture notebook, looked at from every side -------------------------------------------
+# --- one run of the fixture notebook, looked at from every side ----------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +111,15 @@ def test_fails_with_exit_status_1_and_nothing_on_the_console(runner_run):
 def test_output_of_every_kind_lands_in_the_rank_log(runner_run):
     log = runner_run.log
     for expected in [
-        "hello from rank 0",          # print
-        "{'answer': 41}",             # display() of a plain object
-        "bold words",                 # HTML as text
-        "\n42\n",                     # the value of the last expression
-        "hi from the shell",          # a ! subprocess writing to fd 1
-        "Wall time:",                 # %time
+        "hello from rank 0",  # print
+        "{'answer': 41}",  # display() of a plain object
+        "bold words",  # HTML as text
+        "\n42\n",  # the value of the last expression
+        "hi from the shell",  # a ! subprocess writing to fd 1
+        "Wall time:",  # %time
         "total 499500",
-        "to stderr",                  # sys.stderr
-        "raw fd write",               # os.write(1, ...)
+        "to stderr",  # sys.stderr
+        "raw fd write",  # os.write(1, ...)
         "image saved: outputs/rank0-cell2-0.png",
     ]:
         assert expected in log, expected
@@ -122,7 +136,11 @@ def test_events_per_cell_stop_at_the_failing_cell(runner_run):
     assert [e["ok"] for e in ends] == [True] * 6 + [False]
     (error,) = [e for e in runner_run.events if e["type"] == "cell_error"]
     assert (error["cell_index"], error["line"], error["exception"], error["failure_class"]) == (
-        7, 3, "ValueError", "code")
+        7,
+        3,
+        "ValueError",
+        "code",
+    )
 
 
 def test_error_is_mapped_to_cell_index_7_line_3(runner_run):
@@ -130,13 +148,16 @@ def test_error_is_mapped_to_cell_index_7_line_3(runner_run):
     assert status["outcome"] == "error"
     assert (status["cell_index"], status["line"], status["where"]) == (7, 3, "cell 8, line 3")
     assert (status["exception"], status["message"], status["failure_class"]) == (
-        "ValueError", "boom on line 3", "code")
+        "ValueError",
+        "boom on line 3",
+        "code",
+    )
     assert "Cell 8, line 3" in status["traceback"]
     assert "----> 3 raise ValueError('boom on line 3')" in status["traceback"]
     assert "Cell 8, line 3" in runner_run.log  # the same traceback, for people reading the log
 
 
-# --- outcomes ---------------------------------------------------------------------------------------------
+# --- outcomes ------------------------------------------------------------------------------------
 
 
 def test_missing_module_is_an_environment_failure(tmp_path):
@@ -161,7 +182,9 @@ def test_success_with_parameters_rank_and_attempt(tmp_path):
 
 
 def test_sys_exit_zero_stops_successfully(tmp_path):
-    run = run_rank(cells_job(tmp_path, ["print('before')", "import sys\nsys.exit(0)", "print('after')"]))
+    run = run_rank(
+        cells_job(tmp_path, ["print('before')", "import sys\nsys.exit(0)", "print('after')"])
+    )
     assert run.proc.returncode == 0
     assert run.status == {"outcome": "ok"}
     assert "before" in run.log and "after" not in run.log
@@ -173,14 +196,21 @@ def test_sys_exit_nonzero_is_a_code_failure(tmp_path):
     assert run.proc.returncode == 1
     status = run.status
     assert (status["exception"], status["message"], status["failure_class"]) == (
-        "SystemExit", "exit status 3", "code")
+        "SystemExit",
+        "exit status 3",
+        "code",
+    )
     assert (status["cell_index"], status["line"]) == (0, 3)
 
 
 def test_error_raised_in_a_function_from_an_earlier_cell(tmp_path):
     run = run_rank(cells_job(tmp_path, ["def f():\n    return 1 / 0", "x = 1\nf()"]))
     status = run.status
-    assert (status["cell_index"], status["line"], status["exception"]) == (1, 2, "ZeroDivisionError")
+    assert (status["cell_index"], status["line"], status["exception"]) == (
+        1,
+        2,
+        "ZeroDivisionError",
+    )
     assert status["raised_at"] == {"cell_index": 0, "line": 2}
 
 
@@ -194,7 +224,9 @@ def test_syntax_error_names_the_cell_and_line(tmp_path):
 def test_script_with_args_and_an_error_in_a_workspace_module(tmp_path):
     ws = tmp_path / "ws"
     (ws / "src").mkdir(parents=True)
-    (ws / "src" / "lib.py").write_text("def check(n):\n    if n > 1:\n        raise RuntimeError(f'n={n}')\n")
+    (ws / "src" / "lib.py").write_text(
+        "def check(n):\n    if n > 1:\n        raise RuntimeError(f'n={n}')\n"
+    )
     (ws / "src" / "train.py").write_text(
         "import sys\nimport lib\n\nprint('argv', sys.argv[1:])\nlib.check(int(sys.argv[2]))\n"
     )
@@ -203,7 +235,11 @@ def test_script_with_args_and_an_error_in_a_workspace_module(tmp_path):
     assert run.proc.returncode == 1
     assert "argv ['--n', '5']" in run.log and "RuntimeError: n=5" in run.log
     status = run.status
-    assert (status["file"], status["line"], status["where"]) == ("src/train.py", 5, "src/train.py, line 5")
+    assert (status["file"], status["line"], status["where"]) == (
+        "src/train.py",
+        5,
+        "src/train.py, line 5",
+    )
     assert status["raised_at"] == {"file": "src/lib.py", "line": 3}
     assert status["failure_class"] == "code"
     assert [e["phase"] for e in run.events if e["type"] == "script"] == ["start", "end"]
@@ -227,7 +263,7 @@ def test_unreadable_bundle_is_an_infrastructure_failure(tmp_path):
     assert "cannot load the bundle" in run.log
 
 
-# --- pip ----------------------------------------------------------------------------------------------------
+# --- pip -----------------------------------------------------------------------------------------
 
 
 def write_wheel(path: Path) -> None:
@@ -235,7 +271,9 @@ def write_wheel(path: Path) -> None:
     files = {
         "tinypkg/__init__.py": "VALUE = 7\n",
         "tinypkg-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 0.1\n",
-        "tinypkg-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "tinypkg-0.1.dist-info/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
     record = "".join(f"{name},,\n" for name in files) + "tinypkg-0.1.dist-info/RECORD,,\n"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -248,9 +286,17 @@ def write_wheel(path: Path) -> None:
 def test_install_requirements_runs_pip_from_the_bundle(tmp_path):
     ws = tmp_path / "ws"
     write_wheel(ws / "dist" / "tinypkg-0.1-py3-none-any.whl")
-    nbformat.write(new_notebook(cells=[new_code_cell(
-        "%pip install --no-index --no-deps --target=site ./dist/tinypkg-0.1-py3-none-any.whl\nx = 1"
-    )]), ws / "nb.ipynb")
+    nbformat.write(
+        new_notebook(
+            cells=[
+                new_code_cell(
+                    "%pip install --no-index --no-deps --target=site "
+                    "./dist/tinypkg-0.1-py3-none-any.whl\nx = 1"
+                )
+            ]
+        ),
+        ws / "nb.ipynb",
+    )
     job = make_job(tmp_path, ws, {"kind": "notebook", "path": "nb.ipynb"})
     ok, detail = install_requirements(job.bundle, job.supervisor_log)
     assert ok, job.supervisor_log.read_text()
@@ -262,9 +308,16 @@ def test_install_requirements_runs_pip_from_the_bundle(tmp_path):
 def test_install_requirements_failure_is_an_environment_failure(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    nbformat.write(new_notebook(cells=[new_code_cell(
-        "x = 1\n!pip install --no-index --find-links=. trainhub-no-such-package-xyz"
-    )]), ws / "nb.ipynb")
+    nbformat.write(
+        new_notebook(
+            cells=[
+                new_code_cell(
+                    "x = 1\n!pip install --no-index --find-links=. trainhub-no-such-package-xyz"
+                )
+            ]
+        ),
+        ws / "nb.ipynb",
+    )
     job = make_job(tmp_path, ws, {"kind": "notebook", "path": "nb.ipynb"})
     ok, detail = install_requirements(job.bundle, job.supervisor_log)
     assert not ok
@@ -280,21 +333,38 @@ def test_no_requirements_is_a_quick_yes(tmp_path):
     assert not job.supervisor_log.exists()
 
 
-# --- under torchrun -------------------------------------------------------------------------------------------
+# --- under torchrun ------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
 def test_two_ranks_under_torchrun(tmp_path):
     job = notebook_job(tmp_path, "distributed.ipynb")
-    env = {k: v for k, v in rank_env(job).items()
-           if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
+    env = {
+        k: v
+        for k, v in rank_env(job).items()
+        if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+    }
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "trainhub.runner", str(job.bundle)],
-        env=env, cwd=job.bundle, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "trainhub.runner",
+            str(job.bundle),
+        ],
+        env=env,
+        cwd=job.bundle,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr + "".join(
-        job.rank_log(r).read_text() for r in job.log_ranks())
+        job.rank_log(r).read_text() for r in job.log_ranks()
+    )
     assert job.log_ranks() == [0, 1]
     for rank in (0, 1):
         assert f"rank {rank} of 2: sum 3" in job.rank_log(rank).read_text()

@@ -136,21 +136,29 @@ class Store:
         )
         return [self._record(r) for r in rows]
 
-    def queue_head(self, conn: sqlite3.Connection, limit: int, after: tuple[int, int] | None = None) -> list[JobRecord]:
-        """Queued jobs in admission order (priority, then submission), from ``after`` on."""
-        if after is None:
-            rows = conn.execute(
-                "SELECT * FROM jobs WHERE state = 'queued' ORDER BY priority DESC, seq LIMIT ?",
-                (limit,),
-            )
-        else:
-            prio, seq = after
-            rows = conn.execute(
-                "SELECT * FROM jobs WHERE state = 'queued' AND (priority < ? OR (priority = ? AND seq > ?))"
-                " ORDER BY priority DESC, seq LIMIT ?",
-                (prio, prio, seq, limit),
-            )
-        return [self._record(r) for r in rows]
+    def queue_head(
+        self, conn: sqlite3.Connection, limit: int, after: tuple[int, int] | None = None
+    ) -> list[tuple[str, int, int, int, int]]:
+        """(id, priority, seq, gpus, slots) of queued jobs in admission order, from ``after`` on.
+
+        Only the columns admission needs: it runs on every submit and must stay cheap
+        with thousands of jobs waiting.
+        """
+        sql = "SELECT id, priority, seq, gpus, slots FROM jobs WHERE state = 'queued'"
+        args: list[Any] = []
+        if after is not None:
+            sql += " AND (priority < ? OR (priority = ? AND seq > ?))"
+            args += [after[0], after[0], after[1]]
+        sql += " ORDER BY priority DESC, seq LIMIT ?"
+        return [tuple(r) for r in conn.execute(sql, [*args, limit])]  # type: ignore[misc]
+
+    def holdings(self, states: Sequence[JobState], conn: sqlite3.Connection | None = None) -> list[tuple[list[int], int]]:
+        """(assigned GPU indices, CPU slots) of every job in ``states``."""
+        marks = ", ".join("?" for _ in states)
+        rows = (conn or self._conn).execute(
+            f"SELECT assigned_gpus, slots FROM jobs WHERE state IN ({marks})", [str(s) for s in states]
+        )
+        return [(json.loads(gpus), slots) for gpus, slots in rows]
 
     def jobs_ahead(self, record: JobRecord, conn: sqlite3.Connection | None = None) -> int:
         """How many queued jobs will be considered before this one."""

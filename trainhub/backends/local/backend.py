@@ -38,6 +38,8 @@ from trainhub.queue import (
 ACTIVE = (JobState.STARTING, JobState.RUNNING, JobState.RETRYING)
 # A job admitted by a process that died before it could launch the supervisor is relaunched.
 LAUNCH_GRACE_SECONDS = 30.0
+# Queued jobs read per step of admission; it stops at the first job that does not fit.
+ADMISSION_PAGE = 16
 
 
 def demand_of(record: JobRecord):
@@ -71,8 +73,7 @@ class LocalBackend(Backend):
             raise OverQuota(f"Job {record.name} {reason}.")
 
     def _free(self, conn=None) -> Free:
-        active = self.store.in_states(ACTIVE, conn)
-        return free_capacity(self.capacity, ((r.assigned_gpus, r.slots) for r in active))
+        return free_capacity(self.capacity, self.store.holdings(ACTIVE, conn))
 
     # --- verbs --------------------------------------------------------------------------
     def submit(self, record: JobRecord) -> JobRecord:
@@ -140,18 +141,19 @@ class LocalBackend(Backend):
         admitted_ids: list[str] = []
         after = None
         while True:
-            page = self.store.queue_head(conn, limit=64, after=after)
+            page = self.store.queue_head(conn, limit=ADMISSION_PAGE, after=after)
             if not page:
                 break
-            admissions, blocked = admit((Waiting(r.id, demand_of(r)) for r in page), free)
+            waiting = (Waiting(job_id, demand_for(gpus, slots)) for job_id, _, _, gpus, slots in page)
+            admissions, blocked = admit(waiting, free)
             now = time.time()
             for a in admissions:
                 self.store.update(conn, a.id, state=JobState.STARTING, admitted_at=now, assigned_gpus=a.gpus)
                 admitted_ids.append(a.id)
-            if blocked is not None or len(page) < 64:
+            if blocked is not None or len(page) < ADMISSION_PAGE:
                 break
-            last = page[-1]
-            after = (last.priority, last.seq)
+            _, priority, seq, _, _ = page[-1]
+            after = (priority, seq)
         return admitted_ids
 
     def admit_and_launch(self) -> list[str]:

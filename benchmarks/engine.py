@@ -1,0 +1,231 @@
+"""Local engine benchmarks, each side by side with its peer in one run, reported as ratios.
+
+(a) submit -> first cell of a 2-rank job vs the same code under bare torchrun   (target <= 1.15x)
+(b) training steps/s under trainhub (sampler + log capture on) vs bare torchrun (target >= 0.98x)
+(c) wall time of a single-process notebook vs papermill executing it            (target <= 0.8x)
+(f) admission decision time with 10,000 queued jobs                             (target <= 10 ms)
+
+Run: python benchmarks/engine.py [a b c f]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+
+FIRST_CELL = """import json, os, time
+open(os.environ["FIRST_CELL_OUT"] + f".{os.environ.get('RANK', '0')}", "w").write(json.dumps(time.time()))"""
+
+TRAIN = """import json, os, time
+import torch, torch.nn as nn
+import torch.distributed as dist
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(128, 256), torch.randint(0, 10, (128,))
+def step():
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    return loss
+for _ in range(20):
+    step()
+steps, start = int(os.environ.get("TRAIN_STEPS", "300")), time.perf_counter()
+for i in range(steps):
+    loss = step()
+    if i % 10 == 0:
+        print(f"step {i} loss {loss.item():.4f}", flush=True)
+rate = steps / (time.perf_counter() - start)
+if dist.get_rank() == 0:
+    open(os.environ["TRAIN_OUT"], "w").write(json.dumps(rate))
+dist.destroy_process_group()"""
+
+SINGLE = [
+    "import time, math\nstart = time.time()",
+    "total = 0.0\nfor i in range(2_000_000):\n    total += math.sqrt(i)\nprint(total)",
+    "import json, os\nprint('took', time.time() - start)",
+]
+
+
+def _env(home: Path, workspace: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINHUB_")}
+    env.update(TRAINHUB_HOME=str(home), TRAINHUB_WORKSPACE=str(workspace), TRAINHUB_GPUS="0",
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return env
+
+
+def _write_notebook(path: Path, sources: list[str]) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def _trainhub(env: dict[str, str], workspace: Path, *args: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "trainhub.cli", *args], env=env, cwd=workspace,
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def _wait(env: dict[str, str], workspace: Path, job_id: str) -> dict:
+    while True:
+        job = json.loads(_trainhub(env, workspace, "describe", job_id, "--json"))
+        if job["state"] in ("succeeded", "failed", "cancelled"):
+            if job["state"] != "succeeded":
+                raise RuntimeError(f"{job_id} {job['state']}: {job.get('verdict')}")
+            return job
+        time.sleep(0.2)
+
+
+def _wait_file(path: Path, timeout: float = 300) -> float:
+    deadline = time.monotonic() + timeout
+    while not path.exists() or not path.read_text():
+        if time.monotonic() > deadline:
+            raise TimeoutError(path)
+        time.sleep(0.01)
+    return float(json.loads(path.read_text()))
+
+
+def bench_first_cell() -> dict:
+    """(a) Time from the researcher's submit to the first user code running on rank 0."""
+    ours, bare = [], []
+    for i in range(REPEATS):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            ws = tmp / "ws"
+            ws.mkdir()
+            _write_notebook(ws / "first.ipynb", [FIRST_CELL])
+            (ws / "first.py").write_text(FIRST_CELL)
+            env = _env(tmp / "home", ws)
+            env["FIRST_CELL_OUT"] = str(tmp / "ours")
+            t0 = time.time()
+            job_id = _trainhub(env, ws, "submit", "first.ipynb", "--nproc", "2")
+            ours.append(_wait_file(tmp / "ours.0") - t0)
+            _wait(env, ws, job_id)
+
+            env["FIRST_CELL_OUT"] = str(tmp / "bare")
+            t0 = time.time()
+            proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                     "--nproc-per-node=2", "first.py"], env=env, cwd=ws,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            bare.append(_wait_file(tmp / "bare.0") - t0)
+            proc.wait()
+    a, b = statistics.median(ours), statistics.median(bare)
+    return {"benchmark": "(a) submit -> first cell, 2 ranks", "trainhub": f"{a:.2f} s",
+            "peer": f"bare torchrun {b:.2f} s", "ratio": round(a / b, 3), "target": "<= 1.15"}
+
+
+def bench_steps_per_second() -> dict:
+    """(b) Training throughput with trainhub's sampler and log capture on."""
+    ours, bare = [], []
+    for _ in range(REPEATS):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            ws = tmp / "ws"
+            ws.mkdir()
+            (ws / "train.py").write_text(TRAIN)
+            env = _env(tmp / "home", ws)
+            job_id = _trainhub(env, ws, "submit", "train.py", "--nproc", "2", "--env",
+                               f"TRAIN_OUT={tmp / 'ours.json'}")
+            _wait(env, ws, job_id)
+            ours.append(float(json.loads((tmp / "ours.json").read_text())))
+
+            env["TRAIN_OUT"] = str(tmp / "bare.json")
+            with open(tmp / "bare.log", "w") as log:
+                subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                "--nproc-per-node=2", "train.py"], env=env, cwd=ws, stdout=log,
+                               stderr=subprocess.STDOUT, check=True)
+            bare.append(float(json.loads((tmp / "bare.json").read_text())))
+    a, b = statistics.median(ours), statistics.median(bare)
+    return {"benchmark": "(b) training steps/s, 2 ranks", "trainhub": f"{a:.1f} steps/s",
+            "peer": f"bare torchrun {b:.1f} steps/s", "ratio": round(a / b, 3), "target": ">= 0.98"}
+
+
+def bench_notebook_wall() -> dict:
+    """(c) Whole-notebook wall time, single process, vs papermill."""
+    ours, peer = [], []
+    for _ in range(REPEATS):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            ws = tmp / "ws"
+            ws.mkdir()
+            _write_notebook(ws / "single.ipynb", SINGLE)
+            env = _env(tmp / "home", ws)
+            t0 = time.time()
+            job_id = _trainhub(env, ws, "submit", "single.ipynb")
+            job = _wait(env, ws, job_id)
+            done = next(e["time"] for e in job["timeline"] if e.get("state") == "succeeded")
+            ours.append(done - t0)
+
+            t0 = time.time()
+            subprocess.run([sys.executable, "-m", "papermill", "--no-progress-bar", "single.ipynb",
+                            str(tmp / "out.ipynb")], env=env, cwd=ws, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            peer.append(time.time() - t0)
+    a, b = statistics.median(ours), statistics.median(peer)
+    return {"benchmark": "(c) single-process notebook wall time", "trainhub": f"{a:.2f} s",
+            "peer": f"papermill {b:.2f} s", "ratio": round(a / b, 3), "target": "<= 0.8"}
+
+
+def bench_admission() -> dict:
+    """(f) One admission decision (a transaction over the queue head) with 10,000 jobs waiting."""
+    from trainhub.backends.local.backend import LocalBackend
+    from trainhub.jobs.models import JobRecord
+    from trainhub.jobs.spec import JobSpec
+    from trainhub.jobs.states import JobState
+
+    with tempfile.TemporaryDirectory() as tmp:
+        backend = LocalBackend(Path(tmp), slots=2)
+        backend.__dict__["capacity"] = type(backend.capacity)(gpus=(0, 1, 2, 3), slots=2)
+        spec = JobSpec.model_validate({"name": "q", "source": {"path": "x.ipynb"},
+                                       "resources": {"gpus_per_worker": 2}})
+        now = time.time()
+        with backend.store.transaction() as conn:
+            # Four GPUs busy, 10,000 jobs waiting behind them.
+            for i in range(10_002):
+                state = JobState.RUNNING if i < 2 else JobState.QUEUED
+                backend.store.insert(conn, JobRecord(
+                    id=f"q-{i}", name="q", user="u", priority=i % 3, state=state, spec=spec,
+                    job_dir=f"{tmp}/jobs/q-{i}", gpus=2, slots=0, created_at=now + i,
+                    assigned_gpus=[2 * i, 2 * i + 1] if i < 2 else [],
+                    supervisor_pid=os.getpid() if i < 2 else None,
+                ))
+        samples = []
+        for _ in range(200):
+            t0 = time.perf_counter()
+            with backend.store.transaction() as conn:
+                admitted = backend._admit(conn)
+            samples.append(time.perf_counter() - t0)
+            assert admitted == []
+        samples.sort()
+        p50, p99 = samples[len(samples) // 2], samples[int(len(samples) * 0.99)]
+    return {"benchmark": "(f) admission decision, 10,000 queued", "trainhub": f"p50 {p50 * 1e3:.2f} ms",
+            "peer": "-", "ratio": f"p99 {p99 * 1e3:.2f} ms", "target": "<= 10 ms"}
+
+
+BENCHES = {"a": bench_first_cell, "b": bench_steps_per_second, "c": bench_notebook_wall, "f": bench_admission}
+
+
+def run(which: list[str] | None = None) -> list[dict]:
+    return [BENCHES[k]() for k in (which or list(BENCHES))]
+
+
+def main() -> None:
+    rows = run(sys.argv[1:] or None)
+    from benchmarks.report import print_table
+
+    print_table("Local engine", rows)
+
+
+if __name__ == "__main__":
+    main()

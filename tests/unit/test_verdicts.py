@@ -1,0 +1,65 @@
+from trainhub.jobs.spec import RetryPolicy
+from trainhub.jobs.states import FailureClass
+from trainhub.verdicts import RankExit, attempt_verdict, should_retry, signal_name, torchrun_root_causes
+
+TORCHRUN_SUMMARY = """
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+trainhub.runner FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-29_14:39:49
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 19987)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 19987
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-29_14:39:49
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 19986)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 19986
+============================================================
+"""
+
+
+def test_root_cause_is_the_first_failure_not_the_collateral_ones():
+    assert torchrun_root_causes(TORCHRUN_SUMMARY) == [RankExit(1, -9)]
+    assert torchrun_root_causes("no summary here") == []
+
+
+def test_signal_names():
+    assert signal_name(-9) == "SIGKILL"
+    assert signal_name(137) == "SIGKILL"
+    assert signal_name(1) is None
+
+
+def test_a_killed_rank_is_infrastructure_and_retriable():
+    v = attempt_verdict(attempt=0, rank_results={}, exits=[RankExit(1, -9)])
+    assert v.failure_class == FailureClass.INFRASTRUCTURE and v.signal == "SIGKILL" and v.rank == 1
+    assert v.reason == "rank 1 was killed by SIGKILL"
+    assert should_retry(v, RetryPolicy(), {}) and not should_retry(v, RetryPolicy(), {"infrastructure": 2})
+    oom = attempt_verdict(attempt=0, rank_results={}, exits=[RankExit(0, -9)], oom_killed=True)
+    assert "out-of-memory" in oom.reason
+
+
+def test_a_rank_report_wins_over_exit_codes_and_a_stop_wins_over_all():
+    results = {1: {"outcome": "error", "failure_class": "code", "exception": "ValueError",
+                   "message": "bad", "cell_index": 4, "line": 2, "time": 5.0},
+               0: {"outcome": "error", "failure_class": "infrastructure", "exception": "DistNetworkError",
+                   "message": "peer gone", "cell_index": 4, "line": 2, "time": 6.0}}
+    v = attempt_verdict(attempt=2, rank_results=results, exits=[RankExit(None, 1)])
+    assert v.failure_class == FailureClass.CODE and v.rank == 1 and v.attempt == 2
+    assert v.reason == "ValueError in cell 5, line 2 (rank 1): bad"
+    assert not should_retry(v, RetryPolicy(), {})
+    stopped = attempt_verdict(attempt=0, rank_results=results, exits=[], stop_reason="cancelled by ana")
+    assert stopped.failure_class == FailureClass.CANCELLED and stopped.reason == "cancelled by ana"
+
+
+def test_success():
+    assert attempt_verdict(attempt=0, rank_results={0: {"outcome": "ok"}}, exits=[RankExit(None, 0)]) is None
