@@ -21,7 +21,12 @@ import psutil
 
 from trainhub.backends.local import processes
 from trainhub.backends.local.backend import LocalBackend
-from trainhub.backends.local.torchrun import gpu_slices, rank_environment, torchrun_argv
+from trainhub.backends.local.torchrun import (
+    gpu_slices,
+    rank_environment,
+    single_process_env,
+    torchrun_argv,
+)
 from trainhub.jobdir import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
@@ -184,10 +189,16 @@ class Supervisor:
                     os.environ, spec, job_id=rec.id, job_dir=str(self.jobdir.root), attempt=attempt,
                     gpus=slices[node_rank], resume_from=resume, dataset_paths=datasets,
                 )
-                argv = torchrun_argv(
-                    sys.executable, str(self.jobdir.bundle), workers=res.workers, node_rank=node_rank,
-                    nproc_per_worker=res.ranks_per_worker, master_port=port, run_id=f"{rec.id}-{attempt}",
-                )
+                run_id = f"{rec.id}-{attempt}"
+                if res.world_size == 1:
+                    env.update(single_process_env(port, run_id))
+                    argv = [sys.executable, "-m", "trainhub.runner", str(self.jobdir.bundle)]
+                else:
+                    argv = torchrun_argv(
+                        sys.executable, str(self.jobdir.bundle), workers=res.workers,
+                        node_rank=node_rank, nproc_per_worker=res.ranks_per_worker,
+                        master_port=port, run_id=run_id,
+                    )
                 self.agents.append(psutil.Popen(
                     argv, env=env, stdin=subprocess_devnull(), stdout=log, stderr=log,
                     start_new_session=True, cwd=str(self.jobdir.bundle),
@@ -206,7 +217,8 @@ class Supervisor:
             processes.terminate_tree([a.pid for a in self.agents], grace=CANCEL_GRACE_SECONDS)
 
         agent_log = self._read_from(self.jobdir.supervisor_log, log_offset)
-        exits = torchrun_root_causes(agent_log) or [RankExit(None, c) for c in exit_codes]
+        single = res.world_size == 1
+        exits = torchrun_root_causes(agent_log) or [RankExit(0 if single else None, c) for c in exit_codes]
         oom_after = oom_kill_count()
         return attempt_verdict(
             attempt=attempt,

@@ -28,6 +28,19 @@ def torchrun_argv(
     return [*argv, "-m", "trainhub.runner", bundle]
 
 
+def single_process_env(master_port: int, run_id: str) -> dict[str, str]:
+    """The environment torchrun would give the only rank of a one-process job.
+
+    Such a job is started directly: torchrun's agent would only add a second PyTorch import
+    to the start-up, and the supervisor already watches, stops and classifies the process.
+    """
+    return {
+        "RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0", "ROLE_RANK": "0",
+        "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(master_port), "TORCHELASTIC_RUN_ID": run_id,
+    }
+
+
 def gpu_slices(assigned: Sequence[int], workers: int, per_worker: int) -> list[list[int]]:
     """Split the job's GPUs between its workers, in order."""
     return [list(assigned[i * per_worker : (i + 1) * per_worker]) for i in range(workers)]

@@ -1,0 +1,69 @@
+from datetime import timedelta
+
+import pytest
+
+from trainhub.jobs.spec import RetryPolicy, SpecError, default_name, parse_quantity, parse_spec
+
+BASE = {"name": "train", "source": {"path": "nb/train.ipynb"}}
+
+
+def errors(data) -> dict[str, str]:
+    with pytest.raises(SpecError) as info:
+        parse_spec(data)
+    return {e.field: e.message for e in info.value.errors}
+
+
+def test_minimal_spec_has_sensible_defaults():
+    spec = parse_spec(BASE)
+    assert spec.source.kind == "notebook" and spec.source.cells.mode == "all"
+    assert spec.resources.world_size == 1 and spec.resources.total_gpus == 0
+    assert spec.priority.value == "normal" and spec.retry.infrastructure == 2
+
+
+def test_script_source_is_inferred_from_the_file_name():
+    spec = parse_spec({"name": "s", "source": {"path": "train.py", "args": ["--lr", "0.1"]}})
+    assert spec.source.kind == "script" and spec.source.args == ["--lr", "0.1"]
+
+
+def test_each_bad_field_is_named_with_a_sentence():
+    found = errors({
+        "name": "Bad Name", "source": {"kind": "notebook", "path": "x.py"},
+        "resources": {"gpus_per_worker": 2, "processes_per_worker": 4, "workers": 0},
+        "env": {"RANK": "3"}, "max_runtime": "soon", "priority": "urgent", "surprise": 1,
+    })
+    assert found["name"].startswith("use lower-case letters")
+    assert found["source.path"] == "'x.py' is not a notebook (.ipynb)"
+    assert "greater than or equal to 1" in found["resources.workers"]
+    assert found["env"] == "RANK is set by trainhub for every rank and cannot be overridden"
+    assert found["max_runtime"] == "'soon' is not a duration such as 90m, 2h or 1d12h"
+    assert "priority" in found and found["surprise"] == "is not a known field"
+
+
+def test_processes_cannot_outnumber_gpus():
+    found = errors({**BASE, "resources": {"gpus_per_worker": 2, "processes_per_worker": 4}})
+    assert found["resources"] == "4 processes per worker cannot share 2 GPU(s): use at most one process per GPU"
+
+
+def test_cell_selection_must_name_cells():
+    assert "needs at least one cell index" in errors({**BASE, "source": {"path": "a.ipynb", "cells": {"mode": "indices"}}})["source.cells"]
+
+
+def test_durations_quantities_and_names():
+    assert parse_spec({**BASE, "max_runtime": "1d2h30m"}).max_runtime == timedelta(days=1, hours=2, minutes=30)
+    assert parse_spec({**BASE, "max_runtime": 90}).max_runtime == timedelta(seconds=90)
+    assert parse_quantity("16Gi") == 16 * 2**30 and parse_quantity("2G") == 2 * 10**9
+    assert default_name("notebooks/My Fancy_Model v2.ipynb") == "my-fancy-model-v2"
+    assert errors({**BASE, "resources": {"memory": "lots"}})["resources.memory"].startswith("'lots' is not a quantity")
+
+
+def test_retry_policy_never_retries_code_and_backs_off():
+    policy = RetryPolicy(backoff_seconds=10, backoff_factor=2, max_backoff_seconds=30)
+    assert policy.limit("code") == 0 and policy.limit("infrastructure") == 2
+    assert [policy.backoff(n) for n in (1, 2, 3)] == [10, 20, 30]
+    assert "code" not in RetryPolicy.model_fields
+
+
+def test_parameters_must_be_identifiers_and_datasets_unique():
+    assert "is not a Python identifier" in errors({**BASE, "parameters": {"learning rate": 1}})["parameters"]
+    ds = [{"name": "imagenet", "path": "/a"}, {"name": "imagenet", "path": "/b"}]
+    assert errors({**BASE, "datasets": ds})["datasets"] == "dataset name(s) used twice: imagenet"

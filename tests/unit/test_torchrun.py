@@ -1,0 +1,33 @@
+from trainhub.backends.local.torchrun import gpu_slices, rank_environment, single_process_env, torchrun_argv
+from trainhub.jobs.spec import parse_spec
+
+
+def test_single_worker_uses_a_loopback_c10d_rendezvous():
+    argv = torchrun_argv("py", "/j/bundle", workers=1, node_rank=0, nproc_per_worker=2, master_port=1234, run_id="r")
+    assert argv[:3] == ["py", "-m", "torch.distributed.run"]
+    assert "--nproc-per-node=2" in argv and "--rdzv-endpoint=127.0.0.1:1234" in argv
+    assert argv[-3:] == ["-m", "trainhub.runner", "/j/bundle"]
+
+
+def test_several_workers_rendezvous_statically_by_node_rank():
+    argv = torchrun_argv("py", "b", workers=3, node_rank=2, nproc_per_worker=1, master_port=9, run_id="r")
+    assert {"--nnodes=3", "--node-rank=2", "--rdzv-backend=static", "--master-port=9"} <= set(argv)
+
+
+def test_gpus_are_split_between_workers_in_order():
+    assert gpu_slices([4, 5, 6, 7], workers=2, per_worker=2) == [[4, 5], [6, 7]]
+    assert gpu_slices([], workers=2, per_worker=0) == [[], []]
+
+
+def test_rank_environment_sets_trainhub_variables_and_hides_unassigned_gpus():
+    spec = parse_spec({"name": "t", "source": {"path": "a.ipynb"}, "env": {"MY_FLAG": "1"}})
+    env = rank_environment({"PATH": "/bin", "TRAINHUB_JOB_ID": "stale"}, spec, job_id="t-1", job_dir="/j",
+                           attempt=2, gpus=[], resume_from="/c/0000000019", dataset_paths={"im-net": "/d"})
+    assert env["TRAINHUB_JOB_ID"] == "t-1" and env["TRAINHUB_ATTEMPT"] == "2"
+    assert env["CUDA_VISIBLE_DEVICES"] == "" and env["MY_FLAG"] == "1" and env["PATH"] == "/bin"
+    assert env["TRAINHUB_RESUME_FROM"] == "/c/0000000019" and env["TRAINHUB_DATASET_IM_NET"] == "/d"
+
+
+def test_a_single_process_gets_what_torchrun_would_set():
+    env = single_process_env(4321, "run")
+    assert env["RANK"] == env["LOCAL_RANK"] == "0" and env["WORLD_SIZE"] == "1" and env["MASTER_PORT"] == "4321"
