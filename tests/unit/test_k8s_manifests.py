@@ -1,0 +1,135 @@
+"""Golden files of the cluster objects rendered from a teams file and of one job's objects.
+
+Regenerate after an intended change: TRAINHUB_UPDATE_GOLDEN=1 pytest tests/unit/test_k8s_manifests.py
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainhub.backends.kubernetes import manifests, render
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.spec import parse_spec
+from trainhub.jobs.states import JobState
+from trainhub.teams import load_teams
+
+GOLDEN = Path(__file__).parent / "golden"
+TEAMS = load_teams(GOLDEN / "teams.yaml")
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("TRAINHUB_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"{path} missing: run with TRAINHUB_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"{name} differs from the golden file"
+
+
+def record(**spec_overrides) -> JobRecord:
+    spec = parse_spec({
+        "name": "resnet", "source": {"path": "train.ipynb"}, "team": "vision", "priority": "high",
+        "resources": {"workers": 2, "gpus_per_worker": 4, "cpu": 16, "memory": "64Gi"},
+        "max_runtime": "2h", "env": {"EPOCHS": "3"},
+        "datasets": [{"name": "imagenet", "path": "/datasets/imagenet"},
+                     {"name": "coco", "path": "/shared/vision/datasets/coco"}],
+        **spec_overrides,
+    })
+    return JobRecord(
+        id="resnet-0a1b2c3d", name="resnet", user="ada@example.org", team="vision", priority=2,
+        state=JobState.QUEUED, spec=spec, job_dir="/shared/vision/jobs/resnet-0a1b2c3d",
+        gpus=8, slots=0, created_at=1700000000.0,
+    )
+
+
+def test_cluster_objects_golden() -> None:
+    check_golden("cluster.yaml", render.to_yaml(render.render(TEAMS)))
+
+
+def test_job_objects_golden() -> None:
+    rec = record()
+    team, pool = TEAMS.team("vision"), TEAMS.pool("a100")
+    job = manifests.job_manifest(rec, team=team, pool=pool, image=TEAMS.image("pytorch").image)
+    check_golden("job.yaml", render.to_yaml([manifests.service_manifest(rec, team), job]))
+
+
+def by_kind(kind: str, namespace: str | None = None) -> list[dict]:
+    return [o for o in render.render(TEAMS) if o["kind"] == kind
+            and (namespace is None or o["metadata"].get("namespace") == namespace)]
+
+
+def test_namespaces_enforce_restricted_pod_security() -> None:
+    for ns in by_kind("Namespace"):
+        labels = ns["metadata"]["labels"]
+        for mode in ("enforce", "audit", "warn"):
+            assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+
+
+def test_quota_is_nominal_plus_what_the_cohort_can_lend() -> None:
+    # vision: a100 8 + t4 4 nominal; nlp may lend all its t4 (4) but vision has a100 lending
+    # capped at 4, and nlp's a100 borrowing capped at 4 -> nlp reaches 8+4 + 4+4 = 20 GPUs.
+    quotas = {q["metadata"]["namespace"]: q["spec"]["hard"] for q in by_kind("ResourceQuota")}
+    assert quotas["team-nlp"]["requests.nvidia.com/gpu"] == "20"
+    assert quotas["team-vision"]["requests.nvidia.com/gpu"] == "24"  # 12 own + nlp's 8 + 4
+    assert quotas["team-vision"]["requests.cpu"] == str(96 + 32 + 96 + 32)
+
+
+def test_limit_range_gives_no_gpu_default() -> None:
+    for lr in by_kind("LimitRange"):
+        text = yaml.safe_dump(lr)
+        assert "nvidia.com/gpu" not in text
+        assert set(lr["spec"]["limits"][0]["defaultRequest"]) == {"cpu", "memory"}
+
+
+def test_cluster_queue_carries_cohort_limits_and_preemption() -> None:
+    cq = next(o for o in by_kind("ClusterQueue") if o["metadata"]["name"] == "nlp")
+    assert cq["spec"]["cohortName"] == "research"
+    a100 = cq["spec"]["resourceGroups"][0]["flavors"][0]
+    gpu = next(r for r in a100["resources"] if r["name"] == "nvidia.com/gpu")
+    assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "4"}
+    assert cq["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority"
+    assert cq["spec"]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "team-nlp"}
+
+
+def test_job_pod_is_restricted_and_asks_gpus_as_requests_and_limits() -> None:
+    rec = record()
+    job = manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="img:1")
+    pod = job["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    assert c["resources"]["requests"]["nvidia.com/gpu"] == c["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert pod["automountServiceAccountToken"] is False
+    assert job["spec"]["suspend"] is True and job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["completions"] == job["spec"]["parallelism"] == 2
+    assert job["spec"]["activeDeadlineSeconds"] == 7200
+    assert "--master-addr=resnet-0a1b2c3d-0.resnet-0a1b2c3d" in c["command"]
+    assert pod["subdomain"] == "resnet-0a1b2c3d"
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["TRAINHUB_DATASET_IMAGENET"] == "/datasets/imagenet"
+    assert env["TRAINHUB_DATASET_COCO"] == "/datasets/coco"
+    ds = {m["mountPath"]: m for m in c["volumeMounts"]}
+    assert ds["/datasets/imagenet"]["readOnly"] and ds["/datasets/imagenet"]["subPath"] == "ILSVRC2012"
+    assert ds["/datasets/coco"] == {"name": "shared", "mountPath": "/datasets/coco", "readOnly": True,
+                                    "subPath": "datasets/coco"}
+    assert job["metadata"]["labels"]["trainhub.io/user"] == "ada-example.org"
+    assert job["metadata"]["annotations"]["trainhub.io/user"] == "ada@example.org"
+
+
+def test_single_worker_cpu_job_has_no_gpu_and_rendezvous_on_loopback() -> None:
+    rec = record(resources={"workers": 1, "processes_per_worker": 2}, max_runtime=None, datasets=[])
+    job = manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("t4"), image="img:1")
+    c = job["spec"]["template"]["spec"]["containers"][0]
+    assert "nvidia.com/gpu" not in yaml.safe_dump(c["resources"])
+    assert c["resources"]["requests"]["cpu"] == "2"
+    assert "--master-addr=127.0.0.1" in c["command"]
+    assert "activeDeadlineSeconds" not in job["spec"]
+    assert "tolerations" not in job["spec"]["template"]["spec"]
+
+
+def test_job_dir_off_the_shared_volume_is_refused() -> None:
+    rec = record().model_copy(update={"job_dir": "/elsewhere/resnet-0a1b2c3d"})
+    with pytest.raises(ValueError, match="not on team vision's shared volume"):
+        manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="img:1")

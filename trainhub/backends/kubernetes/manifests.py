@@ -1,0 +1,224 @@
+"""Pure builders of one job's Kubernetes objects: an Indexed Job (one pod per worker, torchrun
+in each, suspended until Kueue admits it) and the headless Service its workers rendezvous on."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import PurePosixPath
+from typing import Any
+
+from trainhub.backends.kubernetes.render import (
+    GPU,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    ROLE_LABEL,
+    TEAM_LABEL,
+    WORKER_ROLE,
+    format_bytes,
+    format_cpu,
+    priority_class_name,
+)
+from trainhub.jobs.models import JobRecord
+from trainhub.teams import Pool, Team
+
+JOB_ID_LABEL = "trainhub.io/job-id"
+USER_LABEL = "trainhub.io/user"
+ANNOTATION = "trainhub.io/"  # prefix of the record fields kept on the Job
+MASTER_PORT = 29500
+CONTAINER = "trainer"
+RUN_AS = 1000  # restricted Pod Security: never root, whatever the image says
+DEFAULT_MEMORY = "8Gi"
+_LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def label_value(text: str) -> str:
+    """Any text as a valid label value (the exact text goes into an annotation)."""
+    value = _LABEL_VALUE.sub("-", text)[:63]
+    return value.strip("-_.") or "none"
+
+
+def env_name(dataset: str) -> str:
+    return f"TRAINHUB_DATASET_{dataset.upper().replace('-', '_')}"
+
+
+def torchrun_args(record: JobRecord, service: str) -> list[str]:
+    res = record.spec.resources
+    master = "127.0.0.1" if res.workers == 1 else f"{record.id}-0.{service}"
+    return [
+        "torchrun", f"--nnodes={res.workers}", f"--nproc-per-node={res.ranks_per_worker}",
+        "--node-rank=$(NODE_RANK)", "--rdzv-backend=static", f"--master-addr={master}",
+        f"--master-port={MASTER_PORT}", "--max-restarts=0", f"--rdzv-id={record.id}-{record.attempt}",
+        "-m", "trainhub.runner", str(PurePosixPath(record.job_dir) / "bundle"),
+    ]
+
+
+def _dataset_mounts(record: JobRecord, team: Team) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """(volumes, mounts, env) for the job's datasets: a team dataset by name is mounted read-only
+    at /datasets/<name>; any other dataset path must already be on the shared volume."""
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    env: dict[str, str] = {}
+    shared = PurePosixPath(team.shared_volume.mount_path)
+    for ds in record.spec.datasets:
+        known = team.datasets.get(ds.name)
+        if known is None:
+            env[env_name(ds.name)] = ds.path  # checked by the backend to lie on the shared volume
+            continue
+        target = team.dataset_mount(ds.name)
+        if known.claim is not None:
+            volume = f"dataset-{ds.name}".replace("_", "-")
+            volumes.append({"name": volume, "persistentVolumeClaim": {"claimName": known.claim, "readOnly": True}})
+            mount = {"name": volume, "mountPath": target, "readOnly": True}
+            if known.sub_path:
+                mount["subPath"] = known.sub_path
+        else:
+            assert known.path is not None
+            mount = {"name": "shared", "mountPath": target, "readOnly": True,
+                     "subPath": str(PurePosixPath(known.path).relative_to(shared))}
+        mounts.append(mount)
+        env[env_name(ds.name)] = target
+    return volumes, mounts, env
+
+
+def _resources(record: JobRecord) -> dict[str, Any]:
+    res = record.spec.resources
+    cpu = format_cpu(res.cpu if res.cpu is not None else float(res.ranks_per_worker))
+    memory = format_bytes(res.memory_bytes) if res.memory_bytes is not None else DEFAULT_MEMORY
+    requests: dict[str, str] = {"cpu": cpu, "memory": memory}
+    limits: dict[str, str] = {"memory": memory}
+    if res.gpus_per_worker:
+        requests[GPU] = limits[GPU] = str(res.gpus_per_worker)
+    return {"requests": requests, "limits": limits}
+
+
+def _annotations(record: JobRecord) -> dict[str, str]:
+    """What the JobRecord holds and a Job does not: kept on the Job itself."""
+    values: dict[str, Any] = {
+        "user": record.user, "job-dir": record.job_dir, "created-at": repr(record.created_at),
+        "attempt": str(record.attempt), "priority": record.spec.priority.value,
+        "retries": json.dumps(record.retries, sort_keys=True),
+    }
+    if record.resubmitted_from:
+        values["resubmitted-from"] = record.resubmitted_from
+    return {ANNOTATION + k: v for k, v in values.items()}
+
+
+def service_manifest(record: JobRecord, team: Team) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": record.id, "namespace": team.namespace,
+                     "labels": {JOB_ID_LABEL: record.id, TEAM_LABEL: team.name}},
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,  # workers find each other before any is Ready
+            "selector": {JOB_ID_LABEL: record.id},
+            "ports": [{"name": "rendezvous", "port": MASTER_PORT, "targetPort": MASTER_PORT}],
+        },
+    }
+
+
+def job_manifest(
+    record: JobRecord,
+    *,
+    team: Team,
+    pool: Pool,
+    image: str,
+    resume_from: str | None = None,
+) -> dict[str, Any]:
+    spec = record.spec
+    res = spec.resources
+    shared = PurePosixPath(team.shared_volume.mount_path)
+    job_dir = PurePosixPath(record.job_dir)
+    if not job_dir.is_relative_to(shared):
+        raise ValueError(f"job directory {record.job_dir} is not on team {team.name}'s shared volume {shared}")
+    labels = {
+        JOB_ID_LABEL: record.id, USER_LABEL: label_value(record.user), TEAM_LABEL: team.name,
+        QUEUE_LABEL: team.local_queue, PRIORITY_LABEL: priority_class_name(spec.priority.value),
+    }
+    ds_volumes, ds_mounts, ds_env = _dataset_mounts(record, team)
+    env: dict[str, str] = {
+        **spec.env,
+        "TRAINHUB_JOB_ID": record.id,
+        "TRAINHUB_JOB_DIR": record.job_dir,
+        "TRAINHUB_ATTEMPT": str(record.attempt),
+        "PYTHONUNBUFFERED": "1",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        **({"TRAINHUB_RESUME_FROM": resume_from} if resume_from else {}),
+        **ds_env,
+    }
+    container_env: list[dict[str, Any]] = [
+        {"name": "NODE_RANK", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
+        *({"name": k, "value": v} for k, v in env.items()),
+    ]
+    container = {
+        "name": CONTAINER,
+        "image": image,
+        "command": torchrun_args(record, service=record.id),
+        "workingDir": str(job_dir / "bundle"),
+        "env": container_env,
+        "resources": _resources(record),
+        "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
+        "volumeMounts": [
+            {"name": "shared", "mountPath": str(shared)},
+            {"name": "dshm", "mountPath": "/dev/shm"},  # NCCL's shared-memory transport
+            *ds_mounts,
+        ],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "subdomain": record.id,  # with the Job's hostnames: <job>-<index>.<service> resolves
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": {
+            "runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "nodeSelector": dict(pool.node_labels),
+        "containers": [container],
+        "volumes": [
+            {"name": "shared", "persistentVolumeClaim": {"claimName": team.shared_volume.claim}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            *ds_volumes,
+        ],
+    }
+    if pool.tolerations and res.gpus_per_worker:
+        pod_spec["tolerations"] = [t.manifest() for t in pool.tolerations]
+    job_spec: dict[str, Any] = {
+        "suspend": True,  # Kueue unsuspends it once the team's quota admits it
+        "completionMode": "Indexed",
+        "completions": res.workers,
+        "parallelism": res.workers,
+        "backoffLimit": 0,  # retries are trainhub's (per failure class) and Kueue's (preemption)
+        "podFailurePolicy": {"rules": [
+            # Preemption, eviction, node drain: not the code's fault; told apart from exit codes.
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+            {"action": "FailJob", "onExitCodes": {"containerName": CONTAINER, "operator": "NotIn", "values": [0]}},
+        ]},
+        "template": {
+            "metadata": {"labels": {JOB_ID_LABEL: record.id, TEAM_LABEL: team.name, ROLE_LABEL: WORKER_ROLE}},
+            "spec": pod_spec,
+        },
+    }
+    if spec.max_runtime is not None:
+        job_spec["activeDeadlineSeconds"] = max(1, int(spec.max_runtime.total_seconds()))
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": record.id, "namespace": team.namespace, "labels": labels,
+                     "annotations": _annotations(record)},
+        "spec": job_spec,
+    }
+
+
+def owned_by(obj: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with an owner reference to the created ``job`` (deleting the Job removes it)."""
+    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"],
+           "uid": job["metadata"]["uid"], "controller": False}
+    return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [ref]}}

@@ -1,0 +1,372 @@
+"""The admin's description of teams, pools and images (``hub_config/teams.yaml``).
+
+One file drives the JupyterHub profiles, the Kubernetes namespaces and quotas, and the Kueue
+queues (see :mod:`trainhub.backends.kubernetes.render`). Every mistake is reported with the
+path of the offending field, e.g. ``teams[1].quota.a100.gpus: must be >= 0``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from trainhub.jobs.spec import parse_quantity
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# An image must say which build it means: a tag other than "latest", or a digest.
+_PINNED_IMAGE = re.compile(r"^[^\s@]+(:(?!latest$)[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+PRIORITY_NAMES = ("low", "normal", "high")
+
+
+class TeamsError(ValueError):
+    """A refused teams file: one ``path: sentence`` per mistake."""
+
+    def __init__(self, errors: list[tuple[str, str]], source: str | None = None):
+        self.errors = errors
+        self.source = source
+        where = f"{source}: " if source else ""
+        super().__init__(where + "; ".join(f"{p}: {m}" for p, m in errors))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+def _quantity(value: str | int | float) -> str:
+    """Kubernetes quantities stay strings (as the API returns them); checked here once."""
+    text = str(value)
+    try:
+        parse_quantity(text)
+    except ValueError as e:
+        raise ValueError(str(e)) from None
+    return text
+
+
+class Toleration(_Model):
+    key: str
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+    def manifest(self) -> dict[str, str]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class Pool(_Model):
+    """A set of alike GPU nodes, chosen by node labels (a Kueue ResourceFlavor)."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=63)
+    node_labels: dict[str, str] = Field(min_length=1)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    gpu_product: str | None = Field(None, description="e.g. NVIDIA-A100-SXM4-80GB")
+    gpus_per_node: int = Field(ge=0, le=16)
+    description: str = ""
+
+    @field_validator("node_labels")
+    @classmethod
+    def _label_keys(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not _LABEL_KEY.match(key):
+                raise ValueError(f"{key!r} is not a Kubernetes label key")
+        return v
+
+
+class Image(_Model):
+    """A curated image; researchers pick it by name."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=63)
+    image: str = Field(description="Reference pinned by tag or by digest")
+    description: str = ""
+    frameworks: dict[str, str] = Field(default_factory=dict, description="e.g. torch: '2.5', cuda: '12.4'")
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, v: str) -> str:
+        if not _PINNED_IMAGE.match(v):
+            raise ValueError(f"{v!r} is not pinned: give a tag other than 'latest' or an @sha256: digest")
+        return v
+
+
+class Limits(_Model):
+    """Per-resource caps; a resource left out has no cap."""
+
+    gpus: int | None = Field(None, ge=0)
+    cpu: str | None = None
+    memory: str | None = None
+
+    @field_validator("cpu", "memory", mode="before")
+    @classmethod
+    def _quantities(cls, v: Any) -> str | None:
+        return None if v is None else _quantity(v)
+
+
+class PoolQuota(_Model):
+    gpus: int = Field(ge=0)
+    cpu: str
+    memory: str
+    borrowing_limit: Limits | None = Field(None, description="How much more this team may borrow; none: unbounded")
+    lending_limit: Limits | None = Field(None, description="How much of its quota others may borrow; none: all")
+
+    @field_validator("cpu", "memory", mode="before")
+    @classmethod
+    def _quantities(cls, v: Any) -> str:
+        return _quantity(v)
+
+
+class Preemption(_Model):
+    """Kueue's ClusterQueue preemption policy, in its own words."""
+
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
+    borrow_within_cohort: Literal["Never", "LowerPriority"] = "Never"
+
+
+class SharedVolume(_Model):
+    """The team's PersistentVolumeClaim holding job directories; mounted at the same path everywhere."""
+
+    claim: str = Field(pattern=DNS_LABEL, max_length=253)
+    mount_path: str
+
+    @field_validator("mount_path")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        p = PurePosixPath(v)
+        if not p.is_absolute() or ".." in p.parts or p == PurePosixPath("/"):
+            raise ValueError(f"{v!r} must be an absolute path below /, without '..'")
+        return str(p)
+
+
+class TeamDataset(_Model):
+    """A dataset a team's jobs may mount read-only: from its own claim, or a path on the shared volume."""
+
+    claim: str | None = Field(None, pattern=DNS_LABEL, max_length=253)
+    sub_path: str | None = None
+    path: str | None = Field(None, description="Absolute path below the shared volume's mount path")
+    read_only: bool = True
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TeamDataset:
+        if (self.claim is None) == (self.path is None):
+            raise ValueError("give either 'claim' (with an optional 'sub_path') or 'path'")
+        if self.path is not None and self.sub_path is not None:
+            raise ValueError("'sub_path' goes with 'claim', not with 'path'")
+        for value in (self.sub_path, self.path):
+            if value is not None and ".." in PurePosixPath(value).parts:
+                raise ValueError(f"{value!r} must not contain '..'")
+        if not self.read_only:
+            raise ValueError("datasets are mounted read-only; write results to the job directory")
+        return self
+
+
+class Team(_Model):
+    name: str = Field(pattern=DNS_LABEL, max_length=63)
+    groups: list[str] = Field(min_length=1, description="JupyterHub groups whose members belong to the team")
+    namespace: str = Field(max_length=63)
+    quota: dict[str, PoolQuota] = Field(min_length=1, description="Nominal quota per pool")
+    cohort: str | None = Field(None, pattern=DNS_LABEL, max_length=63)
+    preemption: Preemption = Field(default_factory=Preemption)
+    images: list[str] = Field(min_length=1, description="Names of the curated images the team may use")
+    session_gpus: list[int] = Field(default_factory=lambda: [0], description="GPU sizes offered for sessions")
+    shared_volume: SharedVolume
+    datasets: dict[str, TeamDataset] = Field(default_factory=dict)
+    local_queue: str = Field("jobs", pattern=DNS_LABEL, max_length=63)
+
+    @field_validator("namespace")
+    @classmethod
+    def _dns_label(cls, v: str) -> str:
+        if not re.match(DNS_LABEL, v):
+            raise ValueError(f"{v!r} is not a DNS label (lower-case letters, digits and '-')")
+        if v.startswith("kube-") or v in {"default", "kueue-system"}:
+            raise ValueError(f"{v!r} is reserved for the cluster itself")
+        return v
+
+    @field_validator("session_gpus")
+    @classmethod
+    def _sizes(cls, v: list[int]) -> list[int]:
+        if any(n < 0 or n > 16 for n in v):
+            raise ValueError("sizes must be between 0 and 16")
+        return sorted(set(v))
+
+    @field_validator("datasets")
+    @classmethod
+    def _dataset_names(cls, v: dict[str, TeamDataset]) -> dict[str, TeamDataset]:
+        for name in v:
+            if not re.match(r"^[a-z0-9][a-z0-9_-]{0,62}$", name):
+                raise ValueError(f"dataset name {name!r}: use lower-case letters, digits, '-' and '_'")
+        return v
+
+    @property
+    def cluster_queue(self) -> str:
+        return self.name
+
+    def dataset_mount(self, name: str) -> str:
+        return f"/datasets/{name}"
+
+
+class Teams(_Model):
+    pools: list[Pool] = Field(min_length=1)
+    images: list[Image] = Field(default_factory=list)
+    image_catalog: str | None = Field(None, description="YAML file with more images (path relative to this file)")
+    priorities: dict[Literal["low", "normal", "high"], int] = Field(
+        default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}
+    )
+    teams: list[Team] = Field(min_length=1)
+
+    @field_validator("priorities")
+    @classmethod
+    def _ordered(cls, v: dict[str, int]) -> dict[str, int]:
+        missing = [p for p in PRIORITY_NAMES if p not in v]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)}")
+        values = [v[p] for p in PRIORITY_NAMES]
+        if values != sorted(set(values)):
+            raise ValueError("values must increase strictly from low to normal to high")
+        return v
+
+    @model_validator(mode="after")
+    def _references(self) -> Teams:
+        errors: list[tuple[str, str]] = []
+        errors += _duplicates("pools", [p.name for p in self.pools], "name")
+        errors += _duplicates("images", [i.name for i in self.images], "name")
+        errors += _duplicates("teams", [t.name for t in self.teams], "name")
+        errors += _duplicates("teams", [t.namespace for t in self.teams], "namespace")
+        pools = {p.name for p in self.pools}
+        images = {i.name for i in self.images}
+        for i, team in enumerate(self.teams):
+            for pool in team.quota:
+                if pool not in pools:
+                    errors.append((f"teams[{i}].quota.{pool}", f"unknown pool {pool!r} (known: {_known(pools)})"))
+            for j, image in enumerate(team.images):
+                if image not in images:
+                    errors.append((f"teams[{i}].images[{j}]", f"unknown image {image!r} (known: {_known(images)})"))
+            mount = PurePosixPath(team.shared_volume.mount_path)
+            for name, ds in team.datasets.items():
+                if ds.path is not None and not PurePosixPath(ds.path).is_relative_to(mount):
+                    errors.append((f"teams[{i}].datasets.{name}.path",
+                                   f"{ds.path!r} is not below the shared volume's mount path {str(mount)!r}"))
+            biggest = max((p.gpus_per_node for p in self.pools if p.name in team.quota), default=0)
+            too_big = [n for n in team.session_gpus if n > biggest]
+            if too_big:
+                errors.append((f"teams[{i}].session_gpus",
+                               f"{too_big[0]} GPUs do not fit on one node of the team's pools (at most {biggest})"))
+        if errors:
+            raise _ReferenceErrors(errors)
+        return self
+
+    # --- lookups ---------------------------------------------------------------------------------
+    def team(self, name: str) -> Team:
+        for team in self.teams:
+            if team.name == name:
+                return team
+        raise KeyError(f"no team {name!r} (known: {_known(t.name for t in self.teams)})")
+
+    def pool(self, name: str) -> Pool:
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(f"no pool {name!r} (known: {_known(p.name for p in self.pools)})")
+
+    def image(self, name: str) -> Image:
+        for image in self.images:
+            if image.name == name:
+                return image
+        raise KeyError(f"no image {name!r} (known: {_known(i.name for i in self.images)})")
+
+    def teams_of(self, groups: list[str]) -> list[Team]:
+        """The teams a JupyterHub user with these groups belongs to."""
+        return [t for t in self.teams if set(t.groups) & set(groups)]
+
+
+class _ReferenceErrors(ValueError):
+    def __init__(self, errors: list[tuple[str, str]]):
+        self.errors = errors
+        super().__init__("; ".join(f"{p}: {m}" for p, m in errors))
+
+
+def _known(names: Any) -> str:
+    return ", ".join(sorted(names)) or "none"
+
+
+def _duplicates(where: str, names: list[str], field: str) -> list[tuple[str, str]]:
+    seen: dict[str, int] = {}
+    errors = []
+    for i, name in enumerate(names):
+        if name in seen:
+            errors.append((f"{where}[{i}].{field}", f"{name!r} is already used by {where}[{seen[name]}]"))
+        seen.setdefault(name, i)
+    return errors
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "teams file"
+
+
+def _message(item: dict[str, Any]) -> str:
+    msg: str = item["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    kind = item["type"]
+    if kind == "extra_forbidden":
+        return "is not a known field"
+    if kind == "missing":
+        return "is required"
+    if kind in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}:
+        op = {"greater_than_equal": ">=", "less_than_equal": "<=", "greater_than": ">", "less_than": "<"}[kind]
+        limit = next(iter(item.get("ctx", {}).values()), "")
+        return f"must be {op} {limit}"
+    if kind == "string_pattern_mismatch":
+        return "use lower-case letters, digits and '-', starting and ending with a letter or digit"
+    return msg
+
+
+def parse_teams(data: Any, *, source: str | None = None, base_dir: Path | None = None) -> Teams:
+    """Validate teams data (as loaded from YAML); raises :class:`TeamsError` naming each field."""
+    if not isinstance(data, dict):
+        raise TeamsError([("teams file", "must be a mapping with pools, images and teams")], source)
+    catalog = data.get("image_catalog")
+    if catalog and base_dir is not None:
+        data = {**data, "images": [*data.get("images", []), *_load_catalog(base_dir / catalog, source)]}
+    try:
+        return Teams.model_validate(data)
+    except ValidationError as e:
+        errors = []
+        for item in e.errors(include_url=False):
+            ctx_error = item.get("ctx", {}).get("error")
+            if isinstance(ctx_error, _ReferenceErrors):
+                errors += ctx_error.errors
+            else:
+                errors.append((_path(item["loc"]), _message(item)))
+        raise TeamsError(errors, source) from None
+
+
+def _load_catalog(path: Path, source: str | None) -> list[Any]:
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise TeamsError([("image_catalog", f"cannot read {path}: {e.strerror}")], source) from None
+    images = loaded.get("images") if isinstance(loaded, dict) else loaded
+    if not isinstance(images, list):
+        raise TeamsError([("image_catalog", f"{path} has no list of images")], source)
+    return images
+
+
+def load_teams(path: str | Path) -> Teams:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise TeamsError([("teams file", f"cannot read it: {e.strerror}")], str(path)) from None
+    except yaml.YAMLError as e:
+        raise TeamsError([("teams file", f"is not valid YAML: {e}")], str(path)) from None
+    return parse_teams(data, source=str(path), base_dir=path.parent)
