@@ -245,3 +245,15 @@ def test_sampler_skips_a_gpu_that_is_not_there(fake_nvml: FakeNvml, tmp_path):
     assert [(e["gpu"], e["reason"]) for e in metrics_events(job)] == [
         (True, "GPU 4 is not on this machine (NVML sees 2).")
     ]
+
+
+def test_sampler_keeps_to_the_gpus_trainhub_may_use(fake_nvml: FakeNvml, tmp_path):
+    job = new_job(tmp_path)
+
+    with sampling(job, [0, 1], {**fake_nvml.env, "TRAINHUB_GPUS": "1"}):
+        wait_for(lambda: len(rows(job, "gpu")) >= 2)
+
+    assert {r["gpu"] for r in rows(job, "gpu")} == {0}
+    assert [(e["gpu"], e["reason"]) for e in metrics_events(job)] == [
+        (True, "GPU 1 is hidden by TRAINHUB_GPUS=1.")
+    ]

@@ -198,8 +198,11 @@ class GpuSampler:
             return f"NVML could not count the GPUs: {error}."
         visible = count if limit is None else min(count, limit)
         for index in self.indices:
-            if not 0 <= index < visible:
-                self._note(f"GPU {index} is not on this machine (NVML sees {visible}).")
+            if not 0 <= index < count:
+                self._note(f"GPU {index} is not on this machine (NVML sees {count}).")
+                continue
+            if index >= visible:
+                self._note(f"GPU {index} is hidden by {GPUS_ENV}={limit}.")
                 continue
             try:
                 handle = pynvml.nvmlDeviceGetHandleByIndex(index)
