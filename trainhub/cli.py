@@ -256,6 +256,42 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_admin_render(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from trainhub.backends.kubernetes.render import file_name, render, to_yaml
+    from trainhub.teams import load_teams
+
+    objs = render(load_teams(args.file))
+    if args.out is None:
+        sys.stdout.write(to_yaml(objs))
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for obj in objs:
+        (out / file_name(obj)).write_text(to_yaml([obj]))
+    print(f"{len(objs)} objects written to {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_admin_apply(args: argparse.Namespace) -> int:
+    from kubernetes import config
+
+    from trainhub.backends.kubernetes.apply import apply_objects
+    from trainhub.backends.kubernetes.render import render
+    from trainhub.teams import load_teams
+
+    objs = render(load_teams(args.file))
+    api = config.new_client_from_config(config_file=args.kubeconfig)
+    try:
+        for result in apply_objects(api, objs):
+            where = f"{result.namespace}/" if result.namespace else ""
+            print(f"{result.kind} {where}{result.name}: {'applied' if result.changed else 'unchanged'}")
+    finally:
+        api.close()
+    return 0
+
+
 def _user() -> str:
     import getpass
 
@@ -329,6 +365,17 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--reason")
     c.add_argument("--wait", action="store_true", help="until every process has ended")
     c.set_defaults(func=cmd_cancel)
+
+    a = sub.add_parser("admin", help="cluster objects from the teams file (for administrators)")
+    asub = a.add_subparsers(dest="admin_verb", required=True)
+    ar = asub.add_parser("render", help="print (or write) the Kubernetes and Kueue objects")
+    ar.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
+    ar.add_argument("--out", help="write one YAML file per object into this directory")
+    ar.set_defaults(func=cmd_admin_render)
+    ap = asub.add_parser("apply", help="server-side apply the objects to a cluster")
+    ap.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
+    ap.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
+    ap.set_defaults(func=cmd_admin_apply)
     return p
 
 
@@ -337,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from trainhub.api import service
 
-        service().reconcile()
+        if args.verb != "admin":  # admin verbs work on a teams file, not on jobs
+            service().reconcile()
         return int(args.func(args) or 0)
     except SpecError as e:
         for err in e.errors:

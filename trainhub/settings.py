@@ -36,8 +36,13 @@ def make_service(workspace: Path | None = None):
         home = paths.home()
         backend = LocalBackend(home)
         jobs_root = paths.jobs_root(home)
+    elif backend_name == "kubernetes":
+        from trainhub.backends.kubernetes.backend import KubernetesBackend
+
+        backend = KubernetesBackend.from_env()
+        jobs_root = backend.jobs_root
     else:
-        raise ValueError(f"TRAINHUB_BACKEND={backend_name!r}: unknown backend (use 'local')")
+        raise ValueError(f"TRAINHUB_BACKEND={backend_name!r}: unknown backend (use 'local' or 'kubernetes')")
     return JobService(
         backend, workspace_root=workspace or workspace_root(), jobs_root=jobs_root, allow_pip=allow_pip()
     )

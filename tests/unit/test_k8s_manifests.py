@@ -133,3 +133,74 @@ def test_job_dir_off_the_shared_volume_is_refused() -> None:
     rec = record().model_copy(update={"job_dir": "/elsewhere/resnet-0a1b2c3d"})
     with pytest.raises(ValueError, match="not on team vision's shared volume"):
         manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="img:1")
+
+
+# --- status: Kubernetes objects -> states, sentences, verdicts ------------------------------------
+from trainhub.backends.kubernetes import status  # noqa: E402
+from trainhub.jobs.states import FailureClass  # noqa: E402
+
+CQ = {"metadata": {"name": "vision"},
+      "spec": {"resourceGroups": [{"flavors": [{"name": "a100", "resources": [
+          {"name": "nvidia.com/gpu", "nominalQuota": "8"}]}]}]},
+      "status": {"flavorsReservation": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "total": "6"}]}]}}
+
+
+def workload(message: str) -> dict:
+    return {"status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                                       "message": message}]}}
+
+
+def test_wait_reason_names_the_short_quota_with_figures() -> None:
+    wl = workload("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
+                  "in flavor a100, 2 more needed")
+    assert status.wait_reason(wl, CQ) == "waiting for 2 nvidia.com/gpu in pool a100 in ClusterQueue vision (6 of 8 in use)"
+
+
+def test_wait_reason_for_a_job_that_can_never_fit() -> None:
+    wl = workload("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor a100, "
+                  "previously considered podsets requests (0) + current podset request (32) > maximum capacity (16)")
+    assert status.wait_reason(wl, CQ) == (
+        "asks for 32 nvidia.com/gpu in pool a100, more than ClusterQueue vision can ever get (16); ask for less")
+
+
+def test_wait_reason_is_none_once_admitted() -> None:
+    wl = {"status": {"conditions": [{"type": "QuotaReserved", "status": "True"}]}}
+    assert status.wait_reason(wl, CQ) is None
+    assert status.wait_reason(workload("a new message"), None) == "waiting for Kueue: a new message"
+
+
+def test_job_state_follows_suspend_pods_and_conditions() -> None:
+    job = {"spec": {"suspend": True}, "status": {}}
+    assert status.job_state(job, []) == JobState.QUEUED
+    job["spec"]["suspend"] = False
+    assert status.job_state(job, [{"metadata": {}, "status": {"phase": "Pending"}}]) == JobState.STARTING
+    assert status.job_state(job, [{"metadata": {}, "status": {"phase": "Running"}}]) == JobState.RUNNING
+    job["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
+    assert status.job_state(job, []) == JobState.SUCCEEDED
+
+
+def failed_pod(index: int, code: int, reason: str = "Error") -> dict:
+    return {"metadata": {"annotations": {"batch.kubernetes.io/job-completion-index": str(index)}},
+            "status": {"containerStatuses": [{"state": {"terminated": {"exitCode": code, "reason": reason}}}]}}
+
+
+def test_failure_verdicts_from_exit_codes_rank_reports_and_deadlines() -> None:
+    job = {"spec": {"activeDeadlineSeconds": 60},
+           "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]}}
+    oom = status.failure_verdict(job, [failed_pod(1, 137, "OOMKilled")], {}, attempt=0)
+    assert (oom.failure_class, oom.reason) == (FailureClass.INFRASTRUCTURE,
+                                               "worker 1 was killed by the kernel's out-of-memory killer")
+    code = status.failure_verdict(job, [failed_pod(0, 1)], {0: {
+        "outcome": "error", "failure_class": "code", "exception": "ZeroDivisionError",
+        "message": "division by zero", "cell_index": 4, "line": 2}}, attempt=1)
+    assert code.failure_class == FailureClass.CODE and code.reason.startswith("ZeroDivisionError in cell 5, line 2")
+    job["status"]["conditions"][0]["reason"] = "DeadlineExceeded"
+    late = status.failure_verdict(job, [], {}, attempt=0)
+    assert late.failure_class == FailureClass.CANCELLED and "60 s" in late.reason
+
+
+def test_preemptions_are_counted_from_scheduling_stats() -> None:
+    wl = {"status": {"schedulingStats": {"evictions": [{"reason": "Preempted", "count": 2},
+                                                       {"reason": "PodsReadyTimeout", "count": 1}]}}}
+    assert status.preemptions(wl) == 2
+    assert status.preemptions(None) == 0

@@ -1,0 +1,48 @@
+"""Server-side apply of rendered objects (``trainhub admin apply``): idempotent, one field manager."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+FIELD_MANAGER = "trainhub-admin"
+
+
+@dataclass(frozen=True)
+class Applied:
+    kind: str
+    name: str
+    namespace: str | None
+    changed: bool  # the object's resourceVersion moved (created or updated)
+
+
+def _describe(obj: dict[str, Any]) -> str:
+    ns = obj["metadata"].get("namespace")
+    return f"{obj['kind']} {ns + '/' if ns else ''}{obj['metadata']['name']}"
+
+
+def apply_objects(api_client: Any, objs: list[dict[str, Any]]) -> list[Applied]:
+    """Apply each object with server-side apply, in order; reports which ones changed."""
+    from kubernetes import dynamic
+    from kubernetes.client import ApiException
+
+    client = dynamic.DynamicClient(api_client)
+    results = []
+    for obj in objs:
+        resource = client.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        meta = obj["metadata"]
+        namespace = meta.get("namespace")
+        try:
+            before = resource.get(name=meta["name"], namespace=namespace).metadata.resourceVersion
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            before = None
+        try:
+            after = client.server_side_apply(
+                resource, body=obj, namespace=namespace, field_manager=FIELD_MANAGER, force_conflicts=True,
+            ).metadata.resourceVersion
+        except ApiException as e:
+            raise RuntimeError(f"applying {_describe(obj)} failed: {e.status} {e.reason}: {e.body}") from None
+        results.append(Applied(obj["kind"], meta["name"], namespace, before != after))
+    return results

@@ -1,0 +1,140 @@
+"""Pure functions from Kubernetes objects (as dicts: Job, Kueue Workload and ClusterQueue, pods,
+events) to trainhub's vocabulary: a job state, a sentence saying why it waits, a verdict."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from trainhub.jobs.models import Verdict
+from trainhub.jobs.states import FailureClass, JobState
+from trainhub.verdicts import RankExit, attempt_verdict
+
+Obj = dict[str, Any]
+
+_SHORT = re.compile(
+    r"insufficient unused quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), (?P<more>\S+) more needed")
+_NEVER = re.compile(
+    r"insufficient quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), previously considered podsets "
+    r"requests \((?P<prev>[^)]*)\) \+ current podset request \((?P<req>[^)]*)\) > maximum capacity \((?P<max>[^)]*)\)")
+
+
+def condition(obj: Obj | None, type_: str) -> Obj | None:
+    for c in (obj or {}).get("status", {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return c
+    return None
+
+
+def is_true(obj: Obj | None, type_: str) -> bool:
+    c = condition(obj, type_)
+    return c is not None and c.get("status") == "True"
+
+
+def _quota_figures(cq: Obj | None, flavor: str, resource: str) -> tuple[str | None, str | None]:
+    """(in use, nominal) of one resource of one flavor of a ClusterQueue, as the API writes them."""
+    if not cq:
+        return None, None
+    used = nominal = None
+    for fu in cq.get("status", {}).get("flavorsReservation") or cq.get("status", {}).get("flavorsUsage") or []:
+        if fu.get("name") == flavor:
+            used = next((r.get("total", "0") for r in fu.get("resources", []) if r.get("name") == resource), None)
+    for group in cq.get("spec", {}).get("resourceGroups", []):
+        for fq in group.get("flavors", []):
+            if fq.get("name") == flavor:
+                nominal = next((r.get("nominalQuota") for r in fq.get("resources", []) if r.get("name") == resource), None)
+    return used, nominal
+
+
+def wait_reason(workload: Obj | None, cluster_queue: Obj | None = None) -> str | None:
+    """Why Kueue has not admitted the workload yet, as a sentence naming the short quota."""
+    if workload is None:
+        return "waiting for Kueue to pick the job up"
+    if is_true(workload, "QuotaReserved") or is_true(workload, "Admitted"):
+        return None
+    cq_name = (cluster_queue or {}).get("metadata", {}).get("name") or workload.get("status", {}).get(
+        "admission", {}).get("clusterQueue")
+    where = f" in ClusterQueue {cq_name}" if cq_name else ""
+    message = (condition(workload, "QuotaReserved") or {}).get("message") or ""
+    if m := _NEVER.search(message):
+        queue = f"ClusterQueue {cq_name}" if cq_name else "its queue"
+        return (f"asks for {m['req']} {m['res']} in pool {m['flavor']}, more than {queue} "
+                f"can ever get ({m['max']}); ask for less")
+    if m := _SHORT.search(message):
+        used, nominal = _quota_figures(cluster_queue, m["flavor"], m["res"])
+        figures = f" ({used} of {nominal} in use)" if used is not None and nominal is not None else ""
+        return f"waiting for {m['more']} {m['res']} in pool {m['flavor']}{where}{figures}"
+    if message:
+        return f"waiting for Kueue: {message}"
+    return "waiting for Kueue to admit it"
+
+
+def preemptions(workload: Obj | None) -> int:
+    """How many times Kueue evicted this workload to make room (it then requeues it)."""
+    stats = (workload or {}).get("status", {}).get("schedulingStats") or {}
+    counted = sum(int(e.get("count", 0)) for e in stats.get("evictions") or [] if e.get("reason") == "Preempted")
+    if counted:
+        return counted
+    return int(any(is_true(workload, t) for t in ("Preempted", "Evicted")))
+
+
+def job_state(job: Obj, pods: list[Obj]) -> JobState:
+    if is_true(job, "Complete") or is_true(job, "SuccessCriteriaMet"):
+        return JobState.SUCCEEDED
+    if is_true(job, "Failed") or is_true(job, "FailureTarget"):
+        return JobState.FAILED
+    if job.get("spec", {}).get("suspend"):
+        return JobState.QUEUED
+    live = [p for p in pods if not p.get("metadata", {}).get("deletionTimestamp")]
+    if live and any(p.get("status", {}).get("phase") == "Running" for p in live):
+        return JobState.RUNNING
+    return JobState.STARTING
+
+
+def _terminations(pods: list[Obj]) -> list[tuple[int | None, Obj]]:
+    out = []
+    for pod in pods:
+        index = pod.get("metadata", {}).get("annotations", {}).get("batch.kubernetes.io/job-completion-index")
+        for cs in pod.get("status", {}).get("containerStatuses") or []:
+            term = (cs.get("state") or {}).get("terminated")
+            if term:
+                out.append((int(index) if index is not None else None, term))
+    return out
+
+
+def failure_verdict(
+    job: Obj, pods: list[Obj], rank_results: dict[int, dict[str, Any]], *, attempt: int,
+) -> Verdict:
+    """Why a failed Job failed: the ranks' own reports first, then how its containers ended."""
+    failed = condition(job, "Failed") or condition(job, "FailureTarget") or {}
+    if failed.get("reason") == "DeadlineExceeded":
+        limit = job.get("spec", {}).get("activeDeadlineSeconds")
+        return Verdict(failure_class=FailureClass.CANCELLED, attempt=attempt,
+                       reason=f"the job ran out of its maximum runtime ({limit} s)")
+    terms = _terminations(pods)
+    exits = [RankExit(None, int(t.get("exitCode", 1))) for _, t in terms]
+    oom = any(t.get("reason") == "OOMKilled" for _, t in terms)
+    verdict = attempt_verdict(attempt=attempt, rank_results=rank_results, exits=exits, oom_killed=oom)
+    if verdict is None:
+        message = failed.get("message") or "the Job failed"
+        return Verdict(failure_class=FailureClass.INFRASTRUCTURE, reason=message, attempt=attempt)
+    culprit = next(((i, t) for i, t in terms if t.get("exitCode")), None)
+    if verdict.rank is None and culprit and culprit[0] is not None and not rank_results:
+        verdict.reason = verdict.reason.replace("a worker", f"worker {culprit[0]}", 1)
+        if culprit[1].get("message"):
+            verdict.message = culprit[1]["message"]
+    return verdict
+
+
+def event_record(event: Obj) -> dict[str, Any]:
+    """A Kubernetes event (core/v1 or events.k8s.io/v1) as a job event's fields."""
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    return {
+        "uid": event.get("metadata", {}).get("uid"),
+        "count": event.get("count") or (event.get("series") or {}).get("count") or 1,
+        "kind": involved.get("kind"),
+        "object": involved.get("name"),
+        "reason": event.get("reason"),
+        "message": event.get("message") or event.get("note"),
+        "event_type": event.get("type"),
+    }
