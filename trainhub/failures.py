@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from trainhub.jobs.states import FailureClass
 
-# A pip install that exits non-zero is reported with this type name (see runner.install_requirements).
+# The type name under which a failed pip install is classified (runner.install_requirements).
 PIP_INSTALL_ERROR = "PipInstallError"
 
 
@@ -59,7 +59,10 @@ class FailureEvidence:
         }
 
 
-_DISTRIBUTED = r"gloo|nccl|c10d|ProcessGroup|torch\.distributed|all_reduce|allreduce|broadcast|barrier|all_gather|collective"
+_DISTRIBUTED = (
+    r"gloo|nccl|c10d|ProcessGroup|torch\.distributed"
+    r"|all_reduce|allreduce|broadcast|barrier|all_gather|collective"
+)
 
 RULES: tuple[Rule, ...] = (
     # GPU memory exhaustion comes first because it also shows up wrapped in NCCL errors.
@@ -67,68 +70,128 @@ RULES: tuple[Rule, ...] = (
     # notebook, and retrying the same code on the same GPU fails the same way. (A process
     # killed by the kernel's OOM killer never raises; the supervisor sees the signal and
     # calls that infrastructure.)
-    Rule("cuda-out-of-memory", FailureClass.CODE,
-         "the GPU ran out of memory: lower the batch size or model size",
-         types=frozenset({"OutOfMemoryError"})),
-    Rule("cuda-out-of-memory-text", FailureClass.CODE,
-         "the GPU ran out of memory: lower the batch size or model size",
-         text=r"CUDA out of memory|CUDA error: out of memory"),
+    Rule(
+        "cuda-out-of-memory",
+        FailureClass.CODE,
+        "the GPU ran out of memory: lower the batch size or model size",
+        types=frozenset({"OutOfMemoryError"}),
+    ),
+    Rule(
+        "cuda-out-of-memory-text",
+        FailureClass.CODE,
+        "the GPU ran out of memory: lower the batch size or model size",
+        text=r"CUDA out of memory|CUDA error: out of memory",
+    ),
     # The image does not fit the machine.
-    Rule("cuda-driver-too-old", FailureClass.ENVIRONMENT,
-         "the NVIDIA driver on the node is older than the CUDA runtime in the image",
-         text=r"CUDA driver version is insufficient|driver version is insufficient for CUDA runtime"),
-    Rule("cuda-no-kernel-image", FailureClass.ENVIRONMENT,
-         "the installed PyTorch was not built for this GPU's architecture",
-         text=r"no kernel image is available for execution on the device"),
-    Rule("nvml-driver-mismatch", FailureClass.ENVIRONMENT,
-         "the NVIDIA driver and its user-space libraries disagree",
-         text=r"Driver/library version mismatch"),
-    Rule("libcuda-missing", FailureClass.ENVIRONMENT,
-         "the CUDA driver library cannot be loaded in this image",
-         text=r"libcuda\.so|libcuda\b|libcudart\.so|libnvidia-ml\.so"),
-    Rule("shared-library", FailureClass.ENVIRONMENT,
-         "a compiled package does not match the libraries in the image",
-         text=r"undefined symbol:|GLIBC_?\d|GLIBCXX_\d|cannot open shared object file"),
-    Rule("pip-install", FailureClass.ENVIRONMENT,
-         "installing the notebook's packages failed",
-         types=frozenset({PIP_INSTALL_ERROR})),
+    Rule(
+        "cuda-driver-too-old",
+        FailureClass.ENVIRONMENT,
+        "the NVIDIA driver on the node is older than the CUDA runtime in the image",
+        text=r"CUDA driver version is insufficient|driver version is insufficient for CUDA runtime",
+    ),
+    Rule(
+        "cuda-no-kernel-image",
+        FailureClass.ENVIRONMENT,
+        "the installed PyTorch was not built for this GPU's architecture",
+        text=r"no kernel image is available for execution on the device",
+    ),
+    Rule(
+        "nvml-driver-mismatch",
+        FailureClass.ENVIRONMENT,
+        "the NVIDIA driver and its user-space libraries disagree",
+        text=r"Driver/library version mismatch",
+    ),
+    Rule(
+        "libcuda-missing",
+        FailureClass.ENVIRONMENT,
+        "the CUDA driver library cannot be loaded in this image",
+        text=r"libcuda\.so|libcuda\b|libcudart\.so|libnvidia-ml\.so",
+    ),
+    Rule(
+        "shared-library",
+        FailureClass.ENVIRONMENT,
+        "a compiled package does not match the libraries in the image",
+        text=r"undefined symbol:|GLIBC_?\d|GLIBCXX_\d|cannot open shared object file",
+    ),
+    Rule(
+        "pip-install",
+        FailureClass.ENVIRONMENT,
+        "installing the notebook's packages failed",
+        types=frozenset({PIP_INSTALL_ERROR}),
+    ),
     # The machines or the network between them failed.
-    Rule("dist-network", FailureClass.INFRASTRUCTURE,
-         "the network between ranks failed",
-         types=frozenset({"DistNetworkError"})),
-    Rule("dist-store", FailureClass.INFRASTRUCTURE,
-         "the rendezvous store could not be reached",
-         types=frozenset({"DistStoreError"})),
-    Rule("dist-backend", FailureClass.INFRASTRUCTURE,
-         "the communication backend (NCCL/gloo) failed",
-         types=frozenset({"DistBackendError"})),
-    Rule("rendezvous", FailureClass.INFRASTRUCTURE,
-         "the ranks could not meet (rendezvous failed or timed out)",
-         types=frozenset({"RendezvousTimeoutError", "RendezvousConnectionError",
-                          "RendezvousClosedError", "RendezvousError", "RendezvousStateError"})),
-    Rule("nccl", FailureClass.INFRASTRUCTURE,
-         "NCCL reported an error between ranks",
-         text=r"\bNCCL (?:error|WARN|timeout)|ncclSystemError|ncclInternalError|ncclRemoteError"
-              r"|ProcessGroupNCCL.*(?:timeout|timed out|abort)"),
-    Rule("collective-timeout", FailureClass.INFRASTRUCTURE,
-         "a collective operation timed out waiting for other ranks",
-         text=r"Watchdog caught collective operation timeout|Timed out initializing process group"
-              r"|Socket Timeout|timed out after \d+\S* while waiting"),
-    Rule("peer-connection-lost", FailureClass.INFRASTRUCTURE,
-         "another rank went away during a collective operation",
-         text=r"Connection reset by peer|Connection closed by peer|Broken pipe",
-         context=_DISTRIBUTED),
-    Rule("gpu-lost", FailureClass.INFRASTRUCTURE,
-         "the GPU failed (ECC error, fell off the bus, or busy elsewhere)",
-         text=r"uncorrectable ECC error|GPU is lost|fallen off the bus"
-              r"|CUDA-capable device\(s\) is/are busy or unavailable"),
+    Rule(
+        "dist-network",
+        FailureClass.INFRASTRUCTURE,
+        "the network between ranks failed",
+        types=frozenset({"DistNetworkError"}),
+    ),
+    Rule(
+        "dist-store",
+        FailureClass.INFRASTRUCTURE,
+        "the rendezvous store could not be reached",
+        types=frozenset({"DistStoreError"}),
+    ),
+    Rule(
+        "dist-backend",
+        FailureClass.INFRASTRUCTURE,
+        "the communication backend (NCCL/gloo) failed",
+        types=frozenset({"DistBackendError"}),
+    ),
+    Rule(
+        "rendezvous",
+        FailureClass.INFRASTRUCTURE,
+        "the ranks could not meet (rendezvous failed or timed out)",
+        types=frozenset(
+            {
+                "RendezvousTimeoutError",
+                "RendezvousConnectionError",
+                "RendezvousClosedError",
+                "RendezvousError",
+                "RendezvousStateError",
+            }
+        ),
+    ),
+    Rule(
+        "nccl",
+        FailureClass.INFRASTRUCTURE,
+        "NCCL reported an error between ranks",
+        text=r"\bNCCL (?:error|WARN|timeout)|ncclSystemError|ncclInternalError|ncclRemoteError"
+        r"|ProcessGroupNCCL.*(?:timeout|timed out|abort)",
+    ),
+    Rule(
+        "collective-timeout",
+        FailureClass.INFRASTRUCTURE,
+        "a collective operation timed out waiting for other ranks",
+        text=r"Watchdog caught collective operation timeout|Timed out initializing process group"
+        r"|Socket Timeout|timed out after \d+\S* while waiting",
+    ),
+    Rule(
+        "peer-connection-lost",
+        FailureClass.INFRASTRUCTURE,
+        "another rank went away during a collective operation",
+        text=r"Connection reset by peer|Connection closed by peer|Broken pipe",
+        context=_DISTRIBUTED,
+    ),
+    Rule(
+        "gpu-lost",
+        FailureClass.INFRASTRUCTURE,
+        "the GPU failed (ECC error, fell off the bus, or busy elsewhere)",
+        text=r"uncorrectable ECC error|GPU is lost|fallen off the bus"
+        r"|CUDA-capable device\(s\) is/are busy or unavailable",
+    ),
     # Last of the specific rules: a missing module is the image's fault, not the cell's.
-    Rule("missing-module", FailureClass.ENVIRONMENT,
-         "a module is not installed in the image",
-         types=frozenset({"ModuleNotFoundError", "ImportError"})),
+    Rule(
+        "missing-module",
+        FailureClass.ENVIRONMENT,
+        "a module is not installed in the image",
+        types=frozenset({"ModuleNotFoundError", "ImportError"}),
+    ),
 )
 
-_USER_CODE = FailureEvidence(FailureClass.CODE, "user-code", "an exception raised by the job's own code", "")
+_USER_CODE = FailureEvidence(
+    FailureClass.CODE, "user-code", "an exception raised by the job's own code", ""
+)
 
 
 def short_type_name(exc_type_name: str) -> str:

@@ -90,11 +90,13 @@ def _git(args: list[str], cwd: Path) -> str | None:
 
 
 def _git_diff(cwd: Path) -> tuple[str, bool]:
-    """``git diff HEAD``, cut at MAX_DIFF_BYTES; reading stops there, so a huge diff costs nothing."""
+    """``git diff HEAD`` cut at MAX_DIFF_BYTES; reading stops there, so a huge diff is cheap."""
     try:
         proc = subprocess.Popen(
             ["git", "diff", "HEAD", "--no-color", "--no-ext-diff"],
-            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
     except OSError:
         return "", False
@@ -112,7 +114,10 @@ def _git_diff(cwd: Path) -> tuple[str, bool]:
 
 
 def git_state(directory: Path) -> dict[str, Any] | None:
-    """Commit, branch and uncommitted changes of the repository holding ``directory``; None outside one."""
+    """Commit, branch and uncommitted changes of the repository holding ``directory``.
+
+    None when ``directory`` is in no repository (or git is missing).
+    """
     top = _git(["rev-parse", "--show-toplevel"], directory)
     if top is None:
         return None
@@ -174,8 +179,12 @@ def torch_versions() -> dict[str, Any] | None:
             version = importlib.metadata.version("torch")
         except importlib.metadata.PackageNotFoundError:
             return None
-    return {"version": version, "cuda": values.get("cuda"), "hip": values.get("hip"),
-            "git_version": values.get("git_version")}
+    return {
+        "version": version,
+        "cuda": values.get("cuda"),
+        "hip": values.get("hip"),
+        "git_version": values.get("git_version"),
+    }
 
 
 # --- datasets ----------------------------------------------------------------------------------
@@ -183,7 +192,11 @@ def torch_versions() -> dict[str, Any] | None:
 
 def dataset_fingerprint(dataset: Dataset) -> dict[str, Any]:
     """Name, path and a cheap fingerprint: file count, total bytes, newest modification time."""
-    record: dict[str, Any] = {"name": dataset.name, "path": dataset.path, "read_only": dataset.read_only}
+    record: dict[str, Any] = {
+        "name": dataset.name,
+        "path": dataset.path,
+        "read_only": dataset.read_only,
+    }
     path = Path(dataset.path)
     try:
         top = path.stat()

@@ -60,7 +60,9 @@ class _Model(BaseModel):
 
 
 class BundleCell(_Model):
-    cell_index: int | None = Field(description="Position in the notebook; None for the injected parameters")
+    cell_index: int | None = Field(
+        description="Position in the notebook; None for the injected parameters"
+    )
     source: str
     tags: list[str] = Field(default_factory=list)
     injected: bool = False
@@ -70,7 +72,9 @@ class Requirement(_Model):
     cell_index: int
     line: int = Field(description="1-based line inside the cell")
     source: str = Field(description="The line as written in the notebook")
-    argv: list[str] = Field(description="Arguments after 'pip install', paths relative to the bundle")
+    argv: list[str] = Field(
+        description="Arguments after 'pip install', paths relative to the bundle"
+    )
 
 
 class BundleManifest(_Model):
@@ -95,7 +99,9 @@ class BundleManifest(_Model):
 
 
 def load_cells(bundle_dir: Path) -> list[BundleCell]:
-    return [BundleCell.model_validate(c) for c in json.loads((Path(bundle_dir) / CELLS).read_text())]
+    return [
+        BundleCell.model_validate(c) for c in json.loads((Path(bundle_dir) / CELLS).read_text())
+    ]
 
 
 def load_requirements(bundle_dir: Path) -> list[Requirement]:
@@ -120,7 +126,7 @@ def compile_bundle(
     allow_pip: bool = True,
     max_workspace_bytes: int = DEFAULT_MAX_WORKSPACE_BYTES,
 ) -> BundleManifest:
-    """Write the bundle of ``spec`` into ``bundle_dir`` (absent or empty) and return its manifest."""
+    """Write the bundle of ``spec`` into ``bundle_dir`` (absent or empty); return its manifest."""
     root = Path(workspace_root).resolve()
     entry = _resolve_entry(root, spec.source.path)
     bundle_dir = Path(bundle_dir)
@@ -239,7 +245,8 @@ def select_cells(
     elif selection.mode == "tags":
         wanted = set(selection.tags)
         candidates = [
-            i for i, c in enumerate(nb_cells)
+            i
+            for i, c in enumerate(nb_cells)
             if c.get("cell_type") == "code" and wanted & set(_tags(c))
         ]
         if not candidates:
@@ -336,7 +343,9 @@ def inject_parameters(
         )
     known = assigned_names(_source(notebook.cells[at]))
     if known is None:
-        warnings.append(f"{cell_label(at)} (parameters) could not be parsed to check parameter names")
+        warnings.append(
+            f"{cell_label(at)} (parameters) could not be parsed to check parameter names"
+        )
     else:
         for name in parameters:
             if name not in known:
@@ -436,7 +445,8 @@ def _pip_args(text: str, cell_index: int, line: int) -> list[str]:
 
 def _is_local_path(arg: str) -> bool:
     return "://" not in arg and (
-        arg.startswith(("./", "../", "/", "~")) or arg in (".", "..")
+        arg.startswith(("./", "../", "/", "~"))
+        or arg in (".", "..")
         or arg.endswith((".whl", ".tar.gz", ".zip"))
     )
 
@@ -517,7 +527,9 @@ def _write_requirement_files(
             shutil.copyfile(source, target)
             argv[position] = f"{REQUIREMENT_FILES}/{name}"
             hashes[argv[position]] = hashlib.sha256(target.read_bytes()).hexdigest()
-        records.append(Requirement(cell_index=req.cell_index, line=req.line, source=req.source, argv=argv))
+        records.append(
+            Requirement(cell_index=req.cell_index, line=req.line, source=req.source, argv=argv)
+        )
     return records, hashes
 
 
@@ -550,11 +562,13 @@ def collect_workspace(
                 continue
             if matcher is not None and matcher.ignored(path, is_dir=True):
                 continue
+            if tracked is not None and rel_top not in tracked_dirs and rel_top not in tracked:
+                continue  # ignored by git (a tracked link to a directory is listed as a file)
             if path.is_symlink():
                 _check_link(path, root)
-                warnings.append(f"{path.relative_to(root).as_posix()} is a link to a directory; not followed")
-                continue
-            if tracked is not None and rel_top not in tracked_dirs:
+                warnings.append(
+                    f"{path.relative_to(root).as_posix()} is a link to a directory; not followed"
+                )
                 continue
             kept.append(name)
         dirnames[:] = kept
@@ -568,7 +582,9 @@ def collect_workspace(
             if path.is_symlink():
                 _check_link(path, root)
                 if not path.exists():
-                    warnings.append(f"{path.relative_to(root).as_posix()} is a broken link; left out")
+                    warnings.append(
+                        f"{path.relative_to(root).as_posix()} is a broken link; left out"
+                    )
                     continue
             found[path.relative_to(root).as_posix()] = path
     return found
@@ -598,7 +614,9 @@ def _is_job_output(path: Path) -> bool:
     return False
 
 
-def _git(args: list[str], cwd: Path, timeout: float = _GIT_TIMEOUT_S) -> subprocess.CompletedProcess[bytes] | None:
+def _git(
+    args: list[str], cwd: Path, timeout: float = _GIT_TIMEOUT_S
+) -> subprocess.CompletedProcess[bytes] | None:
     try:
         return subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, timeout=timeout, check=False

@@ -12,6 +12,7 @@ Exit status: 0 when every cell ran (or the code called ``sys.exit(0)``), 1 other
 from __future__ import annotations
 
 import base64
+import io
 import os
 import re
 import runpy
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from trainhub.failures import explain_exception
 from trainhub.jobdir import JobDir, write_json_atomic
@@ -90,7 +91,7 @@ def redirect_output(log_path: Path) -> None:
     os.dup2(null, 0)
     os.close(null)
     for stream in (sys.stdout, sys.stderr):
-        stream.reconfigure(line_buffering=True, errors="backslashreplace")  # type: ignore[attr-defined]
+        cast(io.TextIOWrapper, stream).reconfigure(line_buffering=True, errors="backslashreplace")
 
 
 def say(message: str) -> None:
@@ -101,7 +102,9 @@ def say(message: str) -> None:
 
 
 class _TextFromHTML(HTMLParser):
-    _BLOCKS = frozenset({"p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "pre"})
+    _BLOCKS = frozenset(
+        {"p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "pre"}
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -201,7 +204,9 @@ def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
             writer.render(format_dict)
 
     class LogDisplayPublisher(DisplayPublisher):
-        def publish(self, data: dict[str, Any], metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+        def publish(
+            self, data: dict[str, Any], metadata: Any = None, *args: Any, **kwargs: Any
+        ) -> None:
             writer.render(data)
 
     class RankShell(InteractiveShell):
@@ -213,7 +218,7 @@ def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
         def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
             self.last_traceback_text = self.InteractiveTB.stb2text(stb)
             if issubclass(etype, SystemExit):
-                return  # reported by the runner in one line, without IPython's advice to press Ctrl-D
+                return  # the runner reports it in one line, without IPython's advice
             super()._showtraceback(etype, evalue, stb)
 
     config = Config()
@@ -222,6 +227,7 @@ def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
     config.InteractiveShell.colors = "nocolor"
     config.InteractiveShell.autocall = 0
     shell = RankShell.instance(config=config)
+    assert shell.display_formatter is not None
     # display(fig) of a matplotlib figure becomes a PNG, as with JupyterLab's inline backend.
     shell.display_formatter.formatters["image/png"].for_type_by_name(
         "matplotlib.figure", "Figure", _figure_png
@@ -230,8 +236,6 @@ def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
 
 
 def _figure_png(figure: Any) -> bytes:
-    import io
-
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", bbox_inches="tight")
     return buffer.getvalue()
@@ -284,10 +288,14 @@ def innermost_user_frame(
 
 def _type_name(exc: BaseException) -> str:
     kind = type(exc)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
 
 
-def _exit_ok(exc: BaseException) -> bool:
+def _exit_ok(exc: BaseException | None) -> bool:
     return isinstance(exc, SystemExit) and exc.code in (0, None)
 
 
@@ -295,7 +303,9 @@ def _exit_ok(exc: BaseException) -> bool:
 
 
 def _cell_name(cell: BundleCell) -> str:
-    return "<trainhub-parameters>" if cell.cell_index is None else f"<trainhub-cell-{cell.cell_index}>"
+    return (
+        "<trainhub-parameters>" if cell.cell_index is None else f"<trainhub-cell-{cell.cell_index}>"
+    )
 
 
 def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
@@ -307,11 +317,19 @@ def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> F
     cell_names = {_cell_name(c): c.cell_index for c in cells}
     for cell in cells:
         name = _cell_name(cell)
-        compiler.labels[name] = "parameters" if cell.cell_index is None else str(cell.cell_index + 1)
+        compiler.labels[name] = (
+            "parameters" if cell.cell_index is None else str(cell.cell_index + 1)
+        )
         compiler.next_name = name
         writer.cell_index = cell.cell_index
         if not cell.injected:
-            ctx.job.emit("cell", rank=ctx.rank, attempt=ctx.attempt, cell_index=cell.cell_index, phase="start")
+            ctx.job.emit(
+                "cell",
+                rank=ctx.rank,
+                attempt=ctx.attempt,
+                cell_index=cell.cell_index,
+                phase="start",
+            )
         started = time.monotonic()
         shell.last_traceback_text = ""
         result = shell.run_cell(cell.source, store_history=True, cell_id=name)
@@ -319,13 +337,19 @@ def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> F
         elapsed = round(time.monotonic() - started, 3)
         if not cell.injected:
             ctx.job.emit(
-                "cell", rank=ctx.rank, attempt=ctx.attempt, cell_index=cell.cell_index,
-                phase="end", seconds=elapsed, ok=result.success or _exit_ok(_error(result)),
+                "cell",
+                rank=ctx.rank,
+                attempt=ctx.attempt,
+                cell_index=cell.cell_index,
+                phase="end",
+                seconds=elapsed,
+                ok=result.success or _exit_ok(_error(result)),
             )
         exc = _error(result)
         if exc is not None:
             if _exit_ok(exc):
-                say(f"{cell_label(cell.cell_index)} called sys.exit({exc.code}); the job stops here")  # type: ignore[attr-defined]
+                code = getattr(exc, "code", None)
+                say(f"{cell_label(cell.cell_index)} called sys.exit({code}); the job stops here")
                 return None
             text = shell.last_traceback_text or "".join(traceback.format_exception(exc))
             return Failure(
@@ -368,8 +392,12 @@ def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> 
                 raised_at=where,
             )
     ctx.job.emit(
-        "script", rank=ctx.rank, attempt=ctx.attempt, phase="end",
-        seconds=round(time.monotonic() - started, 3), ok=failure is None,
+        "script",
+        rank=ctx.rank,
+        attempt=ctx.attempt,
+        phase="end",
+        seconds=round(time.monotonic() - started, 3),
+        ok=failure is None,
     )
     return failure
 
@@ -413,15 +441,26 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
         sys.path.insert(0, str(workdir))
     except Exception as exc:  # an unreadable bundle is the platform's fault, not the user's
         say(f"cannot load the bundle {bundle_dir}: {exc}")
-        write_json_atomic(status_path, {
-            "outcome": "error", "failure_class": FailureClass.INFRASTRUCTURE.value,
-            "exception": _type_name(exc), "message": f"cannot load the bundle: {exc}",
-            "cell_index": None, "line": None, "traceback": traceback.format_exc(),
-        })
+        write_json_atomic(
+            status_path,
+            {
+                "outcome": "error",
+                "failure_class": FailureClass.INFRASTRUCTURE.value,
+                "exception": _type_name(exc),
+                "message": f"cannot load the bundle: {exc}",
+                "cell_index": None,
+                "line": None,
+                "traceback": traceback.format_exc(),
+            },
+        )
         return 1
-    os.environ.setdefault("MPLBACKEND", "Agg")  # no display in a job; read by matplotlib on import
+    # No display in a job. Set even when inherited (a kernel exports its inline backend).
+    os.environ["MPLBACKEND"] = "Agg"
     warnings.filterwarnings("ignore", message="To exit: use 'exit', 'quit', or Ctrl-D.")
-    say(f"rank {ctx.rank}/{ctx.world_size}, attempt {ctx.attempt}: running {manifest.kind} {manifest.entry}")
+    say(
+        f"rank {ctx.rank}/{ctx.world_size}, attempt {ctx.attempt}: "
+        f"running {manifest.kind} {manifest.entry}"
+    )
     run = run_cells if manifest.kind == "notebook" else run_script
     failure = run(bundle_dir, manifest, ctx)
     sys.stdout.flush()
@@ -433,12 +472,20 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
     status = failure_status(failure)
     write_json_atomic(status_path, status)
     ctx.job.emit(
-        "cell_error", rank=ctx.rank, attempt=ctx.attempt, cell_index=status["cell_index"],
-        file=status["file"], line=status["line"], exception=status["exception"],
-        message=status["message"][:500], failure_class=status["failure_class"],
+        "cell_error",
+        rank=ctx.rank,
+        attempt=ctx.attempt,
+        cell_index=status["cell_index"],
+        file=status["file"],
+        line=status["line"],
+        exception=status["exception"],
+        message=status["message"][:500],
+        failure_class=status["failure_class"],
     )
-    say(f"failed in {status['where']}: {status['exception']}: {status['message'][:500]} "
-        f"({status['failure_class']} failure)")
+    say(
+        f"failed in {status['where']}: {status['exception']}: {status['message'][:500]} "
+        f"({status['failure_class']} failure)"
+    )
     return 1
 
 
@@ -465,7 +512,9 @@ def main(argv: list[str] | None = None) -> int:
 def install_requirements(
     bundle_dir: Path, log_path: Path, *, timeout_s: float = PIP_TIMEOUT_S
 ) -> tuple[bool, str]:
-    """Run the bundle's ``pip install`` lines once, before any rank starts; output goes to ``log_path``.
+    """Run the bundle's ``pip install`` lines once, before any rank starts.
+
+    pip's output is appended to ``log_path``.
 
     Returns (ok, detail); a failed install is an environment failure
     (``classify_exception(PIP_INSTALL_ERROR, detail, "")``).
@@ -485,8 +534,14 @@ def install_requirements(
             start = log.tell()
             try:
                 proc = subprocess.run(
-                    argv, cwd=bundle_dir, stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, env=env, timeout=timeout_s, check=False,
+                    argv,
+                    cwd=bundle_dir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    timeout=timeout_s,
+                    check=False,
                 )
             except subprocess.TimeoutExpired:
                 return False, f"`{req.source}` ({where}) ran over {timeout_s:.0f} s and was stopped"

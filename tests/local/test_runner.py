@@ -157,6 +157,25 @@ def test_error_is_mapped_to_cell_index_7_line_3(runner_run):
     assert "Cell 8, line 3" in runner_run.log  # the same traceback, for people reading the log
 
 
+def test_matplotlib_figures_are_saved_as_images(tmp_path):
+    # matplotlib is optional in the image; where it is installed, figures must not be lost.
+    pytest.importorskip("matplotlib")
+    job = cells_job(
+        tmp_path,
+        [
+            "import matplotlib, matplotlib.pyplot as plt\nprint('backend', matplotlib.get_backend())",
+            "plt.plot([1, 2, 3])\nplt.show()",
+            "fig, ax = plt.subplots()\nax.plot([3, 2, 1])\ndisplay(fig)\nplt.close(fig)",
+        ],
+    )
+    run = run_rank(job)
+    assert run.proc.returncode == 0, run.log
+    assert "backend agg" in run.log.lower()
+    for name in ("rank0-cell1-0.png", "rank0-cell2-0.png"):
+        assert f"image saved: outputs/{name}" in run.log
+        assert (job.outputs / name).read_bytes().startswith(b"\x89PNG")
+
+
 # --- outcomes ------------------------------------------------------------------------------------
 
 

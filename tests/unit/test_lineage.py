@@ -1,4 +1,4 @@
-"""Lineage: git state, packages, torch versions and dataset fingerprints, from real repos and files."""
+"""Lineage: git state, packages, torch and dataset fingerprints, from real repos and files."""
 
 from __future__ import annotations
 
@@ -15,17 +15,23 @@ import pytest
 
 from trainhub import lineage
 from trainhub.jobs.spec import Dataset, JobSpec
-from trainhub.lineage import collect_lineage, dataset_fingerprint, git_state, torch_versions
+from trainhub.lineage import collect_lineage, dataset_fingerprint, git_state
 from trainhub.notebook import compile_bundle
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@e",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@e",
+}
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env=GIT_ENV).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=GIT_ENV
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -55,18 +61,29 @@ def test_lineage_of_a_dirty_repo(repo, tmp_path):
     os.utime(data / "a.bin", (1_600_000_000, 1_600_000_000))
     os.utime(data / "sub", (1_600_000_000, 1_600_000_000))
     os.utime(data, (1_600_000_000, 1_600_000_000))
-    spec = JobSpec.model_validate({
-        "name": "t", "source": {"kind": "notebook", "path": "select.ipynb"},
-        "parameters": {"lr": 0.5}, "image": "registry/train:1",
-        "datasets": [{"name": "imgs", "path": str(data)}, {"name": "gone", "path": str(tmp_path / "nope")}],
-    })
+    spec = JobSpec.model_validate(
+        {
+            "name": "t",
+            "source": {"kind": "notebook", "path": "select.ipynb"},
+            "parameters": {"lr": 0.5},
+            "image": "registry/train:1",
+            "datasets": [
+                {"name": "imgs", "path": str(data)},
+                {"name": "gone", "path": str(tmp_path / "nope")},
+            ],
+        }
+    )
     manifest = compiled(repo, spec, tmp_path)
     record = collect_lineage(spec, repo, manifest, user="ada")
     json.dumps(record)  # it is written as JSON
 
     assert record["notebook_sha256"] == manifest.notebook_sha256
     assert record["content_hash"] == manifest.content_hash
-    assert (record["user"], record["image"], record["parameters"]) == ("ada", "registry/train:1", {"lr": 0.5})
+    assert (record["user"], record["image"], record["parameters"]) == (
+        "ada",
+        "registry/train:1",
+        {"lr": 0.5},
+    )
     g = record["git"]
     assert g["commit"] == git(repo, "rev-parse", "HEAD")
     assert g["branch"] == "main"
@@ -76,8 +93,12 @@ def test_lineage_of_a_dirty_repo(repo, tmp_path):
     assert record["python"]["version"] == platform.python_version()
     assert record["packages"]["pydantic"] == importlib.metadata.version("pydantic")
     imgs, gone = record["datasets"]
-    assert imgs["fingerprint"] == {"files": 2, "bytes": 10, "newest_mtime": "2023-11-14T22:13:20+00:00",
-                                   "truncated": False}
+    assert imgs["fingerprint"] == {
+        "files": 2,
+        "bytes": 10,
+        "newest_mtime": "2023-11-14T22:13:20+00:00",
+        "truncated": False,
+    }
     assert gone["name"] == "gone" and "cannot read" in gone["error"]
 
 

@@ -28,9 +28,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
 
 
 def write_notebook(path: Path, cells: list) -> Path:
-    nb = new_notebook(cells=[
-        c if isinstance(c, nbformat.NotebookNode) else new_code_cell(c) for c in cells
-    ])
+    nb = new_notebook(
+        cells=[c if isinstance(c, nbformat.NotebookNode) else new_code_cell(c) for c in cells]
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
@@ -43,7 +43,9 @@ def tagged(source: str, *tags: str) -> nbformat.NotebookNode:
 
 
 def notebook_spec(path: str, **extra) -> JobSpec:
-    return JobSpec.model_validate({"name": "t", "source": {"kind": "notebook", "path": path, **extra}})
+    return JobSpec.model_validate(
+        {"name": "t", "source": {"kind": "notebook", "path": path, **extra}}
+    )
 
 
 @pytest.fixture
@@ -54,7 +56,9 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def compile_(ws: Path, spec: JobSpec, bundle: Path | None = None, **kwargs) -> tuple[BundleManifest, Path]:
+def compile_(
+    ws: Path, spec: JobSpec, bundle: Path | None = None, **kwargs
+) -> tuple[BundleManifest, Path]:
     bundle = bundle or ws.parent / "bundle"
     return compile_bundle(spec, ws, bundle, **kwargs), bundle
 
@@ -63,7 +67,7 @@ def files_in(directory: Path) -> set[str]:
     return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
 
 
-# --- selection ------------------------------------------------------------------------------------
+# --- selection -----------------------------------------------------------------------------------
 
 
 def test_all_takes_code_cells_in_order_without_skipped(workspace):
@@ -77,8 +81,12 @@ def test_all_takes_code_cells_in_order_without_skipped(workspace):
         assert cell.tags == nb.cells[cell.cell_index].metadata.get("tags", [])
         assert not cell.injected
     on_disk = json.loads((bundle / "cells.json").read_text())
-    assert on_disk[0] == {"cell_index": 1, "source": "import math\nsetup_done = True",
-                          "tags": ["setup"], "injected": False}
+    assert on_disk[0] == {
+        "cell_index": 1,
+        "source": "import math\nsetup_done = True",
+        "tags": ["setup"],
+        "injected": False,
+    }
     assert json.loads((bundle / "manifest.json").read_text())["kind"] == "notebook"
 
 
@@ -89,11 +97,14 @@ def test_indices_are_sorted_and_skip_tag_still_wins(workspace):
     assert any("cell 5" in w and "trainhub:skip" in w for w in manifest.warnings)
 
 
-@pytest.mark.parametrize(("index", "words"), [
-    (0, "cell 1 (index 0) is a markdown cell"),
-    (5, "cell 6 (index 5) is a markdown cell"),
-    (7, "cell index 7 (cell 8) does not exist; the notebook has 7 cells"),
-])
+@pytest.mark.parametrize(
+    ("index", "words"),
+    [
+        (0, "cell 1 (index 0) is a markdown cell"),
+        (5, "cell 6 (index 5) is a markdown cell"),
+        (7, "cell index 7 (cell 8) does not exist; the notebook has 7 cells"),
+    ],
+)
 def test_bad_indices_are_named(workspace, index, words):
     spec = notebook_spec("select.ipynb", cells={"mode": "indices", "indices": [1, index]})
     with pytest.raises(BundleError, match=r"select\.ipynb") as err:
@@ -116,7 +127,7 @@ def test_unknown_tag_is_an_error(workspace):
         compile_(workspace, spec)
 
 
-# --- parameters -------------------------------------------------------------------------------------
+# --- parameters ----------------------------------------------------------------------------------
 
 
 def run_cells(bundle: Path) -> dict:
@@ -129,14 +140,30 @@ def run_cells(bundle: Path) -> dict:
 
 def test_parameters_are_injected_after_the_parameters_cell(workspace):
     spec = notebook_spec("select.ipynb")
-    spec.parameters = {"lr": 0.5, "epochs": 4, "name": "it's", "layers": [1, 2], "gamma": float("inf")}
+    spec.parameters = {
+        "lr": 0.5,
+        "epochs": 4,
+        "name": "it's",
+        "layers": [1, 2],
+        "gamma": float("inf"),
+    }
     manifest, bundle = compile_(workspace, spec)
     cells = load_cells(bundle)
-    assert [(c.cell_index, c.injected) for c in cells] == [(1, False), (2, False), (None, True), (3, False), (6, False)]
+    assert [(c.cell_index, c.injected) for c in cells] == [
+        (1, False),
+        (2, False),
+        (None, True),
+        (3, False),
+        (6, False),
+    ]
     assert cells[2].tags == ["injected-parameters"]
     namespace = run_cells(bundle)
     assert namespace["result"] == 0.5 * 4
-    assert (namespace["name"], namespace["layers"], namespace["gamma"]) == ("it's", [1, 2], float("inf"))
+    assert (namespace["name"], namespace["layers"], namespace["gamma"]) == (
+        "it's",
+        [1, 2],
+        float("inf"),
+    )
     # name, layers, gamma are not assigned in the parameters cell: warned, not refused
     unknown = [w for w in manifest.warnings if "is not assigned in cell 3" in w]
     assert sorted(w.split("'")[1] for w in unknown) == ["gamma", "layers", "name"]
@@ -163,7 +190,7 @@ def test_parameters_cell_not_selected_still_places_them(workspace):
     assert any("cell 3, tagged 'parameters', is not selected" in w for w in manifest.warnings)
 
 
-# --- %pip --------------------------------------------------------------------------------------------
+# --- %pip ----------------------------------------------------------------------------------------
 
 
 PIP_CELL = (
@@ -212,14 +239,16 @@ def test_pip_requirement_file_outside_the_workspace_is_refused(tmp_path):
     ws = tmp_path / "ws"
     (tmp_path / "secret.txt").write_text("x\n")
     write_notebook(ws / "nb.ipynb", ["%pip install -r ../secret.txt"])
-    with pytest.raises(BundleError, match=r"cell 1, line 1: '\.\./secret\.txt' is outside the workspace"):
+    with pytest.raises(
+        BundleError, match=r"cell 1, line 1: '\.\./secret\.txt' is outside the workspace"
+    ):
         compile_(ws, notebook_spec("nb.ipynb"))
 
 
 def test_pip_with_variable_expansion_is_refused(tmp_path):
     ws = tmp_path / "ws"
     write_notebook(ws / "nb.ipynb", ["v = '1.0'\n%pip install pkg=={v}"])
-    with pytest.raises(BundleError, match="cell 1, line 2: .*variable expansion"):
+    with pytest.raises(BundleError, match=r"cell 1, line 2: .*variable expansion"):
         compile_(ws, notebook_spec("nb.ipynb"))
 
 
@@ -234,7 +263,7 @@ def test_pip_local_package_points_into_the_bundle(tmp_path):
     assert (bundle / argv[1] / "pyproject.toml").is_file()
 
 
-# --- workspace files ------------------------------------------------------------------------------------
+# --- workspace files -----------------------------------------------------------------------------
 
 
 def make_tree(ws: Path) -> None:
@@ -261,14 +290,28 @@ def make_tree(ws: Path) -> None:
 
 
 EXPECTED_FILES = {
-    "proj/data/small.csv", "proj/model.py", "proj/keep.ckpt", "proj/sub/.gitignore", "proj/sub/util.py",
+    "proj/data/small.csv",
+    "proj/model.py",
+    "proj/keep.ckpt",
+    "proj/sub/.gitignore",
+    "proj/sub/util.py",
 }
 
 
 def git(ws: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"})
+    subprocess.run(
+        ["git", *args],
+        cwd=ws,
+        check=True,
+        capture_output=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@e",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@e",
+        },
+    )
 
 
 def test_gitignore_through_git(tmp_path):
@@ -322,7 +365,9 @@ def test_symlink_out_of_the_workspace_is_refused(tmp_path):
     write_notebook(ws / "nb.ipynb", ["x = 1"])
     (tmp_path / "outside.txt").write_text("secret")
     (ws / "leak.txt").symlink_to(tmp_path / "outside.txt")
-    with pytest.raises(BundleError, match=r"leak\.txt is a symbolic link to .*outside\.txt, outside the workspace"):
+    with pytest.raises(
+        BundleError, match=r"leak\.txt is a symbolic link to .*outside\.txt, outside the workspace"
+    ):
         compile_(ws, notebook_spec("nb.ipynb"))
 
 
@@ -333,6 +378,18 @@ def test_symlinked_directory_out_of_the_workspace_is_refused(tmp_path):
     (ws / "data").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(BundleError, match="data is a symbolic link"):
         compile_(ws, notebook_spec("nb.ipynb"))
+
+
+def test_ignored_symlink_out_of_the_workspace_is_harmless(tmp_path):
+    ws = tmp_path / "ws"
+    write_notebook(ws / "nb.ipynb", ["x = 1"])
+    (tmp_path / "scratch").mkdir()
+    (ws / "scratch").symlink_to(tmp_path / "scratch")
+    (ws / ".gitignore").write_text("scratch\n")
+    git(ws, "init", "-q")
+    manifest, bundle = compile_(ws, notebook_spec("nb.ipynb"))
+    assert files_in(bundle / "workspace") == {".gitignore"}
+    assert manifest.warnings == []
 
 
 def test_symlink_inside_the_workspace_is_copied_as_a_file(tmp_path):
@@ -374,17 +431,24 @@ def test_script_bundle(tmp_path):
     )
     manifest, bundle = compile_(ws, spec)
     assert (manifest.kind, manifest.entry, manifest.args, manifest.workdir) == (
-        "script", "src/train.py", ["--lr", "0.1"], "src")
+        "script",
+        "src/train.py",
+        ["--lr", "0.1"],
+        "src",
+    )
     assert manifest.notebook_sha256 is None
     assert files_in(bundle / "workspace") == {"src/train.py", "src/lib.py"}
     assert not (bundle / "cells.json").exists()
 
 
-@pytest.mark.parametrize(("path", "words"), [
-    ("../escape.ipynb", "outside the workspace"),
-    ("missing.ipynb", "no such file"),
-    ("broken.ipynb", "broken.ipynb is not a readable notebook"),
-])
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [
+        ("../escape.ipynb", "outside the workspace"),
+        ("missing.ipynb", "no such file"),
+        ("broken.ipynb", "broken.ipynb is not a readable notebook"),
+    ],
+)
 def test_bad_entries_are_named(tmp_path, path, words):
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -402,26 +466,29 @@ def test_bundle_dir_must_be_empty(workspace):
         compile_(workspace, notebook_spec("select.ipynb"), bundle)
 
 
-# --- the gitignore matcher -----------------------------------------------------------------------------
+# --- the gitignore matcher -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("rules", "path", "is_dir", "ignored"), [
-    ("*.log", "a/b/x.log", False, True),
-    ("/build", "build", True, True),
-    ("/build", "src/build", True, False),
-    ("docs/*.md", "docs/a.md", False, True),
-    ("docs/*.md", "docs/sub/a.md", False, False),
-    ("**/cache", "a/b/cache", True, True),
-    ("logs/**", "logs/a/b.txt", False, True),
-    ("a/**/z", "a/z", False, True),
-    ("a/**/z", "a/x/y/z", False, True),
-    ("out/", "out", False, False),
-    ("out/", "out", True, True),
-    ("*.ckpt\n!best.ckpt", "best.ckpt", False, False),
-    ("*.ckpt\n!best.ckpt", "last.ckpt", False, True),
-    ("data[0-9].csv", "data7.csv", False, True),
-    ("# comment\n\n", "# comment", False, False),
-])
+@pytest.mark.parametrize(
+    ("rules", "path", "is_dir", "ignored"),
+    [
+        ("*.log", "a/b/x.log", False, True),
+        ("/build", "build", True, True),
+        ("/build", "src/build", True, False),
+        ("docs/*.md", "docs/a.md", False, True),
+        ("docs/*.md", "docs/sub/a.md", False, False),
+        ("**/cache", "a/b/cache", True, True),
+        ("logs/**", "logs/a/b.txt", False, True),
+        ("a/**/z", "a/z", False, True),
+        ("a/**/z", "a/x/y/z", False, True),
+        ("out/", "out", False, False),
+        ("out/", "out", True, True),
+        ("*.ckpt\n!best.ckpt", "best.ckpt", False, False),
+        ("*.ckpt\n!best.ckpt", "last.ckpt", False, True),
+        ("data[0-9].csv", "data7.csv", False, True),
+        ("# comment\n\n", "# comment", False, False),
+    ],
+)
 def test_gitignore_patterns(tmp_path, rules, path, is_dir, ignored):
     (tmp_path / ".gitignore").write_text(rules)
     matcher = GitignoreMatcher.for_ancestors(tmp_path, tmp_path)
