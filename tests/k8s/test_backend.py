@@ -1,0 +1,175 @@
+"""The Kubernetes backend on a real control plane: Kueue admits, queues, preempts and lends;
+kwok plays the pods (their ending is told through kwok.trainhub.io/* annotations)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from kubernetes import client
+from test_admin_apply import apply_teams, teams_for
+
+from trainhub.backends.kubernetes.backend import KubernetesBackend
+from trainhub.jobs.service import JobService
+from trainhub.jobs.states import FailureClass, JobState
+
+T = TypeVar("T")
+
+
+def wait_for(what: str, fn: Callable[[], T | None], timeout: float = 60.0) -> T:
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def shared_claim(api: Any, ns: str, path: Path) -> None:
+    """A PersistentVolume bound to the team's 'shared' claim, so that job pods can be scheduled."""
+    core = client.CoreV1Api(api)
+    core.create_persistent_volume({"metadata": {"name": f"{ns}-shared"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "storageClassName": "manual",
+        "hostPath": {"path": str(path)}, "claimRef": {"namespace": ns, "name": "shared"}}})
+    core.create_namespaced_persistent_volume_claim(ns, {"metadata": {"name": "shared"}, "spec": {
+        "accessModes": ["ReadWriteMany"], "storageClassName": "manual", "volumeName": f"{ns}-shared",
+        "resources": {"requests": {"storage": "1Gi"}}}})
+
+
+class Team:
+    def __init__(self, k8s_namespace: Any, ns: str, teams: Any, tmp: Path):
+        self.ns, self.api = ns, k8s_namespace.api
+        workspace = tmp / "workspace"
+        workspace.mkdir(exist_ok=True)
+        (workspace / "train.py").write_text("print('training')\n")
+        shared_claim(self.api, ns, tmp / ns)
+        self.backend = KubernetesBackend(teams, ns, api_client=self.api)
+        self.service = JobService(self.backend, workspace_root=workspace, jobs_root=self.backend.jobs_root)
+
+    def submit(self, name: str, *, workers: int = 1, gpus: int = 8, priority: str = "normal") -> str:
+        spec = {"name": name, "source": {"path": "train.py"}, "priority": priority, "team": self.ns,
+                "resources": {"workers": workers, "gpus_per_worker": gpus}}
+        return self.service.submit(spec, user="ada").id
+
+    def state(self, job_id: str) -> JobState:
+        return self.service.describe(job_id, user="ada").state
+
+    def wait_state(self, job_id: str, state: JobState, timeout: float = 60) -> Any:
+        return wait_for(f"{job_id} {state.value}", lambda: (
+            d := self.service.describe(job_id, user="ada")).state == state and d, timeout)
+
+    def pods(self, job_id: str) -> list[Any]:
+        return client.CoreV1Api(self.api).list_namespaced_pod(
+            self.ns, label_selector=f"trainhub.io/job-id={job_id}").items
+
+    def end_pods(self, job_id: str, **annotations: str) -> None:
+        for pod in self.pods(job_id):
+            client.CoreV1Api(self.api).patch_namespaced_pod(pod.metadata.name, self.ns, {"metadata": {
+                "annotations": {f"kwok.trainhub.io/{k.replace('_', '-')}": v for k, v in annotations.items()}}})
+
+    def events(self, job_id: str) -> list[dict[str, Any]]:
+        return self.service.events(job_id, user="ada")[0]
+
+    def cleanup(self) -> None:
+        client.CoreV1Api(self.api).delete_persistent_volume(f"{self.ns}-shared")
+
+
+@pytest.fixture
+def team(k8s_namespace: Any, tmp_path: Path) -> Any:
+    ns = k8s_namespace.name
+    teams = teams_for([ns], tmp_path)
+    apply_teams(k8s_namespace, teams)
+    t = Team(k8s_namespace, ns, teams, tmp_path)
+    yield t
+    t.cleanup()
+
+
+def test_job_is_admitted_runs_and_succeeds(team: Team) -> None:
+    job_id = team.submit("two-workers", workers=2, gpus=4)
+    team.wait_state(job_id, JobState.RUNNING)
+    pods = team.pods(job_id)
+    assert sorted(p.metadata.annotations["batch.kubernetes.io/job-completion-index"] for p in pods) == ["0", "1"]
+    assert all(p.spec.node_name.startswith("kwok-a100-") for p in pods)
+    team.end_pods(job_id, result="Succeeded")
+    done = team.wait_state(job_id, JobState.SUCCEEDED)
+    assert done.verdict is None and done.started_at is not None
+    states = [e["state"] for e in team.events(job_id) if e["type"] == "state"]
+    assert states[0] == "queued" and states[-1] == "succeeded" and "running" in states
+    assert any(e["type"] == "k8s_event" for e in team.events(job_id))
+
+
+def test_job_beyond_quota_waits_with_a_reason(team: Team) -> None:
+    first = team.submit("big")
+    team.wait_state(first, JobState.RUNNING)
+    second = team.submit("more", gpus=4)
+
+    def reason() -> str | None:
+        job = team.service.describe(second, user="ada")
+        return job.wait_reason if job.wait_reason and "nvidia.com/gpu" in job.wait_reason else None
+
+    sentence = wait_for("a wait reason naming the GPUs", reason)
+    assert sentence == f"waiting for 4 nvidia.com/gpu in pool {team.ns}-a100 in ClusterQueue {team.ns} (8 of 8 in use)"
+    assert team.state(second) == JobState.QUEUED
+
+
+def test_higher_priority_preempts_lower(team: Team) -> None:
+    low = team.submit("low", priority="low")
+    team.wait_state(low, JobState.RUNNING)
+    high = team.submit("high", priority="high")
+    team.wait_state(high, JobState.RUNNING)
+    team.wait_state(low, JobState.QUEUED)
+    assert any(e["type"] == "preempted" for e in team.events(low))
+    assert team.service.describe(low, user="ada").retries.get("preempted", 0) >= 1
+
+
+def test_failing_pod_gets_its_verdict(team: Team) -> None:
+    job_id = team.submit("oom", gpus=1)
+    team.wait_state(job_id, JobState.RUNNING)
+    team.end_pods(job_id, result="Failed", exit_code="137", reason="OOMKilled")
+    failed = team.wait_state(job_id, JobState.FAILED)
+    assert failed.verdict.failure_class == FailureClass.INFRASTRUCTURE
+    assert failed.verdict.reason == "worker 0 was killed by the kernel's out-of-memory killer"
+    # The verdict is in the job directory too, and outlives the Job object.
+    client.BatchV1Api(team.api).delete_namespaced_job(job_id, team.ns, propagation_policy="Foreground")
+    wait_for("Job gone", lambda: not team.backend.batch.list_namespaced_job(
+        team.ns, label_selector=f"trainhub.io/job-id={job_id}").items)
+    again = team.service.describe(job_id, user="ada")
+    assert (again.state, again.verdict.reason) == (JobState.FAILED, failed.verdict.reason)
+
+
+def test_cancel_removes_job_service_and_pods(team: Team) -> None:
+    job_id = team.submit("cancel-me", workers=2, gpus=1)
+    team.wait_state(job_id, JobState.RUNNING)
+    cancelled = team.service.cancel(job_id, user="ada", reason="not needed")
+    assert cancelled.state == JobState.CANCELLED
+    core = client.CoreV1Api(team.api)
+    wait_for("pods gone", lambda: not team.pods(job_id))
+    wait_for("service gone", lambda: not core.list_namespaced_service(
+        team.ns, label_selector=f"trainhub.io/job-id={job_id}").items)
+    assert team.state(job_id) == JobState.CANCELLED
+    assert team.service.describe(job_id, user="ada").verdict.reason == "not needed"
+
+
+def test_team_borrows_idle_quota_and_gives_it_back(k8s_namespace: Any, tmp_path: Path) -> None:
+    ns = k8s_namespace.name
+    other = f"{ns}-b"
+    client.CoreV1Api(k8s_namespace.api).create_namespace({"metadata": {"name": other}})
+    teams = teams_for([ns, other], tmp_path)
+    apply_teams(k8s_namespace, teams)
+    a, b = Team(k8s_namespace, ns, teams, tmp_path / "a"), Team(k8s_namespace, other, teams, tmp_path / "b")
+    try:
+        # 16 GPUs: team a's 8 plus team b's idle 8, borrowed through the cohort.
+        wide = a.submit("wide", workers=2, gpus=8)
+        a.wait_state(wide, JobState.RUNNING)
+        mine = b.submit("mine", gpus=8)
+        b.wait_state(mine, JobState.RUNNING)  # b reclaims its quota ...
+        a.wait_state(wide, JobState.QUEUED)  # ... and a's borrowing job goes back to the queue
+        assert any(e["type"] == "preempted" for e in a.events(wide))
+    finally:
+        a.cleanup()
+        b.cleanup()
+        client.CoreV1Api(k8s_namespace.api).delete_namespace(other, propagation_policy="Background")
