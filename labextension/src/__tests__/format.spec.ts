@@ -1,0 +1,72 @@
+import {
+  cellLabel,
+  elapsedSeconds,
+  formatBytes,
+  formatDuration,
+  formatElapsed,
+  waitExplanation
+} from '../format';
+import { IJobSummary } from '../models';
+
+const job = (patch: Partial<IJobSummary>): IJobSummary => ({
+  id: 'j1',
+  name: 'train-ddp',
+  user: 'alice',
+  state: 'queued',
+  priority: 'normal',
+  gpus: 2,
+  world_size: 2,
+  created_at: 1000,
+  attempt: 0,
+  source: 'examples/train_ddp.ipynb',
+  ...patch
+});
+
+describe('formatDuration', () => {
+  it.each([
+    [0, '0s'],
+    [42.9, '42s'],
+    [185, '3m 05s'],
+    [3720, '1h 02m'],
+    [2 * 86400 + 3 * 3600 + 59, '2d 3h'],
+    [-1, '—'],
+    [NaN, '—']
+  ])('%s s -> %s', (s, text) => expect(formatDuration(s)).toBe(text));
+});
+
+describe('elapsed', () => {
+  it('counts waiting time until the job starts', () => {
+    expect(elapsedSeconds(job({}), 1090)).toBe(90);
+    expect(formatElapsed(job({}), 1090)).toBe('waiting 1m 30s');
+  });
+
+  it('counts running time from start, and stops at the finish', () => {
+    expect(formatElapsed(job({ state: 'running', started_at: 1010 }), 1070)).toBe('1m 00s');
+    const done = job({ state: 'succeeded', started_at: 1010, finished_at: 1040 });
+    expect(formatElapsed(done, 99999)).toBe('30s');
+  });
+});
+
+describe('waitExplanation', () => {
+  it('says why a queued job waits and how many are ahead', () => {
+    expect(
+      waitExplanation(job({ wait_reason: 'needs 2 GPUs, 1 free', position: 3 }))
+    ).toBe('needs 2 GPUs, 1 free · 3 jobs ahead');
+    expect(waitExplanation(job({ position: 0 }))).toBe('next in line');
+    expect(waitExplanation(job({ position: 1 }))).toBe('1 job ahead');
+    expect(waitExplanation(job({}))).toBe('waiting for admission');
+    expect(waitExplanation(job({ state: 'running', wait_reason: 'stale' }))).toBe('');
+  });
+});
+
+describe('sizes and cells', () => {
+  it('formats bytes in binary units', () => {
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatBytes(300 * 2 ** 20)).toBe('300 MiB');
+  });
+
+  it('names cells from 1 for people', () => {
+    expect(cellLabel(0)).toBe('cell 1');
+  });
+});

@@ -1,0 +1,113 @@
+import { IConfig } from '../models';
+import { IParameter } from '../parameters';
+import { defaultJobName, errorsByField, formToSpec, initialForm } from '../specform';
+
+const localConfig: IConfig = {
+  backend: 'local',
+  features: ['gpus', 'priority'],
+  images: [],
+  teams: [],
+  limits: { max_workers: 1, max_processes_per_worker: 8, max_gpus_per_worker: 0 },
+  user: 'alice',
+  allow_pip: false
+};
+
+const clusterConfig: IConfig = {
+  ...localConfig,
+  backend: 'kubernetes',
+  features: ['gpus', 'priority', 'multi_node', 'queues', 'images'],
+  images: [{ name: 'pytorch-2.4', image: 'registry/pytorch:2.4', description: 'PyTorch' }],
+  teams: [{ name: 'vision', queues: ['vision-default', 'vision-long'] }],
+  limits: { max_workers: 8, max_processes_per_worker: 8, max_gpus_per_worker: 8 }
+};
+
+const params: IParameter[] = [
+  { name: 'epochs', text: '4' },
+  { name: 'steps_per_epoch', text: '40' },
+  { name: 'lr', text: '0.05' }
+];
+
+describe('defaultJobName', () => {
+  it('mirrors the server rule', () => {
+    expect(defaultJobName('examples/train_ddp.ipynb')).toBe('train-ddp');
+    expect(defaultJobName('My Notebook (v2).ipynb')).toBe('my-notebook-v2');
+    expect(defaultJobName('___.ipynb')).toBe('job');
+    expect(defaultJobName(`${'x'.repeat(39)}-y.ipynb`)).toBe('x'.repeat(39));
+  });
+});
+
+describe('formToSpec', () => {
+  it('sends changed parameters only, typed, and the local resources', () => {
+    const form = initialForm('examples/train_ddp.ipynb', localConfig, params, [2, 0]);
+    form.processesPerWorker = '2';
+    form.parameters.epochs = '1';
+    form.parameters.steps_per_epoch = '20';
+    const defaults = Object.fromEntries(params.map(p => [p.name, p.text]));
+    expect(formToSpec(form, localConfig, defaults)).toEqual({
+      name: 'train-ddp',
+      source: { kind: 'notebook', path: 'examples/train_ddp.ipynb', cells: { mode: 'all' } },
+      parameters: { epochs: 1, steps_per_epoch: 20 },
+      resources: { workers: 1, gpus_per_worker: 0, processes_per_worker: 2 },
+      priority: 'normal'
+    });
+  });
+
+  it('sends selected cells sorted, and image, team, queue where the backend has them', () => {
+    const form = initialForm('a/b.ipynb', clusterConfig, [], [5, 2]);
+    form.cells = 'selected';
+    form.workers = '2';
+    form.gpusPerWorker = '4';
+    form.processesPerWorker = '';
+    form.queue = 'vision-long';
+    form.maxRuntime = ' 2h ';
+    const spec = formToSpec(form, clusterConfig);
+    expect(spec.source).toEqual({
+      kind: 'notebook',
+      path: 'a/b.ipynb',
+      cells: { mode: 'indices', indices: [2, 5] }
+    });
+    expect(spec.resources).toEqual({ workers: 2, gpus_per_worker: 4 });
+    expect(spec.image).toBe('pytorch-2.4');
+    expect(spec.team).toBe('vision');
+    expect(spec.queue).toBe('vision-long');
+    expect(spec.max_runtime).toBe('2h');
+  });
+
+  it('never sends what the backend cannot do', () => {
+    const form = initialForm('n.ipynb', { ...localConfig, features: [] }, []);
+    form.workers = '4';
+    form.gpusPerWorker = '2';
+    const spec = formToSpec(form, { ...localConfig, features: [] });
+    expect(spec.resources).toEqual({ workers: 1, gpus_per_worker: 0, processes_per_worker: 1 });
+    expect(spec.priority).toBeUndefined();
+    expect(spec.queue).toBeUndefined();
+  });
+
+  it('passes non-numeric counts through for the server to name the field', () => {
+    const form = initialForm('n.ipynb', localConfig, []);
+    form.processesPerWorker = 'two';
+    expect(formToSpec(form, localConfig).resources?.processes_per_worker).toBe('two');
+  });
+});
+
+describe('errorsByField', () => {
+  it('puts each server message next to its field', () => {
+    expect(
+      errorsByField([
+        { field: 'name', message: 'use lower-case letters' },
+        { field: 'resources.gpus_per_worker', message: 'at most 8' },
+        { field: 'resources', message: '4 processes per worker cannot share 2 GPU(s)' },
+        { field: 'parameters', message: "'1x' is not a Python identifier" },
+        { field: 'source.cells.indices', message: 'cell 9 does not exist' },
+        { field: 'spec', message: 'GPU quota of team vision exceeded' }
+      ])
+    ).toEqual({
+      name: ['use lower-case letters'],
+      gpusPerWorker: ['at most 8'],
+      processesPerWorker: ['4 processes per worker cannot share 2 GPU(s)'],
+      parameters: ["parameters: '1x' is not a Python identifier"],
+      cells: ['cell 9 does not exist'],
+      general: ['GPU quota of team vision exceeded']
+    });
+  });
+});

@@ -1,0 +1,111 @@
+/** Typed calls of the trainhub REST API (see server_extension/trainhub_server/openapi.yaml). */
+import { ServerConnection } from '@jupyterlab/services';
+
+import {
+  ICheckpointInfo,
+  IConfig,
+  IDescribeJob,
+  IJobPage,
+  IJobSpec,
+  ILogChunk,
+  INotebookParameters,
+  JobState,
+  MetricKind
+} from './models';
+import { apiUrl, requestAPI } from './request';
+
+export class TrainHubAPI {
+  constructor(
+    readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
+
+  private call<T>(
+    segments: (string | number)[],
+    options: Parameters<typeof requestAPI>[1] = {}
+  ): Promise<T> {
+    return requestAPI<T>(segments, options, this.settings);
+  }
+
+  config(): Promise<IConfig> {
+    return this.call(['config']);
+  }
+
+  listJobs(
+    options: { states?: JobState[]; limit?: number; before?: number } = {}
+  ): Promise<IJobPage> {
+    return this.call(['jobs'], {
+      query: { state: options.states, limit: options.limit ?? 50, before: options.before }
+    });
+  }
+
+  /** Validate only: resolves when the server accepts the spec, throws ApiError otherwise. */
+  validate(spec: IJobSpec): Promise<{ valid: boolean }> {
+    return this.call(['jobs'], { method: 'POST', body: spec, query: { dry_run: 1 } });
+  }
+
+  submit(spec: IJobSpec): Promise<IDescribeJob> {
+    return this.call(['jobs'], { method: 'POST', body: spec });
+  }
+
+  describe(jobId: string): Promise<IDescribeJob> {
+    return this.call(['jobs', jobId]);
+  }
+
+  cancel(jobId: string, reason?: string): Promise<IDescribeJob> {
+    return this.call(['jobs', jobId, 'cancel'], {
+      method: 'POST',
+      body: reason ? { reason } : {}
+    });
+  }
+
+  resubmit(jobId: string, overrides?: Partial<IJobSpec>): Promise<IDescribeJob> {
+    return this.call(['jobs', jobId, 'resubmit'], {
+      method: 'POST',
+      body: overrides ? { overrides } : {}
+    });
+  }
+
+  logRanks(jobId: string): Promise<{ ranks: number[] }> {
+    return this.call(['jobs', jobId, 'logs']);
+  }
+
+  logChunk(jobId: string, rank: number, offset = 0, length = 1048576): Promise<ILogChunk> {
+    return this.call(['jobs', jobId, 'logs', rank], { query: { offset, length } });
+  }
+
+  metrics<R>(
+    jobId: string,
+    kind: MetricKind,
+    offset = 0
+  ): Promise<{ records: R[]; next_offset: number }> {
+    return this.call(['jobs', jobId, 'metrics', kind], { query: { offset } });
+  }
+
+  checkpoints(jobId: string): Promise<{ checkpoints: ICheckpointInfo[] }> {
+    return this.call(['jobs', jobId, 'checkpoints']);
+  }
+
+  deleteCheckpoint(jobId: string, step: number): Promise<void> {
+    return this.call(['jobs', jobId, 'checkpoints', step], { method: 'DELETE' });
+  }
+
+  resumeFrom(
+    jobId: string,
+    step: number,
+    overrides?: Partial<IJobSpec>
+  ): Promise<IDescribeJob> {
+    return this.call(['jobs', jobId, 'checkpoints', step, 'resume'], {
+      method: 'POST',
+      body: overrides ? { overrides } : {}
+    });
+  }
+
+  /** A plain link for the browser to download (the server answers with an attachment). */
+  checkpointFileUrl(jobId: string, step: number, name: string): string {
+    return apiUrl(this.settings.baseUrl, ['jobs', jobId, 'checkpoints', step, 'files', name]);
+  }
+
+  notebookParameters(path: string): Promise<INotebookParameters> {
+    return this.call(['notebook', 'parameters'], { query: { path } });
+  }
+}

@@ -1,0 +1,326 @@
+/** The trainhub JupyterLab extension: submit notebooks as training jobs and follow them. */
+import {
+  ILabShell,
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  Dialog,
+  ICommandPalette,
+  Notification,
+  showDialog,
+  showErrorMessage,
+  ToolbarButton,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { DocumentRegistry } from '@jupyterlab/docregistry';
+import {
+  INotebookModel,
+  INotebookTracker,
+  Notebook,
+  NotebookActions,
+  NotebookPanel
+} from '@jupyterlab/notebook';
+import { LabIcon } from '@jupyterlab/ui-components';
+import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+
+import { TrainHubAPI } from './api';
+import { justFinished, JobsModel } from './jobsmodel';
+import { ICheckpointInfo, IConfig, IDescribeJob, IJobSummary } from './models';
+import { IParameter, PARAMETERS_TAG, parseParameterCell } from './parameters';
+import { ApiError } from './request';
+import { initialForm } from './specform';
+import { IJobViewActions, JobView } from './widgets/jobview';
+import { JobsPanel } from './widgets/jobspanel';
+import { showSubmitDialog } from './widgets/submitdialog';
+
+const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 18h3v-6H4v6zm6.5 0h3V8h-3v10zM17 18h3V4h-3v14zM3 20h18v1.5H3z"/></g></svg>`;
+export const trainhubIcon = new LabIcon({ name: 'trainhub:jobs', svgstr: ICON_SVG });
+
+export namespace CommandIDs {
+  export const submit = 'trainhub:submit';
+  export const submitSelected = 'trainhub:submit-selected';
+  export const openJobs = 'trainhub:open-jobs';
+  export const openJob = 'trainhub:open-job';
+}
+
+/** The cell tagged `parameters`, read from the open notebook. */
+export function notebookParameters(notebook: Notebook): IParameter[] {
+  const cells = notebook.model?.cells;
+  if (!cells) {
+    return [];
+  }
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    const tags = cell.getMetadata('tags');
+    if (cell.type === 'code' && Array.isArray(tags) && tags.includes(PARAMETERS_TAG)) {
+      return parseParameterCell(cell.sharedModel.getSource());
+    }
+  }
+  return [];
+}
+
+/** 0-based indices of the selected cells (the active one when nothing else is selected). */
+export function selectedCellIndices(notebook: Notebook): number[] {
+  const out: number[] = [];
+  notebook.widgets.forEach((cell, i) => {
+    if (notebook.isSelectedOrActive(cell)) {
+      out.push(i);
+    }
+  });
+  return out;
+}
+
+/** The code cell "load into notebook" inserts. JSON string syntax is valid Python here. */
+export function loadCheckpointSource(checkpoint: ICheckpointInfo, jobName: string): string {
+  return [
+    `# Checkpoint of job ${JSON.stringify(jobName).slice(1, -1)}, step ${checkpoint.step}`,
+    'import trainhub.checkpoint',
+    '',
+    `state = trainhub.checkpoint.load(${JSON.stringify(checkpoint.path)})`,
+    'list(state) if isinstance(state, dict) else type(state)'
+  ].join('\n');
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'trainhub:plugin',
+  description: 'Submit notebooks as distributed training jobs and follow them.',
+  autoStart: true,
+  requires: [INotebookTracker, IDocumentManager],
+  optional: [ICommandPalette, ILayoutRestorer, ILabShell],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker,
+    docManager: IDocumentManager,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const api = new TrainHubAPI(app.serviceManager.serverSettings);
+    const model = new JobsModel(api);
+    let configPromise: Promise<IConfig> | null = null;
+    const config = (): Promise<IConfig> => {
+      configPromise ??= api.config().catch(error => {
+        configPromise = null;
+        throw error;
+      });
+      return configPromise;
+    };
+    const reportError = (title: string, error: unknown) => {
+      const message =
+        error instanceof ApiError && error.fieldErrors.length
+          ? `${error.message}\n${error.fieldErrors.map(e => `${e.field}: ${e.message}`).join('\n')}`
+          : (error as Error).message ?? String(error);
+      void showErrorMessage(title, message);
+    };
+
+    const views = new WidgetTracker<JobView>({ namespace: 'trainhub-job' });
+    const openJob = (jobId: string, tab?: string): JobView => {
+      let view = views.find(v => v.jobId === jobId);
+      if (!view || view.isDisposed) {
+        view = new JobView(jobId, api, model, viewActions);
+        void views.add(view);
+        app.shell.add(view, 'main');
+      }
+      if (tab) {
+        view.select(tab);
+      }
+      app.shell.activateById(view.id);
+      return view;
+    };
+
+    const openNotebookAt = async (path: string, cellIndex: number | null) => {
+      const widget = docManager.openOrReveal(path);
+      if (!(widget instanceof NotebookPanel)) {
+        return;
+      }
+      await widget.context.ready;
+      await widget.revealed;
+      if (cellIndex !== null && cellIndex < widget.content.widgets.length) {
+        widget.content.activeCellIndex = cellIndex;
+        widget.content.deselectAll();
+        await widget.content.scrollToItem(cellIndex, 'center');
+        widget.content.activeCell?.addClass('jp-trainhub-flash');
+        setTimeout(() => widget.content.activeCell?.removeClass('jp-trainhub-flash'), 2000);
+      }
+    };
+
+    const viewActions: IJobViewActions = {
+      openNotebookAt,
+      openJob: id => void openJob(id),
+      error: reportError,
+      confirm: async (title, body) =>
+        (
+          await showDialog({
+            title,
+            body,
+            buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
+          })
+        ).button.accept,
+      loadIntoNotebook: async (job: IDescribeJob, checkpoint: ICheckpointInfo) => {
+        let panel = notebooks.currentWidget;
+        if (!panel && job.spec.source.kind === 'notebook') {
+          const opened = docManager.openOrReveal(job.spec.source.path);
+          panel = opened instanceof NotebookPanel ? opened : null;
+        }
+        if (!panel) {
+          reportError('No notebook open', new Error('Open a notebook to load the checkpoint into.'));
+          return;
+        }
+        await panel.context.ready;
+        app.shell.activateById(panel.id);
+        NotebookActions.insertBelow(panel.content);
+        const cell = panel.content.activeCell;
+        cell?.model.sharedModel.setSource(loadCheckpointSource(checkpoint, job.name));
+      }
+    };
+
+    const jobActions = {
+      open: (job: IJobSummary) => void openJob(job.id),
+      cancel: async (job: IJobSummary) => {
+        try {
+          model.apply([await api.cancel(job.id, 'cancelled from JupyterLab')]);
+        } catch (error) {
+          reportError(`Could not cancel ${job.name}`, error);
+        }
+      },
+      resubmit: async (job: IJobSummary) => {
+        try {
+          const created = await api.resubmit(job.id);
+          model.apply([created]);
+          openJob(created.id);
+        } catch (error) {
+          reportError(`Could not resubmit ${job.name}`, error);
+        }
+      }
+    };
+
+    const panel = new JobsPanel(model, jobActions);
+    panel.title.icon = trainhubIcon;
+    app.shell.add(panel, 'left', { rank: 650 });
+    restorer?.add(panel, 'trainhub-jobs');
+    void model.start();
+
+    model.changed.connect((_, changes) => {
+      for (const change of changes) {
+        if (!justFinished(change)) {
+          continue;
+        }
+        const job = change.job;
+        const actions = [{ label: 'Open', callback: () => void openJob(job.id) }];
+        if (job.state === 'succeeded') {
+          Notification.success(`Job ${job.name} succeeded.`, { autoClose: 8000, actions });
+        } else if (job.state === 'failed') {
+          Notification.error(
+            `Job ${job.name} failed${job.failure_class ? ` (${job.failure_class})` : ''}.`,
+            { autoClose: false, actions }
+          );
+        }
+      }
+    });
+
+    const submit = async (onlySelected: boolean) => {
+      const current = notebooks.currentWidget;
+      if (!current) {
+        return;
+      }
+      await current.context.ready;
+      let cfg: IConfig;
+      try {
+        cfg = await config();
+      } catch (error) {
+        reportError('trainhub is not available', error);
+        return;
+      }
+      const parameters = notebookParameters(current.content);
+      const form = initialForm(
+        current.context.path,
+        cfg,
+        parameters,
+        selectedCellIndices(current.content)
+      );
+      if (onlySelected) {
+        form.cells = 'selected';
+      }
+      const job = await showSubmitDialog({
+        api,
+        config: cfg,
+        form,
+        parameters,
+        save: async () => {
+          if (current.context.model.dirty || current.context.contentsModel === null) {
+            await current.context.save();
+          }
+        }
+      });
+      if (job) {
+        model.apply([job]);
+        app.shell.activateById(panel.id);
+        Notification.info(`Submitted ${job.name} (${job.id}).`, {
+          autoClose: 5000,
+          actions: [{ label: 'Open', callback: () => void openJob(job.id) }]
+        });
+      }
+    };
+
+    const hasNotebook = () => notebooks.currentWidget !== null;
+    app.commands.addCommand(CommandIDs.submit, {
+      label: 'Submit as job',
+      caption: 'Submit this notebook as a training job',
+      icon: trainhubIcon,
+      isEnabled: hasNotebook,
+      execute: () => submit(false)
+    });
+    app.commands.addCommand(CommandIDs.submitSelected, {
+      label: 'Submit selected cells as job',
+      isEnabled: hasNotebook,
+      execute: () => submit(true)
+    });
+    app.commands.addCommand(CommandIDs.openJobs, {
+      label: 'Open training jobs panel',
+      execute: () => app.shell.activateById(panel.id)
+    });
+    app.commands.addCommand(CommandIDs.openJob, {
+      label: args => (args.id ? `Open job ${String(args.id)}` : 'Open training job'),
+      execute: args => {
+        if (typeof args.id === 'string') {
+          openJob(args.id, typeof args.tab === 'string' ? args.tab : undefined);
+        }
+      }
+    });
+    palette?.addItem({ command: CommandIDs.submit, category: 'Training jobs' });
+    palette?.addItem({ command: CommandIDs.submitSelected, category: 'Training jobs' });
+    palette?.addItem({ command: CommandIDs.openJobs, category: 'Training jobs' });
+    app.contextMenu.addItem({
+      command: CommandIDs.submitSelected,
+      selector: '.jp-Notebook .jp-Cell',
+      rank: 100
+    });
+    app.docRegistry.addWidgetExtension('Notebook', new SubmitButtonExtension(app));
+  }
+};
+
+/** Adds the "Submit as job" button to every notebook's toolbar. */
+class SubmitButtonExtension
+  implements DocumentRegistry.IWidgetExtension<NotebookPanel, INotebookModel>
+{
+  constructor(private readonly app: JupyterFrontEnd) {}
+
+  createNew(panel: NotebookPanel): IDisposable {
+    const button = new ToolbarButton({
+      className: 'jp-trainhub-submit-button',
+      icon: trainhubIcon,
+      label: 'Submit as job',
+      tooltip: 'Submit this notebook as a training job',
+      onClick: () => {
+        this.app.shell.activateById(panel.id);
+        void this.app.commands.execute(CommandIDs.submit);
+      }
+    });
+    panel.toolbar.insertItem(10, 'trainhubSubmit', button);
+    return new DisposableDelegate(() => button.dispose());
+  }
+}
+
+export default plugin;

@@ -1,0 +1,242 @@
+/**
+ * Shapes of the REST API, mirroring the pydantic models of trainhub
+ * (trainhub/jobs/spec.py, trainhub/jobs/models.py, trainhub/checkpoints.py).
+ */
+
+export type JobState =
+  | 'queued'
+  | 'starting'
+  | 'running'
+  | 'retrying'
+  | 'succeeded'
+  | 'failed'
+  | 'cancelled';
+
+export const JOB_STATES: JobState[] = [
+  'queued',
+  'starting',
+  'running',
+  'retrying',
+  'succeeded',
+  'failed',
+  'cancelled'
+];
+
+export const TERMINAL_STATES: ReadonlySet<JobState> = new Set<JobState>([
+  'succeeded',
+  'failed',
+  'cancelled'
+]);
+
+export type FailureClass =
+  | 'code'
+  | 'environment'
+  | 'infrastructure'
+  | 'preempted'
+  | 'cancelled';
+
+export type Priority = 'low' | 'normal' | 'high';
+
+/** Backend capabilities (trainhub/backends/base.py Feature). */
+export type Feature =
+  | 'multi_node'
+  | 'gpus'
+  | 'priority'
+  | 'queues'
+  | 'preemption'
+  | 'pip_install'
+  | 'datasets'
+  | 'images';
+
+export interface ICellSelection {
+  mode: 'all' | 'indices' | 'tags';
+  indices?: number[];
+  tags?: string[];
+}
+
+export interface INotebookSource {
+  kind: 'notebook';
+  path: string;
+  cells?: ICellSelection;
+}
+
+export interface IScriptSource {
+  kind: 'script';
+  path: string;
+  args?: string[];
+}
+
+export interface IResources {
+  workers?: number;
+  processes_per_worker?: number | null;
+  gpus_per_worker?: number;
+  cpu?: number | null;
+  memory?: string | null;
+}
+
+export interface ICheckpointRef {
+  job_id: string;
+  step?: number | null;
+}
+
+/** CreateJob body. */
+export interface IJobSpec {
+  name: string;
+  source: INotebookSource | IScriptSource;
+  parameters?: Record<string, unknown>;
+  resources?: IResources;
+  image?: string | null;
+  team?: string | null;
+  queue?: string | null;
+  priority?: Priority;
+  max_runtime?: string | number | null;
+  env?: Record<string, string>;
+  tags?: string[];
+  resume_from?: ICheckpointRef | null;
+}
+
+export interface IVerdict {
+  failure_class: FailureClass;
+  reason: string;
+  retriable?: boolean;
+  rank?: number | null;
+  cell_index?: number | null;
+  line?: number | null;
+  exception?: string | null;
+  message?: string | null;
+  exit_code?: number | null;
+  signal?: string | null;
+  attempt?: number;
+}
+
+export interface IJobSummary {
+  id: string;
+  name: string;
+  user: string;
+  state: JobState;
+  priority: string;
+  team?: string | null;
+  queue?: string | null;
+  gpus: number;
+  world_size: number;
+  created_at: number;
+  started_at?: number | null;
+  finished_at?: number | null;
+  attempt: number;
+  wait_reason?: string | null;
+  position?: number | null;
+  failure_class?: FailureClass | null;
+  source: string;
+  seq?: number | null;
+}
+
+export interface ITimelineEvent {
+  time: number;
+  type: string;
+  [key: string]: unknown;
+}
+
+export interface IDescribeJob extends IJobSummary {
+  spec: IJobSpec;
+  job_dir: string;
+  assigned_gpus: number[];
+  verdict?: IVerdict | null;
+  retries: Record<string, number>;
+  lineage?: Record<string, unknown> | null;
+  timeline: ITimelineEvent[];
+  resubmitted_from?: string | null;
+}
+
+export interface IJobPage {
+  jobs: IJobSummary[];
+  next_before?: number | null;
+  total: number;
+}
+
+export interface ICheckpointFile {
+  name: string;
+  bytes: number;
+  sha256: string;
+}
+
+export interface ICheckpointInfo {
+  step: number;
+  time: number;
+  metrics: Record<string, number>;
+  files: ICheckpointFile[];
+  world_size: number;
+  job_id?: string | null;
+  attempt: number;
+  format: string;
+  sharded: boolean;
+  bytes: number;
+  path: string;
+}
+
+export interface IImageChoice {
+  name: string;
+  image: string;
+  description?: string;
+}
+
+export interface ITeam {
+  name: string;
+  queues: string[];
+}
+
+export interface ILimits {
+  max_workers: number;
+  max_processes_per_worker: number;
+  max_gpus_per_worker: number;
+}
+
+export interface IConfig {
+  backend: 'local' | 'kubernetes';
+  features: Feature[];
+  images: IImageChoice[];
+  teams: ITeam[];
+  limits: ILimits;
+  user: string;
+  allow_pip: boolean;
+}
+
+export interface IFieldError {
+  field: string;
+  message: string;
+}
+
+export interface ILogChunk {
+  text: string;
+  offset: number;
+  next_offset: number;
+}
+
+export interface INotebookParameters {
+  parameters: Record<string, unknown>;
+  cell_index: number | null;
+}
+
+export type MetricKind = 'scalars' | 'gpu' | 'system';
+
+/** A line of metrics/scalars.jsonl. */
+export interface IScalarRecord {
+  time: number;
+  step: number;
+  name: string;
+  value: number;
+  rank?: number;
+  attempt?: number;
+}
+
+/** A line of metrics/gpu.jsonl. */
+export interface IGpuRecord {
+  time: number;
+  gpu: number;
+  uuid?: string;
+  utilization?: number | null;
+  memory_utilization?: number | null;
+  memory_used?: number | null;
+  memory_total?: number | null;
+  power_w?: number | null;
+  temperature_c?: number | null;
+}

@@ -1,0 +1,93 @@
+/**
+ * A websocket that reconnects with backoff and resumes where it left off: the caller keeps
+ * the offset it has consumed and the URL is rebuilt from it on every (re)connect, so a
+ * dropped connection loses no line and repeats none.
+ */
+
+export interface IResumableSocketOptions {
+  /** Builds the URL for the next connection (include the current offset). */
+  url: () => string;
+  onMessage: (data: unknown) => void;
+  /** Called on every state change; `connected` is false while waiting to reconnect. */
+  onStatus?: (status: 'connecting' | 'open' | 'waiting' | 'closed') => void;
+  /** The WebSocket constructor (ServerConnection settings carry one). */
+  WebSocket?: typeof WebSocket;
+  minDelayMs?: number;
+  maxDelayMs?: number;
+}
+
+/** Delay before reconnect attempt `n` (0-based): doubling from min to max. */
+export function reconnectDelay(n: number, minMs = 500, maxMs = 15000): number {
+  return Math.min(maxMs, minMs * 2 ** Math.min(n, 16));
+}
+
+export class ResumableSocket {
+  private socket: WebSocket | null = null;
+  private attempts = 0;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private stopped = false;
+
+  constructor(private readonly options: IResumableSocketOptions) {
+    this.connect();
+  }
+
+  get isDisposed(): boolean {
+    return this.stopped;
+  }
+
+  /** Stop for good, e.g. after the server said the stream ended. */
+  dispose(): void {
+    if (this.stopped) {
+      return;
+    }
+    this.stopped = true;
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+    }
+    const socket = this.socket;
+    this.socket = null;
+    if (socket) {
+      socket.onclose = null;
+      socket.onmessage = null;
+      socket.onerror = null;
+      socket.close();
+    }
+    this.options.onStatus?.('closed');
+  }
+
+  private connect(): void {
+    if (this.stopped) {
+      return;
+    }
+    const Ctor = this.options.WebSocket ?? WebSocket;
+    this.options.onStatus?.('connecting');
+    const socket = new Ctor(this.options.url());
+    this.socket = socket;
+    socket.onopen = () => {
+      this.attempts = 0;
+      this.options.onStatus?.('open');
+    };
+    socket.onmessage = event => {
+      let data: unknown;
+      try {
+        data = JSON.parse(String(event.data));
+      } catch {
+        return; // not ours: the protocol is JSON only
+      }
+      this.options.onMessage(data);
+    };
+    socket.onclose = () => {
+      if (this.stopped || this.socket !== socket) {
+        return;
+      }
+      this.socket = null;
+      this.options.onStatus?.('waiting');
+      const delay = reconnectDelay(
+        this.attempts++,
+        this.options.minDelayMs,
+        this.options.maxDelayMs
+      );
+      this.timer = setTimeout(() => this.connect(), delay);
+    };
+  }
+}

@@ -1,0 +1,353 @@
+/**
+ * The Submit as job dialog: the spec's fields, prefilled from the server config and the
+ * notebook's parameters cell; "Check" asks the server (dry run) and shows its field
+ * messages next to the fields; only what the backend supports is offered.
+ */
+import { ReactWidget } from '@jupyterlab/apputils';
+import { Widget } from '@lumino/widgets';
+import * as React from 'react';
+
+import { TrainHubAPI } from '../api';
+import { IConfig, IDescribeJob, IFieldError, Priority } from '../models';
+import { IParameter } from '../parameters';
+import { ApiError } from '../request';
+import { errorsByField, FormField, formToSpec, has, ISubmitForm } from '../specform';
+
+export interface ISubmitDialogOptions {
+  api: TrainHubAPI;
+  config: IConfig;
+  form: ISubmitForm;
+  parameters: IParameter[];
+  /** Saves the notebook; called right before the job is submitted. */
+  save: () => Promise<void>;
+}
+
+type Errors = Partial<Record<FormField, string[]>>;
+
+function FieldErrors(props: { errors?: string[]; id: string }): JSX.Element | null {
+  if (!props.errors?.length) {
+    return null;
+  }
+  return (
+    <div className="jp-trainhub-field-error" id={props.id} role="alert">
+      {props.errors.map((e, i) => (
+        <div key={i}>{e}</div>
+      ))}
+    </div>
+  );
+}
+
+function Row(props: {
+  label: string;
+  field: FormField;
+  errors: Errors;
+  hint?: string;
+  children: React.ReactNode;
+}): JSX.Element {
+  return (
+    <label className="jp-trainhub-form-row" data-field={props.field}>
+      <span className="jp-trainhub-form-label">{props.label}</span>
+      <span className="jp-trainhub-form-control">
+        {props.children}
+        {props.hint ? <span className="jp-trainhub-form-hint">{props.hint}</span> : null}
+        <FieldErrors errors={props.errors[props.field]} id={`trainhub-error-${props.field}`} />
+      </span>
+    </label>
+  );
+}
+
+function SubmitForm(props: {
+  options: ISubmitDialogOptions;
+  onDone: (job: IDescribeJob | null) => void;
+}): JSX.Element {
+  const { api, config, parameters } = props.options;
+  const [form, setForm] = React.useState<ISubmitForm>(props.options.form);
+  const [errors, setErrors] = React.useState<Errors>({});
+  const [busy, setBusy] = React.useState<'' | 'checking' | 'submitting'>('');
+  const [checked, setChecked] = React.useState(false);
+  const defaults = React.useMemo(
+    () => Object.fromEntries(parameters.map(p => [p.name, p.text])),
+    [parameters]
+  );
+  const update = (patch: Partial<ISubmitForm>) => {
+    setForm(f => ({ ...f, ...patch }));
+    setChecked(false);
+  };
+  const limits = config.limits;
+  const team = config.teams.find(t => t.name === form.team);
+
+  const report = (error: unknown) => {
+    if (error instanceof ApiError) {
+      const fieldErrors: IFieldError[] = error.fieldErrors.length
+        ? error.fieldErrors
+        : [{ field: 'spec', message: error.message }];
+      setErrors(errorsByField(fieldErrors));
+    } else {
+      setErrors({ general: [(error as Error).message] });
+    }
+  };
+
+  const check = async (): Promise<boolean> => {
+    setBusy('checking');
+    try {
+      await api.validate(formToSpec(form, config, defaults));
+      setErrors({});
+      setChecked(true);
+      return true;
+    } catch (error) {
+      report(error);
+      return false;
+    } finally {
+      setBusy('');
+    }
+  };
+
+  const submit = async () => {
+    if (!(await check())) {
+      return;
+    }
+    setBusy('submitting');
+    try {
+      await props.options.save();
+      const job = await api.submit(formToSpec(form, config, defaults));
+      props.onDone(job);
+    } catch (error) {
+      report(error);
+      setBusy('');
+    }
+  };
+
+  const number = (field: keyof ISubmitForm, max: number, min = 0) => (
+    <input
+      className="jp-mod-styled"
+      type="number"
+      min={min}
+      max={max}
+      name={field}
+      value={form[field] as string}
+      onChange={e => update({ [field]: e.target.value } as Partial<ISubmitForm>)}
+    />
+  );
+
+  return (
+    <form
+      className="jp-trainhub-submit-form"
+      onSubmit={e => {
+        e.preventDefault();
+        void submit();
+      }}
+      onKeyDown={e => {
+        if (e.key === 'Escape') {
+          props.onDone(null);
+        }
+      }}
+    >
+      <div className="jp-Dialog-header">Submit {form.notebookPath} as a job</div>
+      <div className="jp-trainhub-form-body">
+        <Row label="Name" field="name" errors={errors}>
+          <input
+            className="jp-mod-styled"
+            name="name"
+            value={form.name}
+            autoFocus
+            onChange={e => update({ name: e.target.value })}
+          />
+        </Row>
+        {config.images.length ? (
+          <Row
+            label="Image"
+            field="image"
+            errors={errors}
+            hint={config.images.find(i => i.name === form.image)?.description}
+          >
+            <select
+              className="jp-mod-styled"
+              name="image"
+              value={form.image}
+              onChange={e => update({ image: e.target.value })}
+            >
+              {config.images.map(i => (
+                <option key={i.name} value={i.name}>
+                  {i.name}
+                </option>
+              ))}
+            </select>
+          </Row>
+        ) : null}
+        {has(config, 'multi_node') ? (
+          <Row label="Workers (nodes)" field="workers" errors={errors}>
+            {number('workers', limits.max_workers, 1)}
+          </Row>
+        ) : null}
+        <Row label="Processes per worker" field="processesPerWorker" errors={errors}>
+          {number('processesPerWorker', limits.max_processes_per_worker, 1)}
+        </Row>
+        {has(config, 'gpus') ? (
+          <Row label="GPUs per worker" field="gpusPerWorker" errors={errors}>
+            {number('gpusPerWorker', limits.max_gpus_per_worker)}
+          </Row>
+        ) : null}
+        {config.teams.length ? (
+          <Row label="Team" field="team" errors={errors}>
+            <select
+              className="jp-mod-styled"
+              name="team"
+              value={form.team}
+              onChange={e => {
+                const t = config.teams.find(x => x.name === e.target.value);
+                update({ team: e.target.value, queue: t?.queues[0] ?? '' });
+              }}
+            >
+              {config.teams.map(t => (
+                <option key={t.name} value={t.name}>
+                  {t.name}
+                </option>
+              ))}
+            </select>
+          </Row>
+        ) : null}
+        {has(config, 'queues') && team && team.queues.length ? (
+          <Row label="Queue" field="queue" errors={errors}>
+            <select
+              className="jp-mod-styled"
+              name="queue"
+              value={form.queue}
+              onChange={e => update({ queue: e.target.value })}
+            >
+              {team.queues.map(q => (
+                <option key={q} value={q}>
+                  {q}
+                </option>
+              ))}
+            </select>
+          </Row>
+        ) : null}
+        {has(config, 'priority') ? (
+          <Row label="Priority" field="priority" errors={errors}>
+            <select
+              className="jp-mod-styled"
+              name="priority"
+              value={form.priority}
+              onChange={e => update({ priority: e.target.value as Priority })}
+            >
+              <option value="low">low</option>
+              <option value="normal">normal</option>
+              <option value="high">high</option>
+            </select>
+          </Row>
+        ) : null}
+        <Row label="Max runtime" field="maxRuntime" errors={errors} hint="e.g. 90m, 2h, 1d12h">
+          <input
+            className="jp-mod-styled"
+            name="maxRuntime"
+            placeholder="no limit"
+            value={form.maxRuntime}
+            onChange={e => update({ maxRuntime: e.target.value })}
+          />
+        </Row>
+        <Row label="Cells" field="cells" errors={errors}>
+          <span className="jp-trainhub-radio-group">
+            <label>
+              <input
+                type="radio"
+                name="cells"
+                value="all"
+                checked={form.cells === 'all'}
+                onChange={() => update({ cells: 'all' })}
+              />
+              all cells
+            </label>
+            <label>
+              <input
+                type="radio"
+                name="cells"
+                value="selected"
+                disabled={!form.selectedCells.length}
+                checked={form.cells === 'selected'}
+                onChange={() => update({ cells: 'selected' })}
+              />
+              selected ({form.selectedCells.map(i => i + 1).join(', ') || 'none'})
+            </label>
+          </span>
+        </Row>
+        <fieldset className="jp-trainhub-parameters" data-field="parameters">
+          <legend>Parameters</legend>
+          {parameters.length ? null : (
+            <div className="jp-trainhub-form-hint">
+              No cell tagged “parameters” in this notebook.
+            </div>
+          )}
+          {parameters.map(p => (
+            <label className="jp-trainhub-form-row" key={p.name}>
+              <span className="jp-trainhub-form-label jp-trainhub-mono">{p.name}</span>
+              <span className="jp-trainhub-form-control">
+                <input
+                  className={`jp-mod-styled jp-trainhub-mono${
+                    form.parameters[p.name] !== p.text ? ' jp-mod-changed' : ''
+                  }`}
+                  name={`param-${p.name}`}
+                  value={form.parameters[p.name] ?? ''}
+                  onChange={e =>
+                    update({ parameters: { ...form.parameters, [p.name]: e.target.value } })
+                  }
+                />
+                {p.comment ? <span className="jp-trainhub-form-hint">{p.comment}</span> : null}
+              </span>
+            </label>
+          ))}
+          <FieldErrors errors={errors.parameters} id="trainhub-error-parameters" />
+        </fieldset>
+        <FieldErrors errors={errors.general} id="trainhub-error-general" />
+        {checked ? <div className="jp-trainhub-form-ok">The server accepts this job.</div> : null}
+      </div>
+      <div className="jp-Dialog-footer">
+        <button
+          type="button"
+          className="jp-Dialog-button jp-mod-reject jp-mod-styled"
+          onClick={() => props.onDone(null)}
+        >
+          <span className="jp-Dialog-buttonLabel">Cancel</span>
+        </button>
+        <button
+          type="button"
+          className="jp-Dialog-button jp-mod-styled"
+          disabled={!!busy}
+          onClick={() => void check()}
+        >
+          <span className="jp-Dialog-buttonLabel">
+            {busy === 'checking' ? 'Checking…' : 'Check'}
+          </span>
+        </button>
+        <button
+          type="submit"
+          className="jp-Dialog-button jp-mod-accept jp-mod-styled"
+          disabled={!!busy}
+        >
+          <span className="jp-Dialog-buttonLabel">
+            {busy === 'submitting' ? 'Submitting…' : 'Submit'}
+          </span>
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** A modal over the whole lab; resolves with the created job, or null when cancelled. */
+export function showSubmitDialog(options: ISubmitDialogOptions): Promise<IDescribeJob | null> {
+  return new Promise(resolve => {
+    let widget: ReactWidget | null = null;
+    const done = (job: IDescribeJob | null) => {
+      widget?.dispose();
+      resolve(job);
+    };
+    widget = ReactWidget.create(
+      <div className="jp-Dialog-content jp-trainhub-submit-dialog-content">
+        <SubmitForm options={options} onDone={done} />
+      </div>
+    );
+    widget.addClass('jp-Dialog');
+    widget.addClass('jp-trainhub-submit-dialog');
+    widget.node.setAttribute('role', 'dialog');
+    Widget.attach(widget, document.body);
+  });
+}

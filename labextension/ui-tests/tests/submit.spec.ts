@@ -1,0 +1,95 @@
+/**
+ * The whole path a researcher takes: open the example notebook, submit it as a job with two
+ * processes and smaller parameters, follow it in the panel, watch its logs arrive, see it
+ * succeed and browse its checkpoints. Screenshots of each view go to docs/.
+ */
+import { expect, test } from '@jupyterlab/galata';
+import * as path from 'path';
+
+const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
+const NOTEBOOK = 'examples/train_ddp.ipynb';
+
+test.use({ autoGoto: true });
+
+test('submit the example notebook and follow the job to its checkpoints', async ({ page }) => {
+  test.setTimeout(420 * 1000);
+  await page.notebook.openByPath(NOTEBOOK);
+  await page.notebook.activate(NOTEBOOK);
+
+  // Submit as job, from the notebook toolbar.
+  await page.locator('.jp-NotebookPanel-toolbar').getByText('Submit as job').click();
+  const dialog = page.locator('.jp-trainhub-submit-dialog');
+  await expect(dialog).toBeVisible();
+  // Prefilled from the server config and the notebook's parameters cell.
+  await expect(dialog.locator('input[name="name"]')).toHaveValue('train-ddp');
+  await expect(dialog.locator('input[name="param-epochs"]')).toHaveValue('4');
+  await dialog.locator('input[name="processesPerWorker"]').fill('2');
+  await dialog.locator('input[name="param-epochs"]').fill('1');
+  await dialog.locator('input[name="param-steps_per_epoch"]').fill('20');
+
+  // A refused value is reported next to its field by the server's dry run.
+  await dialog.locator('input[name="name"]').fill('Bad Name');
+  await dialog.getByRole('button', { name: 'Check' }).click();
+  await expect(dialog.locator('#trainhub-error-name')).toBeVisible();
+  await dialog.locator('input[name="name"]').fill('train-ddp');
+  await dialog.getByRole('button', { name: 'Check' }).click();
+  await expect(dialog.getByText('The server accepts this job.')).toBeVisible();
+  await page.screenshot({ path: path.join(DOCS, 'submit-dialog.png') });
+
+  await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(dialog).toHaveCount(0);
+
+  // The job shows up in the jobs panel.
+  const row = page.locator('.jp-trainhub-job').filter({ hasText: 'train-ddp' }).first();
+  await expect(row).toBeVisible();
+  const jobId = await row.getAttribute('data-job-id');
+  expect(jobId).toBeTruthy();
+  await expect(row).toContainText('proc');
+
+  // Open it and watch log lines arrive on the Logs tab.
+  await row.getByRole('button', { name: 'Open' }).click();
+  const view = page.locator(`#trainhub-job-${jobId}`);
+  await expect(view).toBeVisible();
+  await view.locator('.lm-TabBar-tab').filter({ hasText: 'Logs' }).click();
+  const logs = view.locator('.jp-trainhub-logview');
+  await expect(logs).toContainText(/rank 0 of 2/, { timeout: 180 * 1000 });
+
+  // It succeeds; the panel says so and a notification offers to open it.
+  await expect(row).toHaveAttribute('data-state', 'succeeded', { timeout: 300 * 1000 });
+  await expect(logs).toContainText('done: validation accuracy', { timeout: 30 * 1000 });
+  await page.screenshot({ path: path.join(DOCS, 'job-logs.png') });
+  await expect(page.locator('.Toastify__toast').filter({ hasText: 'succeeded' })).toBeVisible();
+  await page.locator('#trainhub-jobs').screenshot({ path: path.join(DOCS, 'jobs-panel.png') });
+
+  // Search jumps to a matching line.
+  await view.locator('.jp-trainhub-search').fill('validation accuracy');
+  await view.locator('.jp-trainhub-search').press('Enter');
+  await expect(view.locator('.jp-trainhub-logview-row.jp-mod-highlighted')).toContainText(
+    'validation accuracy'
+  );
+
+  // Its checkpoints: steps 19 (end of the single epoch) and whatever else it saved.
+  await view.locator('.lm-TabBar-tab').filter({ hasText: 'Checkpoints' }).click();
+  const checkpoints = view.locator('.jp-trainhub-checkpoints tbody tr');
+  await expect(checkpoints.first()).toBeVisible();
+  await expect(view.locator('.jp-trainhub-checkpoints tr[data-step="19"]')).toBeVisible();
+  await page.screenshot({ path: path.join(DOCS, 'job-checkpoints.png') });
+
+  // "Load into notebook" inserts a cell that loads that checkpoint.
+  await view
+    .locator('.jp-trainhub-checkpoints tr[data-step="19"]')
+    .getByRole('button', { name: 'Load into notebook' })
+    .click();
+  await page.notebook.activate(NOTEBOOK);
+  const sources = await page.evaluate(() => {
+    const app = (window as any).jupyterapp;
+    const panel = app.shell.currentWidget;
+    return panel.content.model.cells.get(panel.content.activeCellIndex).sharedModel.getSource();
+  });
+  expect(sources).toContain('trainhub.checkpoint.load(');
+  expect(sources).toContain('0000000019');
+
+  // The Metrics tab charts the training loss the job logged.
+  await view.locator('.lm-TabBar-tab').filter({ hasText: 'Metrics' }).click();
+  await page.locator(`#trainhub-job-${jobId}`).click({ position: { x: 5, y: 5 } }).catch(() => undefined);
+});
