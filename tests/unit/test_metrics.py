@@ -92,8 +92,6 @@ def test_log_on_other_ranks_writes_only_when_asked(job_dir, monkeypatch):
         ("0.5", TypeError, "text"),
         (None, TypeError, "NoneType"),
         (torch.ones(3), TypeError, "shape (3,)"),
-        (float("nan"), ValueError, "nan"),
-        (torch.tensor(float("inf")), ValueError, "inf"),
     ],
 )
 def test_log_refuses_bad_values_naming_the_scalar(job_dir, value, error, words):
@@ -102,6 +100,14 @@ def test_log_refuses_bad_values_naming_the_scalar(job_dir, value, error, words):
     assert words in str(raised.value)
     # Nothing of a rejected call is written, not even its good scalars.
     assert read_metrics(job_dir, "scalars")[0] == []
+
+
+def test_log_records_a_diverging_value_without_stopping_the_training(job_dir):
+    log(step=3, loss=float("nan"), grad_norm=torch.tensor(float("inf")), lr=0.1)
+    records = {r["name"]: r for r in read_metrics(job_dir, "scalars")[0]}
+    assert records["loss"]["value"] is None and records["loss"]["nonfinite"] == "nan"
+    assert records["grad_norm"]["nonfinite"] == "inf" and records["lr"]["value"] == 0.1
+    assert "nonfinite" not in records["lr"]
 
 
 def test_log_refuses_a_bad_step(job_dir):

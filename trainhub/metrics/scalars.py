@@ -32,7 +32,9 @@ def log(step: int | None = None, *, rank0_only: bool = True, **scalars: Any) -> 
     """Record training scalars for ``step``; returns the step used.
 
     ``step`` defaults to one more than the last step logged in this process (0 at first).
-    Values must be finite numbers or one-element tensors/arrays. With ``rank0_only`` (the
+    Values must be numbers or one-element tensors/arrays. A NaN or infinite value (a
+    diverging loss) is recorded as ``value: null`` with ``nonfinite: "nan"`` — the moment a
+    run diverges is what a researcher most needs to see, so it never stops the training. With ``rank0_only`` (the
     default) only global rank 0 writes, since every data-parallel rank computes the same
     figures; pass False to record each rank's own value.
     """
@@ -73,10 +75,6 @@ def _as_float(name: str, value: Any) -> float:
             f"trainhub.log: scalar {name!r} must be a number or a one-element tensor, "
             f"got {_describe(value)}"
         ) from error
-    if not math.isfinite(number):
-        raise ValueError(
-            f"trainhub.log: scalar {name!r} is {number}; only finite values are recorded"
-        )
     return number
 
 
@@ -96,17 +94,14 @@ def _append_scalars(
     now = round(time.time(), 3)
     path = directory / SCALARS_FILE
     for name, value in values.items():
-        append_jsonl(
-            path,
-            {
-                "time": now,
-                "step": step,
-                "name": name,
-                "value": value,
-                "rank": rank,
-                "attempt": attempt,
-            },
-        )
+        record: dict[str, Any] = {
+            "time": now, "step": step, "name": name, "value": value, "rank": rank, "attempt": attempt,
+        }
+        if not math.isfinite(value):
+            # JSON has no NaN; keep the record valid and say what the value was.
+            record["value"] = None
+            record["nonfinite"] = str(value)
+        append_jsonl(path, record)
 
 
 def _log_locally(step: int, values: dict[str, float]) -> None:
