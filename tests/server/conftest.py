@@ -96,12 +96,16 @@ def insert_job(
     state: JobState = JobState.RUNNING,
     name: str = "inserted",
 ) -> JobRecord:
-    """A job row and directory with no processes; 'running' under this test process's pid,
-    so reconcile sees a live supervisor and leaves it alone."""
+    """A job row and directory without torchrun. An active one gets a stand-in supervisor (a
+    sleeping child carrying the job's id), so reconcile and cancel treat it as real."""
     backend: LocalBackend = service.backend  # type: ignore[assignment]
     job_id = f"{name}-{os.urandom(4).hex()}"
     jobdir = JobDir(service.jobs_root / job_id).create()
-    me = psutil.Process()
+    supervisor = None
+    if state.active:
+        supervisor = psutil.Popen(
+            ["sleep", "600"], env={**os.environ, "TRAINHUB_JOB_ID": job_id}, start_new_session=True
+        )
     record = JobRecord(
         id=job_id,
         name=name,
@@ -114,8 +118,8 @@ def insert_job(
         slots=0,
         created_at=time.time(),
         started_at=time.time(),
-        supervisor_pid=me.pid if state.active else None,
-        supervisor_start=me.create_time() if state.active else None,
+        supervisor_pid=supervisor.pid if supervisor else None,
+        supervisor_start=supervisor.create_time() if supervisor else None,
         finished_at=time.time() if state.terminal else None,
     )
     with backend.store.transaction() as conn:
@@ -127,6 +131,9 @@ def insert_job(
 def finish_job(service: JobService, job_id: str, state: JobState = JobState.SUCCEEDED) -> None:
     backend: LocalBackend = service.backend  # type: ignore[assignment]
     backend.store.update(None, job_id, state=state, finished_at=time.time())
+    for proc in job_processes(job_id):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
 
 
 def wait_state(
