@@ -156,6 +156,8 @@ def compile_bundle(
 
     bundle_dir.mkdir(parents=True, exist_ok=True)
     file_hashes = _copy_workspace(files, bundle_dir / WORKSPACE)
+    # The runner starts in the entry's directory, which exists even when nothing was copied.
+    (bundle_dir / WORKSPACE / entry.relative_to(root).parent).mkdir(parents=True, exist_ok=True)
     req_records, req_hashes = _write_requirement_files(resolved, bundle_dir)
     write_json_atomic(bundle_dir / REQUIREMENTS, [r.model_dump() for r in req_records])
     if cells:
@@ -600,10 +602,15 @@ def _check_link(path: Path, root: Path) -> None:
 
 
 def _is_job_output(path: Path) -> bool:
-    """A trainhub job directory, or the ``checkpoints/<step>/`` tree of one."""
+    """A trainhub job directory, or a tree of ``<step>/manifest.json`` checkpoints.
+
+    Checkpoints saved from an interactive session land in ``./checkpoints`` or in
+    ``$TRAINHUB_CHECKPOINT_DIR`` (see trainhub.checkpoint), often right next to the notebook.
+    """
     if (path / "spec.json").is_file() and (path / "events.jsonl").exists():
         return True
-    if path.name == "checkpoints":
+    custom = os.environ.get("TRAINHUB_CHECKPOINT_DIR")
+    if path.name == "checkpoints" or (custom and Path(custom).resolve() == path.resolve()):
         try:
             return any(
                 p.is_dir() and p.name.isdigit() and (p / "manifest.json").is_file()

@@ -200,6 +200,22 @@ def test_success_with_parameters_rank_and_attempt(tmp_path):
     assert [e["cell_index"] for e in run.events if e["phase"] == "end"] == [1, 2, 3, 6]
 
 
+def test_cells_run_in_the_notebook_directory_with_its_modules(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "proj").mkdir(parents=True)
+    (ws / "proj" / "helper.py").write_text("VALUE = 'from helper'\n")
+    (ws / "proj" / "data.txt").write_text("from data")
+    nbformat.write(
+        new_notebook(
+            cells=[new_code_cell("import helper\nprint(helper.VALUE, open('data.txt').read())")]
+        ),
+        ws / "proj" / "nb.ipynb",
+    )
+    run = run_rank(make_job(tmp_path, ws, {"kind": "notebook", "path": "proj/nb.ipynb"}))
+    assert run.proc.returncode == 0, run.log
+    assert "from helper from data" in run.log
+
+
 def test_sys_exit_zero_stops_successfully(tmp_path):
     run = run_rank(
         cells_job(tmp_path, ["print('before')", "import sys\nsys.exit(0)", "print('after')"])

@@ -335,6 +335,17 @@ def test_gitignore_without_git_matches_git(tmp_path):
     assert manifest.total_bytes == sum((ws / f).stat().st_size for f in EXPECTED_FILES)
 
 
+def test_checkpoints_in_a_custom_directory_are_skipped(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    write_notebook(ws / "nb.ipynb", ["x = 1"])
+    (ws / "ckpt" / "0000000020").mkdir(parents=True)
+    (ws / "ckpt" / "0000000020" / "manifest.json").write_text("{}")
+    (ws / "ckpt" / "0000000020" / "state.pt").write_text("s")
+    assert "ckpt/0000000020/state.pt" in collect_workspace(ws.resolve(), ws.resolve())
+    monkeypatch.setenv("TRAINHUB_CHECKPOINT_DIR", str(ws / "ckpt"))
+    assert set(collect_workspace(ws.resolve(), ws.resolve())) == {"nb.ipynb"}
+
+
 def test_job_directories_inside_the_workspace_are_skipped(tmp_path):
     ws = tmp_path / "ws"
     write_notebook(ws / "nb.ipynb", ["x = 1"])
@@ -419,6 +430,14 @@ def test_content_hash_is_stable_and_tracks_content(tmp_path):
     spec.parameters = {"lr": 1}
     with_params, _ = compile_(ws, spec, tmp_path / "b4")
     assert len({first.content_hash, changed.content_hash, with_params.content_hash}) == 3
+
+
+def test_entry_directory_exists_when_no_file_is_copied(tmp_path):
+    ws = tmp_path / "ws"
+    write_notebook(ws / "deep" / "er" / "nb.ipynb", ["x = 1"])
+    manifest, bundle = compile_(ws, notebook_spec("deep/er/nb.ipynb"))
+    assert (manifest.file_count, manifest.workdir) == (0, "deep/er")
+    assert (bundle / "workspace" / "deep" / "er").is_dir()
 
 
 def test_script_bundle(tmp_path):
