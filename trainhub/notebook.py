@@ -132,32 +132,30 @@ def compile_bundle(
     bundle_dir = Path(bundle_dir)
     if bundle_dir.exists() and any(bundle_dir.iterdir()):
         raise BundleError(f"bundle directory {bundle_dir} is not empty")
+    entry_rel = entry.relative_to(root).as_posix()
+    workdir = entry.relative_to(root).parent.as_posix()
     warnings: list[str] = []
 
     cells: list[BundleCell] = []
     requirements: list[_PendingRequirement] = []
     notebook_sha256 = None
     if isinstance(spec.source, NotebookSource):
-        raw = entry.read_bytes()
-        notebook_sha256 = hashlib.sha256(raw).hexdigest()
-        notebook = _read_notebook(entry, raw)
-        selected = select_cells(notebook, spec.source.cells, spec.source.path, warnings)
-        cells, requirements = extract_pip(selected, spec.source.path, allow_pip=allow_pip)
-        cells = inject_parameters(notebook, cells, spec.parameters, warnings)
+        notebook_sha256, cells, requirements = _compile_cells(
+            spec, entry, allow_pip=allow_pip, warnings=warnings
+        )
 
-    top = entry.parent
-    files = collect_workspace(root, top, skip={bundle_dir.resolve()}, warnings=warnings)
+    files = collect_workspace(root, entry.parent, skip={bundle_dir.resolve()}, warnings=warnings)
     if isinstance(spec.source, NotebookSource):
-        files.pop(entry.relative_to(root).as_posix(), None)  # its cells are in cells.json
+        files.pop(entry_rel, None)  # its cells are in cells.json
     else:
-        files.setdefault(entry.relative_to(root).as_posix(), entry)  # run it even if ignored
-    _check_size(files, max_workspace_bytes, entry.relative_to(root).parent.as_posix())
-    resolved = [_resolve_requirement(r, root, top, files) for r in requirements]
+        files.setdefault(entry_rel, entry)  # run it even if ignored
+    _check_size(files, max_workspace_bytes, workdir)
+    resolved = [_resolve_requirement(r, root, entry.parent, files) for r in requirements]
 
     bundle_dir.mkdir(parents=True, exist_ok=True)
     file_hashes = _copy_workspace(files, bundle_dir / WORKSPACE)
     # The runner starts in the entry's directory, which exists even when nothing was copied.
-    (bundle_dir / WORKSPACE / entry.relative_to(root).parent).mkdir(parents=True, exist_ok=True)
+    (bundle_dir / WORKSPACE / workdir).mkdir(parents=True, exist_ok=True)
     req_records, req_hashes = _write_requirement_files(resolved, bundle_dir)
     write_json_atomic(bundle_dir / REQUIREMENTS, [r.model_dump() for r in req_records])
     if cells:
@@ -166,7 +164,7 @@ def compile_bundle(
     args = list(getattr(spec.source, "args", []))
     content_hash = _content_hash(
         kind=spec.source.kind,
-        entry=spec.source.path,
+        entry=entry_rel,
         args=args,
         cells=cells,
         parameters=spec.parameters,
@@ -176,9 +174,9 @@ def compile_bundle(
     )
     manifest = BundleManifest(
         kind=spec.source.kind,
-        entry=entry.relative_to(root).as_posix(),
+        entry=entry_rel,
         args=args,
-        workdir=entry.relative_to(root).parent.as_posix(),
+        workdir=workdir,
         selection=spec.source.cells if isinstance(spec.source, NotebookSource) else None,
         cell_indices=[c.cell_index for c in cells if c.cell_index is not None],
         parameters=spec.parameters,
@@ -191,6 +189,19 @@ def compile_bundle(
     )
     write_json_atomic(bundle_dir / MANIFEST, manifest.model_dump(mode="json"))
     return manifest
+
+
+def _compile_cells(
+    spec: JobSpec, entry: Path, *, allow_pip: bool, warnings: list[str]
+) -> tuple[str, list[BundleCell], list[_PendingRequirement]]:
+    """The notebook's hash, the cells to run and the pip lines taken out of them."""
+    assert isinstance(spec.source, NotebookSource)
+    raw = entry.read_bytes()
+    notebook = _read_notebook(entry, raw)
+    selected = select_cells(notebook, spec.source.cells, spec.source.path, warnings)
+    cells, requirements = extract_pip(selected, spec.source.path, allow_pip=allow_pip)
+    cells = inject_parameters(notebook, cells, spec.parameters, warnings)
+    return hashlib.sha256(raw).hexdigest(), cells, requirements
 
 
 def _resolve_entry(root: Path, relative: str) -> Path:
