@@ -1,0 +1,240 @@
+"""Idle GPU sessions: warn, then stop servers whose GPUs stay under a utilization threshold.
+
+A hub-managed service in the manner of jupyterhub-idle-culler: it lists active servers
+through the hub REST API with its own token (scopes ``list:users``, ``read:users`` and
+``admin:servers``: the last one lets it read each server's spawner state, where the pod
+name and namespace are, and stop servers), asks a utilization source how busy each
+session's GPUs were, and applies :func:`decide`. Sessions without GPUs are left to the
+ordinary idle culler.
+
+    python -m trainhub_spawner.idle --threshold-percent=5 --warn-after-minutes=30 \\
+        --stop-after-minutes=60 --prometheus-url=http://prometheus.monitoring:9090
+
+Utilization comes from Prometheus with NVIDIA's DCGM exporter (``DCGM_FI_DEV_GPU_UTIL``
+labelled with the pod), the source GPU clusters already run. No sample means "unknown",
+which never counts as idle: a server is stopped only on evidence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import urllib.parse
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from traitlets import Float, Unicode, default
+from traitlets.config import Application
+
+
+@dataclass(frozen=True)
+class IdlePolicy:
+    threshold_percent: float = 5.0
+    warn_after_minutes: float = 30.0
+    stop_after_minutes: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.threshold_percent <= 100:
+            raise ValueError(f"threshold_percent: {self.threshold_percent} is not between 0 and 100")
+        if not 0 <= self.warn_after_minutes <= self.stop_after_minutes:
+            raise ValueError("warn_after_minutes must be between 0 and stop_after_minutes "
+                             f"({self.warn_after_minutes} > {self.stop_after_minutes})")
+
+
+@dataclass(frozen=True)
+class IdleState:
+    """What the service remembers per server: since when its GPUs have been under the
+    threshold (None: busy or unknown), and when it was warned about this idle stretch."""
+
+    low_since: float | None = None
+    warned_at: float | None = None
+
+
+class Action(StrEnum):
+    KEEP = "keep"
+    WARN = "warn"
+    STOP = "stop"
+
+
+def observe(state: IdleState, now: float, utilization: float | None, policy: IdlePolicy) -> IdleState:
+    """Fold one utilization reading (percent, averaged over the session's GPUs) into the state."""
+    if utilization is None or utilization >= policy.threshold_percent:
+        return IdleState()  # busy (or unknown): a new idle stretch must start over
+    if state.low_since is None:
+        return replace(state, low_since=now, warned_at=None)
+    return state
+
+
+def decide(state: IdleState, now: float, policy: IdlePolicy) -> Action:
+    if state.low_since is None:
+        return Action.KEEP
+    idle_minutes = (now - state.low_since) / 60
+    if idle_minutes >= policy.stop_after_minutes:
+        return Action.STOP
+    if idle_minutes >= policy.warn_after_minutes and state.warned_at is None:
+        return Action.WARN
+    return Action.KEEP
+
+
+def warning_sentence(user: str, gpus: int, state: IdleState, now: float, policy: IdlePolicy) -> str:
+    idle = 0.0 if state.low_since is None else (now - state.low_since) / 60
+    left = max(policy.stop_after_minutes - idle, 0)
+    gpu_word = "GPU" if gpus == 1 else "GPUs"
+    return (f"{user}'s server has used less than {policy.threshold_percent:g}% of its {gpus} {gpu_word} "
+            f"for {idle:.0f} minutes; it will be stopped in {left:.0f} minutes unless it gets busy")
+
+
+@dataclass(frozen=True)
+class GpuServer:
+    """An active server that holds GPUs, as the hub API describes it."""
+
+    user: str
+    name: str  # "" for the default server
+    namespace: str
+    pod: str
+    gpus: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.user}/{self.name}"
+
+
+def gpu_servers(users: list[dict[str, Any]]) -> list[GpuServer]:
+    """Ready servers holding GPUs, from ``GET /users?state=ready`` with server state included."""
+    out = []
+    for user in users:
+        for name, server in (user.get("servers") or {}).items():
+            if not server.get("ready"):
+                continue
+            state = server.get("state") or {}
+            options = server.get("user_options") or {}
+            try:
+                gpus = int(options.get("gpus", 0))
+            except (TypeError, ValueError):
+                gpus = 0
+            if gpus > 0 and state.get("pod_name") and state.get("namespace"):
+                out.append(GpuServer(user["name"], name, state["namespace"], state["pod_name"], gpus))
+    return out
+
+
+# --- the service ---------------------------------------------------------------------------------
+class IdleGpuCuller(Application):
+    name = "trainhub-idle-gpu"
+    description = "Warn, then stop JupyterHub servers whose GPUs stay idle."
+
+    threshold_percent = Float(5.0, help="GPU utilization (%) under which a session counts as idle.").tag(
+        config=True)
+    warn_after_minutes = Float(30.0, help="Idle minutes before the user is warned.").tag(config=True)
+    stop_after_minutes = Float(60.0, help="Idle minutes before the server is stopped.").tag(config=True)
+    interval_seconds = Float(60.0, help="Seconds between checks.").tag(config=True)
+    hub_api_url = Unicode(help="The hub REST API (default: $JUPYTERHUB_API_URL).").tag(config=True)
+    api_token = Unicode(help="The service's token (default: $JUPYTERHUB_API_TOKEN).").tag(config=True)
+    prometheus_url = Unicode("", help="Prometheus holding DCGM exporter metrics.").tag(config=True)
+    utilization_query = Unicode(
+        'avg(DCGM_FI_DEV_GPU_UTIL{{namespace="{namespace}",pod="{pod}"}})',
+        help="PromQL giving a session's GPU utilization in percent; {namespace} and {pod} are filled in.",
+    ).tag(config=True)
+    warning_webhook = Unicode(
+        "", help="URL that receives each warning as JSON {user, server, message} (e.g. a chat bridge)."
+    ).tag(config=True)
+
+    aliases: ClassVar[dict[str, str]] = {  # type: ignore[misc]
+        "threshold-percent": "IdleGpuCuller.threshold_percent",
+        "warn-after-minutes": "IdleGpuCuller.warn_after_minutes",
+        "stop-after-minutes": "IdleGpuCuller.stop_after_minutes",
+        "interval-seconds": "IdleGpuCuller.interval_seconds",
+        "prometheus-url": "IdleGpuCuller.prometheus_url",
+        "warning-webhook": "IdleGpuCuller.warning_webhook",
+    }
+
+    @default("hub_api_url")
+    def _default_api_url(self) -> str:
+        return os.environ.get("JUPYTERHUB_API_URL", "http://127.0.0.1:8081/hub/api")
+
+    @default("api_token")
+    def _default_token(self) -> str:
+        return os.environ.get("JUPYTERHUB_API_TOKEN", "")
+
+    def initialize(self, argv: Any = None) -> None:
+        super().initialize(argv)
+        self.states: dict[str, IdleState] = {}
+        self.policy = IdlePolicy(self.threshold_percent, self.warn_after_minutes, self.stop_after_minutes)
+        self.http = AsyncHTTPClient()
+
+    async def _hub(self, method: str, path: str) -> Any:
+        req = HTTPRequest(self.hub_api_url.rstrip("/") + path, method=method,
+                          headers={"Authorization": f"token {self.api_token}"},
+                          allow_nonstandard_methods=True)
+        resp = await self.http.fetch(req)
+        return json.loads(resp.body) if resp.body else None
+
+    async def utilization(self, server: GpuServer) -> float | None:
+        if not self.prometheus_url:
+            return None
+        query = self.utilization_query.format(namespace=server.namespace, pod=server.pod)
+        url = self.prometheus_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": query})
+        try:
+            body = json.loads((await self.http.fetch(url, request_timeout=10)).body)
+            result = body["data"]["result"]
+            return float(result[0]["value"][1]) if result else None
+        except Exception as e:  # an unreachable source means "unknown", never "idle"
+            self.log.warning("no GPU utilization for %s: %s", server.key, e)
+            return None
+
+    async def notify(self, server: GpuServer, message: str) -> None:
+        self.log.warning(message)
+        if self.warning_webhook:
+            body = json.dumps({"user": server.user, "server": server.name, "message": message})
+            await self.http.fetch(self.warning_webhook, method="POST", body=body,
+                                  headers={"Content-Type": "application/json"})
+
+    async def stop(self, server: GpuServer) -> None:
+        user = urllib.parse.quote(server.user, safe="")
+        path = f"/users/{user}/server" if not server.name else \
+            f"/users/{user}/servers/{urllib.parse.quote(server.name, safe='')}"
+        await self._hub("DELETE", path)
+
+    async def check(self, now: float | None = None) -> dict[str, Action]:
+        """One pass over the active servers; returns what was done to each."""
+        now = time.time() if now is None else now
+        users = await self._hub("GET", "/users?state=ready")
+        servers = gpu_servers(users)
+        done: dict[str, Action] = {}
+        for server in servers:
+            state = observe(self.states.get(server.key, IdleState()), now,
+                            await self.utilization(server), self.policy)
+            action = decide(state, now, self.policy)
+            if action is Action.WARN:
+                await self.notify(server, warning_sentence(server.user, server.gpus, state, now, self.policy))
+                state = replace(state, warned_at=now)
+            elif action is Action.STOP:
+                self.log.warning("stopping %s: its GPUs stayed under %g%% for %g minutes", server.key,
+                                 self.policy.threshold_percent, self.policy.stop_after_minutes)
+                await self.stop(server)
+                state = IdleState()
+            self.states[server.key] = state
+            done[server.key] = action
+        for key in set(self.states) - {s.key for s in servers}:
+            del self.states[key]  # stopped or no longer holding GPUs
+        return done
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.check()
+            except Exception:
+                self.log.exception("idle GPU check failed")
+            await asyncio.sleep(self.interval_seconds)
+
+    def start(self) -> None:
+        asyncio.run(self.run())
+
+
+main = IdleGpuCuller.launch_instance
+
+if __name__ == "__main__":
+    main()

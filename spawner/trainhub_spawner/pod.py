@@ -1,0 +1,181 @@
+"""What a session's pod looks like, as KubeSpawner trait values: a pure function of the session.
+
+The notebook server runs in its team's namespace under the team's notebook ServiceAccount
+(whose Role lets the server extension submit Jobs there and nothing else), with the team's
+shared volume at its usual path, the teams file mounted from a ConfigMap, the environment
+that points the server extension at the Kubernetes backend, and Pod Security ``restricted``
+settings. GPU requests equal limits; node selector and tolerations come from the pool.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+from trainhub.backends.kubernetes.render import GPU, NOTEBOOK_ACCOUNT, TEAM_LABEL
+from trainhub.teams import Teams
+from trainhub_spawner.profiles import Session
+
+TEAMS_FILE = "/etc/trainhub/teams.yaml"
+TEAMS_CONFIGMAP = "trainhub-teams"
+TEAMS_CONFIGMAP_KEY = "teams.yaml"
+POOL_LABEL = "trainhub.io/pool"
+ROLE_LABEL = "trainhub.io/role"
+SESSION_GPUS_LABEL = "trainhub.io/session-gpus"
+NOTEBOOK_ROLE = "notebook"
+
+CONTAINER_SECURITY = {
+    "runAsNonRoot": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+POD_SECURITY = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def jobs_root(session: Session) -> str:
+    """Job directories live on the team's shared volume (the Kubernetes backend's default)."""
+    return str(PurePosixPath(session.team.shared_volume.mount_path) / "jobs")
+
+
+def session_environment(session: Session, teams_file: str = TEAMS_FILE) -> dict[str, str]:
+    team = session.team
+    env = {
+        "TRAINHUB_BACKEND": "kubernetes",
+        "TRAINHUB_TEAM": team.name,
+        "TRAINHUB_K8S_NAMESPACE": team.namespace,
+        "TRAINHUB_K8S_QUEUE": team.local_queue,
+        "TRAINHUB_JOBS_ROOT": jobs_root(session),
+        "TRAINHUB_TEAMS_FILE": teams_file,
+        "TRAINHUB_SESSION_POOL": session.pool.name,
+    }
+    if session.gpus == 0:
+        # CUDA images set NVIDIA_VISIBLE_DEVICES=all; "void" keeps a GPU-less session GPU-less
+        # on nodes whose container runtime would otherwise expose every device.
+        env["NVIDIA_VISIBLE_DEVICES"] = "void"
+    return env
+
+
+def session_overrides(
+    session: Session,
+    *,
+    teams_file: str = TEAMS_FILE,
+    teams_configmap: str | None = TEAMS_CONFIGMAP,
+    uid: int = 1000,
+    gid: int = 100,
+) -> dict[str, Any]:
+    """KubeSpawner trait name -> value for this session's pod.
+
+    ``teams_configmap`` None means the teams file is baked into the image at ``teams_file``."""
+    team, pool = session.team, session.pool
+    shared = team.shared_volume
+    volumes: list[dict[str, Any]] = [
+        {"name": "trainhub-shared", "persistentVolumeClaim": {"claimName": shared.claim}},
+    ]
+    mounts: list[dict[str, Any]] = [{"name": "trainhub-shared", "mountPath": shared.mount_path}]
+    if teams_configmap:
+        volumes.append({"name": "trainhub-teams",
+                        "configMap": {"name": teams_configmap,
+                                      "items": [{"key": TEAMS_CONFIGMAP_KEY, "path": "teams.yaml"}]}})
+        mounts.append({"name": "trainhub-teams", "mountPath": str(PurePosixPath(teams_file).parent),
+                       "readOnly": True})
+    for name, ds in team.datasets.items():
+        if ds.claim is None:
+            continue  # a path dataset is already on the shared volume
+        volumes.append({"name": f"dataset-{name}".replace("_", "-"),
+                        "persistentVolumeClaim": {"claimName": ds.claim, "readOnly": True}})
+        mount = {"name": f"dataset-{name}".replace("_", "-"), "mountPath": team.dataset_mount(name),
+                 "readOnly": True}
+        if ds.sub_path:
+            mount["subPath"] = ds.sub_path
+        mounts.append(mount)
+
+    gpus = {GPU: str(session.gpus)} if session.gpus else {}
+    return {
+        "namespace": team.namespace,
+        "service_account": NOTEBOOK_ACCOUNT,
+        # The server extension submits Jobs with this account's token.
+        "automount_service_account_token": True,
+        "image": session.image.image,
+        "environment": session_environment(session, teams_file),
+        "extra_resource_guarantees": dict(gpus),
+        "extra_resource_limits": dict(gpus),
+        "node_selector": dict(pool.node_labels),
+        "tolerations": [t.manifest() for t in pool.tolerations],
+        "volumes": volumes,
+        "volume_mounts": mounts,
+        "uid": uid,
+        "gid": gid,
+        "fs_gid": gid,
+        "privileged": False,
+        "allow_privilege_escalation": False,
+        "container_security_context": dict(CONTAINER_SECURITY),
+        "pod_security_context": dict(POD_SECURITY),
+        "extra_labels": {
+            TEAM_LABEL: team.name,
+            POOL_LABEL: pool.name,
+            ROLE_LABEL: NOTEBOOK_ROLE,
+            SESSION_GPUS_LABEL: str(session.gpus),
+        },
+    }
+
+
+def teams_configmap_manifest(teams: Teams, namespace: str, name: str = TEAMS_CONFIGMAP) -> dict[str, Any]:
+    """The teams file as sessions read it: self-contained (catalog images folded in)."""
+    data = teams.model_dump(mode="json", exclude={"image_catalog"}, exclude_none=True)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"app.kubernetes.io/managed-by": "trainhub"}},
+        "data": {TEAMS_CONFIGMAP_KEY: yaml.safe_dump(data, sort_keys=False)},
+    }
+
+
+def session_requests(overrides: dict[str, Any], cpu: str | None, memory: str | None) -> dict[str, str]:
+    """The requests the pod will carry, keyed as ResourceQuota spells them."""
+    out = {f"requests.{k}": v for k, v in overrides.get("extra_resource_guarantees", {}).items()}
+    if cpu:
+        out["requests.cpu"] = cpu
+    if memory:
+        out["requests.memory"] = memory
+    return out
+
+
+def pod_deviation(pod: dict[str, Any], session: Session, namespace: str) -> str | None:
+    """Why this pod manifest is not the session's, as a sentence; None when it is.
+
+    The last look before the pod is created, so that configuration (an admin's override,
+    a hook) cannot move a session to another namespace, image, account or size."""
+    team = session.team
+    if namespace != team.namespace:
+        return f"sessions of team {team.name} run in namespace {team.namespace}, not {namespace}"
+    spec = pod.get("spec") or {}
+    if spec.get("serviceAccountName", NOTEBOOK_ACCOUNT) != NOTEBOOK_ACCOUNT:
+        return f"sessions run as the {NOTEBOOK_ACCOUNT} service account, not {spec['serviceAccountName']}"
+    containers = spec.get("containers") or []
+    notebook = next((c for c in containers if c.get("name") == "notebook"), None)
+    if notebook is None:
+        return "the session pod has no notebook container"
+    if notebook.get("image") != session.image.image:
+        return (f"image {notebook.get('image')!r} is not one of team {team.name}'s curated images "
+                f"({', '.join(team.images)})")
+    gpus = 0
+    for c in [*containers, *(spec.get("initContainers") or [])]:
+        res = c.get("resources") or {}
+        limit = int((res.get("limits") or {}).get(GPU, 0))
+        request = int((res.get("requests") or {}).get(GPU, limit))
+        if limit != request:
+            return f"container {c.get('name')}: GPU requests ({request}) must equal limits ({limit})"
+        gpus += limit
+        ctx = c.get("securityContext") or {}
+        if ctx.get("privileged") or ctx.get("allowPrivilegeEscalation", True):
+            return f"container {c.get('name')} may not run privileged or escalate privileges"
+    if gpus != session.gpus:
+        return f"the session asks for {session.gpus} GPUs but its pod requests {gpus}"
+    selector = spec.get("nodeSelector") or {}
+    if any(selector.get(k) != v for k, v in session.pool.node_labels.items()):
+        return f"the session pod must run on pool {session.pool.name}'s nodes"
+    return None

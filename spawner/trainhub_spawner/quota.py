@@ -1,0 +1,92 @@
+"""Will this session fit the team's ResourceQuota? A friendly early answer, before the pod.
+
+The namespace's ResourceQuota is what enforces the limit (the API server refuses a pod
+past it, even when two spawns race this check); this module only turns the quota's
+``status`` into a sentence a researcher understands on the spawn page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+from trainhub.backends.kubernetes.render import GPU
+
+_SUFFIXES = {
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+    "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
+    "P": Decimal(10**15), "E": Decimal(10**18),
+    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+}
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+
+
+
+class OverQuota(RuntimeError):
+    """The session does not fit what is left of the team's quota; ``str()`` is the sentence."""
+
+
+def _number(d: Decimal) -> str:
+    return str(int(d)) if d == d.to_integral_value() else f"{float(d):g}"
+
+
+def _bytes(d: Decimal) -> str:
+    n = float(d)
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
+        if n >= size:
+            return f"{n / size:g}{unit}"
+    return f"{int(n)} bytes"
+
+
+_WHAT = {
+    f"requests.{GPU}": ("GPUs", _number),
+    "requests.cpu": ("CPUs", _number),
+    "cpu": ("CPUs", _number),
+    "requests.memory": ("of memory", _bytes),
+    "memory": ("of memory", _bytes),
+}
+
+
+def parse_quantity(value: Any) -> Decimal:
+    """A Kubernetes quantity ('500m', '16Gi', '2') as an exact number."""
+    m = _QUANTITY.match(str(value).strip())
+    if not m:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    return Decimal(m.group(1)) * _SUFFIXES[m.group(2) or ""]
+
+
+def shortfall(team: str, quotas: list[dict[str, Any]], needs: dict[str, str]) -> str | None:
+    """The first resource of ``needs`` that would pass a quota's hard limit, as a sentence.
+
+    ``quotas`` are ResourceQuota objects as the API returns them (``status.hard``/``used``);
+    ``needs`` maps quota resource names (``requests.nvidia.com/gpu``) to quantities.
+    None when everything fits."""
+    for quota in quotas:
+        status = quota.get("status") or {}
+        hard = status.get("hard") or (quota.get("spec") or {}).get("hard") or {}
+        used = status.get("used") or {}
+        for resource, quantity in needs.items():
+            if resource not in hard:
+                continue
+            need = parse_quantity(quantity)
+            if need == 0:
+                continue
+            limit, in_use = parse_quantity(hard[resource]), parse_quantity(used.get(resource, "0"))
+            if in_use + need > limit:
+                what, fmt = _WHAT.get(resource, (resource, _number))
+                return (f"team {team} uses {fmt(in_use)} of {fmt(limit)} {what}; "
+                        f"this profile needs {fmt(need)}")
+    return None
+
+
+async def read_quotas(core_api: Any, namespace: str, timeout: float) -> list[dict[str, Any]]:
+    """The namespace's ResourceQuotas through a kubernetes_asyncio CoreV1Api, as plain dicts."""
+    result = await asyncio.wait_for(
+        core_api.list_namespaced_resource_quota(namespace, _preload_content=False), timeout
+    )
+    body = json.loads(await result.read())
+    return list(body.get("items", []))
