@@ -31,7 +31,8 @@ from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import JobState
 
 # pytest-asyncio runs the tests; these would run coroutines on a loop of their own.
-del pytest_pycollect_makeitem, pytest_pyfunc_call  # noqa: F821
+for _hook in ("pytest_pycollect_makeitem", "pytest_pyfunc_call"):
+    globals().pop(_hook, None)
 
 USER = "alice"
 OTHER = "someone-else"
