@@ -123,8 +123,8 @@ def run(jobs: int = 10_000, requests: int = 200) -> list[dict[str, Any]]:
                         lambda: server.get(f"trainhub/api/jobs?limit=50&before={middle}"),
                     ),
                     (
-                        "service.list(limit=50), in-process",
-                        lambda: service.list(ListJobsQuery(limit=50), user=getpass.getuser()),
+                        "service.list_jobs(limit=50), in-process",
+                        lambda: service.list_jobs(ListJobsQuery(limit=50), user=getpass.getuser()),
                     ),
                 ]
                 for name, fn in cases:

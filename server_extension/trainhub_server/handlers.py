@@ -82,7 +82,7 @@ class JobsHandler(TrainhubAPIHandler):
             limit=self.int_argument("limit", 50, minimum=1),
             before=self.int_argument("before"),
         )
-        self.reply(await self.calls.call(self.service.list, query, user=self.owner))
+        self.reply(await self.calls.call(self.service.list_jobs, query, user=self.owner))
 
     @web.authenticated
     @authorized

@@ -22,7 +22,7 @@ def snapshot(service: JobService, user: str, watched: set[str]) -> dict[str, Job
         ListJobsQuery(limit=RECENT),
         ListJobsQuery(states=ACTIVE_STATES, limit=MAX_ACTIVE),
     ):
-        jobs.update((j.id, j) for j in service.list(query, user=user).jobs)
+        jobs.update((j.id, j) for j in service.list_jobs(query, user=user).jobs)
     for job_id in watched - jobs.keys():
         try:
             described = service.describe(job_id, user=user)
