@@ -185,7 +185,7 @@ def resolve_file(checkpoints_dir: str | os.PathLike[str], step: int | str, name:
     if not name or Path(name).is_absolute():
         raise ValueError(f"file name {name!r} must be a relative name inside the checkpoint")
     candidate = (ckpt / name).resolve()
-    if not candidate.is_relative_to(ckpt) or candidate == ckpt:
+    if not candidate.is_relative_to(ckpt):
         raise ValueError(f"file name {name!r} points outside checkpoint {ckpt.name}")
     if not candidate.is_file():
         raise FileNotFoundError(f"checkpoint {ckpt.name} has no file {name!r}")
@@ -195,8 +195,10 @@ def resolve_file(checkpoints_dir: str | os.PathLike[str], step: int | str, name:
 def _checked_step_dir(checkpoints_dir: Path, step: int | str) -> Path:
     """The step directory, refused when it is a symlink or resolves outside ``checkpoints_dir``."""
     path = step_dir(checkpoints_dir, step)
-    if path.is_symlink() or not path.resolve().is_relative_to(checkpoints_dir.resolve()):
-        raise ValueError(f"checkpoint {path.name} is a link outside {checkpoints_dir}; refused")
+    if path.is_symlink():
+        raise ValueError(f"checkpoint {path.name} is a symbolic link; refused")
+    if not path.resolve().is_relative_to(checkpoints_dir.resolve()):
+        raise ValueError(f"checkpoint {path.name} resolves outside {checkpoints_dir}; refused")
     if not path.is_dir():
         raise FileNotFoundError(f"no checkpoint for step {coerce_step(step)} in {checkpoints_dir}")
     return path

@@ -98,7 +98,7 @@ def assert_every_checkpoint_whole(root: Path) -> list[int]:
 
 
 def test_kill_mid_write_leaves_the_previous_checkpoint_loadable(ckdir: Path) -> None:
-    proc = start_writer(ckdir, "steps", megabytes=160)
+    proc = start_writer(ckdir, "steps", megabytes=120)
     try:
         deadline = time.monotonic() + 120
         while (tmp := half_written(ckdir)) is None:
@@ -123,7 +123,7 @@ def test_kill_mid_write_leaves_the_previous_checkpoint_loadable(ckdir: Path) -> 
 @pytest.mark.parametrize("mode", ["steps", "same-step"])
 def test_kill_at_random_moments_never_shows_a_partial_checkpoint(ckdir: Path, mode: str) -> None:
     rng = random.Random(f"kill-{mode}")
-    for _ in range(3):
+    for _ in range(2):
         proc = start_writer(ckdir, mode, megabytes=24)
         try:
             time.sleep(rng.uniform(0.0, 1.0))

@@ -482,13 +482,13 @@ def test_resolve_file_stays_inside_the_checkpoint(ckdir: Path, tmp_path: Path) -
         str(secret),
         "/etc/passwd",
         "escape",
-        ".",
         "",
     ):
         with pytest.raises(ValueError):
             resolve_file(ckdir, 1, name)
-    with pytest.raises(FileNotFoundError, match=r"no file 'missing\.pt'"):
-        resolve_file(ckdir, 1, "missing.pt")
+    for name in ("missing.pt", ".", "sub/.."):
+        with pytest.raises(FileNotFoundError, match="has no file"):
+            resolve_file(ckdir, 1, name)
     with pytest.raises(FileNotFoundError, match="no checkpoint for step 9"):
         resolve_file(ckdir, 9, "state.pt")
 
@@ -506,7 +506,9 @@ import os, sys, torch, torch.distributed as dist
 import trainhub.checkpoint as ckpt
 from trainhub.checkpoint import CheckpointError
 
-dist.init_process_group("gloo")
+# A file store, so no port has to be free: rank and world size come from torchrun.
+dist.init_process_group("gloo", init_method="file://" + sys.argv[1],
+                        rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]))
 rank = dist.get_rank()
 shard = {"rank": rank, "w": torch.full((1000,), float(rank))}
 
@@ -553,6 +555,7 @@ def test_ranks_under_a_real_gloo_group(tmp_path: Path) -> None:
             "--standalone",
             "--nproc-per-node=2",
             str(script),
+            str(tmp_path / "store"),
         ],
         env=env,
         capture_output=True,
@@ -585,3 +588,16 @@ def test_ranks_under_a_real_gloo_group(tmp_path: Path) -> None:
     assert [f.name for f in replicated.files] == ["state.pt"] and replicated.world_size == 2
     events = [e for e in job.iter_events() if e["type"] == "checkpoint"]
     assert [e["step"] for e in events] == [1, 2, 3, 4]  # rank 0 alone reports
+
+
+def test_ranks_without_a_process_group_leave_writing_to_rank_0(
+    ckdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert ckpt.save({"v": torch.ones(2)}, 1).wait() is None
+    assert not ckdir.exists()
+    with pytest.raises(ckpt.CheckpointError, match="init_process_group"):
+        ckpt.save({"v": torch.ones(2)}, 1, sharded=True)
+    monkeypatch.setenv("RANK", "0")
+    assert ckpt.save({"v": torch.ones(2)}, 1).wait().world_size == 2
