@@ -1,0 +1,67 @@
+"""JupyterHub configuration for trainhub: team profiles, GPU-quota-limited sessions, idle GPUs.
+
+Loaded as is by ``jupyterhub -f hub_config/jupyterhub_config.py`` or, under
+Zero-to-JupyterHub, from ``hub.extraConfig`` (see values.yaml). Everything it reads:
+
+- TRAINHUB_TEAMS_FILE: the teams file (default: teams.yaml beside this file)
+- TRAINHUB_GROUP_MEMBERS: optional YAML file {group: [user, ...]} for authenticators that do
+  not manage groups; the teams' groups are created either way unless the authenticator
+  manages groups (``Authenticator.manage_groups``)
+- TRAINHUB_IDLE_THRESHOLD_PERCENT, TRAINHUB_IDLE_WARN_MINUTES, TRAINHUB_IDLE_STOP_MINUTES,
+  TRAINHUB_IDLE_INTERVAL_SECONDS, TRAINHUB_PROMETHEUS_URL, TRAINHUB_IDLE_WEBHOOK: the
+  idle-GPU policy (service off when TRAINHUB_IDLE_STOP_MINUTES is 0)
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+from trainhub.teams import load_teams
+
+c = get_config()  # noqa: F821 - provided by JupyterHub when it loads this file
+
+teams_file = os.environ.get("TRAINHUB_TEAMS_FILE") or str(Path(__file__).with_name("teams.yaml"))
+teams = load_teams(teams_file)  # a broken teams file stops the hub here, naming the field
+
+# --- sessions --------------------------------------------------------------------------------
+c.JupyterHub.spawner_class = "trainhub_spawner.spawner.TrainHubSpawner"
+c.TrainHubSpawner.teams_file = teams_file
+c.TrainHubSpawner.enable_user_namespaces = False  # each session runs in its team's namespace
+c.KubeSpawner.cmd = ["jupyterhub-singleuser"]
+c.KubeSpawner.default_url = "/lab"
+c.KubeSpawner.cpu_guarantee = float(os.environ.get("TRAINHUB_SESSION_CPU", "1"))
+c.KubeSpawner.mem_guarantee = os.environ.get("TRAINHUB_SESSION_MEMORY", "4G")
+c.KubeSpawner.start_timeout = 600  # a GPU node may need to be found and an image pulled
+
+# --- groups ------------------------------------------------------------------------------------
+members_file = os.environ.get("TRAINHUB_GROUP_MEMBERS")
+members = yaml.safe_load(Path(members_file).read_text()) if members_file else {}
+if not c.Authenticator.get("manage_groups", False):
+    groups = {}
+    for team in teams.teams:
+        for group in team.groups:
+            groups[group] = {"users": list(members.get(group, [])), "properties": {"trainhub_team": team.name}}
+    c.JupyterHub.load_groups = groups
+
+# --- idle GPU sessions ---------------------------------------------------------------------------
+stop_minutes = float(os.environ.get("TRAINHUB_IDLE_STOP_MINUTES", "60"))
+if stop_minutes > 0:
+    idle = "trainhub-idle-gpu"
+    command = [
+        sys.executable, "-m", "trainhub_spawner.idle",
+        f"--threshold-percent={os.environ.get('TRAINHUB_IDLE_THRESHOLD_PERCENT', '5')}",
+        f"--warn-after-minutes={os.environ.get('TRAINHUB_IDLE_WARN_MINUTES', str(stop_minutes / 2))}",
+        f"--stop-after-minutes={stop_minutes}",
+        f"--interval-seconds={os.environ.get('TRAINHUB_IDLE_INTERVAL_SECONDS', '60')}",
+        f"--prometheus-url={os.environ.get('TRAINHUB_PROMETHEUS_URL', '')}",
+        f"--warning-webhook={os.environ.get('TRAINHUB_IDLE_WEBHOOK', '')}",
+    ]
+    services = list(c.JupyterHub.get("services", []))
+    services.append({"name": idle, "command": command})
+    c.JupyterHub.services = services
+    roles = list(c.JupyterHub.get("load_roles", []))
+    # as jupyterhub-idle-culler: list the servers, read their state (pod, namespace), stop them
+    roles.append({"name": idle, "scopes": ["list:users", "read:users", "admin:servers"], "services": [idle]})
+    c.JupyterHub.load_roles = roles

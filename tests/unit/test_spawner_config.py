@@ -1,0 +1,169 @@
+"""The hub configuration, the Helm values and the per-namespace hub objects, checked without a hub;
+and the real KubeSpawner pod manifest that TrainHubSpawner produces for a session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from traitlets.config import Config, PyFileConfigLoader
+
+from trainhub.teams import load_teams
+from trainhub_spawner.hub_objects import hub_objects
+from trainhub_spawner.images import lint_dockerfile, load_catalog
+
+ROOT = Path(__file__).parents[2]
+TEAMS = load_teams(ROOT / "hub_config" / "teams.yaml")
+
+
+def load_hub_config(monkeypatch: pytest.MonkeyPatch, **env: str) -> Config:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    loader = PyFileConfigLoader("jupyterhub_config.py", path=str(ROOT / "hub_config"))
+    return loader.load_config()
+
+
+def test_the_hub_config_wires_the_spawner_groups_and_idle_service(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    members = tmp_path / "members.yaml"
+    members.write_text("vision: [ada]\nnlp-interns: [bo]\n")
+    c = load_hub_config(monkeypatch, TRAINHUB_GROUP_MEMBERS=str(members), TRAINHUB_IDLE_STOP_MINUTES="40",
+                        TRAINHUB_IDLE_THRESHOLD_PERCENT="7")
+    assert c.JupyterHub.spawner_class == "trainhub_spawner.spawner.TrainHubSpawner"
+    assert c.TrainHubSpawner.teams_file == str(ROOT / "hub_config" / "teams.yaml")
+    assert c.TrainHubSpawner.enable_user_namespaces is False
+    assert c.JupyterHub.load_groups == {
+        "vision": {"users": ["ada"], "properties": {"trainhub_team": "vision"}},
+        "nlp": {"users": [], "properties": {"trainhub_team": "nlp"}},
+        "nlp-interns": {"users": ["bo"], "properties": {"trainhub_team": "nlp"}},
+    }
+    [service] = c.JupyterHub.services
+    assert service["name"] == "trainhub-idle-gpu"
+    assert service["command"][:3] == [sys.executable, "-m", "trainhub_spawner.idle"]
+    assert "--stop-after-minutes=40.0" in service["command"]
+    assert "--warn-after-minutes=20.0" in service["command"]
+    assert "--threshold-percent=7" in service["command"]
+    [role] = c.JupyterHub.load_roles
+    assert role == {"name": "trainhub-idle-gpu", "scopes": ["list:users", "read:users", "admin:servers"],
+                    "services": ["trainhub-idle-gpu"]}
+
+
+def test_a_broken_teams_file_stops_the_hub_config_naming_the_field(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bad = tmp_path / "teams.yaml"
+    bad.write_text((ROOT / "hub_config" / "teams.yaml").read_text().replace("gpus: 8, cpu", "gpus: -8, cpu", 1))
+    with pytest.raises(Exception, match=r"teams\[0\]\.quota\.a100\.gpus: must be >= 0"):
+        load_hub_config(monkeypatch, TRAINHUB_TEAMS_FILE=str(bad))
+
+
+def test_idle_service_off_when_stop_minutes_is_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    c = load_hub_config(monkeypatch, TRAINHUB_IDLE_STOP_MINUTES="0")
+    assert "services" not in c.JupyterHub
+
+
+def test_helm_values_load_the_config_and_teams_file_they_mount() -> None:
+    values = yaml.safe_load((ROOT / "hub_config" / "values.yaml").read_text())
+    hub = values["hub"]
+    config_path = hub["extraFiles"]["config"]["mountPath"]
+    assert f'load_subconfig("{config_path}")' in hub["extraConfig"]["trainhub"]
+    assert hub["extraEnv"]["TRAINHUB_TEAMS_FILE"] == hub["extraFiles"]["teams"]["mountPath"]
+    catalog = {i.image for i in load_catalog(ROOT / "images" / "catalog.yaml")}
+    single = values["singleuser"]["image"]
+    assert f"{single['name']}:{single['tag']}" in catalog
+    assert values["singleuser"]["cmd"] == "jupyterhub-singleuser"
+    assert values["rbac"]["create"] is True
+    hub_image = (ROOT / "images" / "hub" / "Dockerfile").read_text()
+    assert f"ghcr.io/trainhub/hub:{hub['image']['tag']}" in hub_image
+
+
+@pytest.mark.parametrize("dockerfile", sorted((ROOT / "images").glob("*/Dockerfile")), ids=lambda p: p.parent.name)
+def test_every_dockerfile_passes_the_linter(dockerfile: Path) -> None:
+    assert lint_dockerfile(dockerfile.read_text(), str(dockerfile)) == []
+
+
+def test_hub_objects_let_the_hub_run_sessions_in_each_team_namespace_only() -> None:
+    objs = hub_objects(TEAMS, "jhub")
+    assert [(o["kind"], o["metadata"]["namespace"]) for o in objs] == [
+        (k, ns) for ns in ("team-vision", "team-nlp") for k in ("Role", "RoleBinding", "NetworkPolicy")]
+    role = objs[0]
+    verbs = {r["resources"][0]: r["verbs"] for r in role["rules"]}
+    assert verbs["pods"] == ["get", "list", "watch", "create", "delete"]
+    assert "secrets" not in verbs and all("*" not in v for v in verbs.values())
+    assert objs[1]["subjects"] == [{"kind": "ServiceAccount", "name": "hub", "namespace": "jhub"}]
+    policy = objs[2]["spec"]
+    assert policy["podSelector"] == {"matchLabels": {"trainhub.io/role": "notebook"}}
+    assert policy["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 8888}]
+
+
+# --- the real KubeSpawner manifest -----------------------------------------------------------------
+@pytest.fixture
+def spawner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "x", "user": {"token": "unused"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    from trainhub_spawner.spawner import TrainHubSpawner
+
+    def make(groups: list[str], options: dict) -> TrainHubSpawner:
+        s = TrainHubSpawner(_mock=True, teams_file=str(ROOT / "hub_config" / "teams.yaml"),
+                            check_quota=False, teams_configmap="", cmd=["jupyterhub-singleuser"])
+        s.user.groups = [SimpleNamespace(name=g) for g in groups]
+        s.user_options = options
+        return s
+
+    return make
+
+
+async def test_the_session_pod_is_restricted_and_sized_as_chosen(spawner) -> None:
+    s = spawner(["nlp"], {"profile": "nlp.a100", "image": "pytorch-nlp", "gpus": "2"})
+    await s.load_user_options()
+    pod = s.api.api_client.sanitize_for_serialization(await s.get_pod_manifest())
+    assert s.namespace == "team-nlp"
+    spec = pod["spec"]
+    [c] = spec["containers"]
+    assert c["image"] == "ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4"
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == c["resources"]["requests"]["nvidia.com/gpu"] == "2"
+    assert c["securityContext"] == {"runAsUser": 1000, "runAsGroup": 100,
+                                    "runAsNonRoot": True, "allowPrivilegeEscalation": False,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}
+    assert spec["securityContext"] == {"fsGroup": 100, "runAsNonRoot": True,
+                                       "seccompProfile": {"type": "RuntimeDefault"}}
+    assert spec["serviceAccountName"] == "trainhub-notebook"
+    assert spec["automountServiceAccountToken"] is True
+    assert spec["nodeSelector"] == {"trainhub.io/pool": "a100"}
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["TRAINHUB_BACKEND"] == "kubernetes" and env["TRAINHUB_K8S_NAMESPACE"] == "team-nlp"
+    assert env["TRAINHUB_JOBS_ROOT"] == "/shared/nlp/jobs"
+    assert {m["mountPath"] for m in c["volumeMounts"]} >= {"/shared/nlp", "/datasets/c4"}
+    assert pod["metadata"]["labels"]["trainhub.io/team"] == "nlp"
+
+
+async def test_options_posted_to_the_api_are_refused_before_any_pod(spawner) -> None:
+    from trainhub_spawner.spawner import SpawnRefused
+
+    s = spawner(["vision"], {"profile": "vision.a100", "image": "docker.io/evil/miner:1"})
+    with pytest.raises(SpawnRefused) as e:
+        await s.load_user_options()
+    assert e.value.status_code == 403
+    assert e.value.jupyterhub_message == \
+        "image 'docker.io/evil/miner:1' is not one of team vision's curated images (pytorch)"
+    with pytest.raises(SpawnRefused, match="not offered to you"):
+        spawner(["vision"], {})._checked_options_from_form(
+            {"profile": ["nlp.a100"], "profile-option-nlp.a100--gpus": ["2"]})
+
+
+async def test_an_admin_override_that_moves_the_pod_is_caught_at_the_manifest(spawner) -> None:
+    from trainhub_spawner.spawner import SpawnRefused
+
+    s = spawner(["vision"], {"profile": "vision.t4", "gpus": "1"})
+    await s.load_user_options()
+    s.image = "docker.io/other/image:1"  # as a later hook or override could
+    with pytest.raises(SpawnRefused, match="image 'docker.io/other/image:1' is not one of team vision"):
+        await s.get_pod_manifest()
