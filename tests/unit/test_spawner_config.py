@@ -165,5 +165,5 @@ async def test_an_admin_override_that_moves_the_pod_is_caught_at_the_manifest(sp
     s = spawner(["vision"], {"profile": "vision.t4", "gpus": "1"})
     await s.load_user_options()
     s.image = "docker.io/other/image:1"  # as a later hook or override could
-    with pytest.raises(SpawnRefused, match="image 'docker.io/other/image:1' is not one of team vision"):
+    with pytest.raises(SpawnRefused, match=r"image 'docker\.io/other/image:1' is not one of team vision"):
         await s.get_pod_manifest()
