@@ -38,7 +38,7 @@ if [ "$(cat "$venv/.trainhub-stamp" 2>/dev/null)" != "$stamp" ] || [ "$installed
   log "installing trainhub[$extras] (editable) into $venv"
   # The PyTorch wheel and its CUDA runtime are several GB: keep them in our own wheelhouse.
   "$venv/bin/python" -m pip download -q -d "$cache/wheels" -c "$root/scripts/constraints.txt" torch >&2
-  "$venv/bin/python" -m pip install -q --find-links "$cache/wheels" -c "$root/scripts/constraints.txt" \
+  SKIP_JUPYTER_BUILDER=1 "$venv/bin/python" -m pip install -q --find-links "$cache/wheels" -c "$root/scripts/constraints.txt" \
     -e "$root[$extras]" >&2
   echo "$stamp" >"$venv/.trainhub-stamp"
 fi

@@ -22,7 +22,9 @@ _LAZY = {
     "JobSpec": ("trainhub.jobs.spec", "JobSpec"),
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = [  # noqa: RUF022 - the order of _LAZY
+    "__version__", "submit", "get_job", "jobs", "Job", "log", "checkpoint", "distributed", "JobSpec",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainhub import checkpoint, distributed

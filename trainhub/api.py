@@ -108,7 +108,7 @@ def get_job(job_id: str) -> Job:
 
 def jobs(states: list[str] | None = None, limit: int = 50) -> JobPage:
     query = ListJobsQuery(states=[JobState(s) for s in states] if states else None, limit=limit)
-    return service().list(query)
+    return service().list_jobs(query)
 
 
 class Job:

@@ -83,7 +83,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     from trainhub.api import service
 
     states = [JobState(s) for s in args.state] if args.state else None
-    page = service().list(ListJobsQuery(states=states, limit=args.limit), user=None if args.all_users else _user())
+    page = service().list_jobs(ListJobsQuery(states=states, limit=args.limit), user=None if args.all_users else _user())
     if args.json:
         _print_json(page)
         return 0

@@ -72,7 +72,7 @@ def admit(queue: Iterable[Waiting], free: Free) -> tuple[list[Admission], Waitin
     Returns the admissions and the first job that did not fit (the blocked head), if any.
     ``free`` is consumed as jobs are admitted.
     """
-    admitted = []
+    admitted: list[Admission] = []
     for job in queue:
         if not free.fits(job.demand):
             return admitted, job

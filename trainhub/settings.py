@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from trainhub import paths
+from trainhub.backends.base import Backend
 
 
 def _flag(name: str, default: bool) -> bool:
@@ -29,6 +30,7 @@ def make_service(workspace: Path | None = None):
     """The job service for this environment (local backend unless configured otherwise)."""
     from trainhub.jobs.service import JobService
 
+    backend: Backend
     backend_name = os.environ.get("TRAINHUB_BACKEND", "local")
     if backend_name == "local":
         from trainhub.backends.local.backend import LocalBackend
@@ -39,8 +41,8 @@ def make_service(workspace: Path | None = None):
     elif backend_name == "kubernetes":
         from trainhub.backends.kubernetes.backend import KubernetesBackend
 
-        backend = KubernetesBackend.from_env()
-        jobs_root = backend.jobs_root
+        k8s = KubernetesBackend.from_env()
+        backend, jobs_root = k8s, k8s.jobs_root
     else:
         raise ValueError(f"TRAINHUB_BACKEND={backend_name!r}: unknown backend (use 'local' or 'kubernetes')")
     return JobService(

@@ -213,7 +213,7 @@ class Teams(_Model):
     images: list[Image] = Field(default_factory=list)
     image_catalog: str | None = Field(None, description="YAML file with more images (path relative to this file)")
     priorities: dict[Literal["low", "normal", "high"], int] = Field(
-        default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}
+        default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}  # type: ignore[arg-type]
     )
     teams: list[Team] = Field(min_length=1)
 
@@ -346,7 +346,7 @@ def parse_teams(data: Any, *, source: str | None = None, base_dir: Path | None =
             if isinstance(ctx_error, _ReferenceErrors):
                 errors += ctx_error.errors
             else:
-                errors.append((_path(item["loc"]), _message(item)))
+                errors.append((_path(item["loc"]), _message(dict(item))))
         raise TeamsError(errors, source) from None
 
 

@@ -70,14 +70,14 @@ class JobView:
 
 def cells_done(events: Iterable[dict[str, Any]]) -> int:
     """Cells rank 0 finished in its latest attempt (a retry starts the count again)."""
-    attempt, done = -1, set()
+    attempt, done = -1, set[int]()
     for event in events:
         if event.get("type") != "cell" or event.get("rank", 0) != 0:
             continue
         if event.get("attempt", 0) > attempt:
             attempt, done = event.get("attempt", 0), set()
         if event.get("attempt", 0) == attempt and event.get("phase") == "end":
-            done.add(event.get("cell_index"))
+            done.add(int(event.get("cell_index", -1)))
     return len(done)
 
 

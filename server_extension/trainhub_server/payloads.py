@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
 from annotated_types import Le
 
 from trainhub.backends.base import Backend
-from trainhub.jobs.models import JobRecord
 from trainhub.jobs.service import JobService
-from trainhub.jobs.spec import JobSpec, Resources, parse_spec
-from trainhub.jobs.states import JobState
+from trainhub.jobs.spec import JobSpec, Resources
 
 LIMIT_FIELDS = {
     "max_workers": "workers",
@@ -62,35 +57,5 @@ def config_payload(
 
 
 def dry_run(service: JobService, body: dict[str, Any], *, user: str) -> JobSpec:
-    """Everything a submit checks, without making a job: spec, paths, fit, resume source, bundle."""
-    from trainhub.notebook import compile_bundle
-
-    spec = parse_spec(body)
-    # The service's own checks, so that a dry run and a submit never disagree.
-    service._check_paths(spec)
-    if spec.resume_from is not None:
-        service._check_resume(spec, user)
-    record = JobRecord(
-        id=f"{spec.name}-dryrun",
-        name=spec.name,
-        user=user,
-        team=spec.team,
-        queue=spec.queue,
-        priority=spec.priority.rank,
-        state=JobState.QUEUED,
-        spec=spec,
-        job_dir="",
-        gpus=spec.resources.total_gpus,
-        slots=0 if spec.resources.total_gpus else spec.resources.world_size,
-        created_at=time.time(),
-    )
-    service.backend.check_fits(record)
-    with tempfile.TemporaryDirectory(prefix="trainhub-dryrun-") as tmp:
-        compile_bundle(
-            spec,
-            service.workspace_root,
-            Path(tmp) / "bundle",
-            allow_pip=service.allow_pip,
-            max_workspace_bytes=service.max_workspace_bytes,
-        )
-    return spec
+    """Everything a submit checks, without making a job."""
+    return service.validate(body, user=user)

@@ -40,7 +40,7 @@ class Backend(ABC):
     def get(self, job_id: str) -> JobRecord | None: ...
 
     @abstractmethod
-    def list(
+    def list_jobs(
         self,
         *,
         user: str | None,
@@ -59,6 +59,10 @@ class Backend(ABC):
     @abstractmethod
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
         """For a queued job: a sentence saying why it waits, and how many jobs are ahead."""
+
+    def wait_reasons(self, records: Sequence[JobRecord]) -> dict[str, tuple[str | None, int | None]]:
+        """:meth:`wait_reason` for the queued ones among ``records`` (a page of the job list)."""
+        return {r.id: self.wait_reason(r) for r in records if r.state == JobState.QUEUED}
 
     def check_fits(self, record: JobRecord) -> None:  # noqa: B027 - optional hook
         """Raise :class:`trainhub.errors.OverQuota` when the job could never run."""

@@ -11,6 +11,7 @@ import getpass
 import secrets
 import shutil
 import socket
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -65,13 +66,7 @@ class JobService:
             self._check_resume(spec, user)
         job_id = f"{spec.name}-{secrets.token_hex(4)}"
         jobdir = JobDir(self.jobs_root / job_id).create()
-        record = JobRecord(
-            id=job_id, name=spec.name, user=user, team=spec.team, queue=spec.queue,
-            priority=spec.priority.rank, state=JobState.QUEUED, spec=spec, job_dir=str(jobdir.root),
-            gpus=spec.resources.total_gpus,
-            slots=0 if spec.resources.total_gpus else spec.resources.world_size,
-            created_at=time.time(), resubmitted_from=resubmitted_from,
-        )
+        record = self._new_record(spec, user, job_id, str(jobdir.root), resubmitted_from)
         try:
             self.backend.check_fits(record)
             manifest = compile_bundle(
@@ -89,6 +84,32 @@ class JobService:
         lineage = collect_lineage(spec, self.workspace_root, manifest, user=user)
         write_json_atomic(jobdir.lineage, lineage)
         return self._describe(self.backend.get(job_id) or record)
+
+    def validate(self, spec: JobSpec | dict[str, Any], *, user: str | None = None) -> JobSpec:
+        """Every check a submit makes (spec, paths, fit, resume source, bundle), making no job."""
+        from trainhub.notebook import compile_bundle
+
+        spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
+        user = user or getpass.getuser()
+        self._check_paths(spec)
+        if spec.resume_from is not None:
+            self._check_resume(spec, user)
+        self.backend.check_fits(self._new_record(spec, user, f"{spec.name}-validate", "", None))
+        with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
+            compile_bundle(spec, self.workspace_root, Path(tmp) / "bundle",
+                           allow_pip=self.allow_pip, max_workspace_bytes=self.max_workspace_bytes)
+        return spec
+
+    @staticmethod
+    def _new_record(spec: JobSpec, user: str, job_id: str, job_dir: str,
+                    resubmitted_from: str | None) -> JobRecord:
+        return JobRecord(
+            id=job_id, name=spec.name, user=user, team=spec.team, queue=spec.queue,
+            priority=spec.priority.rank, state=JobState.QUEUED, spec=spec, job_dir=job_dir,
+            gpus=spec.resources.total_gpus,
+            slots=0 if spec.resources.total_gpus else spec.resources.world_size,
+            created_at=time.time(), resubmitted_from=resubmitted_from,
+        )
 
     def _check_paths(self, spec: JobSpec) -> None:
         path = (self.workspace_root / spec.source.path).resolve()
@@ -142,15 +163,17 @@ class JobService:
     def describe(self, job_id: str, *, user: str | None = None) -> DescribeJob:
         return self._describe(self.record(job_id, user))
 
-    def list(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
+    def list_jobs(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
         query = query or ListJobsQuery()
-        records = self.backend.list(user=user, states=query.states, limit=query.limit, before_seq=query.before)
+        records = self.backend.list_jobs(user=user, states=query.states, limit=query.limit, before_seq=query.before)
         total = self.backend.count(user=user, states=query.states)
         next_before = records[-1].seq if len(records) == query.limit else None
-        return JobPage(jobs=[self._summary(r) for r in records], next_before=next_before, total=total)
+        waits = self.backend.wait_reasons(records)
+        return JobPage(jobs=[self._summary(r, waits.get(r.id)) for r in records],
+                       next_before=next_before, total=total)
 
-    def _summary(self, record: JobRecord) -> JobSummary:
-        reason, ahead = self.backend.wait_reason(record)
+    def _summary(self, record: JobRecord, wait: tuple[str | None, int | None] | None = None) -> JobSummary:
+        reason, ahead = wait if wait is not None else self.backend.wait_reason(record)
         return JobSummary(
             id=record.id, name=record.name, user=record.user, state=record.state,
             priority=record.spec.priority.value, team=record.team, queue=record.queue,

@@ -169,7 +169,7 @@ class Store:
         ).fetchone()
         return int(n)
 
-    def list(
+    def list_jobs(
         self,
         *,
         user: str | None = None,
@@ -178,7 +178,8 @@ class Store:
         before_seq: int | None = None,
     ) -> list[JobRecord]:
         """Newest first, paged by ``before_seq`` (keyset paging stays fast with many jobs)."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if user is not None:
             where.append("user = ?")
             args.append(user)

@@ -120,9 +120,9 @@ class KubernetesBackend(Backend):
         job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = self.queue
         service = manifests.service_manifest(record, self.team)
         service["metadata"]["namespace"] = self.namespace
-        self.core.create_namespaced_service(self.namespace, service)
+        self.core.create_namespaced_service(self.namespace, service)  # type: ignore[arg-type]
         try:
-            created = self.api.sanitize_for_serialization(self.batch.create_namespaced_job(self.namespace, job))
+            created = self.api.sanitize_for_serialization(self.batch.create_namespaced_job(self.namespace, job))  # type: ignore[arg-type]
         except BaseException:
             self.core.delete_namespaced_service(record.id, self.namespace)
             raise
@@ -177,7 +177,7 @@ class KubernetesBackend(Backend):
             return None
         return self._observe(job, sync_events=True)
 
-    def list(self, *, user: str | None, states: Sequence[JobState] | None, limit: int,
+    def list_jobs(self, *, user: str | None, states: Sequence[JobState] | None, limit: int,
              before_seq: int | None) -> list[JobRecord]:
         records = self._all(user)
         if states:
@@ -188,7 +188,7 @@ class KubernetesBackend(Backend):
         return records[:limit]
 
     def count(self, *, user: str | None, states: Sequence[JobState] | None) -> int:
-        return len(self.list(user=user, states=states, limit=1 << 30, before_seq=None))
+        return len(self.list_jobs(user=user, states=states, limit=1 << 30, before_seq=None))
 
     def _all(self, user: str | None) -> list[JobRecord]:
         selector = f"{TEAM_LABEL}={self.team.name},{JOB_ID_LABEL}"
@@ -239,13 +239,14 @@ class KubernetesBackend(Backend):
         from kubernetes.client import ApiException
 
         try:
-            uid = self.batch.read_namespaced_job(job_id, self.namespace).metadata.uid
+            uid = self.batch.read_namespaced_job(job_id, self.namespace).metadata.uid  # type: ignore[union-attr]
         except ApiException as e:
             if e.status == 404:
                 return None
             raise
-        items = self.custom.list_namespaced_custom_object(
-            KUEUE_GROUP, KUEUE_VERSION, self.namespace, "workloads")["items"]
+        listed: Obj = self.custom.list_namespaced_custom_object(  # type: ignore[assignment]
+            KUEUE_GROUP, KUEUE_VERSION, self.namespace, "workloads")
+        items = listed["items"]
         return next((w for w in items if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences", []))),
                     None)
 
@@ -254,7 +255,8 @@ class KubernetesBackend(Backend):
 
         name = self.team.cluster_queue
         try:
-            return self.custom.get_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", name)
+            return self.custom.get_cluster_custom_object(  # type: ignore[return-value]
+                KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", name)
         except ApiException:
             return None  # not readable for this account: the sentence goes without figures
 

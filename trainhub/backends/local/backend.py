@@ -87,8 +87,8 @@ class LocalBackend(Backend):
     def get(self, job_id: str) -> JobRecord | None:
         return self.store.get(job_id)
 
-    def list(self, *, user, states, limit, before_seq) -> list[JobRecord]:
-        return self.store.list(user=user, states=states, limit=limit, before_seq=before_seq)
+    def list_jobs(self, *, user, states, limit, before_seq) -> list[JobRecord]:
+        return self.store.list_jobs(user=user, states=states, limit=limit, before_seq=before_seq)
 
     def count(self, *, user, states) -> int:
         return self.store.count(user=user, states=states)
@@ -129,10 +129,18 @@ class LocalBackend(Backend):
         self.reconcile()
 
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
-        if record.state != JobState.QUEUED:
-            return None, None
-        ahead = self.store.jobs_ahead(record)
-        return wait_reason(demand_of(record), self._free(), ahead), ahead
+        return self.wait_reasons([record]).get(record.id, (None, None))
+
+    def wait_reasons(self, records: Sequence[JobRecord]) -> dict[str, tuple[str | None, int | None]]:
+        queued = [r for r in records if r.state == JobState.QUEUED]
+        if not queued:
+            return {}
+        free = self._free()  # once per page, not once per job
+        out: dict[str, tuple[str | None, int | None]] = {}
+        for r in queued:
+            ahead = self.store.jobs_ahead(r)
+            out[r.id] = (wait_reason(demand_of(r), free, ahead), ahead)
+        return out
 
     # --- admission ----------------------------------------------------------------------
     def _admit(self, conn) -> list[str]:
