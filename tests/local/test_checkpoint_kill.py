@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import torch
 import trainhub.checkpoint as ckpt
 from trainhub.checkpoints import TEMP_PREFIX, list_checkpoints, parse_step_name
 
+SAVING = re.compile(re.escape(TEMP_PREFIX) + r"(\d{10})-")
 WRITER = textwrap.dedent("""
     import sys, torch, trainhub.checkpoint as ckpt
     mode, megabytes = sys.argv[1], int(sys.argv[2])
@@ -73,12 +75,15 @@ def temp_dirs(root: Path) -> list[Path]:
     return [p for p in root.iterdir() if p.name.startswith(TEMP_PREFIX)]
 
 
-def half_written(root: Path) -> Path | None:
-    """A temp dir whose state file has bytes in it but no manifest yet: mid-write."""
+def half_written(root: Path) -> tuple[Path, int] | None:
+    """A save's temp dir whose state file has bytes but no manifest yet, and its step."""
     for tmp in temp_dirs(root):
+        saving = SAVING.match(tmp.name)  # not a checkpoint being deleted by retention
+        if saving is None:
+            continue
         try:
             if (tmp / "state.pt").stat().st_size > 0 and not (tmp / "manifest.json").exists():
-                return tmp
+                return tmp, int(saving.group(1))
         except FileNotFoundError:
             continue
     return None
@@ -101,14 +106,14 @@ def test_kill_mid_write_leaves_the_previous_checkpoint_loadable(ckdir: Path) -> 
     proc = start_writer(ckdir, "steps", megabytes=120)
     try:
         deadline = time.monotonic() + 120
-        while (tmp := half_written(ckdir)) is None:
+        while (found := half_written(ckdir)) is None:
             assert time.monotonic() < deadline, "never saw a save in progress"
             time.sleep(0.001)
         kill(proc)
     finally:
         proc.kill()
 
-    in_progress = int(tmp.name.removeprefix(TEMP_PREFIX)[:10])
+    tmp, in_progress = found
     assert tmp.exists(), "the killed writer's temp dir is the debris under test"
     latest = ckpt.latest()
     assert latest is not None and latest.step == in_progress - 1
@@ -123,8 +128,8 @@ def test_kill_mid_write_leaves_the_previous_checkpoint_loadable(ckdir: Path) -> 
 @pytest.mark.parametrize("mode", ["steps", "same-step"])
 def test_kill_at_random_moments_never_shows_a_partial_checkpoint(ckdir: Path, mode: str) -> None:
     rng = random.Random(f"kill-{mode}")
-    for _ in range(2):
-        proc = start_writer(ckdir, mode, megabytes=24)
+    for _ in range(3):
+        proc = start_writer(ckdir, mode, megabytes=8)
         try:
             time.sleep(rng.uniform(0.0, 1.0))
             kill(proc)
