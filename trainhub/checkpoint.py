@@ -270,12 +270,13 @@ def _write(plan: _Plan, payload: Any, stall: float) -> CheckpointInfo | None:
         return info
     assert info is not None
     _apply_retention(plan)
+    seconds = time.perf_counter() - plan.started
     _emit(
         "checkpoint",
         step=plan.step,
         bytes=info.bytes,
-        seconds=round(time.perf_counter() - plan.started, 3),
-        stall_seconds=round(stall, 3),
+        seconds=round(seconds, 3),
+        stall_seconds=round(stall if plan.async_ else seconds, 3),  # a sync save stalls throughout
         async_=plan.async_,
         sharded=plan.sharded,
         path=str(info.path),
