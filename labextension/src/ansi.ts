@@ -143,6 +143,9 @@ export function parseAnsi(line: string, initial: IAnsiStyle = {}): IAnsiSpan[] {
 
 /** Text with every escape sequence removed (for search). */
 export function stripAnsi(line: string): string {
+  if (line.indexOf('\x1b') < 0 && line.indexOf('\r') < 0) {
+    return line.replace(CONTROL, ''); // the common case, without building spans
+  }
   return parseAnsi(line)
     .map(s => s.text)
     .join('');

@@ -46,7 +46,8 @@ export function extent(values: number[]): [number, number] {
     return [0, 1];
   }
   if (lo === hi) {
-    return [lo - 1, hi + 1];
+    const pad = Math.abs(lo) * 0.1 || 1;
+    return [lo - pad, hi + pad];
   }
   return [lo, hi];
 }
@@ -134,6 +135,19 @@ export function lineChart(series: ISeries[], options: IChartOptions): SVGSVGElem
       .map((p, j) => `${j ? 'L' : 'M'}${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`)
       .join('');
     svg.appendChild(el('path', { d, class: `jp-trainhub-chart-line jp-trainhub-series-${i % 8}` }));
+    if (pts.length <= 30) {
+      // Few samples: mark each, so a single one is visible at all.
+      for (const p of pts) {
+        svg.appendChild(
+          el('circle', {
+            cx: sx(p[0]).toFixed(1),
+            cy: sy(p[1]).toFixed(1),
+            r: 2.5,
+            class: `jp-trainhub-chart-dot jp-trainhub-series-${i % 8}`
+          })
+        );
+      }
+    }
     const legend = el('text', {
       x: width - pad.right - 4,
       y: pad.top + 12 * (i + 1),

@@ -1,4 +1,4 @@
-import { decimate, extent } from '../charts';
+import { decimate, extent, lineChart } from '../charts';
 import { GPU_CHARTS, gpuSeries, scalarSeries } from '../metricsdata';
 import { IGpuRecord } from '../models';
 
@@ -43,7 +43,26 @@ describe('chart helpers', () => {
   });
 
   it('widens a flat extent so a constant line is drawable', () => {
-    expect(extent([3, 3])).toEqual([2, 4]);
+    expect(extent([3, 3])).toEqual([2.7, 3.3]);
+    expect(extent([0, 0])).toEqual([-1, 1]);
     expect(extent([])).toEqual([0, 1]);
+  });
+});
+
+describe('lineChart', () => {
+  it('draws a path per series, marks sparse points, and writes labels as text', () => {
+    const svg = lineChart(
+      [
+        { label: '<b>loss</b>', points: [[0, 1], [10, 0.5]] },
+        { label: 'acc', points: [[5, 0.7]] }
+      ],
+      { title: 'loss', xLabel: 'step' }
+    );
+    expect(svg.querySelectorAll('path')).toHaveLength(2);
+    expect(svg.querySelectorAll('circle')).toHaveLength(3);
+    expect(svg.querySelector('b')).toBeNull();
+    expect(svg.textContent).toContain('<b>loss</b>');
+    const empty = lineChart([], { title: 'x' });
+    expect(empty.textContent).toContain('no data yet');
   });
 });

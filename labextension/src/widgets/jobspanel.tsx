@@ -77,7 +77,7 @@ function JobRow(props: { job: IJobSummary; now: number; actions: IJobActions }):
           </button>
         ) : (
           <button
-            className="jp-mod-styled jp-trainhub-link jp-mod-warn"
+            className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"
             disabled={busy}
             onClick={run(() => actions.cancel(job))}
           >

@@ -262,7 +262,7 @@ function Checkpoints(props: {
                 Resume from
               </button>
               <button
-                className="jp-mod-styled jp-trainhub-link jp-mod-warn"
+                className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"
                 onClick={async () => {
                   if (await actions.confirm('Delete checkpoint', `Delete the checkpoint of step ${c.step}?`)) {
                     try {

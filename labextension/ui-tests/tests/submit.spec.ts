@@ -54,42 +54,54 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   const logs = view.locator('.jp-trainhub-logview');
   await expect(logs).toContainText(/rank 0 of 2/, { timeout: 180 * 1000 });
 
+  // While it runs, the panel shows its state, elapsed time and processes.
+  await expect(row).toHaveAttribute('data-state', /running|succeeded/, { timeout: 120 * 1000 });
+  await page.locator('#trainhub-jobs').screenshot({ path: path.join(DOCS, 'jobs-panel.png') });
+
   // It succeeds; the panel says so and a notification offers to open it.
   await expect(row).toHaveAttribute('data-state', 'succeeded', { timeout: 300 * 1000 });
   await expect(logs).toContainText('done: validation accuracy', { timeout: 30 * 1000 });
+  await expect(view.locator('.jp-trainhub-log-status')).toContainText('ended');
   await page.screenshot({ path: path.join(DOCS, 'job-logs.png') });
   await expect(page.locator('.Toastify__toast').filter({ hasText: 'succeeded' })).toBeVisible();
-  await page.locator('#trainhub-jobs').screenshot({ path: path.join(DOCS, 'jobs-panel.png') });
 
-  // Search jumps to a matching line.
+  // Search jumps to a matching line; the other rank has its own log.
   await view.locator('.jp-trainhub-search').fill('validation accuracy');
   await view.locator('.jp-trainhub-search').press('Enter');
   await expect(view.locator('.jp-trainhub-logview-row.jp-mod-highlighted')).toContainText(
     'validation accuracy'
   );
+  await view.locator('select[aria-label="Rank"]').selectOption('1');
+  await expect(logs).toContainText('rank 1 of 2');
 
-  // Its checkpoints: steps 19 (end of the single epoch) and whatever else it saved.
+  // The overview tells its story: spec with the overridden parameters, and the timeline.
+  await view.locator('.lm-TabBar-tab').filter({ hasText: 'Overview' }).click();
+  const overview = view.locator('.jp-trainhub-overview');
+  await expect(overview.locator('.jp-trainhub-timeline')).toContainText('succeeded');
+  await expect(overview.locator('.jp-trainhub-json')).toContainText('"steps_per_epoch": 20');
+  await page.screenshot({ path: path.join(DOCS, 'job-overview.png') });
+
+  // The Metrics tab charts the training scalars the job logged.
+  await view.locator('.lm-TabBar-tab').filter({ hasText: 'Metrics' }).click();
+  await expect(view.locator('.jp-trainhub-chart-title').filter({ hasText: 'loss' })).toBeVisible();
+  await expect(view.locator('.jp-trainhub-chart-title').filter({ hasText: 'val_accuracy' })).toBeVisible();
+  await page.screenshot({ path: path.join(DOCS, 'job-metrics.png') });
+
+  // Its checkpoints: step 19 closes the single epoch of 20 steps.
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Checkpoints' }).click();
-  const checkpoints = view.locator('.jp-trainhub-checkpoints tbody tr');
-  await expect(checkpoints.first()).toBeVisible();
-  await expect(view.locator('.jp-trainhub-checkpoints tr[data-step="19"]')).toBeVisible();
+  const step19 = view.locator('.jp-trainhub-checkpoints tr[data-step="19"]');
+  await expect(step19).toBeVisible();
+  await expect(step19).toContainText('state.pt');
   await page.screenshot({ path: path.join(DOCS, 'job-checkpoints.png') });
 
   // "Load into notebook" inserts a cell that loads that checkpoint.
-  await view
-    .locator('.jp-trainhub-checkpoints tr[data-step="19"]')
-    .getByRole('button', { name: 'Load into notebook' })
-    .click();
+  await step19.getByRole('button', { name: 'Load into notebook' }).click();
   await page.notebook.activate(NOTEBOOK);
-  const sources = await page.evaluate(() => {
+  const source = await page.evaluate(() => {
     const app = (window as any).jupyterapp;
     const panel = app.shell.currentWidget;
     return panel.content.model.cells.get(panel.content.activeCellIndex).sharedModel.getSource();
   });
-  expect(sources).toContain('trainhub.checkpoint.load(');
-  expect(sources).toContain('0000000019');
-
-  // The Metrics tab charts the training loss the job logged.
-  await view.locator('.lm-TabBar-tab').filter({ hasText: 'Metrics' }).click();
-  await page.locator(`#trainhub-job-${jobId}`).click({ position: { x: 5, y: 5 } }).catch(() => undefined);
+  expect(source).toContain('trainhub.checkpoint.load(');
+  expect(source).toContain('0000000019');
 });
