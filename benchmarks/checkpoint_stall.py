@@ -69,6 +69,7 @@ def measure(megabytes: int = 200, repeats: int = 7, directory: str | None = None
     device = "cuda" if torch.cuda.is_available() else "cpu"
     state = make_state(megabytes, device)
     size_mb = sum(t.numel() * t.element_size() for t in state.values()) / 2**20
+    saved_env = {k: os.environ.get(k) for k in ("TRAINHUB_CHECKPOINT_DIR", "TRAINHUB_JOB_DIR")}
     with tempfile.TemporaryDirectory(dir=directory, prefix="trainhub-bench-") as tmp:
         root = Path(tmp)
         os.environ["TRAINHUB_CHECKPOINT_DIR"] = str(root / "checkpoints")
@@ -103,6 +104,11 @@ def measure(megabytes: int = 200, repeats: int = 7, directory: str | None = None
             times["plain"].append(plain)
             times["fsync"].append(durable)
         ckpt.release_staging_memory()
+    for key, value in saved_env.items():  # leave a benchmark driver's environment as it was
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     medians = {k: statistics.median(v) for k, v in times.items()}
     return {
         "device": device,
