@@ -463,6 +463,8 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
     )
     run = run_cells if manifest.kind == "notebook" else run_script
     failure = run(bundle_dir, manifest, ctx)
+    if failure is None and not _flush_checkpoints(status_path):
+        return 1
     sys.stdout.flush()
     sys.stderr.flush()
     if failure is None:
@@ -487,6 +489,24 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
         f"({status['failure_class']} failure)"
     )
     return 1
+
+
+def _flush_checkpoints(status_path: Path) -> bool:
+    """Finish a background checkpoint save the code started, so none is lost at exit."""
+    checkpoint = sys.modules.get("trainhub.checkpoint")
+    if checkpoint is None:
+        return True
+    try:
+        checkpoint.wait_all()
+        return True
+    except Exception as exc:  # a write that failed (disk full, lost mount) is the platform's side
+        say(f"a checkpoint could not be written: {exc}")
+        write_json_atomic(status_path, {
+            "outcome": "error", "failure_class": FailureClass.INFRASTRUCTURE.value,
+            "exception": _type_name(exc), "message": f"a checkpoint could not be written: {exc}",
+            "cell_index": None, "line": None, "traceback": traceback.format_exc(),
+        })
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:
