@@ -31,6 +31,7 @@ import { justFinished, JobsModel } from './jobsmodel';
 import { ICheckpointInfo, IConfig, IDescribeJob, IJobSummary } from './models';
 import { IParameter, PARAMETERS_TAG, parseParameterCell } from './parameters';
 import { ApiError } from './request';
+import { loadCheckpointSource } from './notebookcells';
 import { initialForm } from './specform';
 import { IJobViewActions, JobView } from './widgets/jobview';
 import { JobsPanel } from './widgets/jobspanel';
@@ -71,17 +72,6 @@ export function selectedCellIndices(notebook: Notebook): number[] {
     }
   });
   return out;
-}
-
-/** The code cell "load into notebook" inserts. JSON string syntax is valid Python here. */
-export function loadCheckpointSource(checkpoint: ICheckpointInfo, jobName: string): string {
-  return [
-    `# Checkpoint of job ${JSON.stringify(jobName).slice(1, -1)}, step ${checkpoint.step}`,
-    'import trainhub.checkpoint',
-    '',
-    `state = trainhub.checkpoint.load(${JSON.stringify(checkpoint.path)})`,
-    'list(state) if isinstance(state, dict) else type(state)'
-  ].join('\n');
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {
@@ -248,11 +238,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         config: cfg,
         form,
         parameters,
-        save: async () => {
-          if (current.context.model.dirty || current.context.contentsModel === null) {
-            await current.context.save();
-          }
-        }
+        // The job runs what is on disk: save what the person sees first.
+        save: () => current.context.save()
       });
       if (job) {
         model.apply([job]);

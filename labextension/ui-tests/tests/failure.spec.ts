@@ -1,0 +1,69 @@
+/**
+ * A notebook whose third cell raises: the job fails as a code failure, a notification says
+ * so, and the verdict's button opens the notebook at the cell that raised.
+ */
+import { expect, test } from '@jupyterlab/galata';
+import * as path from 'path';
+
+const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
+
+const NOTEBOOK = 'examples/fails_in_cell_3.ipynb';
+
+const cell = (cell_type: string, source: string) => ({
+  cell_type,
+  source,
+  metadata: {},
+  ...(cell_type === 'code' ? { outputs: [], execution_count: null } : {})
+});
+
+test('a failing cell is named in the verdict and opened from it', async ({ page }) => {
+  test.setTimeout(300 * 1000);
+  const content = {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+    cells: [
+      cell('markdown', '# This notebook fails on purpose'),
+      cell('code', 'value = 41'),
+      cell('code', "raise ValueError(f'not the answer: {value}')"),
+      cell('code', "print('never reached')")
+    ]
+  };
+  const put = await page.request.put(`/api/contents/${NOTEBOOK}`, {
+    data: { type: 'notebook', format: 'json', content }
+  });
+  expect(put.ok()).toBe(true);
+
+  await page.notebook.openByPath(NOTEBOOK);
+  await page.notebook.activate(NOTEBOOK);
+  await page.locator('.jp-NotebookPanel-toolbar').getByText('Submit as job').click();
+  const dialog = page.locator('.jp-trainhub-submit-dialog');
+  await expect(dialog.locator('input[name="name"]')).toHaveValue('fails-in-cell-3');
+  await expect(dialog.getByText('No cell tagged “parameters”')).toBeVisible();
+  await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(dialog).toHaveCount(0);
+
+  const row = page.locator('.jp-trainhub-job').filter({ hasText: 'fails-in-cell-3' }).first();
+  await expect(row).toHaveAttribute('data-state', 'failed', { timeout: 180 * 1000 });
+  await expect(row.locator('.jp-trainhub-failure')).toHaveText('code');
+  const toast = page.locator('.Toastify__toast').filter({ hasText: 'fails-in-cell-3 failed' });
+  await expect(toast).toBeVisible();
+
+  // The notification's action opens the job; the verdict names the cell.
+  await toast.getByRole('button', { name: 'Open' }).click();
+  const verdict = page.locator('.jp-trainhub-verdict:visible');
+  await expect(verdict).toContainText('code failure');
+  await expect(verdict).toContainText('cell 3');
+  await expect(verdict).toContainText('not the answer: 41');
+  await page.screenshot({ path: path.join(DOCS, 'job-failure.png') });
+
+  await verdict.getByRole('button', { name: /at cell 3/ }).click();
+  await expect
+    .poll(() =>
+      page.evaluate(() => {
+        const panel = (window as any).jupyterapp.shell.currentWidget;
+        return [panel?.context?.path, panel?.content?.activeCellIndex];
+      })
+    )
+    .toEqual([NOTEBOOK, 2]);
+});
