@@ -60,11 +60,16 @@ step() { echo "[build.sh +$((SECONDS - started))s] $*"; }
 # k8s.io/kubernetes points its staging repos at ./staging/src/k8s.io/*, which a
 # module consumer cannot use; the same replace list, rewritten to the published
 # k8s.io/* v0.X.Y tags, is generated from its own go.mod.
+k8s_missing=0
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+  [[ -x "$bin/$b" ]] || k8s_missing=1
+done
+src="$dir/src"
+if (( k8s_missing )); then
 step "resolving k8s.io/kubernetes@$K8S_VERSION"
 k8s_gomod="$(cd /tmp && run "$GO" mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
 [[ -f "$k8s_gomod" ]] || { echo "build.sh: could not download k8s.io/kubernetes@$K8S_VERSION" >&2; exit 1; }
 staging_version="v0.${K8S_VERSION#v1.}"
-src="$dir/src"
 rm -rf "$src"
 mkdir -p "$src/etcd"
 replaces="$("$GO" mod edit -json "$k8s_gomod" | python3 -c '
@@ -102,7 +107,6 @@ step "resolving the module graph"
   "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" \
   "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" \
   "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" && run "$GO" mod tidy)
-etcd_version="$(cd "$src" && "$GO" list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
 k8s_minor="${K8S_VERSION#v1.}"; k8s_minor="${k8s_minor%%.*}"
 k8s_ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -121,6 +125,8 @@ build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build_k8s kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 build_k8s kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
 
+fi
+
 # --- kwok: go install at the pinned tag, with its own go.mod ------------------------
 if [[ -x "$bin/kwok" ]]; then
   step "kwok already built"
@@ -132,33 +138,34 @@ else
 fi
 kwok_src="$(cd /tmp && "$GO" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
 
-# --- Kueue: built in its own module (its go.mod/go.sum), with a build overlay --------
+# --- Kueue: built from a copy of its module (its own go.mod/go.sum) ------------------
 # With internal cert management off, Kueue reads its metrics serving cert from the
 # fixed path /etc/kueue/metrics/certs and the visibility server's from /visibility.
-# A test control plane must not write there, so the overlay makes both paths
-# overridable by KUEUE_METRICS_CERT_DIR / KUEUE_VISIBILITY_CERT_DIR (defaults unchanged).
-# Nothing else in Kueue is changed.
+# A test control plane must not write there, so the copy is patched to make both
+# paths overridable by KUEUE_METRICS_CERT_DIR / KUEUE_VISIBILITY_CERT_DIR (defaults
+# unchanged). Nothing else in Kueue is changed. (go build -overlay cannot be used:
+# Go refuses overlays of files inside GOMODCACHE.)
 kueue_src="$(cd /tmp && "$GO" mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
 if [[ -x "$bin/kueue" ]]; then
   step "kueue already built"
 else
-  step "building kueue (sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION)"
-  overlay="$dir/kueue-overlay"
-  rm -rf "$overlay"; mkdir -p "$overlay"
-  main_go="$kueue_src/cmd/kueue/main.go"
-  vis_go="$kueue_src/pkg/visibility/server.go"
+  step "building kueue (sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION, cert paths patched)"
+  ksrc="$dir/src-kueue"
+  rm -rf "$ksrc" "$dir/kueue-overlay"
+  cp -r "$kueue_src" "$ksrc"
+  chmod -R u+w "$ksrc"
+  main_go="$ksrc/cmd/kueue/main.go"
+  vis_go="$ksrc/pkg/visibility/server.go"
   grep -q 'metricsCertPath := "/etc/kueue/metrics/certs"' "$main_go" \
-    || { echo "build.sh: Kueue $KUEUE_VERSION no longer hard-codes the metrics cert path; revisit the overlay" >&2; exit 1; }
+    || { echo "build.sh: Kueue $KUEUE_VERSION no longer hard-codes the metrics cert path; revisit the patch" >&2; exit 1; }
   grep -q 'certDir = "/visibility"' "$vis_go" \
-    || { echo "build.sh: Kueue $KUEUE_VERSION no longer hard-codes the visibility cert dir; revisit the overlay" >&2; exit 1; }
-  sed 's|metricsCertPath := "/etc/kueue/metrics/certs"|metricsCertPath := func() string { if d := os.Getenv("KUEUE_METRICS_CERT_DIR"); d != "" { return d }; return "/etc/kueue/metrics/certs" }()|' \
-    "$main_go" > "$overlay/main.go"
-  sed -e 's|certDir = "/visibility"|certDir = func() string { if d := os.Getenv("KUEUE_VISIBILITY_CERT_DIR"); d != "" { return d }; return "/visibility" }()|' \
-      -e '0,/^\t"net"$/s//\t"net"\n\t"os"/' "$vis_go" > "$overlay/server.go"
-  grep -q '^	"os"$' "$overlay/server.go" || { echo "build.sh: could not add the os import to the overlay" >&2; exit 1; }
-  printf '{"Replace": {"%s": "%s", "%s": "%s"}}\n' \
-    "$main_go" "$overlay/main.go" "$vis_go" "$overlay/server.go" > "$overlay/overlay.json"
-  (cd "$kueue_src" && run "$GO" build -trimpath -overlay "$overlay/overlay.json" \
+    || { echo "build.sh: Kueue $KUEUE_VERSION no longer hard-codes the visibility cert dir; revisit the patch" >&2; exit 1; }
+  sed -i 's|metricsCertPath := "/etc/kueue/metrics/certs"|metricsCertPath := func() string { if d := os.Getenv("KUEUE_METRICS_CERT_DIR"); d != "" { return d }; return "/etc/kueue/metrics/certs" }()|' \
+    "$main_go"
+  sed -i -e 's|certDir = "/visibility"|certDir = func() string { if d := os.Getenv("KUEUE_VISIBILITY_CERT_DIR"); d != "" { return d }; return "/visibility" }()|' \
+      -e '0,/^\t"net"$/s//\t"net"\n\t"os"/' "$vis_go"
+  grep -q '^	"os"$' "$vis_go" || { echo "build.sh: could not add the os import to $vis_go" >&2; exit 1; }
+  (cd "$ksrc" && run "$GO" build -trimpath \
     -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
     -o "$bin/kueue.tmp" ./cmd/kueue)
   mv "$bin/kueue.tmp" "$bin/kueue"
@@ -173,17 +180,17 @@ for p in $(sed -n 's|^- path: patches/\(webhook_in_.*\.yaml\)$|\1|p' "$kueue_src
   cp "$kueue_src/config/components/crd/patches/$p" "$dir/kueue/crd-patches/"
 done
 cp "$kueue_src"/config/components/webhook/manifests.yaml "$dir/kueue/webhook.yaml"
-# kwok's own stages for node lifecycle and pod readiness/deletion; the pod
-# completion stages live in tests/k8s/cluster/kwok-stages.yaml.
+# kwok's own stages for node lifecycle and pod readiness; the pod completion and
+# deletion stages live in tests/k8s/cluster/kwok-stages.yaml.
 cp "$kwok_src"/kustomize/stage/node/fast/node-initialize.yaml \
    "$kwok_src"/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-   "$kwok_src"/kustomize/stage/pod/fast/pod-ready.yaml \
-   "$kwok_src"/kustomize/stage/pod/fast/pod-delete.yaml "$dir/kwok/stages/"
+   "$kwok_src"/kustomize/stage/pod/fast/pod-ready.yaml "$dir/kwok/stages/"
 chmod -R u+w "$dir/kueue" "$dir/kwok"
 
+etcd_version="$(cd "$src" && "$GO" list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
 cat > "$dir/VERSIONS" <<VERS
 kubernetes=$K8S_VERSION
-staging=$staging_version
+staging=v0.${K8S_VERSION#v1.}
 etcd=$etcd_version
 kueue=$KUEUE_VERSION
 kwok=$KWOK_VERSION
