@@ -174,7 +174,7 @@ function SubmitForm(props: {
             </select>
           </Row>
         ) : null}
-        {has(config, 'multi_node') ? (
+        {has(config, 'multi_node') && limits.max_workers > 1 ? (
           <Row label="Workers (nodes)" field="workers" errors={errors}>
             {number('workers', limits.max_workers, 1)}
           </Row>
@@ -182,7 +182,7 @@ function SubmitForm(props: {
         <Row label="Processes per worker" field="processesPerWorker" errors={errors}>
           {number('processesPerWorker', limits.max_processes_per_worker, 1)}
         </Row>
-        {has(config, 'gpus') ? (
+        {has(config, 'gpus') && limits.max_gpus_per_worker > 0 ? (
           <Row label="GPUs per worker" field="gpusPerWorker" errors={errors}>
             {number('gpusPerWorker', limits.max_gpus_per_worker)}
           </Row>
