@@ -33,6 +33,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainhub.metrics.scalars import log
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the built JupyterLab extension lies, for ``jupyter labextension develop``."""
+    return [{"src": "labextension", "dest": "trainhub"}]
+
+
 def __getattr__(name: str) -> Any:
     try:
         module_name, attr = _LAZY[name]
