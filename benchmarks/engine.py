@@ -17,7 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -64,6 +67,23 @@ def _env(home: Path, workspace: Path) -> dict[str, str]:
     return env
 
 
+@contextmanager
+def _sandbox() -> Iterator[tuple[Path, Path, dict[str, str]]]:
+    """A temporary trainhub home and workspace, and the environment that points at them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        ws = root / "ws"
+        ws.mkdir()
+        yield root, ws, _env(root / "home", ws)
+
+
+def _bare_torchrun(script: str, env: dict[str, str], cwd: Path, stdout: Any) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", script],
+        env=env, cwd=cwd, stdout=stdout, stderr=subprocess.STDOUT,
+    )
+
+
 def _write_notebook(path: Path, sources: list[str]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
@@ -99,14 +119,10 @@ def _wait_file(path: Path, timeout: float = 300) -> float:
 def bench_first_cell() -> dict:
     """(a) Time from the researcher's submit to the first user code running on rank 0."""
     ours, bare = [], []
-    for i in range(REPEATS):
-        with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
-            ws = tmp / "ws"
-            ws.mkdir()
+    for _ in range(REPEATS):
+        with _sandbox() as (tmp, ws, env):
             _write_notebook(ws / "first.ipynb", [FIRST_CELL])
             (ws / "first.py").write_text(FIRST_CELL)
-            env = _env(tmp / "home", ws)
             env["FIRST_CELL_OUT"] = str(tmp / "ours")
             t0 = time.time()
             job_id = _trainhub(env, ws, "submit", "first.ipynb", "--nproc", "2")
@@ -115,9 +131,7 @@ def bench_first_cell() -> dict:
 
             env["FIRST_CELL_OUT"] = str(tmp / "bare")
             t0 = time.time()
-            proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                     "--nproc-per-node=2", "first.py"], env=env, cwd=ws,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = _bare_torchrun("first.py", env, ws, subprocess.DEVNULL)
             bare.append(_wait_file(tmp / "bare.0") - t0)
             proc.wait()
     a, b = statistics.median(ours), statistics.median(bare)
@@ -129,12 +143,8 @@ def bench_steps_per_second() -> dict:
     """(b) Training throughput with trainhub's sampler and log capture on."""
     ours, bare = [], []
     for _ in range(REPEATS):
-        with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
-            ws = tmp / "ws"
-            ws.mkdir()
+        with _sandbox() as (tmp, ws, env):
             (ws / "train.py").write_text(TRAIN)
-            env = _env(tmp / "home", ws)
             job_id = _trainhub(env, ws, "submit", "train.py", "--nproc", "2", "--env",
                                f"TRAIN_OUT={tmp / 'ours.json'}")
             _wait(env, ws, job_id)
@@ -142,9 +152,8 @@ def bench_steps_per_second() -> dict:
 
             env["TRAIN_OUT"] = str(tmp / "bare.json")
             with open(tmp / "bare.log", "w") as log:
-                subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                "--nproc-per-node=2", "train.py"], env=env, cwd=ws, stdout=log,
-                               stderr=subprocess.STDOUT, check=True)
+                if _bare_torchrun("train.py", env, ws, log).wait() != 0:
+                    raise RuntimeError(f"bare torchrun failed: {(tmp / 'bare.log').read_text()}")
             bare.append(float(json.loads((tmp / "bare.json").read_text())))
     a, b = statistics.median(ours), statistics.median(bare)
     return {"benchmark": "(b) training steps/s, 2 ranks", "trainhub": f"{a:.1f} steps/s",
@@ -155,12 +164,8 @@ def bench_notebook_wall() -> dict:
     """(c) Whole-notebook wall time, single process, vs papermill."""
     ours, peer = [], []
     for _ in range(REPEATS):
-        with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
-            ws = tmp / "ws"
-            ws.mkdir()
+        with _sandbox() as (tmp, ws, env):
             _write_notebook(ws / "single.ipynb", SINGLE)
-            env = _env(tmp / "home", ws)
             t0 = time.time()
             job_id = _trainhub(env, ws, "submit", "single.ipynb")
             job = _wait(env, ws, job_id)

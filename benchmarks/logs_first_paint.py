@@ -191,8 +191,8 @@ def main() -> int:
     assert v["count"] == args.lines, v
     print(f"Logs tab first paint in {result['userAgent'].split(') ')[-1]}")
     print()
-    print(f"| view                       | lines     | first paint (ms) | rows in DOM |")
-    print(f"|----------------------------|-----------|------------------|-------------|")
+    print("| view                       | lines     | first paint (ms) | rows in DOM |")
+    print("|----------------------------|-----------|------------------|-------------|")
     print(f"| one DOM node per line      | {args.naive_lines:>9,} | {n['firstPaint']:>16.0f} | {args.naive_lines:>11,} |")
     print(f"| virtualized (trainhub)     | {args.naive_lines:>9,} | {vs['firstPaint']:>16.0f} | {vs['rows']:>11,} |")
     print(f"| virtualized (trainhub)     | {args.lines:>9,} | {v['firstPaint']:>16.0f} | {v['rows']:>11,} |")
