@@ -1,0 +1,173 @@
+"""Spawn request -> server ready: TrainHubSpawner vs plain KubeSpawner with the same profile.
+
+Both hubs run side by side against one test control plane (kube-apiserver, scheduler, kwok
+GPU nodes, Kueue) with configurable-http-proxy; the plain one gets TrainHubSpawner's own
+pod overrides as a fixed ``kubespawner_override``, so the pods are identical and the
+difference is what TrainHubSpawner adds: the team gate, the last look at the manifest,
+the ResourceQuota read and the teams ConfigMap. Spawns alternate between the hubs; each
+server is stopped (and its pod gone) before the next. As in the hub tests, a Running pod
+is served by a real jupyterhub-singleuser started on loopback from the pod's spec.
+
+    python benchmarks/spawn.py [--spawns 6] [--kubeconfig PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "spawner")]
+
+from tests.hub.conftest import (  # noqa: E402
+    PASSWORD,
+    TEST_CONFIG,
+    Hub,
+    free_port,
+    service_account_kubeconfig,
+    shared_claim,
+    teams_data,
+    wait_for,
+)
+
+PLAIN_CONFIG = '''
+c.JupyterHub.spawner_class = "kubespawner.KubeSpawner"
+c.KubeSpawner.profile_list = {profiles!r}
+c.KubeSpawner.enable_user_namespaces = False
+c.KubeSpawner.namespace = {namespace!r}
+'''
+
+
+def _cluster(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
+    if kubeconfig:
+        return Path(kubeconfig), None
+    spec = importlib.util.spec_from_file_location("cluster", ROOT / "tests/k8s/cluster/cluster.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    missing = mod.missing_binaries()
+    if missing:
+        sys.exit(f"the test control plane is not built ({', '.join(missing)}): bash tests/k8s/cluster/build.sh")
+    cluster = mod.Cluster(work / "cluster")
+    return cluster.start(), cluster
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--spawns", type=int, default=6, help="spawns per spawner")
+    ap.add_argument("--kubeconfig", help="an already running test control plane")
+    args = ap.parse_args()
+
+    from kubernetes import client, config
+
+    from trainhub.backends.kubernetes.apply import apply_objects
+    from trainhub.teams import parse_teams
+    from trainhub_spawner.hub_objects import hub_objects
+    from trainhub_spawner.pod import session_overrides
+    from trainhub_spawner.profiles import resolve_session
+
+    work = Path(tempfile.mkdtemp(prefix="trainhub-spawn-bench-"))
+    kubeconfig, cluster = _cluster(args.kubeconfig, work)
+    hubs: list[Hub] = []
+    pods_dir = work / "pods"
+    pods_dir.mkdir()
+    try:
+        chp = subprocess.run(["bash", str(ROOT / "scripts/setup-hub.sh")], check=True, capture_output=True,
+                             text=True).stdout.strip().splitlines()[-1] + "/configurable-http-proxy"
+        suffix = secrets.token_hex(3)
+        data = teams_data(suffix, work / "shared")
+        teams_file = work / "teams.yaml"
+        teams_file.write_text(yaml.safe_dump(data, sort_keys=False))
+        teams = parse_teams(data)
+        api = config.new_client_from_config(config_file=str(kubeconfig))
+        core = client.CoreV1Api(api)
+        subprocess.run([sys.executable, "-m", "trainhub.cli", "admin", "apply", str(teams_file),
+                        "--kubeconfig", str(kubeconfig)], check=True, capture_output=True)
+        hub_ns = f"hub-system-{suffix}"
+        core.create_namespace({"metadata": {"name": hub_ns}})
+        wait_for("default account", lambda: core.list_namespaced_service_account(
+            hub_ns, field_selector="metadata.name=default").items)
+        core.create_namespaced_service_account(hub_ns, {"metadata": {"name": "hub"}})
+        apply_objects(api, hub_objects(teams, hub_ns))
+        for team in teams.teams:
+            shared_claim(core, team.namespace, Path(team.shared_volume.mount_path))
+        hub_kc = service_account_kubeconfig(kubeconfig, core, hub_ns, "hub", work / "hub.kubeconfig")
+        members = work / "members.yaml"
+        users = [f"u{i}" for i in range(args.spawns)]
+        members.write_text(yaml.safe_dump({"vision": users}))
+
+        options = {"profile": "vision.t4", "image": "pytorch", "gpus": "1"}
+        session = resolve_session(teams, ["vision"], options)
+        overrides = session_overrides(session, teams_configmap=None)
+        namespace = overrides.pop("namespace")
+        plain_profiles = [{"display_name": "vision t4", "slug": "vision.t4", "kubespawner_override": overrides}]
+
+        for kind in ("trainhub", "plain"):
+            d = work / kind
+            d.mkdir()
+            port, admin_token = free_port(), secrets.token_hex(16)
+            text = TEST_CONFIG.format(
+                hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"), here=str(ROOT / "tests" / "hub"),
+                password=PASSWORD, port=port, hub_port=free_port(), dir=d, chp=chp,
+                proxy_api_port=free_port(), proxy_token=secrets.token_hex(16), admin_token=admin_token,
+                users=set(users))
+            if kind == "plain":
+                text += PLAIN_CONFIG.format(profiles=plain_profiles, namespace=namespace)
+            (d / "test_config.py").write_text(text)
+            env = {**os.environ, "KUBECONFIG": str(hub_kc), "TRAINHUB_TEAMS_FILE": str(teams_file),
+                   "TRAINHUB_GROUP_MEMBERS": str(members), "TRAINHUB_TEST_PODS_DIR": str(pods_dir),
+                   "TRAINHUB_IDLE_STOP_MINUTES": "0",
+                   "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "spawner")])}
+            hub = Hub(dir=d, env=env, port=port, admin_token=admin_token)
+            hub.start()
+            hubs.append(hub)
+
+        times: dict[str, list[float]] = {"trainhub": [], "plain": []}
+        for i, user in enumerate(users):
+            for kind, hub in zip(("trainhub", "plain"), hubs, strict=True):
+                t0 = time.perf_counter()
+                r = hub.api("POST", f"/users/{user}/server", json=options)
+                assert r.status_code in (201, 202), r.text
+                hub.wait_ready(user)
+                times[kind].append(time.perf_counter() - t0)
+                hub.api("DELETE", f"/users/{user}/server")
+                wait_for("the pod to go", lambda: not core.list_namespaced_pod(namespace).items, timeout=120)
+            print(f"spawn {i + 1}: trainhub {times['trainhub'][-1]:.2f} s, plain {times['plain'][-1]:.2f} s",
+                  file=sys.stderr)
+
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"\nspawn request -> server ready, {args.spawns} spawns each, alternating "
+              "(pod on kwok, jupyterhub-singleuser on loopback)")
+        print(f"{'spawner':<18}{'median s':>10}{'min s':>10}{'max s':>10}")
+        for kind, label in (("trainhub", "TrainHubSpawner"), ("plain", "KubeSpawner")):
+            v = times[kind]
+            print(f"{label:<18}{med[kind]:>10.2f}{min(v):>10.2f}{max(v):>10.2f}")
+        print(f"ratio TrainHubSpawner / KubeSpawner (median): {med['trainhub'] / med['plain']:.2f}")
+        print(json.dumps({"median_s": med, "ratio": med["trainhub"] / med["plain"]}))
+    finally:
+        for hub in hubs:
+            hub.stop()
+        for record in pods_dir.glob("*.json"):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(json.loads(record.read_text())["pid"], signal.SIGTERM)
+        if cluster is not None:
+            cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
