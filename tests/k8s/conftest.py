@@ -61,7 +61,7 @@ def k8s_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[K8sCluster
             "k8s test control plane not built (missing in "
             f"{mod.cache_dir()}: {', '.join(missing)}); run: bash tests/k8s/cluster/build.sh"
         )
-    cluster = mod.Cluster(tmp_path_factory.mktemp("k8s-cluster"))
+    cluster = mod.Cluster(tmp_path_factory.mktemp("k8s-cluster"), die_with_parent=True)
     try:
         kubeconfig = cluster.start()
     except mod.ClusterError as e:

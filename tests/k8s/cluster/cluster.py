@@ -264,8 +264,16 @@ def write_kubeconfig(path: Path, server: str, ca: Path, crt: Path, key: Path, us
 class Cluster:
     """Start/stop one control plane in `dir`; state.json makes stop work from another process."""
 
-    def __init__(self, dir: str | os.PathLike[str], bin_base: Path | None = None):
+    def __init__(
+        self,
+        dir: str | os.PathLike[str],
+        bin_base: Path | None = None,
+        die_with_parent: bool = False,
+    ):
+        """die_with_parent: the components get SIGKILL when this process dies (Linux),
+        so a test session that is killed does not leave a control plane behind."""
         self.dir = Path(dir).resolve()
+        self.die_with_parent = die_with_parent
         self.base = bin_base or cache_dir()
         self.bin = self.base / "bin"
         self.state_file = self.dir / "state.json"
@@ -638,6 +646,7 @@ class Cluster:
                 cwd=self.dir,
                 env=env,
                 start_new_session=True,  # outlives the CLI; stop() ends it by PID
+                preexec_fn=_parent_death_signal if self.die_with_parent else None,
             )
         finally:
             log.close()
@@ -756,6 +765,17 @@ class Cluster:
             c["type"] == "Ready" and c["status"] == "True"
             for c in node.get("status", {}).get("conditions", [])
         )
+
+
+def _parent_death_signal() -> None:
+    """In the child before exec: SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG).
+
+    SIGKILL, not SIGTERM: with etcd gone the apiserver and Kueue take minutes over a
+    graceful shutdown, and nobody is left to escalate."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
 def node_manifest(name: str, pool: str, gpus: int, cpu: str, memory: str, product: str) -> dict[str, Any]:
