@@ -1,0 +1,59 @@
+"""Every benchmark, side by side with its peer, into one report (benchmarks/RESULTS.md).
+
+    python benchmarks/run_all.py [--quick] [name ...]
+
+Figures are measured, never asserted: the tests check behaviour, this checks speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.report import print_table  # noqa: E402
+
+# name -> (module, keyword arguments for a full run, for a quick run)
+SUITES = {
+    "engine": ("benchmarks.engine", {}, {}),
+    "checkpoint_stall": ("benchmarks.checkpoint_stall", {}, {"repeats": 3}),
+    "sampler_overhead": ("benchmarks.sampler_overhead", {}, {"seconds": 8}),
+    "log_latency": ("benchmarks.log_latency", {}, {}),
+    "list_endpoint": ("benchmarks.list_endpoint", {}, {"requests": 60}),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("names", nargs="*", help=f"some of {', '.join(SUITES)} (default: all)")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS.md"))
+    args = parser.parse_args()
+    unknown = set(args.names) - set(SUITES)
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    sections = [f"# Benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, "
+                f"Python {platform.python_version()}\n"]
+    failed = 0
+    for name in args.names or list(SUITES):
+        module_name, full, quick = SUITES[name]
+        try:
+            rows = importlib.import_module(module_name).run(**(quick if args.quick else full))
+            sections.append(print_table(name, rows))
+        except Exception:
+            failed += 1
+            sections.append(f"## {name}\n\nfailed:\n\n```\n{traceback.format_exc()}```")
+            print(sections[-1], file=sys.stderr)
+    Path(args.out).write_text("\n\n".join(sections) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
