@@ -17,9 +17,10 @@ import re
 import secrets
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -92,7 +93,9 @@ class K8sNamespace:
 
         def cleanup() -> None:
             try:
-                client.CustomObjectsApi(self.api).delete_cluster_custom_object(group, version, plural, name)
+                client.CustomObjectsApi(self.api).delete_cluster_custom_object(
+                    group, version, plural, name
+                )
             except client.ApiException as e:
                 if e.status != 404:
                     raise
@@ -101,14 +104,18 @@ class K8sNamespace:
 
 
 @pytest.fixture
-def k8s_namespace(k8s_cluster: K8sCluster, request: pytest.FixtureRequest) -> Iterator[K8sNamespace]:
+def k8s_namespace(
+    k8s_cluster: K8sCluster, request: pytest.FixtureRequest
+) -> Iterator[K8sNamespace]:
     from kubernetes import client
 
     api = k8s_cluster.api_client()
     test = _label_value(request.node.name)
     name = f"t-{re.sub(r'[^a-z0-9-]+', '-', test.lower())[:40].strip('-')}-{secrets.token_hex(3)}"
     client.CoreV1Api(api).create_namespace(
-        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"trainhub.io/test": test}))
+        client.V1Namespace(
+            metadata=client.V1ObjectMeta(name=name, labels={"trainhub.io/test": test})
+        )
     )
     # ServiceAccount admission needs the namespace's "default" account.
     deadline = time.monotonic() + 30

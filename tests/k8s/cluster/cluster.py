@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import datetime
+import functools
 import ipaddress
 import json
 import os
@@ -34,8 +36,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 from cryptography import x509
@@ -156,7 +159,7 @@ class PKI:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.ca_key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self.ca_cert = (
             x509.CertificateBuilder()
             .subject_name(_name(f"trainhub-test-{name}"))
@@ -168,9 +171,15 @@ class PKI:
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(
-                    digital_signature=True, key_cert_sign=True, crl_sign=True,
-                    content_commitment=False, key_encipherment=False, data_encipherment=False,
-                    key_agreement=False, encipher_only=False, decipher_only=False,
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
                 ),
                 critical=True,
             )
@@ -193,7 +202,7 @@ class PKI:
         client: bool = False,
     ) -> tuple[Path, Path]:
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         usages = [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
         b = (
             x509.CertificateBuilder()
@@ -206,9 +215,15 @@ class PKI:
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(
-                    digital_signature=True, key_encipherment=True, key_cert_sign=False,
-                    crl_sign=False, content_commitment=False, data_encipherment=False,
-                    key_agreement=False, encipher_only=False, decipher_only=False,
+                    digital_signature=True,
+                    key_encipherment=True,
+                    key_cert_sign=False,
+                    crl_sign=False,
+                    content_commitment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
                 ),
                 critical=True,
             )
@@ -249,9 +264,16 @@ def write_kubeconfig(path: Path, server: str, ca: Path, crt: Path, key: Path, us
     cfg = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "trainhub-test", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "clusters": [
+            {
+                "name": "trainhub-test",
+                "cluster": {"server": server, "certificate-authority": str(ca)},
+            }
+        ],
         "users": [{"name": user, "user": {"client-certificate": str(crt), "client-key": str(key)}}],
-        "contexts": [{"name": "trainhub-test", "context": {"cluster": "trainhub-test", "user": user}}],
+        "contexts": [
+            {"name": "trainhub-test", "context": {"cluster": "trainhub-test", "user": user}}
+        ],
         "current-context": "trainhub-test",
     }
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -324,10 +346,8 @@ class Cluster:
         for name in reversed(COMPONENTS):
             p = procs.get(name)
             if p and pid_alive(p["pid"], p["argv0"]):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(p["pid"], signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
                 self._wait_exit(name, p, 15.0)
         self.state["processes"] = {}
         self.state["ready"] = False
@@ -354,25 +374,52 @@ class Cluster:
         ports = {
             name: free_port()
             for name in (
-                "etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler",
-                "kwok", "kueue-webhook", "kueue-health", "kueue-metrics", "kueue-visibility",
+                "etcd",
+                "etcd-peer",
+                "apiserver",
+                "controller-manager",
+                "scheduler",
+                "kwok",
+                "kueue-webhook",
+                "kueue-health",
+                "kueue-metrics",
+                "kueue-visibility",
             )
         }
-        self.state = {"processes": {}, "ports": ports, "kubeconfig": str(self.kubeconfig), "ready": False}
+        self.state = {
+            "processes": {},
+            "ports": ports,
+            "kubeconfig": str(self.kubeconfig),
+            "ready": False,
+        }
         self.server = f"https://127.0.0.1:{ports['apiserver']}"
         pki = self.pki = PKI(self.pki_dir)
         loopback = ("127.0.0.1", "localhost")
         pki.issue(
-            "apiserver", "kube-apiserver",
-            server_names=loopback + (SERVICE_IP, "kubernetes", "kubernetes.default",
-                                     "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"),
+            "apiserver",
+            "kube-apiserver",
+            server_names=(
+                *loopback,
+                SERVICE_IP,
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ),
         )
-        pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters", client=True)
+        pki.issue(
+            "apiserver-kubelet-client",
+            "kube-apiserver-kubelet-client",
+            "system:masters",
+            client=True,
+        )
         pki.signing_key("service-account")
         # Request-header authentication (front proxy), as kubeadm sets it up, so
         # delegating servers (controller-manager, scheduler, Kueue's visibility API)
         # find a complete extension-apiserver-authentication ConfigMap.
-        PKI(self.pki_dir, "front-proxy-ca").issue("front-proxy-client", "front-proxy-client", client=True)
+        PKI(self.pki_dir, "front-proxy-ca").issue(
+            "front-proxy-client", "front-proxy-client", client=True
+        )
         # Kueue serves its webhooks, metrics and visibility API with one loopback cert.
         kueue_certs = self.dir / "kueue" / "certs"
         kueue_certs.mkdir(parents=True)
@@ -395,89 +442,103 @@ class Cluster:
         p = self.state["ports"]
         url = f"http://127.0.0.1:{p['etcd']}"
         peer = f"http://127.0.0.1:{p['etcd-peer']}"
-        self._spawn("etcd", [
-            str(self.bin / "etcd"),
-            "--name=trainhub-test",
-            f"--data-dir={self.dir / 'etcd'}",
-            f"--listen-client-urls={url}",
-            f"--advertise-client-urls={url}",
-            f"--listen-peer-urls={peer}",
-            f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=trainhub-test={peer}",
-            "--unsafe-no-fsync=true",  # test data: durability is not needed, speed is
-            "--quota-backend-bytes=8589934592",
-            "--log-level=warn",
-        ])
+        self._spawn(
+            "etcd",
+            [
+                str(self.bin / "etcd"),
+                "--name=trainhub-test",
+                f"--data-dir={self.dir / 'etcd'}",
+                f"--listen-client-urls={url}",
+                f"--advertise-client-urls={url}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=trainhub-test={peer}",
+                "--unsafe-no-fsync=true",  # test data: durability is not needed, speed is
+                "--quota-backend-bytes=8589934592",
+                "--log-level=warn",
+            ],
+        )
         self._wait("etcd", lambda: self._http_ok(f"{url}/health"), deadline)
 
     def _start_apiserver(self, deadline: float) -> None:
         p, pki = self.state["ports"], self.pki_dir
-        self._spawn("kube-apiserver", [
-            str(self.bin / "kube-apiserver"),
-            f"--etcd-servers=http://127.0.0.1:{p['etcd']}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={p['apiserver']}",
-            f"--tls-cert-file={pki / 'apiserver.crt'}",
-            f"--tls-private-key-file={pki / 'apiserver.key'}",
-            f"--client-ca-file={pki / 'ca.crt'}",
-            f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
-            "--requestheader-allowed-names=front-proxy-client",
-            "--requestheader-username-headers=X-Remote-User",
-            "--requestheader-group-headers=X-Remote-Group",
-            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-            f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
-            f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
-            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
-            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
-            "--authorization-mode=Node,RBAC",
-            "--anonymous-auth=false",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={pki / 'service-account.pub'}",
-            f"--service-account-signing-key-file={pki / 'service-account.key'}",
-            "--allow-privileged=true",
-            # The kubernetes Service cannot have a loopback endpoint; nothing in-cluster needs it.
-            "--endpoint-reconciler-type=none",
-            "--profiling=false",
-            f"--cert-dir={pki}",
-        ])
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(self.bin / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{p['etcd']}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={p['apiserver']}",
+                f"--tls-cert-file={pki / 'apiserver.crt'}",
+                f"--tls-private-key-file={pki / 'apiserver.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}",
+                f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+                f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+                f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+                f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+                "--authorization-mode=Node,RBAC",
+                "--anonymous-auth=false",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki / 'service-account.pub'}",
+                f"--service-account-signing-key-file={pki / 'service-account.key'}",
+                "--allow-privileged=true",
+                # The kubernetes Service cannot have a loopback endpoint; nothing in-cluster needs it.
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+                f"--cert-dir={pki}",
+            ],
+        )
         self._wait("kube-apiserver", lambda: self._api_ok("/readyz"), deadline)
 
     def _start_controllers(self, deadline: float) -> None:
         p, pki = self.state["ports"], self.pki_dir
         kcm = self.dir / "controller-manager.kubeconfig"
         sched = self.dir / "scheduler.kubeconfig"
-        self._spawn("kube-controller-manager", [
-            str(self.bin / "kube-controller-manager"),
-            f"--kubeconfig={kcm}",
-            f"--authentication-kubeconfig={kcm}",
-            f"--authorization-kubeconfig={kcm}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={p['controller-manager']}",
-            "--leader-elect=false",
-            "--use-service-account-credentials=true",
-            f"--service-account-private-key-file={pki / 'service-account.key'}",
-            f"--root-ca-file={pki / 'ca.crt'}",
-            f"--cluster-signing-cert-file={pki / 'ca.crt'}",
-            f"--cluster-signing-key-file={pki / 'ca.key'}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--controllers=*,bootstrapsigner,tokencleaner",
-            "--profiling=false",
-        ])
-        self._spawn("kube-scheduler", [
-            str(self.bin / "kube-scheduler"),
-            f"--kubeconfig={sched}",
-            f"--authentication-kubeconfig={sched}",
-            f"--authorization-kubeconfig={sched}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={p['scheduler']}",
-            "--leader-elect=false",
-            "--profiling=false",
-        ])
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(self.bin / "kube-controller-manager"),
+                f"--kubeconfig={kcm}",
+                f"--authentication-kubeconfig={kcm}",
+                f"--authorization-kubeconfig={kcm}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={p['controller-manager']}",
+                "--leader-elect=false",
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={pki / 'service-account.key'}",
+                f"--root-ca-file={pki / 'ca.crt'}",
+                f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+                f"--cluster-signing-key-file={pki / 'ca.key'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--controllers=*,bootstrapsigner,tokencleaner",
+                "--profiling=false",
+            ],
+        )
+        self._spawn(
+            "kube-scheduler",
+            [
+                str(self.bin / "kube-scheduler"),
+                f"--kubeconfig={sched}",
+                f"--authentication-kubeconfig={sched}",
+                f"--authorization-kubeconfig={sched}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={p['scheduler']}",
+                "--leader-elect=false",
+                "--profiling=false",
+            ],
+        )
         self._wait(
             "kube-controller-manager",
-            lambda: self._http_ok(f"https://127.0.0.1:{p['controller-manager']}/healthz", insecure=True),
+            lambda: self._http_ok(
+                f"https://127.0.0.1:{p['controller-manager']}/healthz", insecure=True
+            ),
             deadline,
         )
         self._wait(
@@ -495,8 +556,10 @@ class Cluster:
 
     def _install_kueue_api(self) -> None:
         """Kueue's namespace and CRDs, conversion webhooks pointed at 127.0.0.1."""
-        self._create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                            "metadata": {"name": KUEUE_NAMESPACE}})
+        self._create(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}},
+        )
         conversion: dict[str, dict[str, Any]] = {}
         for patch in sorted((self.base / "kueue" / "crd-patches").glob("*.yaml")):
             doc = yaml.safe_load(patch.read_text())
@@ -515,7 +578,7 @@ class Cluster:
             name = yaml.safe_load(f.read_text())["metadata"]["name"]
             self._wait(
                 "kube-apiserver",
-                lambda: self._crd_established(name),
+                functools.partial(self._crd_established, name),
                 time.monotonic() + 60,
                 what=f"CRD {name} Established",
             )
@@ -525,21 +588,24 @@ class Cluster:
         stages = [self.base / "kwok" / "stages" / f for f in KWOK_UPSTREAM_STAGES]
         # Only Stage documents: options go on the command line, so kwok keeps its
         # defaults for everything else (a partial KwokConfiguration would zero them).
-        text = "\n---\n".join(f.read_text() for f in stages + [HERE / "kwok-stages.yaml"])
+        text = "\n---\n".join(f.read_text() for f in [*stages, HERE / "kwok-stages.yaml"])
         config = self.dir / "kwok" / "kwok.yaml"
         config.parent.mkdir(exist_ok=True)
         config.write_text(text)
-        self._spawn("kwok", [
-            str(self.bin / "kwok"),
-            f"--config={config}",
-            f"--kubeconfig={self.kubeconfig}",
-            "--manage-all-nodes=false",
-            f"--manage-nodes-with-annotation-selector={'='.join(KWOK_NODE_ANNOTATION)}",
-            f"--server-address=127.0.0.1:{p['kwok']}",
-            "--cidr=10.244.0.0/16",
-            "--node-ip=10.0.0.1",
-            "--node-lease-duration-seconds=40",
-        ])
+        self._spawn(
+            "kwok",
+            [
+                str(self.bin / "kwok"),
+                f"--config={config}",
+                f"--kubeconfig={self.kubeconfig}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={'='.join(KWOK_NODE_ANNOTATION)}",
+                f"--server-address=127.0.0.1:{p['kwok']}",
+                "--cidr=10.244.0.0/16",
+                "--node-ip=10.0.0.1",
+                "--node-lease-duration-seconds=40",
+            ],
+        )
         names = []
         for pool, count, gpus, cpu, memory, product in NODE_POOLS:
             for i in range(count):
@@ -547,7 +613,12 @@ class Cluster:
                 names.append(name)
                 self._create("/api/v1/nodes", node_manifest(name, pool, gpus, cpu, memory, product))
         for name in names:
-            self._wait("kwok", lambda: self._node_ready(name), deadline, what=f"node {name} Ready")
+            self._wait(
+                "kwok",
+                functools.partial(self._node_ready, name),
+                deadline,
+                what=f"node {name} Ready",
+            )
 
     def _start_kueue(self, deadline: float) -> None:
         p = self.state["ports"]
@@ -568,13 +639,19 @@ class Cluster:
         }
         cfg_path = self.dir / "kueue" / "config.yaml"
         cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        env = dict(os.environ, KUEUE_METRICS_CERT_DIR=str(certs), KUEUE_VISIBILITY_CERT_DIR=str(certs))
-        self._spawn("kueue", [
-            str(self.bin / "kueue"),
-            f"--config={cfg_path}",
-            f"--kubeconfig={self.kubeconfig}",
-            f"--visibility-server-port={p['kueue-visibility']}",
-        ], env=env)
+        env = dict(
+            os.environ, KUEUE_METRICS_CERT_DIR=str(certs), KUEUE_VISIBILITY_CERT_DIR=str(certs)
+        )
+        self._spawn(
+            "kueue",
+            [
+                str(self.bin / "kueue"),
+                f"--config={cfg_path}",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--visibility-server-port={p['kueue-visibility']}",
+            ],
+            env=env,
+        )
         for doc in self._kueue_webhook_configs():
             kind = doc["kind"].lower() + "s"
             self._create(f"/apis/admissionregistration.k8s.io/v1/{kind}", doc)
@@ -607,11 +684,13 @@ class Cluster:
     def _kueue_webhook_configs(self) -> list[dict[str, Any]]:
         """Kueue's webhook configurations for the enabled integrations, served by URL."""
         not_system = {
-            "matchExpressions": [{
-                "key": "kubernetes.io/metadata.name",
-                "operator": "NotIn",
-                "values": ["kube-system", KUEUE_NAMESPACE],
-            }]
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "NotIn",
+                    "values": ["kube-system", KUEUE_NAMESPACE],
+                }
+            ]
         }
         out = []
         for doc in yaml.safe_load_all((self.base / "kueue" / "webhook.yaml").read_text()):
@@ -623,7 +702,9 @@ class Cluster:
                 resources = {x.split("/")[0] for r in wh["rules"] for x in r["resources"]}
                 if groups == {""} and resources == {"pods"}:
                     wh["namespaceSelector"] = not_system  # as Kueue's kustomization does
-                elif not (groups == {"kueue.x-k8s.io"} or (groups == {"batch"} and resources == {"jobs"})):
+                elif not (
+                    groups == {"kueue.x-k8s.io"} or (groups == {"batch"} and resources == {"jobs"})
+                ):
                     continue  # an integration that is not enabled: nothing serves that path
                 path = wh["clientConfig"]["service"]["path"]
                 wh["clientConfig"] = {"url": self._kueue_url(path), "caBundle": self._ca_b64()}
@@ -636,8 +717,7 @@ class Cluster:
     # ---- processes
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        log = open(self.logs / f"{name}.log", "ab")
-        try:
+        with open(self.logs / f"{name}.log", "ab") as log:
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
@@ -648,8 +728,6 @@ class Cluster:
                 start_new_session=True,  # outlives the CLI; stop() ends it by PID
                 preexec_fn=_parent_death_signal if self.die_with_parent else None,
             )
-        finally:
-            log.close()
         self._popen[name] = proc
         self.state["processes"][name] = {"pid": proc.pid, "argv0": argv[0]}
         self._save()
@@ -663,14 +741,14 @@ class Cluster:
             if proc is None and not pid_alive(p["pid"], p["argv0"]):
                 return
             time.sleep(0.1)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(p["pid"], signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         if proc is not None:
             proc.wait(5)
 
-    def _wait(self, component: str, check: Callable[[], bool], deadline: float, what: str | None = None) -> None:
+    def _wait(
+        self, component: str, check: Callable[[], bool], deadline: float, what: str | None = None
+    ) -> None:
         what = what or f"{component} ready"
         last_err = ""
         while True:
@@ -683,7 +761,7 @@ class Cluster:
             try:
                 if check():
                     return
-            except Exception as e:  # noqa: BLE001 - reported if it never becomes ready
+            except Exception as e:
                 last_err = f"{type(e).__name__}: {e}"
             if time.monotonic() > deadline:
                 raise ClusterError(
@@ -710,7 +788,7 @@ class Cluster:
     def _http_ok(self, url: str, insecure: bool = False) -> bool:
         ctx = None
         if url.startswith("https"):
-            ctx = ssl._create_unverified_context() if insecure else self._context()  # noqa: S323
+            ctx = ssl._create_unverified_context() if insecure else self._context()
         try:
             with urllib.request.urlopen(url, timeout=5, context=ctx) as r:
                 return r.status == 200
@@ -737,7 +815,9 @@ class Cluster:
     def _api_ok(self, path: str, body: Any = None) -> bool:
         status, resp = self._request("POST" if body is not None else "GET", path, body)
         if status >= 400:
-            raise RuntimeError(f"{status}: {resp.get('message') if isinstance(resp, dict) else resp}")
+            raise RuntimeError(
+                f"{status}: {resp.get('message') if isinstance(resp, dict) else resp}"
+            )
         return True
 
     def _create(self, path: str, obj: dict[str, Any]) -> None:
@@ -746,10 +826,14 @@ class Cluster:
             return
         if status >= 300:
             msg = resp.get("message") if isinstance(resp, dict) else resp
-            raise ClusterError(f"creating {obj['kind']} {obj['metadata']['name']} failed: {status} {msg}")
+            raise ClusterError(
+                f"creating {obj['kind']} {obj['metadata']['name']} failed: {status} {msg}"
+            )
 
     def _crd_established(self, name: str) -> bool:
-        status, crd = self._request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        status, crd = self._request(
+            "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        )
         if status != 200:
             return False
         return any(
@@ -778,16 +862,25 @@ def _parent_death_signal() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
-def node_manifest(name: str, pool: str, gpus: int, cpu: str, memory: str, product: str) -> dict[str, Any]:
-    capacity = {"cpu": cpu, "memory": memory, "pods": "110", "nvidia.com/gpu": str(gpus),
-                "ephemeral-storage": "1Ti"}
+def node_manifest(
+    name: str, pool: str, gpus: int, cpu: str, memory: str, product: str
+) -> dict[str, Any]:
+    capacity = {
+        "cpu": cpu,
+        "memory": memory,
+        "pods": "110",
+        "nvidia.com/gpu": str(gpus),
+        "ephemeral-storage": "1Ti",
+    }
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
-            "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1],
-                            "node.alpha.kubernetes.io/ttl": "0"},
+            "annotations": {
+                KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1],
+                "node.alpha.kubernetes.io/ttl": "0",
+            },
             "labels": {
                 "type": "kwok",
                 "kubernetes.io/hostname": name,
@@ -807,13 +900,17 @@ def node_manifest(name: str, pool: str, gpus: int, cpu: str, memory: str, produc
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name in ("start", "stop", "status"):
         sp = sub.add_parser(name)
         sp.add_argument("--dir", required=True, help="working directory of this cluster")
         if name == "start":
-            sp.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
+            sp.add_argument(
+                "--timeout", type=float, default=180.0, help="seconds to wait for readiness"
+            )
         if name == "stop":
             sp.add_argument("--clean", action="store_true", help="also remove DIR")
     args = ap.parse_args(argv)
