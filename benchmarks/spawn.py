@@ -45,12 +45,12 @@ from tests.hub.conftest import (  # noqa: E402
     wait_for,
 )
 
-PLAIN_CONFIG = '''
+PLAIN_CONFIG = """
 c.JupyterHub.spawner_class = "kubespawner.KubeSpawner"
 c.KubeSpawner.profile_list = {profiles!r}
 c.KubeSpawner.enable_user_namespaces = False
 c.KubeSpawner.namespace = {namespace!r}
-'''
+"""
 
 
 def _cluster(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
@@ -62,7 +62,9 @@ def _cluster(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
     spec.loader.exec_module(mod)
     missing = mod.missing_binaries()
     if missing:
-        sys.exit(f"the test control plane is not built ({', '.join(missing)}): bash tests/k8s/cluster/build.sh")
+        sys.exit(
+            f"the test control plane is not built ({', '.join(missing)}): bash tests/k8s/cluster/build.sh"
+        )
     cluster = mod.Cluster(work / "cluster")
     return cluster.start(), cluster
 
@@ -87,8 +89,17 @@ def main() -> int:
     pods_dir = work / "pods"
     pods_dir.mkdir()
     try:
-        chp = subprocess.run(["bash", str(ROOT / "scripts/setup-hub.sh")], check=True, capture_output=True,
-                             text=True).stdout.strip().splitlines()[-1] + "/configurable-http-proxy"
+        chp = (
+            subprocess.run(
+                ["bash", str(ROOT / "scripts/setup-hub.sh")],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+            + "/configurable-http-proxy"
+        )
         suffix = secrets.token_hex(3)
         data = teams_data(suffix, work / "shared")
         teams_file = work / "teams.yaml"
@@ -96,17 +107,37 @@ def main() -> int:
         teams = parse_teams(data)
         api = config.new_client_from_config(config_file=str(kubeconfig))
         core = client.CoreV1Api(api)
-        subprocess.run([sys.executable, "-m", "trainhub.cli", "admin", "apply", str(teams_file),
-                        "--kubeconfig", str(kubeconfig)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "trainhub.cli",
+                "admin",
+                "apply",
+                str(teams_file),
+                "--kubeconfig",
+                str(kubeconfig),
+            ],
+            check=True,
+            capture_output=True,
+        )
         hub_ns = f"hub-system-{suffix}"
         core.create_namespace({"metadata": {"name": hub_ns}})
-        wait_for("default account", lambda: core.list_namespaced_service_account(
-            hub_ns, field_selector="metadata.name=default").items)
+        wait_for(
+            "default account",
+            lambda: (
+                core.list_namespaced_service_account(
+                    hub_ns, field_selector="metadata.name=default"
+                ).items
+            ),
+        )
         core.create_namespaced_service_account(hub_ns, {"metadata": {"name": "hub"}})
         apply_objects(api, hub_objects(teams, hub_ns))
         for team in teams.teams:
             shared_claim(core, team.namespace, Path(team.shared_volume.mount_path))
-        hub_kc = service_account_kubeconfig(kubeconfig, core, hub_ns, "hub", work / "hub.kubeconfig")
+        hub_kc = service_account_kubeconfig(
+            kubeconfig, core, hub_ns, "hub", work / "hub.kubeconfig"
+        )
         members = work / "members.yaml"
         users = [f"u{i}" for i in range(args.spawns)]
         members.write_text(yaml.safe_dump({"vision": users}))
@@ -115,24 +146,39 @@ def main() -> int:
         session = resolve_session(teams, ["vision"], options)
         overrides = session_overrides(session, teams_configmap=None)
         namespace = overrides.pop("namespace")
-        plain_profiles = [{"display_name": "vision t4", "slug": "vision.t4", "kubespawner_override": overrides}]
+        plain_profiles = [
+            {"display_name": "vision t4", "slug": "vision.t4", "kubespawner_override": overrides}
+        ]
 
         for kind in ("trainhub", "plain"):
             d = work / kind
             d.mkdir()
             port, admin_token = free_port(), secrets.token_hex(16)
             text = TEST_CONFIG.format(
-                hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"), here=str(ROOT / "tests" / "hub"),
-                password=PASSWORD, port=port, hub_port=free_port(), dir=d, chp=chp,
-                proxy_api_port=free_port(), proxy_token=secrets.token_hex(16), admin_token=admin_token,
-                users=set(users))
+                hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
+                here=str(ROOT / "tests" / "hub"),
+                password=PASSWORD,
+                port=port,
+                hub_port=free_port(),
+                dir=d,
+                chp=chp,
+                proxy_api_port=free_port(),
+                proxy_token=secrets.token_hex(16),
+                admin_token=admin_token,
+                users=set(users),
+            )
             if kind == "plain":
                 text += PLAIN_CONFIG.format(profiles=plain_profiles, namespace=namespace)
             (d / "test_config.py").write_text(text)
-            env = {**os.environ, "KUBECONFIG": str(hub_kc), "TRAINHUB_TEAMS_FILE": str(teams_file),
-                   "TRAINHUB_GROUP_MEMBERS": str(members), "TRAINHUB_TEST_PODS_DIR": str(pods_dir),
-                   "TRAINHUB_IDLE_STOP_MINUTES": "0",
-                   "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "spawner")])}
+            env = {
+                **os.environ,
+                "KUBECONFIG": str(hub_kc),
+                "TRAINHUB_TEAMS_FILE": str(teams_file),
+                "TRAINHUB_GROUP_MEMBERS": str(members),
+                "TRAINHUB_TEST_PODS_DIR": str(pods_dir),
+                "TRAINHUB_IDLE_STOP_MINUTES": "0",
+                "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "spawner")]),
+            }
             hub = Hub(dir=d, env=env, port=port, admin_token=admin_token)
             hub.start()
             hubs.append(hub)
@@ -143,26 +189,45 @@ def main() -> int:
             for kind, hub in zip(("trainhub", "plain"), hubs, strict=True):
                 answers: list[Any] = []
                 t0 = time.perf_counter()
-                post = threading.Thread(target=lambda h=hub, u=user, out=answers: out.append(
-                    h.api("POST", f"/users/{u}/server", json=options)))
+                post = threading.Thread(
+                    target=lambda h=hub, u=user, out=answers: out.append(
+                        h.api("POST", f"/users/{u}/server", json=options)
+                    )
+                )
                 post.start()
-                wait_for("the pod", lambda: core.list_namespaced_pod(namespace).items, timeout=120, interval=0.01)
+                wait_for(
+                    "the pod",
+                    lambda: core.list_namespaced_pod(namespace).items,
+                    timeout=120,
+                    interval=0.01,
+                )
                 created[kind].append(time.perf_counter() - t0)
                 post.join()
                 assert answers[0].status_code in (201, 202), answers[0].text
                 hub.wait_ready(user)
                 ready[kind].append(time.perf_counter() - t0)
                 hub.api("DELETE", f"/users/{user}/server")
-                wait_for("the pod to go", lambda: not core.list_namespaced_pod(namespace).items, timeout=120)
-            print(f"spawn {i + 1}: trainhub {created['trainhub'][-1]:.3f} / {ready['trainhub'][-1]:.2f} s, "
-                  f"plain {created['plain'][-1]:.3f} / {ready['plain'][-1]:.2f} s", file=sys.stderr)
+                wait_for(
+                    "the pod to go",
+                    lambda: not core.list_namespaced_pod(namespace).items,
+                    timeout=120,
+                )
+            print(
+                f"spawn {i + 1}: trainhub {created['trainhub'][-1]:.3f} / {ready['trainhub'][-1]:.2f} s, "
+                f"plain {created['plain'][-1]:.3f} / {ready['plain'][-1]:.2f} s",
+                file=sys.stderr,
+            )
 
-        print(f"\n{args.spawns} spawns per spawner, alternating; pods on kwok nodes, each served by "
-              "jupyterhub-singleuser on loopback")
+        print(
+            f"\n{args.spawns} spawns per spawner, alternating; pods on kwok nodes, each served by "
+            "jupyterhub-singleuser on loopback"
+        )
         print(f"{'':<34}{'TrainHubSpawner':>16}{'KubeSpawner':>13}{'ratio':>8}")
         summary = {}
-        for label, times in (("request -> pod created, median s", created),
-                             ("request -> server ready, median s", ready)):
+        for label, times in (
+            ("request -> pod created, median s", created),
+            ("request -> server ready, median s", ready),
+        ):
             t, p = statistics.median(times["trainhub"]), statistics.median(times["plain"])
             summary[label] = {"trainhub": t, "plain": p, "ratio": t / p}
             print(f"{label:<34}{t:>16.3f}{p:>13.3f}{t / p:>8.2f}")

@@ -42,7 +42,10 @@ if not c.Authenticator.get("manage_groups", False):
     groups = {}
     for team in teams.teams:
         for group in team.groups:
-            groups[group] = {"users": list(members.get(group, [])), "properties": {"trainhub_team": team.name}}
+            groups[group] = {
+                "users": list(members.get(group, [])),
+                "properties": {"trainhub_team": team.name},
+            }
     c.JupyterHub.load_groups = groups
 
 # --- idle GPU sessions ---------------------------------------------------------------------------
@@ -50,7 +53,9 @@ stop_minutes = float(os.environ.get("TRAINHUB_IDLE_STOP_MINUTES", "60"))
 if stop_minutes > 0:
     idle = "trainhub-idle-gpu"
     command = [
-        sys.executable, "-m", "trainhub_spawner.idle",
+        sys.executable,
+        "-m",
+        "trainhub_spawner.idle",
         f"--threshold-percent={os.environ.get('TRAINHUB_IDLE_THRESHOLD_PERCENT', '5')}",
         f"--warn-after-minutes={os.environ.get('TRAINHUB_IDLE_WARN_MINUTES', str(stop_minutes / 2))}",
         f"--stop-after-minutes={stop_minutes}",
@@ -63,5 +68,7 @@ if stop_minutes > 0:
     c.JupyterHub.services = services
     roles = list(c.JupyterHub.get("load_roles", []))
     # as jupyterhub-idle-culler: list the servers, read their state (pod, namespace), stop them
-    roles.append({"name": idle, "scopes": ["list:users", "read:users", "admin:servers"], "services": [idle]})
+    roles.append(
+        {"name": idle, "scopes": ["list:users", "read:users", "admin:servers"], "services": [idle]}
+    )
     c.JupyterHub.load_roles = roles

@@ -25,19 +25,41 @@ HUB_ROLE = "trainhub-hub"
 
 def notebook_ingress(team: Team, hub_namespace: str, port: int = 8888) -> dict[str, Any]:
     """The hub and the proxy (Zero-to-JupyterHub's component labels) may reach notebook servers."""
-    peers = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": hub_namespace}},
-              "podSelector": {"matchExpressions": [
-                  {"key": "component", "operator": "In", "values": ["hub", "proxy"]}]}}]
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": "trainhub-hub-to-notebooks", "namespace": team.namespace,
-                         "labels": {"app.kubernetes.io/managed-by": "trainhub"}},
-            "spec": {"podSelector": {"matchLabels": {ROLE_LABEL: NOTEBOOK_ROLE}}, "policyTypes": ["Ingress"],
-                     "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": port}]}]}}
+    peers = [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": hub_namespace}},
+            "podSelector": {
+                "matchExpressions": [
+                    {"key": "component", "operator": "In", "values": ["hub", "proxy"]}
+                ]
+            },
+        }
+    ]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {
+            "name": "trainhub-hub-to-notebooks",
+            "namespace": team.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "trainhub"},
+        },
+        "spec": {
+            "podSelector": {"matchLabels": {ROLE_LABEL: NOTEBOOK_ROLE}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": port}]}],
+        },
+    }
 
 
-def hub_objects(teams: Teams, hub_namespace: str, service_account: str = "hub") -> list[dict[str, Any]]:
+def hub_objects(
+    teams: Teams, hub_namespace: str, service_account: str = "hub"
+) -> list[dict[str, Any]]:
     rules = [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete"]},
+        {
+            "apiGroups": [""],
+            "resources": ["pods"],
+            "verbs": ["get", "list", "watch", "create", "delete"],
+        },
         {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["get", "list"]},
         # the teams file that sessions mount (TrainHubSpawner.teams_configmap)
@@ -45,21 +67,45 @@ def hub_objects(teams: Teams, hub_namespace: str, service_account: str = "hub") 
     ]
     out: list[dict[str, Any]] = []
     for team in teams.teams:
-        def meta(ns: str = team.namespace) -> dict[str, Any]:
-            return {"name": HUB_ROLE, "namespace": ns, "labels": {"app.kubernetes.io/managed-by": "trainhub"}}
 
-        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(),
-                    "rules": rules})
-        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(),
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": HUB_ROLE},
-                    "subjects": [{"kind": "ServiceAccount", "name": service_account,
-                                  "namespace": hub_namespace}]})
+        def meta(ns: str = team.namespace) -> dict[str, Any]:
+            return {
+                "name": HUB_ROLE,
+                "namespace": ns,
+                "labels": {"app.kubernetes.io/managed-by": "trainhub"},
+            }
+
+        out.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": meta(),
+                "rules": rules,
+            }
+        )
+        out.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": meta(),
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": HUB_ROLE,
+                },
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": service_account, "namespace": hub_namespace}
+                ],
+            }
+        )
         out.append(notebook_ingress(team, hub_namespace))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trainhub_spawner.hub_objects", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m trainhub_spawner.hub_objects", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("teams_file")
     parser.add_argument("--hub-namespace", required=True)
     parser.add_argument("--service-account", default="hub")

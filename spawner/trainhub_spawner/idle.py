@@ -39,10 +39,14 @@ class IdlePolicy:
 
     def __post_init__(self) -> None:
         if not 0 <= self.threshold_percent <= 100:
-            raise ValueError(f"threshold_percent: {self.threshold_percent} is not between 0 and 100")
+            raise ValueError(
+                f"threshold_percent: {self.threshold_percent} is not between 0 and 100"
+            )
         if not 0 <= self.warn_after_minutes <= self.stop_after_minutes:
-            raise ValueError("warn_after_minutes must be between 0 and stop_after_minutes "
-                             f"({self.warn_after_minutes} > {self.stop_after_minutes})")
+            raise ValueError(
+                "warn_after_minutes must be between 0 and stop_after_minutes "
+                f"({self.warn_after_minutes} > {self.stop_after_minutes})"
+            )
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,9 @@ class Action(StrEnum):
     STOP = "stop"
 
 
-def observe(state: IdleState, now: float, utilization: float | None, policy: IdlePolicy) -> IdleState:
+def observe(
+    state: IdleState, now: float, utilization: float | None, policy: IdlePolicy
+) -> IdleState:
     """Fold one utilization reading (percent, averaged over the session's GPUs) into the state."""
     if utilization is None or utilization >= policy.threshold_percent:
         return IdleState()  # busy (or unknown): a new idle stretch must start over
@@ -84,8 +90,10 @@ def warning_sentence(user: str, gpus: int, state: IdleState, now: float, policy:
     idle = 0.0 if state.low_since is None else (now - state.low_since) / 60
     left = max(policy.stop_after_minutes - idle, 0)
     gpu_word = "GPU" if gpus == 1 else "GPUs"
-    return (f"{user}'s server has used less than {policy.threshold_percent:g}% of its {gpus} {gpu_word} "
-            f"for {idle:.0f} minutes; it will be stopped in {left:.0f} minutes unless it gets busy")
+    return (
+        f"{user}'s server has used less than {policy.threshold_percent:g}% of its {gpus} {gpu_word} "
+        f"for {idle:.0f} minutes; it will be stopped in {left:.0f} minutes unless it gets busy"
+    )
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,9 @@ def gpu_servers(users: list[dict[str, Any]]) -> list[GpuServer]:
             except (TypeError, ValueError):
                 gpus = 0
             if gpus > 0 and state.get("pod_name") and state.get("namespace"):
-                out.append(GpuServer(user["name"], name, state["namespace"], state["pod_name"], gpus))
+                out.append(
+                    GpuServer(user["name"], name, state["namespace"], state["pod_name"], gpus)
+                )
     return out
 
 
@@ -126,20 +136,28 @@ class IdleGpuCuller(Application):
     name = "trainhub-idle-gpu"
     description = "Warn, then stop JupyterHub servers whose GPUs stay idle."
 
-    threshold_percent = Float(5.0, help="GPU utilization (%) under which a session counts as idle.").tag(
-        config=True)
-    warn_after_minutes = Float(30.0, help="Idle minutes before the user is warned.").tag(config=True)
-    stop_after_minutes = Float(60.0, help="Idle minutes before the server is stopped.").tag(config=True)
+    threshold_percent = Float(
+        5.0, help="GPU utilization (%) under which a session counts as idle."
+    ).tag(config=True)
+    warn_after_minutes = Float(30.0, help="Idle minutes before the user is warned.").tag(
+        config=True
+    )
+    stop_after_minutes = Float(60.0, help="Idle minutes before the server is stopped.").tag(
+        config=True
+    )
     interval_seconds = Float(60.0, help="Seconds between checks.").tag(config=True)
     hub_api_url = Unicode(help="The hub REST API (default: $JUPYTERHUB_API_URL).").tag(config=True)
-    api_token = Unicode(help="The service's token (default: $JUPYTERHUB_API_TOKEN).").tag(config=True)
+    api_token = Unicode(help="The service's token (default: $JUPYTERHUB_API_TOKEN).").tag(
+        config=True
+    )
     prometheus_url = Unicode("", help="Prometheus holding DCGM exporter metrics.").tag(config=True)
     utilization_query = Unicode(
         'avg(DCGM_FI_DEV_GPU_UTIL{{namespace="{namespace}",pod="{pod}"}})',
         help="PromQL giving a session's GPU utilization in percent; {namespace} and {pod} are filled in.",
     ).tag(config=True)
     warning_webhook = Unicode(
-        "", help="URL that receives each warning as JSON {user, server, message} (e.g. a chat bridge)."
+        "",
+        help="URL that receives each warning as JSON {user, server, message} (e.g. a chat bridge).",
     ).tag(config=True)
 
     aliases: ClassVar[dict[str, str]] = {  # type: ignore[misc]
@@ -162,13 +180,18 @@ class IdleGpuCuller(Application):
     def initialize(self, argv: Any = None) -> None:
         super().initialize(argv)
         self.states: dict[str, IdleState] = {}
-        self.policy = IdlePolicy(self.threshold_percent, self.warn_after_minutes, self.stop_after_minutes)
+        self.policy = IdlePolicy(
+            self.threshold_percent, self.warn_after_minutes, self.stop_after_minutes
+        )
         self.http = AsyncHTTPClient()
 
     async def _hub(self, method: str, path: str) -> Any:
-        req = HTTPRequest(self.hub_api_url.rstrip("/") + path, method=method,
-                          headers={"Authorization": f"token {self.api_token}"},
-                          allow_nonstandard_methods=True)
+        req = HTTPRequest(
+            self.hub_api_url.rstrip("/") + path,
+            method=method,
+            headers={"Authorization": f"token {self.api_token}"},
+            allow_nonstandard_methods=True,
+        )
         resp = await self.http.fetch(req)
         return json.loads(resp.body) if resp.body else None
 
@@ -176,7 +199,11 @@ class IdleGpuCuller(Application):
         if not self.prometheus_url:
             return None
         query = self.utilization_query.format(namespace=server.namespace, pod=server.pod)
-        url = self.prometheus_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": query})
+        url = (
+            self.prometheus_url.rstrip("/")
+            + "/api/v1/query?"
+            + urllib.parse.urlencode({"query": query})
+        )
         try:
             body = json.loads((await self.http.fetch(url, request_timeout=10)).body)
             result = body["data"]["result"]
@@ -189,13 +216,20 @@ class IdleGpuCuller(Application):
         self.log.warning(message)
         if self.warning_webhook:
             body = json.dumps({"user": server.user, "server": server.name, "message": message})
-            await self.http.fetch(self.warning_webhook, method="POST", body=body,
-                                  headers={"Content-Type": "application/json"})
+            await self.http.fetch(
+                self.warning_webhook,
+                method="POST",
+                body=body,
+                headers={"Content-Type": "application/json"},
+            )
 
     async def stop(self, server: GpuServer) -> None:
         user = urllib.parse.quote(server.user, safe="")
-        path = f"/users/{user}/server" if not server.name else \
-            f"/users/{user}/servers/{urllib.parse.quote(server.name, safe='')}"
+        path = (
+            f"/users/{user}/server"
+            if not server.name
+            else f"/users/{user}/servers/{urllib.parse.quote(server.name, safe='')}"
+        )
         await self._hub("DELETE", path)
 
     async def check(self, now: float | None = None) -> dict[str, Action]:
@@ -205,15 +239,25 @@ class IdleGpuCuller(Application):
         servers = gpu_servers(users)
         done: dict[str, Action] = {}
         for server in servers:
-            state = observe(self.states.get(server.key, IdleState()), now,
-                            await self.utilization(server), self.policy)
+            state = observe(
+                self.states.get(server.key, IdleState()),
+                now,
+                await self.utilization(server),
+                self.policy,
+            )
             action = decide(state, now, self.policy)
             if action is Action.WARN:
-                await self.notify(server, warning_sentence(server.user, server.gpus, state, now, self.policy))
+                await self.notify(
+                    server, warning_sentence(server.user, server.gpus, state, now, self.policy)
+                )
                 state = replace(state, warned_at=now)
             elif action is Action.STOP:
-                self.log.warning("stopping %s: its GPUs stayed under %g%% for %g minutes", server.key,
-                                 self.policy.threshold_percent, self.policy.stop_after_minutes)
+                self.log.warning(
+                    "stopping %s: its GPUs stayed under %g%% for %g minutes",
+                    server.key,
+                    self.policy.threshold_percent,
+                    self.policy.stop_after_minutes,
+                )
                 await self.stop(server)
                 state = IdleState()
             self.states[server.key] = state

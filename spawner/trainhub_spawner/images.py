@@ -95,7 +95,7 @@ def _pip_problem(command: str) -> str | None:
     for i, word in enumerate(words):
         if word != "install" or i == 0 or not words[i - 1].endswith("pip"):
             continue
-        rest = words[i + 1:]
+        rest = words[i + 1 :]
         skip_next = False
         for arg in rest:
             if arg in {"&&", ";", "||"}:
@@ -103,8 +103,20 @@ def _pip_problem(command: str) -> str | None:
             if skip_next:
                 skip_next = False
                 continue
-            if arg in {"-r", "-c", "--requirement", "--constraint", "--index-url", "--extra-index-url",
-                       "-i", "--find-links", "-f", "--prefix", "--target", "-t"}:
+            if arg in {
+                "-r",
+                "-c",
+                "--requirement",
+                "--constraint",
+                "--index-url",
+                "--extra-index-url",
+                "-i",
+                "--find-links",
+                "-f",
+                "--prefix",
+                "--target",
+                "-t",
+            }:
                 skip_next = True
                 continue
             if arg.startswith("-") or arg.startswith(("/", ".")) or "==" in arg:
@@ -131,31 +143,63 @@ def lint_dockerfile(text: str, path: str = "Dockerfile") -> list[Finding]:
             if image.lower() in stages or image == "scratch":
                 continue
             if "$" in image:
-                findings.append(Finding(path, step.line, f"FROM {words[0]}: the build argument has no default"))
+                findings.append(
+                    Finding(path, step.line, f"FROM {words[0]}: the build argument has no default")
+                )
             elif not _PINNED.match(image):
-                findings.append(Finding(path, step.line, f"FROM {image}: pin the base image by a tag other "
-                                                         "than 'latest' or by an @sha256: digest"))
+                findings.append(
+                    Finding(
+                        path,
+                        step.line,
+                        f"FROM {image}: pin the base image by a tag other "
+                        "than 'latest' or by an @sha256: digest",
+                    )
+                )
         elif step.keyword == "USER":
             last_user = step
         elif step.keyword == "ADD" and re.search(r"(^|\s)(https?|ftp)://", step.args):
-            findings.append(Finding(path, step.line, "ADD of a URL downloads without verification: "
-                                                     "use RUN with a checksum check, or COPY"))
+            findings.append(
+                Finding(
+                    path,
+                    step.line,
+                    "ADD of a URL downloads without verification: "
+                    "use RUN with a checksum check, or COPY",
+                )
+            )
         elif step.keyword == "RUN":
-            if re.search(r"\bapt(-get)?\s+(-\S+\s+)*install\b", step.args) and \
-                    "rm -rf /var/lib/apt/lists" not in step.args:
-                findings.append(Finding(path, step.line, "apt-get install without 'rm -rf /var/lib/apt/lists/*' "
-                                                         "in the same RUN leaves the package lists in the layer"))
+            if (
+                re.search(r"\bapt(-get)?\s+(-\S+\s+)*install\b", step.args)
+                and "rm -rf /var/lib/apt/lists" not in step.args
+            ):
+                findings.append(
+                    Finding(
+                        path,
+                        step.line,
+                        "apt-get install without 'rm -rf /var/lib/apt/lists/*' "
+                        "in the same RUN leaves the package lists in the layer",
+                    )
+                )
             problem = _pip_problem(step.args)
             if problem:
                 findings.append(Finding(path, step.line, problem))
     if last_user is None:
-        findings.append(Finding(path, len(text.splitlines()) or 1,
-                                "no USER: the image would run as root; end with a non-root USER"))
+        findings.append(
+            Finding(
+                path,
+                len(text.splitlines()) or 1,
+                "no USER: the image would run as root; end with a non-root USER",
+            )
+        )
     else:
         user = _expand(last_user.args.split(":")[0].strip(), args)
         if user in {"root", "0"}:
-            findings.append(Finding(path, last_user.line, f"USER {last_user.args}: the image must end "
-                                                          "as a non-root user"))
+            findings.append(
+                Finding(
+                    path,
+                    last_user.line,
+                    f"USER {last_user.args}: the image must end as a non-root user",
+                )
+            )
     return findings
 
 
@@ -181,9 +225,14 @@ def load_catalog(path: Path) -> list[Image]:
         except ValidationError as e:
             for err in e.errors(include_url=False):
                 where = ".".join(str(p) for p in err["loc"])
-                problems.append(f"{path}: images[{i}].{where}: {err['msg'].removeprefix('Value error, ')}")
+                problems.append(
+                    f"{path}: images[{i}].{where}: {err['msg'].removeprefix('Value error, ')}"
+                )
     names = [i.name for i in images]
-    problems += [f"{path}: image {n!r} is listed twice" for n in sorted({n for n in names if names.count(n) > 1})]
+    problems += [
+        f"{path}: image {n!r} is listed twice"
+        for n in sorted({n for n in names if names.count(n) > 1})
+    ]
     if problems:
         raise CatalogError(problems)
     return images
@@ -209,24 +258,33 @@ def check_catalog(images_dir: Path) -> list[str]:
             arg = f"{framework.upper().replace('-', '_')}_VERSION"
             have = declared.get(arg)
             if have is None:
-                problems.append(f"{image.name}: the catalog says {framework} {version}, "
-                                f"but {dockerfile} declares no ARG {arg}")
+                problems.append(
+                    f"{image.name}: the catalog says {framework} {version}, "
+                    f"but {dockerfile} declares no ARG {arg}"
+                )
             elif not (have == version or have.startswith(version + ".")):
-                problems.append(f"{image.name}: the catalog says {framework} {version}, "
-                                f"but {dockerfile} builds {have}")
+                problems.append(
+                    f"{image.name}: the catalog says {framework} {version}, "
+                    f"but {dockerfile} builds {have}"
+                )
     return problems
 
 
-def _declared_versions(images_dir: Path, image: Image, by_ref: dict[str, Image],
-                       seen: frozenset[str] = frozenset()) -> dict[str, str]:
+def _declared_versions(
+    images_dir: Path, image: Image, by_ref: dict[str, Image], seen: frozenset[str] = frozenset()
+) -> dict[str, str]:
     """The image's ARGs, over those of its parent when the parent is a catalog image too."""
     path = images_dir / image.name / "Dockerfile"
     if image.name in seen or not path.is_file():
         return {}
     steps = instructions(path.read_text())
     own = build_args(steps)
-    parent = next((by_ref.get(_expand(s.args.split()[0], own)) for s in steps if s.keyword == "FROM"), None)
-    inherited = _declared_versions(images_dir, parent, by_ref, seen | {image.name}) if parent else {}
+    parent = next(
+        (by_ref.get(_expand(s.args.split()[0], own)) for s in steps if s.keyword == "FROM"), None
+    )
+    inherited = (
+        _declared_versions(images_dir, parent, by_ref, seen | {image.name}) if parent else {}
+    )
     return {**inherited, **own}
 
 
@@ -238,13 +296,19 @@ def check_teams_images(teams: Teams, catalog: list[Image]) -> list[str]:
     for image in teams.images:
         known = by_name.get(image.name)
         if known is None:
-            problems.append(f"image {image.name!r} is not in the catalog ({', '.join(sorted(by_name))})")
+            problems.append(
+                f"image {image.name!r} is not in the catalog ({', '.join(sorted(by_name))})"
+            )
             continue
         if known.image != image.image:
-            problems.append(f"image {image.name!r}: the teams file says {image.image}, "
-                            f"the catalog {known.image}")
+            problems.append(
+                f"image {image.name!r}: the teams file says {image.image}, "
+                f"the catalog {known.image}"
+            )
         for framework, version in image.frameworks.items():
             if known.frameworks.get(framework) != version:
-                problems.append(f"image {image.name!r}: the teams file says {framework} {version}, "
-                                f"the catalog {known.frameworks.get(framework, 'nothing')}")
+                problems.append(
+                    f"image {image.name!r}: the teams file says {framework} {version}, "
+                    f"the catalog {known.frameworks.get(framework, 'nothing')}"
+                )
     return problems

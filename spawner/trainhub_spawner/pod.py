@@ -76,18 +76,36 @@ def session_overrides(
     ]
     mounts: list[dict[str, Any]] = [{"name": "trainhub-shared", "mountPath": shared.mount_path}]
     if teams_configmap:
-        volumes.append({"name": "trainhub-teams",
-                        "configMap": {"name": teams_configmap,
-                                      "items": [{"key": TEAMS_CONFIGMAP_KEY, "path": "teams.yaml"}]}})
-        mounts.append({"name": "trainhub-teams", "mountPath": str(PurePosixPath(teams_file).parent),
-                       "readOnly": True})
+        volumes.append(
+            {
+                "name": "trainhub-teams",
+                "configMap": {
+                    "name": teams_configmap,
+                    "items": [{"key": TEAMS_CONFIGMAP_KEY, "path": "teams.yaml"}],
+                },
+            }
+        )
+        mounts.append(
+            {
+                "name": "trainhub-teams",
+                "mountPath": str(PurePosixPath(teams_file).parent),
+                "readOnly": True,
+            }
+        )
     for name, ds in team.datasets.items():
         if ds.claim is None:
             continue  # a path dataset is already on the shared volume
-        volumes.append({"name": f"dataset-{name}".replace("_", "-"),
-                        "persistentVolumeClaim": {"claimName": ds.claim, "readOnly": True}})
-        mount = {"name": f"dataset-{name}".replace("_", "-"), "mountPath": team.dataset_mount(name),
-                 "readOnly": True}
+        volumes.append(
+            {
+                "name": f"dataset-{name}".replace("_", "-"),
+                "persistentVolumeClaim": {"claimName": ds.claim, "readOnly": True},
+            }
+        )
+        mount = {
+            "name": f"dataset-{name}".replace("_", "-"),
+            "mountPath": team.dataset_mount(name),
+            "readOnly": True,
+        }
         if ds.sub_path:
             mount["subPath"] = ds.sub_path
         mounts.append(mount)
@@ -122,19 +140,26 @@ def session_overrides(
     }
 
 
-def teams_configmap_manifest(teams: Teams, namespace: str, name: str = TEAMS_CONFIGMAP) -> dict[str, Any]:
+def teams_configmap_manifest(
+    teams: Teams, namespace: str, name: str = TEAMS_CONFIGMAP
+) -> dict[str, Any]:
     """The teams file as sessions read it: self-contained (catalog images folded in)."""
     data = teams.model_dump(mode="json", exclude={"image_catalog"}, exclude_none=True)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace,
-                     "labels": {"app.kubernetes.io/managed-by": "trainhub"}},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "trainhub"},
+        },
         "data": {TEAMS_CONFIGMAP_KEY: yaml.safe_dump(data, sort_keys=False)},
     }
 
 
-def session_requests(overrides: dict[str, Any], cpu: str | None, memory: str | None) -> dict[str, str]:
+def session_requests(
+    overrides: dict[str, Any], cpu: str | None, memory: str | None
+) -> dict[str, str]:
     """The requests the pod will carry, keyed as ResourceQuota spells them."""
     out = {f"requests.{k}": v for k, v in overrides.get("extra_resource_guarantees", {}).items()}
     if cpu:
@@ -160,15 +185,19 @@ def pod_deviation(pod: dict[str, Any], session: Session, namespace: str) -> str 
     if notebook is None:
         return "the session pod has no notebook container"
     if notebook.get("image") != session.image.image:
-        return (f"image {notebook.get('image')!r} is not one of team {team.name}'s curated images "
-                f"({', '.join(team.images)})")
+        return (
+            f"image {notebook.get('image')!r} is not one of team {team.name}'s curated images "
+            f"({', '.join(team.images)})"
+        )
     gpus = 0
     for c in [*containers, *(spec.get("initContainers") or [])]:
         res = c.get("resources") or {}
         limit = int((res.get("limits") or {}).get(GPU, 0))
         request = int((res.get("requests") or {}).get(GPU, limit))
         if limit != request:
-            return f"container {c.get('name')}: GPU requests ({request}) must equal limits ({limit})"
+            return (
+                f"container {c.get('name')}: GPU requests ({request}) must equal limits ({limit})"
+            )
         gpus += limit
         ctx = c.get("securityContext") or {}
         if ctx.get("privileged") or ctx.get("allowPrivilegeEscalation", True):

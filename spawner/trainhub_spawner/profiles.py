@@ -66,28 +66,30 @@ def profile_list(teams: Teams, groups: list[str]) -> list[dict[str, Any]]:
             if not sizes:
                 continue
             images = [teams.image(name) for name in team.images]
-            profiles.append({
-                "display_name": f"{team.name} · {pool.name}",
-                "slug": profile_slug(team, pool),
-                "description": f"Team {team.name} on {_pool_title(pool)}; namespace {team.namespace}",
-                "default": not profiles,
-                "profile_options": {
-                    "image": {
-                        "display_name": "Image",
-                        "choices": {
-                            i.name: {"display_name": _image_label(i), "default": k == 0}
-                            for k, i in enumerate(images)
+            profiles.append(
+                {
+                    "display_name": f"{team.name} · {pool.name}",
+                    "slug": profile_slug(team, pool),
+                    "description": f"Team {team.name} on {_pool_title(pool)}; namespace {team.namespace}",
+                    "default": not profiles,
+                    "profile_options": {
+                        "image": {
+                            "display_name": "Image",
+                            "choices": {
+                                i.name: {"display_name": _image_label(i), "default": k == 0}
+                                for k, i in enumerate(images)
+                            },
+                        },
+                        "gpus": {
+                            "display_name": "GPUs",
+                            "choices": {
+                                str(n): {"display_name": _gpus_label(n), "default": k == 0}
+                                for k, n in enumerate(sizes)
+                            },
                         },
                     },
-                    "gpus": {
-                        "display_name": "GPUs",
-                        "choices": {
-                            str(n): {"display_name": _gpus_label(n), "default": k == 0}
-                            for k, n in enumerate(sizes)
-                        },
-                    },
-                },
-            })
+                }
+            )
     return profiles
 
 
@@ -111,12 +113,16 @@ def resolve_session(teams: Teams, groups: list[str], user_options: Any) -> Sessi
         raise Refused("spawn options must be a JSON object with profile, image and gpus")
     unknown = sorted(str(k) for k in user_options if k not in OPTION_KEYS)
     if unknown:
-        raise Refused(f"option {unknown[0]!r} cannot be chosen; a session is chosen by "
-                      f"{', '.join(OPTION_KEYS)}")
+        raise Refused(
+            f"option {unknown[0]!r} cannot be chosen; a session is chosen by "
+            f"{', '.join(OPTION_KEYS)}"
+        )
     mine = teams.teams_of(groups)
     if not mine:
-        raise Refused("you are in no team: ask an admin to add one of your JupyterHub groups "
-                      f"({_known(sorted(groups))}) to a team")
+        raise Refused(
+            "you are in no team: ask an admin to add one of your JupyterHub groups "
+            f"({_known(sorted(groups))}) to a team"
+        )
 
     offered = {p["slug"]: p for p in profile_list(teams, groups)}
     if not offered:
@@ -134,8 +140,10 @@ def resolve_session(teams: Teams, groups: list[str], user_options: Any) -> Sessi
     raw_gpus = user_options.get("gpus", sizes[0])
     gpus = _as_count(raw_gpus)
     if gpus is None or gpus not in sizes:
-        raise Refused(f"{raw_gpus!r} GPUs is not a session size of team {team.name} in pool "
-                      f"{pool.name} ({', '.join(map(str, sizes))})")
+        raise Refused(
+            f"{raw_gpus!r} GPUs is not a session size of team {team.name} in pool "
+            f"{pool.name} ({', '.join(map(str, sizes))})"
+        )
     return Session(team=team, pool=pool, image=image, gpus=gpus)
 
 
@@ -144,8 +152,10 @@ def _allowed_image(teams: Teams, team: Team, wanted: Any) -> Image:
         image = teams.image(name)
         if wanted in (image.name, image.image):
             return image
-    raise Refused(f"image {wanted!r} is not one of team {team.name}'s curated images "
-                  f"({_known(list(team.images))})")
+    raise Refused(
+        f"image {wanted!r} is not one of team {team.name}'s curated images "
+        f"({_known(list(team.images))})"
+    )
 
 
 def _as_count(value: Any) -> int | None:

@@ -16,14 +16,26 @@ from typing import Any
 from trainhub.backends.kubernetes.render import GPU
 
 _SUFFIXES = {
-    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-    "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
-    "P": Decimal(10**15), "E": Decimal(10**18),
-    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
 }
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
-
+_QUANTITY = re.compile(
+    r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+)
 
 
 class OverQuota(RuntimeError):
@@ -78,8 +90,10 @@ def shortfall(team: str, quotas: list[dict[str, Any]], needs: dict[str, str]) ->
             limit, in_use = parse_quantity(hard[resource]), parse_quantity(used.get(resource, "0"))
             if in_use + need > limit:
                 what, fmt = _WHAT.get(resource, (resource, _number))
-                return (f"team {team} uses {fmt(in_use)} of {fmt(limit)} {what}; "
-                        f"this profile needs {fmt(need)}")
+                return (
+                    f"team {team} uses {fmt(in_use)} of {fmt(limit)} {what}; "
+                    f"this profile needs {fmt(need)}"
+                )
     return None
 
 

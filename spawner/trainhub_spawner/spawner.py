@@ -65,7 +65,9 @@ _TEAMS = _TeamsCache()
 def _merge_list(current: list[Any], ours: list[Any]) -> list[Any]:
     """Admin-configured items stay; ours replace any of the same name (idempotent on re-apply)."""
     names = {item.get("name") for item in ours if isinstance(item, dict)} - {None}
-    kept = [x for x in current if x not in ours and not (isinstance(x, dict) and x.get("name") in names)]
+    kept = [
+        x for x in current if x not in ours and not (isinstance(x, dict) and x.get("name") in names)
+    ]
     return kept + ours
 
 
@@ -141,8 +143,12 @@ class TrainHubSpawner(KubeSpawner):
         )
         for name, value in overrides.items():
             current = getattr(self, name)
-            if isinstance(value, dict) and isinstance(current, dict) and name != "extra_resource_limits" \
-                    and name != "extra_resource_guarantees":
+            if (
+                isinstance(value, dict)
+                and isinstance(current, dict)
+                and name != "extra_resource_limits"
+                and name != "extra_resource_guarantees"
+            ):
                 value = {**current, **value}
             elif isinstance(value, list) and isinstance(current, list):
                 value = _merge_list(current, value)
@@ -183,7 +189,9 @@ class TrainHubSpawner(KubeSpawner):
         """Keep the teams file that sessions mount up to date in the team's namespace."""
         from kubernetes_asyncio.client.rest import ApiException
 
-        manifest = pods.teams_configmap_manifest(self.teams(), session.team.namespace, self.teams_configmap)
+        manifest = pods.teams_configmap_manifest(
+            self.teams(), session.team.namespace, self.teams_configmap
+        )
         ns, name = session.team.namespace, self.teams_configmap
         try:
             current = await self.api.read_namespaced_config_map(name, ns, _preload_content=False)

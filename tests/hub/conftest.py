@@ -61,48 +61,102 @@ def wait_for(what: str, fn: Any, timeout: float = 60.0, interval: float = 0.25) 
 
 # --- the cluster side ----------------------------------------------------------------------------
 def teams_data(suffix: str, shared: Path) -> dict[str, Any]:
-    images = {i["name"]: i for i in yaml.safe_load((ROOT / "images" / "catalog.yaml").read_text())["images"]}
+    images = {
+        i["name"]: i
+        for i in yaml.safe_load((ROOT / "images" / "catalog.yaml").read_text())["images"]
+    }
 
     def team(name: str, imgs: list[str], sizes: list[int]) -> dict[str, Any]:
-        return {"name": name, "groups": [name], "namespace": f"hub-{name}-{suffix}",
-                "quota": {"a100": {"gpus": 2, "cpu": "16", "memory": "64Gi"},
-                          "t4": {"gpus": 1, "cpu": "8", "memory": "32Gi"}},
-                "images": imgs, "session_gpus": sizes,
-                "shared_volume": {"claim": "shared", "mount_path": str(shared / name)}}
+        return {
+            "name": name,
+            "groups": [name],
+            "namespace": f"hub-{name}-{suffix}",
+            "quota": {
+                "a100": {"gpus": 2, "cpu": "16", "memory": "64Gi"},
+                "t4": {"gpus": 1, "cpu": "8", "memory": "32Gi"},
+            },
+            "images": imgs,
+            "session_gpus": sizes,
+            "shared_volume": {"claim": "shared", "mount_path": str(shared / name)},
+        }
 
     return {
-        "pools": [{"name": "a100", "node_labels": {"trainhub.io/pool": "a100"}, "gpus_per_node": 8,
-                   "gpu_product": "NVIDIA-A100-SXM4-80GB", "description": "A100 80GB"},
-                  {"name": "t4", "node_labels": {"trainhub.io/pool": "t4"}, "gpus_per_node": 4,
-                   "gpu_product": "Tesla-T4", "description": "T4 16GB"}],
+        "pools": [
+            {
+                "name": "a100",
+                "node_labels": {"trainhub.io/pool": "a100"},
+                "gpus_per_node": 8,
+                "gpu_product": "NVIDIA-A100-SXM4-80GB",
+                "description": "A100 80GB",
+            },
+            {
+                "name": "t4",
+                "node_labels": {"trainhub.io/pool": "t4"},
+                "gpus_per_node": 4,
+                "gpu_product": "Tesla-T4",
+                "description": "T4 16GB",
+            },
+        ],
         "images": [images["pytorch"], images["pytorch-nlp"]],
-        "teams": [team("vision", ["pytorch"], [0, 1]), team("nlp", ["pytorch", "pytorch-nlp"], [0, 1, 2])],
+        "teams": [
+            team("vision", ["pytorch"], [0, 1]),
+            team("nlp", ["pytorch", "pytorch-nlp"], [0, 1, 2]),
+        ],
     }
 
 
 def shared_claim(core: Any, ns: str, path: Path) -> None:
     """A PersistentVolume bound to the team's 'shared' claim, so that session pods can be scheduled."""
     path.mkdir(parents=True, exist_ok=True)
-    core.create_persistent_volume({"metadata": {"name": f"{ns}-shared"}, "spec": {
-        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "storageClassName": "manual",
-        "hostPath": {"path": str(path)}, "claimRef": {"namespace": ns, "name": "shared"}}})
-    core.create_namespaced_persistent_volume_claim(ns, {"metadata": {"name": "shared"}, "spec": {
-        "accessModes": ["ReadWriteMany"], "storageClassName": "manual", "volumeName": f"{ns}-shared",
-        "resources": {"requests": {"storage": "1Gi"}}}})
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": f"{ns}-shared"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "manual",
+                "hostPath": {"path": str(path)},
+                "claimRef": {"namespace": ns, "name": "shared"},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        ns,
+        {
+            "metadata": {"name": "shared"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "manual",
+                "volumeName": f"{ns}-shared",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
 
 
-def service_account_kubeconfig(admin_kubeconfig: Path, core: Any, ns: str, account: str, out: Path) -> Path:
+def service_account_kubeconfig(
+    admin_kubeconfig: Path, core: Any, ns: str, account: str, out: Path
+) -> Path:
     """A kubeconfig that authenticates as ns/account (a bound token), to the same API server."""
     token = core.create_namespaced_service_account_token(
-        account, ns, {"spec": {"expirationSeconds": 86400}}).status.token
+        account, ns, {"spec": {"expirationSeconds": 86400}}
+    ).status.token
     admin = yaml.safe_load(admin_kubeconfig.read_text())
     cluster = admin["clusters"][0]
-    out.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": account,
-        "clusters": [cluster],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": account, "context": {"cluster": cluster["name"], "user": account}}],
-    }))
+    out.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": account,
+                "clusters": [cluster],
+                "users": [{"name": account, "user": {"token": token}}],
+                "contexts": [
+                    {"name": account, "context": {"cluster": cluster["name"], "user": account}}
+                ],
+            }
+        )
+    )
     return out
 
 
@@ -123,8 +177,13 @@ class Utilization:
                 owner.queries.append(query)
                 pod = re.search(r'pod="([^"]+)"', query)
                 value = owner.by_pod.get(pod.group(1), 90.0) if pod else 90.0
-                body = {"status": "success", "data": {"resultType": "vector",
-                                                      "result": [{"metric": {}, "value": [time.time(), str(value)]}]}}
+                body = {
+                    "status": "success",
+                    "data": {
+                        "resultType": "vector",
+                        "result": [{"metric": {}, "value": [time.time(), str(value)]}],
+                    },
+                }
                 self._send(body)
 
             def do_POST(self) -> None:  # the warning webhook
@@ -156,7 +215,7 @@ class Utilization:
 
 
 # --- the hub -----------------------------------------------------------------------------------------
-TEST_CONFIG = '''
+TEST_CONFIG = """
 import sys
 c = get_config()
 load_subconfig({hub_config!r})
@@ -189,7 +248,7 @@ c.KubeSpawner.start_timeout = 180
 c.KubeSpawner.events_enabled = True
 c.KubeSpawner.cpu_guarantee = 1
 c.KubeSpawner.mem_guarantee = "1G"
-'''
+"""
 
 
 @dataclass
@@ -206,18 +265,30 @@ class Hub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def api(self, method: str, path: str, token: str | None = None, **kwargs: Any) -> requests.Response:
+    def api(
+        self, method: str, path: str, token: str | None = None, **kwargs: Any
+    ) -> requests.Response:
         headers = {"Authorization": f"token {token or self.admin_token}"}
-        return requests.request(method, f"{self.url}/hub/api{path}", headers=headers, timeout=60, **kwargs)
+        return requests.request(
+            method, f"{self.url}/hub/api{path}", headers=headers, timeout=60, **kwargs
+        )
 
     def start(self) -> None:
         self.starts += 1
         log = self.dir / f"hub-{self.starts}.log"
         self.log_paths.append(log)
         self.proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(self.dir / "test_config.py")],
-            cwd=self.dir, env=self.env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-            start_new_session=True)
+            [
+                str(Path(sys.executable).parent / "jupyterhub"),
+                "-f",
+                str(self.dir / "test_config.py"),
+            ],
+            cwd=self.dir,
+            env=self.env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             wait_for("the hub to answer", lambda: self._up(), timeout=120)
         except AssertionError:
@@ -246,8 +317,11 @@ class Hub:
     def login(self, name: str) -> requests.Session:
         s = requests.Session()
         s.get(f"{self.url}/hub/login", timeout=30)
-        r = s.post(f"{self.url}/hub/login?next=", timeout=30,
-                   data={"username": name, "password": PASSWORD, "_xsrf": s.cookies.get("_xsrf", "")})
+        r = s.post(
+            f"{self.url}/hub/login?next=",
+            timeout=30,
+            data={"username": name, "password": PASSWORD, "_xsrf": s.cookies.get("_xsrf", "")},
+        )
         assert r.status_code == 200, r.text[-2000:]
         return s
 
@@ -266,7 +340,9 @@ class Hub:
             return s if s and s.get("ready") else None
 
         try:
-            return wait_for(f"{name}'s server {server!r} to be ready", ready, timeout=timeout, interval=0.5)
+            return wait_for(
+                f"{name}'s server {server!r} to be ready", ready, timeout=timeout, interval=0.5
+            )
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.log_tail()}") from None
 
@@ -295,13 +371,18 @@ class HubWorld:
 
 @pytest.fixture(scope="session")
 def chp() -> str:
-    out = subprocess.run(["bash", str(ROOT / "scripts" / "setup-hub.sh")], check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "setup-hub.sh")], check=True, capture_output=True, text=True
+    )
     return str(Path(out.stdout.strip().splitlines()[-1]) / "configurable-http-proxy")
 
 
 @pytest.fixture(scope="session")
-def hub_world(k8s_cluster: Any, chp: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubWorld]:  # noqa: F811
+def hub_world(
+    k8s_cluster: Any,  # noqa: F811 - the fixture imported above
+    chp: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[HubWorld]:
     from kubernetes import client
 
     from trainhub.backends.kubernetes.apply import apply_objects
@@ -318,19 +399,39 @@ def hub_world(k8s_cluster: Any, chp: str, tmp_path_factory: pytest.TempPathFacto
     core = client.CoreV1Api(api)
 
     env = {**os.environ, "KUBECONFIG": str(k8s_cluster.kubeconfig)}
-    applied = subprocess.run([sys.executable, "-m", "trainhub.cli", "admin", "apply", str(teams_file),
-                              "--kubeconfig", str(k8s_cluster.kubeconfig)],
-                             capture_output=True, text=True, env=env)
+    applied = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainhub.cli",
+            "admin",
+            "apply",
+            str(teams_file),
+            "--kubeconfig",
+            str(k8s_cluster.kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert applied.returncode == 0, applied.stderr
     hub_ns = f"hub-system-{suffix}"
     core.create_namespace({"metadata": {"name": hub_ns}})
-    wait_for("the hub namespace's default account", lambda: core.list_namespaced_service_account(
-        hub_ns, field_selector="metadata.name=default").items)
+    wait_for(
+        "the hub namespace's default account",
+        lambda: (
+            core.list_namespaced_service_account(
+                hub_ns, field_selector="metadata.name=default"
+            ).items
+        ),
+    )
     core.create_namespaced_service_account(hub_ns, {"metadata": {"name": "hub"}})
     apply_objects(api, hub_objects(teams, hub_ns))
     for team in teams.teams:
         shared_claim(core, team.namespace, Path(team.shared_volume.mount_path))
-    hub_kubeconfig = service_account_kubeconfig(k8s_cluster.kubeconfig, core, hub_ns, "hub", tmp / "hub.kubeconfig")
+    hub_kubeconfig = service_account_kubeconfig(
+        k8s_cluster.kubeconfig, core, hub_ns, "hub", tmp / "hub.kubeconfig"
+    )
 
     members = tmp / "members.yaml"
     groups: dict[str, list[str]] = {}
@@ -341,10 +442,21 @@ def hub_world(k8s_cluster: Any, chp: str, tmp_path_factory: pytest.TempPathFacto
     pods_dir.mkdir()
     utilization = Utilization()
     port, admin_token = free_port(), secrets.token_hex(16)
-    (tmp / "test_config.py").write_text(TEST_CONFIG.format(
-        hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"), here=str(HERE), password=PASSWORD,
-        port=port, hub_port=free_port(), dir=tmp, chp=chp, proxy_api_port=free_port(),
-        proxy_token=secrets.token_hex(16), admin_token=admin_token, users=set(USERS)))
+    (tmp / "test_config.py").write_text(
+        TEST_CONFIG.format(
+            hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
+            here=str(HERE),
+            password=PASSWORD,
+            port=port,
+            hub_port=free_port(),
+            dir=tmp,
+            chp=chp,
+            proxy_api_port=free_port(),
+            proxy_token=secrets.token_hex(16),
+            admin_token=admin_token,
+            users=set(USERS),
+        )
+    )
     hub_env = {
         **os.environ,
         "KUBECONFIG": str(hub_kubeconfig),
@@ -361,9 +473,14 @@ def hub_world(k8s_cluster: Any, chp: str, tmp_path_factory: pytest.TempPathFacto
     }
     hub = Hub(dir=tmp, env=hub_env, port=port, admin_token=admin_token)
     hub.start()
-    world = HubWorld(hub=hub, api=api, teams_file=teams_file,
-                     namespaces={t.name: t.namespace for t in teams.teams}, pods_dir=pods_dir,
-                     utilization=utilization)
+    world = HubWorld(
+        hub=hub,
+        api=api,
+        teams_file=teams_file,
+        namespaces={t.name: t.namespace for t in teams.teams},
+        pods_dir=pods_dir,
+        utilization=utilization,
+    )
     try:
         yield world
     finally:
@@ -378,8 +495,10 @@ def hub_world(k8s_cluster: Any, chp: str, tmp_path_factory: pytest.TempPathFacto
             core.delete_persistent_volume(f"{team.namespace}-shared")
         core.delete_namespace(hub_ns, propagation_policy="Background")
         custom = client.CustomObjectsApi(api)
-        for plural, names in (("clusterqueues", [t.name for t in teams.teams]),
-                              ("resourceflavors", [p.name for p in teams.pools])):
+        for plural, names in (
+            ("clusterqueues", [t.name for t in teams.teams]),
+            ("resourceflavors", [p.name for p in teams.pools]),
+        ):
             for name in names:
                 try:
                     custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, name)

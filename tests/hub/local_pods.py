@@ -60,9 +60,19 @@ def serve_pod(spawner: Any, pod: dict[str, Any]) -> str:
     home.mkdir(parents=True, exist_ok=True)
     env.update({"HOME": str(home), "PATH": os.environ.get("PATH", ""), "TRAINHUB_GPUS": "0"})
     log = (root / f"{pod['metadata']['name']}-{uid[:8]}.log").open("ab")
-    proc = subprocess.Popen(argv, env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    record.write_text(json.dumps({"pid": proc.pid, "port": port, "pod": pod["metadata"]["name"],
-                                  "namespace": pod["metadata"]["namespace"], "argv": argv,
-                                  "env": sorted(env)}))
+    proc = subprocess.Popen(
+        argv, env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    record.write_text(
+        json.dumps(
+            {
+                "pid": proc.pid,
+                "port": port,
+                "pod": pod["metadata"]["name"],
+                "namespace": pod["metadata"]["namespace"],
+                "argv": argv,
+                "env": sorted(env),
+            }
+        )
+    )
     return f"http://127.0.0.1:{port}"

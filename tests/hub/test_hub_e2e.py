@@ -24,10 +24,16 @@ pytestmark = pytest.mark.timeout(600)
 def form_choices(page: str) -> dict[str, dict[str, list[str]]]:
     """{profile slug: {option: [choice values]}} as the spawn form offers them."""
     out: dict[str, dict[str, list[str]]] = {}
-    for slug in re.findall(r'<input type="radio"\s+name="profile"\s+id="[^"]*"\s+value="([^"]+)"', page):
+    for slug in re.findall(
+        r'<input type="radio"\s+name="profile"\s+id="[^"]*"\s+value="([^"]+)"', page
+    ):
         out[slug] = {}
         for option in ("image", "gpus"):
-            select = re.search(rf'<select name="profile-option-{re.escape(slug)}--{option}".*?</select>', page, re.S)
+            select = re.search(
+                rf'<select name="profile-option-{re.escape(slug)}--{option}".*?</select>',
+                page,
+                re.S,
+            )
             assert select, f"no {option} choice for {slug}"
             out[slug][option] = re.findall(r'<option value="([^"]+)"', select.group(0))
     return out
@@ -42,29 +48,48 @@ def spawn_with_form(world: HubWorld, user: str, fields: dict[str, str], server: 
 
 
 def pod_of(world: HubWorld, team: str, user: str) -> Any:
-    pods = [p for p in world.pods(team) if p.metadata.annotations.get("hub.jupyter.org/username") == user]
+    pods = [
+        p
+        for p in world.pods(team)
+        if p.metadata.annotations.get("hub.jupyter.org/username") == user
+    ]
     assert len(pods) == 1, [p.metadata.name for p in pods]
     return pods[0]
 
 
 def test_each_user_sees_only_their_teams_profiles(hub_world: HubWorld) -> None:
     ada = hub_world.hub.login("ada").get(f"{hub_world.hub.url}/hub/spawn", timeout=60).text
-    assert form_choices(ada) == {"vision.a100": {"image": ["pytorch"], "gpus": ["0", "1"]},
-                                 "vision.t4": {"image": ["pytorch"], "gpus": ["0", "1"]}}
+    assert form_choices(ada) == {
+        "vision.a100": {"image": ["pytorch"], "gpus": ["0", "1"]},
+        "vision.t4": {"image": ["pytorch"], "gpus": ["0", "1"]},
+    }
     bo = hub_world.hub.login("bo").get(f"{hub_world.hub.url}/hub/spawn", timeout=60).text
-    assert form_choices(bo) == {"nlp.a100": {"image": ["pytorch", "pytorch-nlp"], "gpus": ["0", "1", "2"]},
-                                "nlp.t4": {"image": ["pytorch", "pytorch-nlp"], "gpus": ["0", "1", "2"]}}
+    assert form_choices(bo) == {
+        "nlp.a100": {"image": ["pytorch", "pytorch-nlp"], "gpus": ["0", "1", "2"]},
+        "nlp.t4": {"image": ["pytorch", "pytorch-nlp"], "gpus": ["0", "1", "2"]},
+    }
     assert "Team nlp on A100 80GB" in bo and "vision" not in bo
 
 
 def test_two_users_of_two_teams_spawn_into_their_namespaces(hub_world: HubWorld) -> None:
-    r = spawn_with_form(hub_world, "ada", {"profile": "vision.t4", "profile-option-vision.t4--image": "pytorch",
-                                           "profile-option-vision.t4--gpus": "1"})
+    r = spawn_with_form(
+        hub_world,
+        "ada",
+        {
+            "profile": "vision.t4",
+            "profile-option-vision.t4--image": "pytorch",
+            "profile-option-vision.t4--gpus": "1",
+        },
+    )
     assert r.status_code == 200, r.text[-1000:]
     # bo spawns through the REST API with the same options a form would post
     token = hub_world.hub.user_token("bo")
-    r = hub_world.hub.api("POST", "/users/bo/server", token=token,
-                          json={"profile": "nlp.a100", "image": "pytorch-nlp", "gpus": "2"})
+    r = hub_world.hub.api(
+        "POST",
+        "/users/bo/server",
+        token=token,
+        json={"profile": "nlp.a100", "image": "pytorch-nlp", "gpus": "2"},
+    )
     assert r.status_code in (201, 202), r.text
     hub_world.hub.wait_ready("ada")
     hub_world.hub.wait_ready("bo")
@@ -101,21 +126,35 @@ def test_two_users_of_two_teams_spawn_into_their_namespaces(hub_world: HubWorld)
 
 
 def pod_of_or_none(world: HubWorld, team: str, user: str) -> Any:
-    return [p for p in world.pods(team) if p.metadata.annotations.get("hub.jupyter.org/username") == user]
+    return [
+        p
+        for p in world.pods(team)
+        if p.metadata.annotations.get("hub.jupyter.org/username") == user
+    ]
 
 
 def _through_proxy(world: HubWorld, user: str) -> Any:
     import requests
 
     token = world.hub.user_token(user)
-    return requests.get(f"{world.hub.url}/user/{user}/api/status", timeout=60,
-                        headers={"Authorization": f"token {token}"})
+    return requests.get(
+        f"{world.hub.url}/user/{user}/api/status",
+        timeout=60,
+        headers={"Authorization": f"token {token}"},
+    )
 
 
 def test_an_over_quota_spawn_is_refused_with_the_sentence(hub_world: HubWorld) -> None:
     # bo holds 2 of team nlp's 3 GPUs; cy (nlp) asks for 2 more
-    r = spawn_with_form(hub_world, "cy", {"profile": "nlp.a100", "profile-option-nlp.a100--image": "pytorch",
-                                          "profile-option-nlp.a100--gpus": "2"})
+    r = spawn_with_form(
+        hub_world,
+        "cy",
+        {
+            "profile": "nlp.a100",
+            "profile-option-nlp.a100--image": "pytorch",
+            "profile-option-nlp.a100--gpus": "2",
+        },
+    )
     sentence = "team nlp uses 2 of 3 GPUs; this profile needs 2"
     text = html.unescape(r.text)
     if sentence not in text:  # a slow refusal is reported by the spawn page's progress stream
@@ -124,7 +163,9 @@ def test_an_over_quota_spawn_is_refused_with_the_sentence(hub_world: HubWorld) -
     assert not pod_of_or_none(hub_world, "nlp", "cy")
     # one GPU still fits
     token = hub_world.hub.user_token("cy")
-    r = hub_world.hub.api("POST", "/users/cy/server", token=token, json={"profile": "nlp.t4", "gpus": "1"})
+    r = hub_world.hub.api(
+        "POST", "/users/cy/server", token=token, json={"profile": "nlp.t4", "gpus": "1"}
+    )
     assert r.status_code in (201, 202), r.text
     hub_world.hub.wait_ready("cy")
     r = hub_world.hub.api("DELETE", "/users/cy/server", token=token)
@@ -132,16 +173,31 @@ def test_an_over_quota_spawn_is_refused_with_the_sentence(hub_world: HubWorld) -
     wait_for("cy's pod to go", lambda: not pod_of_or_none(hub_world, "nlp", "cy"), timeout=120)
 
 
-@pytest.mark.parametrize(("options", "sentence"), [
-    ({"profile": "vision.a100", "image": "docker.io/evil/miner:1"},
-     "image 'docker.io/evil/miner:1' is not one of team vision's curated images (pytorch)"),
-    ({"profile": "vision.a100", "image": "ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4"},
-     "image 'ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4' is not one of team vision's curated images"),
-    ({"profile": "nlp.a100", "gpus": "1"}, "profile 'nlp.a100' is not offered to you"),
-    ({"profile": "vision.a100", "namespace": "kube-system"}, "option 'namespace' cannot be chosen"),
-    ({"profile": "vision.a100", "gpus": "8"}, "'8' GPUs is not a session size of team vision in pool a100"),
-])
-def test_forged_options_through_the_rest_api_are_refused(hub_world: HubWorld, options: dict, sentence: str) -> None:
+@pytest.mark.parametrize(
+    ("options", "sentence"),
+    [
+        (
+            {"profile": "vision.a100", "image": "docker.io/evil/miner:1"},
+            "image 'docker.io/evil/miner:1' is not one of team vision's curated images (pytorch)",
+        ),
+        (
+            {"profile": "vision.a100", "image": "ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4"},
+            "image 'ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4' is not one of team vision's curated images",
+        ),
+        ({"profile": "nlp.a100", "gpus": "1"}, "profile 'nlp.a100' is not offered to you"),
+        (
+            {"profile": "vision.a100", "namespace": "kube-system"},
+            "option 'namespace' cannot be chosen",
+        ),
+        (
+            {"profile": "vision.a100", "gpus": "8"},
+            "'8' GPUs is not a session size of team vision in pool a100",
+        ),
+    ],
+)
+def test_forged_options_through_the_rest_api_are_refused(
+    hub_world: HubWorld, options: dict, sentence: str
+) -> None:
     token = hub_world.hub.user_token("ada")
     before = {p.metadata.name for ns in ("vision", "nlp") for p in hub_world.pods(ns)}
     r = hub_world.hub.api("POST", "/users/ada/servers/forged", token=token, json=options)
@@ -152,36 +208,64 @@ def test_forged_options_through_the_rest_api_are_refused(hub_world: HubWorld, op
 
 
 def _gpu_pod(name: str, gpus: int) -> dict[str, Any]:
-    secure = {"runAsNonRoot": True, "runAsUser": 1000, "allowPrivilegeEscalation": False,
-              "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
-    return {"metadata": {"name": name}, "spec": {
-        "nodeSelector": {"trainhub.io/pool": "a100"},
-        "containers": [{"name": "c", "image": "registry.invalid/x:1", "securityContext": secure,
-                        "resources": {"limits": {"nvidia.com/gpu": str(gpus)},
-                                      "requests": {"nvidia.com/gpu": str(gpus)}}}]}}
+    secure = {
+        "runAsNonRoot": True,
+        "runAsUser": 1000,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {"trainhub.io/pool": "a100"},
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.invalid/x:1",
+                    "securityContext": secure,
+                    "resources": {
+                        "limits": {"nvidia.com/gpu": str(gpus)},
+                        "requests": {"nvidia.com/gpu": str(gpus)},
+                    },
+                }
+            ],
+        },
+    }
 
 
 def test_the_resource_quota_holds_without_the_spawner(hub_world: HubWorld) -> None:
     """Pods created straight through the API (as a raced spawn would): the last one is refused."""
     core = client.CoreV1Api(hub_world.api)
     ns = hub_world.namespaces["nlp"]
-    wait_for("the quota to count bo's GPUs", lambda: core.read_namespaced_resource_quota(
-        "trainhub-quota", ns).status.used.get("requests.nvidia.com/gpu") == "2")
+    wait_for(
+        "the quota to count bo's GPUs",
+        lambda: (
+            core.read_namespaced_resource_quota("trainhub-quota", ns).status.used.get(
+                "requests.nvidia.com/gpu"
+            )
+            == "2"
+        ),
+    )
     core.create_namespaced_pod(ns, _gpu_pod("filler", 1))  # 3 of 3
     try:
         with pytest.raises(client.ApiException) as refused:
             core.create_namespaced_pod(ns, _gpu_pod("one-too-many", 1))
         assert refused.value.status == 403
         assert "exceeded quota: trainhub-quota" in refused.value.body
-        assert "requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=3, limited: " \
-               "requests.nvidia.com/gpu=3" in refused.value.body
+        assert (
+            "requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=3, limited: "
+            "requests.nvidia.com/gpu=3" in refused.value.body
+        )
     finally:
         core.delete_namespaced_pod("filler", ns, grace_period_seconds=0)
 
 
 def test_a_hub_restart_keeps_running_servers(hub_world: HubWorld) -> None:
     hub = hub_world.hub
-    before = {u: pod_of(hub_world, t, u).metadata.uid for u, t in (("ada", "vision"), ("bo", "nlp"))}
+    before = {
+        u: pod_of(hub_world, t, u).metadata.uid for u, t in (("ada", "vision"), ("bo", "nlp"))
+    }
     local = hub_world.local_server(pod_of(hub_world, "vision", "ada").metadata.name)
     hub.stop()
     hub.start()
@@ -190,7 +274,10 @@ def test_a_hub_restart_keeps_running_servers(hub_world: HubWorld) -> None:
         assert _through_proxy(hub_world, user).status_code == 200
     after = {u: pod_of(hub_world, t, u).metadata.uid for u, t in (("ada", "vision"), ("bo", "nlp"))}
     assert after == before
-    assert hub_world.local_server(pod_of(hub_world, "vision", "ada").metadata.name)["pid"] == local["pid"]
+    assert (
+        hub_world.local_server(pod_of(hub_world, "vision", "ada").metadata.name)["pid"]
+        == local["pid"]
+    )
 
 
 def test_the_idle_gpu_service_warns_then_stops_an_idle_server(hub_world: HubWorld) -> None:

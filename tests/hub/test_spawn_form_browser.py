@@ -11,22 +11,45 @@ import pytest
 
 from tests.hub.conftest import PASSWORD, ROOT, HubWorld, wait_for
 
-PLAYWRIGHT = next((p for p in (ROOT / "node_modules" / "playwright",
-                               ROOT / "labextension" / "ui-tests" / "node_modules" / "playwright")
-                   if (p / "package.json").exists()), None)
+PLAYWRIGHT = next(
+    (
+        p
+        for p in (
+            ROOT / "node_modules" / "playwright",
+            ROOT / "labextension" / "ui-tests" / "node_modules" / "playwright",
+        )
+        if (p / "package.json").exists()
+    ),
+    None,
+)
 
 pytestmark = [
     pytest.mark.timeout(600),
-    pytest.mark.skipif(PLAYWRIGHT is None or not shutil.which("chromium") or not shutil.which("node"),
-                       reason="playwright and Chromium come with scripts/setup-ui.sh"),
+    pytest.mark.skipif(
+        PLAYWRIGHT is None or not shutil.which("chromium") or not shutil.which("node"),
+        reason="playwright and Chromium come with scripts/setup-ui.sh",
+    ),
 ]
 
 
 def test_a_user_spawns_from_the_form_in_a_browser(hub_world: HubWorld, tmp_path: Path) -> None:
     out = subprocess.run(
-        ["node", str(Path(__file__).with_name("spawn_form.cjs")), str(PLAYWRIGHT), hub_world.hub.url, "ada",
-         PASSWORD, "browser", "vision.a100", "0", str(tmp_path)],
-        capture_output=True, text=True, timeout=400)
+        [
+            "node",
+            str(Path(__file__).with_name("spawn_form.cjs")),
+            str(PLAYWRIGHT),
+            hub_world.hub.url,
+            "ada",
+            PASSWORD,
+            "browser",
+            "vision.a100",
+            "0",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert "error" not in result, f"{result}\n{hub_world.hub.log_tail()}"
@@ -35,11 +58,22 @@ def test_a_user_spawns_from_the_form_in_a_browser(hub_world: HubWorld, tmp_path:
     assert result["gpuChoices"] == ["0", "1"]
     assert result["landed"].startswith("/user/ada/browser/")
     assert (tmp_path / "spawn-form-ada.png").stat().st_size > 10_000
-    pods = [p for p in hub_world.pods("vision")
-            if p.metadata.annotations.get("hub.jupyter.org/servername") == "browser"]
+    pods = [
+        p
+        for p in hub_world.pods("vision")
+        if p.metadata.annotations.get("hub.jupyter.org/servername") == "browser"
+    ]
     assert [p.spec.node_selector for p in pods] == [{"trainhub.io/pool": "a100"}]
     assert not (pods[0].spec.containers[0].resources.limits or {}).get("nvidia.com/gpu")
     hub_world.hub.api("DELETE", "/users/ada/servers/browser")
-    wait_for("the browser server's pod to go", lambda: not [
-        p for p in hub_world.pods("vision") if p.metadata.annotations.get("hub.jupyter.org/servername") == "browser"],
-        timeout=120)
+    wait_for(
+        "the browser server's pod to go",
+        lambda: (
+            not [
+                p
+                for p in hub_world.pods("vision")
+                if p.metadata.annotations.get("hub.jupyter.org/servername") == "browser"
+            ]
+        ),
+        timeout=120,
+    )

@@ -6,6 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+from trainhub.teams import load_teams, parse_teams
 from trainhub_spawner.images import (
     check_catalog,
     check_teams_images,
@@ -13,8 +15,6 @@ from trainhub_spawner.images import (
     lint_dockerfile,
     load_catalog,
 )
-
-from trainhub.teams import load_teams, parse_teams
 
 ROOT = Path(__file__).parents[2]
 IMAGES = ROOT / "images"
@@ -58,8 +58,11 @@ def test_catalog_versions_must_match_what_the_dockerfile_builds(tmp_path: Path) 
     images = tmp_path / "images"
     shutil.copytree(IMAGES, images)
     catalog = images / "catalog.yaml"
-    catalog.write_text(catalog.read_text().replace('transformers: "4.46"', 'transformers: "4.47"')
-                       .replace('cuda: "12.4", python', 'cuda: "12.4", triton: "3.1", python'))
+    catalog.write_text(
+        catalog.read_text()
+        .replace('transformers: "4.46"', 'transformers: "4.47"')
+        .replace('cuda: "12.4", python', 'cuda: "12.4", triton: "3.1", python')
+    )
     assert check_catalog(images) == [
         f"pytorch: the catalog says triton 3.1, but {images}/pytorch/Dockerfile declares no ARG TRITON_VERSION",
         f"pytorch-nlp: the catalog says transformers 4.47, but {images}/pytorch-nlp/Dockerfile builds 4.46.3",
@@ -70,11 +73,14 @@ def test_catalog_versions_must_match_what_the_dockerfile_builds(tmp_path: Path) 
 
 def test_a_bad_catalog_names_the_field(tmp_path: Path) -> None:
     (tmp_path / "catalog.yaml").write_text(
-        "images:\n  - {name: a, image: 'x/a:latest'}\n  - {name: a, image: 'x/a:1'}\n  - {name: B, image: 'x:1'}\n")
+        "images:\n  - {name: a, image: 'x/a:latest'}\n  - {name: a, image: 'x/a:1'}\n  - {name: B, image: 'x:1'}\n"
+    )
     problems = check_catalog(tmp_path)
     assert any("images[0].image: 'x/a:latest' is not pinned" in p for p in problems)
     assert any("images[2].name:" in p for p in problems)
-    (tmp_path / "catalog.yaml").write_text("images:\n  - {name: a, image: 'x/a:1'}\n  - {name: a, image: 'x/a:2'}\n")
+    (tmp_path / "catalog.yaml").write_text(
+        "images:\n  - {name: a, image: 'x/a:1'}\n  - {name: a, image: 'x/a:2'}\n"
+    )
     assert check_catalog(tmp_path) == [f"{tmp_path}/catalog.yaml: image 'a' is listed twice"]
 
 
@@ -98,18 +104,32 @@ def test_a_good_dockerfile_has_no_findings() -> None:
     assert steps[2].line == 3 and "rm -rf /var/lib/apt/lists/*" in steps[2].args
 
 
-@pytest.mark.parametrize(("change", "finding"), [
-    (("FROM python:${PY}-slim", "FROM python:latest"),
-     "2: FROM python:latest: pin the base image by a tag other than 'latest' or by an @sha256: digest"),
-    (("FROM python:${PY}-slim", "FROM python"), "2: FROM python: pin the base image"),
-    (("FROM python:${PY}-slim", "FROM python:${NOPE}"), "2: FROM python:${NOPE}: the build argument has no default"),
-    (("USER 1000:100", "USER root"), "9: USER root: the image must end as a non-root user"),
-    (("USER 1000:100", "USER 0:0"), "9: USER 0:0: the image must end as a non-root user"),
-    (("USER 1000:100", ""), "no USER: the image would run as root"),
-    ((" \\\n && rm -rf /var/lib/apt/lists/*", ""), "3: apt-get install without 'rm -rf /var/lib/apt/lists/*'"),
-    (('"numpy==2.1.3"', "numpy"), "8: pip install 'numpy' is not pinned"),
-    (("USER 1000:100", "ADD https://example.org/x.tgz /opt/\nUSER 1000:100"), "9: ADD of a URL"),
-])
+@pytest.mark.parametrize(
+    ("change", "finding"),
+    [
+        (
+            ("FROM python:${PY}-slim", "FROM python:latest"),
+            "2: FROM python:latest: pin the base image by a tag other than 'latest' or by an @sha256: digest",
+        ),
+        (("FROM python:${PY}-slim", "FROM python"), "2: FROM python: pin the base image"),
+        (
+            ("FROM python:${PY}-slim", "FROM python:${NOPE}"),
+            "2: FROM python:${NOPE}: the build argument has no default",
+        ),
+        (("USER 1000:100", "USER root"), "9: USER root: the image must end as a non-root user"),
+        (("USER 1000:100", "USER 0:0"), "9: USER 0:0: the image must end as a non-root user"),
+        (("USER 1000:100", ""), "no USER: the image would run as root"),
+        (
+            (" \\\n && rm -rf /var/lib/apt/lists/*", ""),
+            "3: apt-get install without 'rm -rf /var/lib/apt/lists/*'",
+        ),
+        (('"numpy==2.1.3"', "numpy"), "8: pip install 'numpy' is not pinned"),
+        (
+            ("USER 1000:100", "ADD https://example.org/x.tgz /opt/\nUSER 1000:100"),
+            "9: ADD of a URL",
+        ),
+    ],
+)
 def test_each_rule_names_the_line(change: tuple[str, str], finding: str) -> None:
     text = GOOD.replace(*change)
     assert text != GOOD

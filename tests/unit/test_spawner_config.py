@@ -27,11 +27,16 @@ def load_hub_config(monkeypatch: pytest.MonkeyPatch, **env: str) -> Config:
 
 
 def test_the_hub_config_wires_the_spawner_groups_and_idle_service(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     members = tmp_path / "members.yaml"
     members.write_text("vision: [ada]\nnlp-interns: [bo]\n")
-    c = load_hub_config(monkeypatch, TRAINHUB_GROUP_MEMBERS=str(members), TRAINHUB_IDLE_STOP_MINUTES="40",
-                        TRAINHUB_IDLE_THRESHOLD_PERCENT="7")
+    c = load_hub_config(
+        monkeypatch,
+        TRAINHUB_GROUP_MEMBERS=str(members),
+        TRAINHUB_IDLE_STOP_MINUTES="40",
+        TRAINHUB_IDLE_THRESHOLD_PERCENT="7",
+    )
     assert c.JupyterHub.spawner_class == "trainhub_spawner.spawner.TrainHubSpawner"
     assert c.TrainHubSpawner.teams_file == str(ROOT / "hub_config" / "teams.yaml")
     assert c.TrainHubSpawner.enable_user_namespaces is False
@@ -47,14 +52,20 @@ def test_the_hub_config_wires_the_spawner_groups_and_idle_service(
     assert "--warn-after-minutes=20.0" in service["command"]
     assert "--threshold-percent=7" in service["command"]
     [role] = c.JupyterHub.load_roles
-    assert role == {"name": "trainhub-idle-gpu", "scopes": ["list:users", "read:users", "admin:servers"],
-                    "services": ["trainhub-idle-gpu"]}
+    assert role == {
+        "name": "trainhub-idle-gpu",
+        "scopes": ["list:users", "read:users", "admin:servers"],
+        "services": ["trainhub-idle-gpu"],
+    }
 
 
 def test_a_broken_teams_file_stops_the_hub_config_naming_the_field(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     bad = tmp_path / "teams.yaml"
-    bad.write_text((ROOT / "hub_config" / "teams.yaml").read_text().replace("gpus: 8, cpu", "gpus: -8, cpu", 1))
+    bad.write_text(
+        (ROOT / "hub_config" / "teams.yaml").read_text().replace("gpus: 8, cpu", "gpus: -8, cpu", 1)
+    )
     with pytest.raises(Exception, match=r"teams\[0\]\.quota\.a100\.gpus: must be >= 0"):
         load_hub_config(monkeypatch, TRAINHUB_TEAMS_FILE=str(bad))
 
@@ -79,7 +90,9 @@ def test_helm_values_load_the_config_and_teams_file_they_mount() -> None:
     assert f"ghcr.io/trainhub/hub:{hub['image']['tag']}" in hub_image
 
 
-@pytest.mark.parametrize("dockerfile", sorted((ROOT / "images").glob("*/Dockerfile")), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize(
+    "dockerfile", sorted((ROOT / "images").glob("*/Dockerfile")), ids=lambda p: p.parent.name
+)
 def test_every_dockerfile_passes_the_linter(dockerfile: Path) -> None:
     assert lint_dockerfile(dockerfile.read_text(), str(dockerfile)) == []
 
@@ -87,7 +100,10 @@ def test_every_dockerfile_passes_the_linter(dockerfile: Path) -> None:
 def test_hub_objects_let_the_hub_run_sessions_in_each_team_namespace_only() -> None:
     objs = hub_objects(TEAMS, "jhub")
     assert [(o["kind"], o["metadata"]["namespace"]) for o in objs] == [
-        (k, ns) for ns in ("team-vision", "team-nlp") for k in ("Role", "RoleBinding", "NetworkPolicy")]
+        (k, ns)
+        for ns in ("team-vision", "team-nlp")
+        for k in ("Role", "RoleBinding", "NetworkPolicy")
+    ]
     role = objs[0]
     verbs = {r["resources"][0]: r["verbs"] for r in role["rules"]}
     assert verbs["pods"] == ["get", "list", "watch", "create", "delete"]
@@ -102,17 +118,29 @@ def test_hub_objects_let_the_hub_run_sessions_in_each_team_namespace_only() -> N
 @pytest.fixture
 def spawner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:9"}}],
-        "users": [{"name": "x", "user": {"token": "unused"}}],
-        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "x",
+                "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:9"}}],
+                "users": [{"name": "x", "user": {"token": "unused"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+            }
+        )
+    )
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     from trainhub_spawner.spawner import TrainHubSpawner
 
     def make(groups: list[str], options: dict) -> TrainHubSpawner:
-        s = TrainHubSpawner(_mock=True, teams_file=str(ROOT / "hub_config" / "teams.yaml"),
-                            check_quota=False, teams_configmap="", cmd=["jupyterhub-singleuser"])
+        s = TrainHubSpawner(
+            _mock=True,
+            teams_file=str(ROOT / "hub_config" / "teams.yaml"),
+            check_quota=False,
+            teams_configmap="",
+            cmd=["jupyterhub-singleuser"],
+        )
         s.user.groups = [SimpleNamespace(name=g) for g in groups]
         s.user_options = options
         return s
@@ -128,13 +156,24 @@ async def test_the_session_pod_is_restricted_and_sized_as_chosen(spawner) -> Non
     spec = pod["spec"]
     [c] = spec["containers"]
     assert c["image"] == "ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4"
-    assert c["resources"]["limits"]["nvidia.com/gpu"] == c["resources"]["requests"]["nvidia.com/gpu"] == "2"
-    assert c["securityContext"] == {"runAsUser": 1000, "runAsGroup": 100,
-                                    "runAsNonRoot": True, "allowPrivilegeEscalation": False,
-                                    "capabilities": {"drop": ["ALL"]},
-                                    "seccompProfile": {"type": "RuntimeDefault"}}
-    assert spec["securityContext"] == {"fsGroup": 100, "runAsNonRoot": True,
-                                       "seccompProfile": {"type": "RuntimeDefault"}}
+    assert (
+        c["resources"]["limits"]["nvidia.com/gpu"]
+        == c["resources"]["requests"]["nvidia.com/gpu"]
+        == "2"
+    )
+    assert c["securityContext"] == {
+        "runAsUser": 1000,
+        "runAsGroup": 100,
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert spec["securityContext"] == {
+        "fsGroup": 100,
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     assert spec["serviceAccountName"] == "trainhub-notebook"
     assert spec["automountServiceAccountToken"] is True
     assert spec["nodeSelector"] == {"trainhub.io/pool": "a100"}
@@ -152,11 +191,14 @@ async def test_options_posted_to_the_api_are_refused_before_any_pod(spawner) -> 
     with pytest.raises(SpawnRefused) as e:
         await s.load_user_options()
     assert e.value.status_code == 403
-    assert e.value.jupyterhub_message == \
-        "image 'docker.io/evil/miner:1' is not one of team vision's curated images (pytorch)"
+    assert (
+        e.value.jupyterhub_message
+        == "image 'docker.io/evil/miner:1' is not one of team vision's curated images (pytorch)"
+    )
     with pytest.raises(SpawnRefused, match="not offered to you"):
         spawner(["vision"], {})._checked_options_from_form(
-            {"profile": ["nlp.a100"], "profile-option-nlp.a100--gpus": ["2"]})
+            {"profile": ["nlp.a100"], "profile-option-nlp.a100--gpus": ["2"]}
+        )
 
 
 async def test_an_admin_override_that_moves_the_pod_is_caught_at_the_manifest(spawner) -> None:
@@ -165,5 +207,7 @@ async def test_an_admin_override_that_moves_the_pod_is_caught_at_the_manifest(sp
     s = spawner(["vision"], {"profile": "vision.t4", "gpus": "1"})
     await s.load_user_options()
     s.image = "docker.io/other/image:1"  # as a later hook or override could
-    with pytest.raises(SpawnRefused, match=r"image 'docker\.io/other/image:1' is not one of team vision"):
+    with pytest.raises(
+        SpawnRefused, match=r"image 'docker\.io/other/image:1' is not one of team vision"
+    ):
         await s.get_pod_manifest()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from trainhub_spawner.idle import (
     Action,
     GpuServer,
@@ -61,10 +62,16 @@ def test_warn_and_stop_together_when_warning_is_disabled_by_equal_minutes() -> N
     assert decide(state, 30 * 60, p) is Action.STOP
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"threshold_percent": 101}, "threshold_percent: 101 is not between 0 and 100"),
-    ({"warn_after_minutes": 50, "stop_after_minutes": 40}, "warn_after_minutes must be between"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"threshold_percent": 101}, "threshold_percent: 101 is not between 0 and 100"),
+        (
+            {"warn_after_minutes": 50, "stop_after_minutes": 40},
+            "warn_after_minutes must be between",
+        ),
+    ],
+)
 def test_a_policy_that_makes_no_sense_is_refused(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         IdlePolicy(**kwargs)
@@ -74,18 +81,46 @@ def test_the_warning_says_how_long_and_what_happens_next() -> None:
     state = IdleState(low_since=0)
     assert warning_sentence("ada", 1, state, 20 * 60, POLICY) == (
         "ada's server has used less than 10% of its 1 GPU for 20 minutes; "
-        "it will be stopped in 10 minutes unless it gets busy")
+        "it will be stopped in 10 minutes unless it gets busy"
+    )
 
 
 def test_only_ready_servers_holding_gpus_are_watched() -> None:
     users = [
-        {"name": "ada", "servers": {"": {"ready": True, "user_options": {"gpus": "2"},
-                                         "state": {"pod_name": "jupyter-ada", "namespace": "team-nlp"}}}},
-        {"name": "bob", "servers": {"": {"ready": True, "user_options": {"gpus": "0"},
-                                         "state": {"pod_name": "jupyter-bob", "namespace": "team-nlp"}}}},
-        {"name": "cy", "servers": {"lab": {"ready": False, "user_options": {"gpus": "1"},
-                                           "state": {"pod_name": "jupyter-cy", "namespace": "t"}}}},
-        {"name": "di", "servers": {"": {"ready": True, "user_options": {"gpus": "x"}, "state": {}}}},
+        {
+            "name": "ada",
+            "servers": {
+                "": {
+                    "ready": True,
+                    "user_options": {"gpus": "2"},
+                    "state": {"pod_name": "jupyter-ada", "namespace": "team-nlp"},
+                }
+            },
+        },
+        {
+            "name": "bob",
+            "servers": {
+                "": {
+                    "ready": True,
+                    "user_options": {"gpus": "0"},
+                    "state": {"pod_name": "jupyter-bob", "namespace": "team-nlp"},
+                }
+            },
+        },
+        {
+            "name": "cy",
+            "servers": {
+                "lab": {
+                    "ready": False,
+                    "user_options": {"gpus": "1"},
+                    "state": {"pod_name": "jupyter-cy", "namespace": "t"},
+                }
+            },
+        },
+        {
+            "name": "di",
+            "servers": {"": {"ready": True, "user_options": {"gpus": "x"}, "state": {}}},
+        },
         {"name": "ed", "servers": {}},
     ]
     assert gpu_servers(users) == [GpuServer("ada", "", "team-nlp", "jupyter-ada", 2)]

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from trainhub.teams import load_teams, parse_teams
 from trainhub_spawner.pod import (
     CONTAINER_SECURITY,
     pod_deviation,
@@ -15,13 +17,13 @@ from trainhub_spawner.pod import (
 )
 from trainhub_spawner.profiles import resolve_session
 
-from trainhub.teams import load_teams, parse_teams
-
 TEAMS = load_teams(Path(__file__).parents[2] / "hub_config" / "teams.yaml")
 
 
 def test_a_gpu_session_runs_in_its_team_namespace_with_requests_equal_to_limits() -> None:
-    s = resolve_session(TEAMS, ["nlp"], {"profile": "nlp.a100", "image": "pytorch-nlp", "gpus": "2"})
+    s = resolve_session(
+        TEAMS, ["nlp"], {"profile": "nlp.a100", "image": "pytorch-nlp", "gpus": "2"}
+    )
     o = session_overrides(s)
     assert o["namespace"] == "team-nlp"
     assert o["service_account"] == "trainhub-notebook"
@@ -29,7 +31,9 @@ def test_a_gpu_session_runs_in_its_team_namespace_with_requests_equal_to_limits(
     assert o["image"] == "ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4"
     assert o["extra_resource_guarantees"] == o["extra_resource_limits"] == {"nvidia.com/gpu": "2"}
     assert o["node_selector"] == {"trainhub.io/pool": "a100"}
-    assert o["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert o["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
     assert o["environment"] == {
         "TRAINHUB_BACKEND": "kubernetes",
         "TRAINHUB_TEAM": "nlp",
@@ -39,8 +43,12 @@ def test_a_gpu_session_runs_in_its_team_namespace_with_requests_equal_to_limits(
         "TRAINHUB_TEAMS_FILE": "/etc/trainhub/teams.yaml",
         "TRAINHUB_SESSION_POOL": "a100",
     }
-    assert o["extra_labels"] == {"trainhub.io/team": "nlp", "trainhub.io/pool": "a100",
-                                 "trainhub.io/role": "notebook", "trainhub.io/session-gpus": "2"}
+    assert o["extra_labels"] == {
+        "trainhub.io/team": "nlp",
+        "trainhub.io/pool": "a100",
+        "trainhub.io/role": "notebook",
+        "trainhub.io/session-gpus": "2",
+    }
 
 
 def test_volumes_shared_volume_teams_file_and_read_only_datasets() -> None:
@@ -48,15 +56,27 @@ def test_volumes_shared_volume_teams_file_and_read_only_datasets() -> None:
     o = session_overrides(s)
     assert o["volumes"] == [
         {"name": "trainhub-shared", "persistentVolumeClaim": {"claimName": "vision-shared"}},
-        {"name": "trainhub-teams", "configMap": {"name": "trainhub-teams",
-                                                 "items": [{"key": "teams.yaml", "path": "teams.yaml"}]}},
-        {"name": "dataset-imagenet", "persistentVolumeClaim": {"claimName": "imagenet", "readOnly": True}},
+        {
+            "name": "trainhub-teams",
+            "configMap": {
+                "name": "trainhub-teams",
+                "items": [{"key": "teams.yaml", "path": "teams.yaml"}],
+            },
+        },
+        {
+            "name": "dataset-imagenet",
+            "persistentVolumeClaim": {"claimName": "imagenet", "readOnly": True},
+        },
     ]
     assert o["volume_mounts"] == [
         {"name": "trainhub-shared", "mountPath": "/shared/vision"},
         {"name": "trainhub-teams", "mountPath": "/etc/trainhub", "readOnly": True},
-        {"name": "dataset-imagenet", "mountPath": "/datasets/imagenet", "readOnly": True,
-         "subPath": "ILSVRC2012"},
+        {
+            "name": "dataset-imagenet",
+            "mountPath": "/datasets/imagenet",
+            "readOnly": True,
+            "subPath": "ILSVRC2012",
+        },
     ]
     baked = session_overrides(s, teams_configmap=None, teams_file="/opt/trainhub/teams.yaml")
     assert [v["name"] for v in baked["volumes"]] == ["trainhub-shared", "dataset-imagenet"]
@@ -72,16 +92,25 @@ def test_a_cpu_session_gets_no_gpu_and_hides_the_nodes_gpus() -> None:
 def test_restricted_security_context() -> None:
     o = session_overrides(resolve_session(TEAMS, ["vision"], {}), uid=1000, gid=100)
     assert o["container_security_context"] == {
-        "runAsNonRoot": True, "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
-    assert o["pod_security_context"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert o["pod_security_context"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     assert (o["uid"], o["gid"], o["fs_gid"], o["privileged"]) == (1000, 100, 100, False)
 
 
 def test_the_teams_configmap_is_a_self_contained_teams_file(tmp_path: Path) -> None:
     cm = teams_configmap_manifest(TEAMS, "team-nlp")
-    assert cm["metadata"] == {"name": "trainhub-teams", "namespace": "team-nlp",
-                              "labels": {"app.kubernetes.io/managed-by": "trainhub"}}
+    assert cm["metadata"] == {
+        "name": "trainhub-teams",
+        "namespace": "team-nlp",
+        "labels": {"app.kubernetes.io/managed-by": "trainhub"},
+    }
     again = parse_teams(yaml.safe_load(cm["data"]["teams.yaml"]))
     assert again == TEAMS.model_copy(update={"image_catalog": None})
 
@@ -93,11 +122,14 @@ def _pod(session_gpus: int = 1) -> dict:
         "spec": {
             "serviceAccountName": "trainhub-notebook",
             "nodeSelector": {"trainhub.io/pool": "t4"},
-            "containers": [{
-                "name": "notebook", "image": "ghcr.io/trainhub/pytorch:2.5.1-cuda12.4",
-                "resources": {"limits": dict(gpu), "requests": dict(gpu)},
-                "securityContext": dict(CONTAINER_SECURITY),
-            }],
+            "containers": [
+                {
+                    "name": "notebook",
+                    "image": "ghcr.io/trainhub/pytorch:2.5.1-cuda12.4",
+                    "resources": {"limits": dict(gpu), "requests": dict(gpu)},
+                    "securityContext": dict(CONTAINER_SECURITY),
+                }
+            ],
         },
     }
 
@@ -105,28 +137,53 @@ def _pod(session_gpus: int = 1) -> dict:
 def test_the_manifest_check_accepts_the_session_pod_and_names_each_deviation() -> None:
     s = resolve_session(TEAMS, ["vision"], {"profile": "vision.t4", "gpus": "1"})
     assert pod_deviation(_pod(), s, "team-vision") is None
-    assert pod_deviation(_pod(), s, "team-nlp") == \
-        "sessions of team vision run in namespace team-vision, not team-nlp"
+    assert (
+        pod_deviation(_pod(), s, "team-nlp")
+        == "sessions of team vision run in namespace team-vision, not team-nlp"
+    )
 
     def changed(edit) -> str | None:
         pod = copy.deepcopy(_pod())
         edit(pod["spec"])
         return pod_deviation(pod, s, "team-vision")
 
-    assert changed(lambda p: p["containers"][0].update(image="evil:1")) == \
-        "image 'evil:1' is not one of team vision's curated images (pytorch)"
-    assert changed(lambda p: p.update(serviceAccountName="default")) == \
-        "sessions run as the trainhub-notebook service account, not default"
-    assert changed(lambda p: p["containers"][0]["resources"]["limits"].update({"nvidia.com/gpu": "4"})) == \
-        "container notebook: GPU requests (1) must equal limits (4)"
-    assert changed(lambda p: p["containers"].append(
-        {"name": "sidecar", "image": "x:1", "resources": {"limits": {"nvidia.com/gpu": "1"}},
-         "securityContext": dict(CONTAINER_SECURITY)})) == "the session asks for 1 GPUs but its pod requests 2"
-    assert changed(lambda p: p["containers"][0]["securityContext"].update(privileged=True)) == \
-        "container notebook may not run privileged or escalate privileges"
-    assert changed(lambda p: p.update(nodeSelector={"trainhub.io/pool": "a100"})) == \
-        "the session pod must run on pool t4's nodes"
-    assert changed(lambda p: p["containers"][0].update(name="other")) == "the session pod has no notebook container"
+    assert (
+        changed(lambda p: p["containers"][0].update(image="evil:1"))
+        == "image 'evil:1' is not one of team vision's curated images (pytorch)"
+    )
+    assert (
+        changed(lambda p: p.update(serviceAccountName="default"))
+        == "sessions run as the trainhub-notebook service account, not default"
+    )
+    assert (
+        changed(lambda p: p["containers"][0]["resources"]["limits"].update({"nvidia.com/gpu": "4"}))
+        == "container notebook: GPU requests (1) must equal limits (4)"
+    )
+    assert (
+        changed(
+            lambda p: p["containers"].append(
+                {
+                    "name": "sidecar",
+                    "image": "x:1",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                    "securityContext": dict(CONTAINER_SECURITY),
+                }
+            )
+        )
+        == "the session asks for 1 GPUs but its pod requests 2"
+    )
+    assert (
+        changed(lambda p: p["containers"][0]["securityContext"].update(privileged=True))
+        == "container notebook may not run privileged or escalate privileges"
+    )
+    assert (
+        changed(lambda p: p.update(nodeSelector={"trainhub.io/pool": "a100"}))
+        == "the session pod must run on pool t4's nodes"
+    )
+    assert (
+        changed(lambda p: p["containers"][0].update(name="other"))
+        == "the session pod has no notebook container"
+    )
 
 
 @pytest.mark.parametrize("gpus", [0, 1])

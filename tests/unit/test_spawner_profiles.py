@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from trainhub_spawner.profiles import Refused, options_from_formdata, profile_list, resolve_session
 
 from trainhub.teams import load_teams
+from trainhub_spawner.profiles import Refused, options_from_formdata, profile_list, resolve_session
 
 TEAMS = load_teams(Path(__file__).parents[2] / "hub_config" / "teams.yaml")
 
@@ -41,16 +41,23 @@ def test_sizes_larger_than_a_pool_node_are_not_offered_there() -> None:
     nlp = {p["slug"]: p for p in profile_list(teams, ["nlp"])}
     assert list(nlp["nlp.a100"]["profile_options"]["gpus"]["choices"]) == ["0", "8"]
     assert list(nlp["nlp.t4"]["profile_options"]["gpus"]["choices"]) == ["0"]
-    with pytest.raises(Refused, match=r"'8' GPUs is not a session size of team nlp in pool t4 \(0\)"):
+    with pytest.raises(
+        Refused, match=r"'8' GPUs is not a session size of team nlp in pool t4 \(0\)"
+    ):
         resolve_session(teams, ["nlp"], {"profile": "nlp.t4", "gpus": "8"})
 
 
 def test_a_chosen_session_resolves_to_the_team_pool_image_and_size() -> None:
-    s = resolve_session(TEAMS, ["nlp"], {"profile": "nlp.a100", "image": "pytorch-nlp", "gpus": "2"})
+    s = resolve_session(
+        TEAMS, ["nlp"], {"profile": "nlp.a100", "image": "pytorch-nlp", "gpus": "2"}
+    )
     assert (s.team.name, s.pool.name, s.image.name, s.gpus) == ("nlp", "a100", "pytorch-nlp", 2)
     assert s.profile == "nlp.a100"
-    by_ref = resolve_session(TEAMS, ["nlp"], {"profile": "nlp.t4",
-                                               "image": "ghcr.io/trainhub/pytorch:2.5.1-cuda12.4", "gpus": 1})
+    by_ref = resolve_session(
+        TEAMS,
+        ["nlp"],
+        {"profile": "nlp.t4", "image": "ghcr.io/trainhub/pytorch:2.5.1-cuda12.4", "gpus": 1},
+    )
     assert (by_ref.pool.name, by_ref.image.name, by_ref.gpus) == ("t4", "pytorch", 1)
 
 
@@ -60,19 +67,39 @@ def test_empty_options_mean_the_first_profile_image_and_smallest_size() -> None:
         assert (s.team.name, s.pool.name, s.image.name, s.gpus) == ("vision", "a100", "pytorch", 0)
 
 
-@pytest.mark.parametrize(("options", "sentence"), [
-    ({"profile": "nlp.a100"}, r"profile 'nlp.a100' is not offered to you \(yours: vision.a100, vision.t4\)"),
-    ({"profile": "vision.a100", "image": "pytorch-nlp"},
-     r"image 'pytorch-nlp' is not one of team vision's curated images \(pytorch\)"),
-    ({"profile": "vision.a100", "image": "docker.io/evil/miner:1"}, r"image 'docker.io/evil/miner:1' is not"),
-    ({"profile": "vision.a100", "gpus": "2"}, r"'2' GPUs is not a session size of team vision in pool a100"),
-    ({"profile": "vision.a100", "gpus": True}, r"True GPUs is not a session size"),
-    ({"profile": "vision.a100", "gpus": "-1"}, r"'-1' GPUs is not a session size"),
-    ({"profile": "vision.a100", "namespace": "team-nlp"}, r"option 'namespace' cannot be chosen"),
-    ({"profile": "vision.a100", "image--unlisted-choice": "x:1"}, r"option 'image--unlisted-choice' cannot"),
-    (["vision.a100"], r"spawn options must be a JSON object"),
-    ({"profile": ["vision.a100"]}, r"profile \['vision.a100'\] is not offered to you"),
-])
+@pytest.mark.parametrize(
+    ("options", "sentence"),
+    [
+        (
+            {"profile": "nlp.a100"},
+            r"profile 'nlp.a100' is not offered to you \(yours: vision.a100, vision.t4\)",
+        ),
+        (
+            {"profile": "vision.a100", "image": "pytorch-nlp"},
+            r"image 'pytorch-nlp' is not one of team vision's curated images \(pytorch\)",
+        ),
+        (
+            {"profile": "vision.a100", "image": "docker.io/evil/miner:1"},
+            r"image 'docker.io/evil/miner:1' is not",
+        ),
+        (
+            {"profile": "vision.a100", "gpus": "2"},
+            r"'2' GPUs is not a session size of team vision in pool a100",
+        ),
+        ({"profile": "vision.a100", "gpus": True}, r"True GPUs is not a session size"),
+        ({"profile": "vision.a100", "gpus": "-1"}, r"'-1' GPUs is not a session size"),
+        (
+            {"profile": "vision.a100", "namespace": "team-nlp"},
+            r"option 'namespace' cannot be chosen",
+        ),
+        (
+            {"profile": "vision.a100", "image--unlisted-choice": "x:1"},
+            r"option 'image--unlisted-choice' cannot",
+        ),
+        (["vision.a100"], r"spawn options must be a JSON object"),
+        ({"profile": ["vision.a100"]}, r"profile \['vision.a100'\] is not offered to you"),
+    ],
+)
 def test_anything_not_offered_is_refused_with_a_sentence(options: object, sentence: str) -> None:
     with pytest.raises(Refused, match=sentence):
         resolve_session(TEAMS, ["vision"], options)
