@@ -10,6 +10,7 @@ they are not the wall.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from kubespawner import KubeSpawner
 from tornado import web
-from traitlets import Bool, Unicode, default
+from traitlets import Bool, Integer, Unicode, default
 
 from trainhub.teams import Teams, load_teams
 from trainhub_spawner import pod as pods
@@ -31,6 +32,10 @@ from trainhub_spawner.profiles import (
 from trainhub_spawner.quota import read_quotas, shortfall
 
 DEFAULT_TEAMS_FILE = "/etc/trainhub/teams.yaml"
+
+
+# Resources are the session's alone: an admin's extra GPU request must not ride along.
+_REPLACED = {"extra_resource_limits", "extra_resource_guarantees"}
 
 
 class SpawnRefused(web.HTTPError):
@@ -89,10 +94,11 @@ class TrainHubSpawner(KubeSpawner):
         help="Read the team's ResourceQuota before creating the pod and refuse, with a sentence, "
         "a session that does not fit. The quota is enforced by the API server either way.",
     ).tag(config=True)
-    session_uid = Unicode("1000", help="User id the session runs as (non-root).").tag(config=True)
-    session_gid = Unicode("100", help="Group id (and fsGroup) of the session.").tag(config=True)
+    session_uid = Integer(1000, help="User id the session runs as (non-root).").tag(config=True)
+    session_gid = Integer(100, help="Group id (and fsGroup) of the session.").tag(config=True)
 
     session: Session | None = None
+    _configured: dict[str, Any] | None = None
 
     @default("teams_file")
     def _default_teams_file(self) -> str:
@@ -138,22 +144,25 @@ class TrainHubSpawner(KubeSpawner):
             session,
             teams_file=self.session_teams_file,
             teams_configmap=self.teams_configmap or None,
-            uid=int(self.session_uid),
-            gid=int(self.session_gid),
+            uid=self.session_uid,
+            gid=self.session_gid,
         )
+        # Merge onto what the admin configured, never onto an earlier session of this server
+        # (a GPU session after a CPU one must not keep NVIDIA_VISIBLE_DEVICES=void).
+        configured = self._configured_values(overrides)
         for name, value in overrides.items():
-            current = getattr(self, name)
-            if (
-                isinstance(value, dict)
-                and isinstance(current, dict)
-                and name != "extra_resource_limits"
-                and name != "extra_resource_guarantees"
-            ):
-                value = {**current, **value}
-            elif isinstance(value, list) and isinstance(current, list):
-                value = _merge_list(current, value)
+            base = configured[name]
+            if isinstance(value, dict) and isinstance(base, dict) and name not in _REPLACED:
+                value = {**base, **value}
+            elif isinstance(value, list) and isinstance(base, list):
+                value = _merge_list(base, value)
             setattr(self, name, value)
         self.session = session
+
+    def _configured_values(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        if self._configured is None:
+            self._configured = {name: copy.deepcopy(getattr(self, name)) for name in overrides}
+        return self._configured
 
     async def get_pod_manifest(self) -> Any:
         """The pod, checked once more against the session, then against the team's quota:

@@ -211,3 +211,20 @@ async def test_an_admin_override_that_moves_the_pod_is_caught_at_the_manifest(sp
         SpawnRefused, match=r"image 'docker\.io/other/image:1' is not one of team vision"
     ):
         await s.get_pod_manifest()
+
+
+async def test_a_second_session_of_a_server_starts_from_the_admins_config_not_the_first(
+    spawner,
+) -> None:
+    s = spawner(["vision"], {"profile": "vision.t4", "gpus": "0"})
+    s.environment = {"SITE": "lab-1"}
+    await s.load_user_options()
+    assert s.environment["NVIDIA_VISIBLE_DEVICES"] == "void"
+    s.user_options = {"profile": "vision.a100", "gpus": "1"}
+    await s.load_user_options()
+    assert "NVIDIA_VISIBLE_DEVICES" not in s.environment
+    assert s.environment["SITE"] == "lab-1"
+    assert s.environment["TRAINHUB_SESSION_POOL"] == "a100"
+    assert s.extra_resource_limits == {"nvidia.com/gpu": "1"}
+    assert s.extra_labels["trainhub.io/session-gpus"] == "1"
+    assert [v["name"] for v in s.volumes].count("trainhub-shared") == 1
