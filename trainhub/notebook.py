@@ -26,15 +26,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from math import isfinite
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainhub.jobdir import write_json_atomic
 from trainhub.jobs.spec import CellSelection, JobSpec, NotebookSource
-
-if TYPE_CHECKING:
-    from nbformat import NotebookNode
 
 SKIP_TAG = "trainhub:skip"
 PARAMETERS_TAG = "parameters"
@@ -197,7 +194,7 @@ def _compile_cells(
     """The notebook's hash, the cells to run and the pip lines taken out of them."""
     assert isinstance(spec.source, NotebookSource)
     raw = entry.read_bytes()
-    notebook = _read_notebook(entry, raw)
+    notebook = read_notebook(entry, raw)
     selected = select_cells(notebook, spec.source.cells, spec.source.path, warnings)
     cells, requirements = extract_pip(selected, spec.source.path, allow_pip=allow_pip)
     cells = inject_parameters(notebook, cells, spec.parameters, warnings)
@@ -215,13 +212,36 @@ def _resolve_entry(root: Path, relative: str) -> Path:
     return entry
 
 
-def _read_notebook(path: Path, raw: bytes) -> NotebookNode:
-    import nbformat  # not at the top: every rank imports this module, and nbformat is slow to load
+@dataclass(frozen=True)
+class Notebook:
+    """The parts of an .ipynb a bundle needs."""
 
+    cells: list[dict[str, Any]]
+    nbformat: int
+
+
+def read_notebook(path: Path, raw: bytes | None = None) -> Notebook:
+    """Read the notebook's JSON directly.
+
+    nbformat's full schema validation loads jsonschema's format checkers, which costs seconds
+    on every submit; a bundle needs only the cells, so check just what it relies on.
+    """
     try:
-        return nbformat.reads(raw.decode("utf-8"), as_version=4)
-    except Exception as e:  # nbformat raises assorted errors for malformed documents
+        doc = json.loads((path.read_bytes() if raw is None else raw).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BundleError(f"{path.name} is not a readable notebook: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        raise BundleError(f"{path.name} is not a readable notebook: it has no list of cells")
+    major = doc.get("nbformat")
+    if major != 4:
+        raise BundleError(f"{path.name} is nbformat {major}; save it with JupyterLab (nbformat 4)")
+    for index, cell in enumerate(doc["cells"]):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise BundleError(f"{path.name}: {cell_label(index)} (index {index}) is not a valid cell")
+        source = cell.get("source", "")
+        if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(x, str) for x in source))):
+            raise BundleError(f"{path.name}: {cell_label(index)} (index {index}) has an invalid source")
+    return Notebook(cells=doc["cells"], nbformat=major)
 
 
 # --- cell selection -----------------------------------------------------------------------

@@ -8,10 +8,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from trainhub.jobs.spec import FieldError, SpecError
-from trainhub.notebook import PARAMETERS_TAG, BundleError
+from trainhub.notebook import PARAMETERS_TAG, read_notebook
 
 
 def _json_value(value: Any) -> bool:
@@ -75,10 +73,7 @@ def notebook_parameters(root: Path, relative: str) -> dict[str, Any]:
         )
     if not path.is_file():
         raise FileNotFoundError(f"no such notebook: {relative}")
-    try:
-        notebook = nbformat.read(path, as_version=4)
-    except Exception as e:  # nbformat raises assorted errors for malformed documents
-        raise BundleError(f"{relative} is not a readable notebook: {e}") from None
+    notebook = read_notebook(path)
     for index, cell in enumerate(notebook.cells):
         tags = cell.get("metadata", {}).get("tags", []) or []
         if cell.get("cell_type") == "code" and PARAMETERS_TAG in tags:
