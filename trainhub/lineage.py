@@ -145,9 +145,10 @@ def installed_distributions() -> dict[str, str]:
     """Every installed distribution and its version, as ``pip freeze`` would list them."""
     found: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
-        name = dist.metadata["Name"]
+        meta = dist.metadata  # parsed once; dist.version would parse it again
+        name = meta["Name"]
         if name and name not in found:  # the first on sys.path wins, as for imports
-            found[name] = dist.version
+            found[name] = meta["Version"]
     return dict(sorted(found.items(), key=lambda kv: kv[0].lower()))
 
 
