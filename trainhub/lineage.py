@@ -8,9 +8,12 @@ datasets are fingerprinted from directory metadata, never by reading their conte
 from __future__ import annotations
 
 import ast
+import contextlib
 import getpass
+import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
 import socket
@@ -20,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trainhub.jobdir import write_json_atomic
 from trainhub.jobs.spec import Dataset, JobSpec
 from trainhub.notebook import BundleManifest
 
@@ -30,7 +34,12 @@ GIT_TIMEOUT_S = 10.0
 
 
 def collect_lineage(
-    spec: JobSpec, workspace_root: Path, manifest: BundleManifest, *, user: str | None = None
+    spec: JobSpec,
+    workspace_root: Path,
+    manifest: BundleManifest,
+    *,
+    user: str | None = None,
+    cache_dir: Path | None = None,
 ) -> dict[str, Any]:
     root = Path(workspace_root).resolve()
     entry_dir = (root / manifest.entry).parent
@@ -63,7 +72,7 @@ def collect_lineage(
             "machine": platform.machine(),
             "description": platform.platform(),
         },
-        "packages": installed_distributions(),
+        "packages": installed_distributions(cache_dir),
         "torch": torch_versions(),
         "datasets": [dataset_fingerprint(d) for d in spec.datasets],
     }
@@ -141,15 +150,40 @@ def git_state(directory: Path) -> dict[str, Any] | None:
 # --- packages -----------------------------------------------------------------------------------
 
 
-def installed_distributions() -> dict[str, str]:
-    """Every installed distribution and its version, as ``pip freeze`` would list them."""
+def installed_distributions(cache_dir: Path | None = None) -> dict[str, str]:
+    """Every installed distribution and its version, as ``pip freeze`` would list them.
+
+    Reading every package's metadata costs a noticeable part of a second on each submit, so
+    the list is kept in ``cache_dir`` under a key made of the import path's directories and
+    their modification times: installing or removing a package changes its directory.
+    """
+    cache = None
+    if cache_dir is not None:
+        key = hashlib.sha256(json.dumps(_path_stamps()).encode()).hexdigest()[:24]
+        cache = cache_dir / f"distributions-{key}.json"
+        try:
+            return dict(json.loads(cache.read_text()))
+        except (OSError, ValueError):
+            pass
     found: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
         meta = dist.metadata  # parsed once; dist.version would parse it again
         name = meta["Name"]
         if name and name not in found:  # the first on sys.path wins, as for imports
             found[name] = meta["Version"]
-    return dict(sorted(found.items(), key=lambda kv: kv[0].lower()))
+    result = dict(sorted(found.items(), key=lambda kv: kv[0].lower()))
+    if cache is not None:
+        with contextlib.suppress(OSError):
+            write_json_atomic(cache, result)
+    return result
+
+
+def _path_stamps() -> list[tuple[str, int]]:
+    stamps = []
+    for entry in sys.path:
+        with contextlib.suppress(OSError):
+            stamps.append((entry, os.stat(entry or ".").st_mtime_ns))
+    return stamps
 
 
 def torch_versions() -> dict[str, Any] | None:

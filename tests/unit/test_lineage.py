@@ -151,3 +151,20 @@ def test_dataset_walk_stops_at_the_entry_limit(tmp_path, monkeypatch):
     record = dataset_fingerprint(Dataset(name="many", path=str(tmp_path)))
     assert record["fingerprint"]["truncated"] is True
     assert record["fingerprint"]["files"] == 5
+
+
+def test_package_list_is_cached_until_the_import_path_changes(tmp_path, monkeypatch):
+    import sys
+
+    from trainhub.lineage import installed_distributions
+
+    fresh = installed_distributions()
+    assert installed_distributions(tmp_path) == fresh
+    (cache,) = tmp_path.glob("distributions-*.json")
+    cache.write_text('{"only-what-the-cache-says": "1"}')
+    assert installed_distributions(tmp_path) == {"only-what-the-cache-says": "1"}
+    # A package installed into a directory on the path changes that directory's mtime.
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    assert installed_distributions(tmp_path) == fresh

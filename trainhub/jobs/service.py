@@ -81,7 +81,8 @@ class JobService:
             shutil.rmtree(jobdir.root, ignore_errors=True)
             raise
         # After the hand-off, so that collecting it does not delay the start.
-        lineage = collect_lineage(spec, self.workspace_root, manifest, user=user)
+        lineage = collect_lineage(spec, self.workspace_root, manifest, user=user,
+                                  cache_dir=self.jobs_root.parent / ".cache")
         write_json_atomic(jobdir.lineage, lineage)
         return self._describe(self.backend.get(job_id) or record)
 

@@ -68,6 +68,7 @@ class Supervisor:
         self.stop_signal: int | None = None
         self.stop_event = threading.Event()
         self.agents: list[psutil.Popen] = []
+        self.sampler = None  # started once the first ranks are on their way
 
     # --- signals ------------------------------------------------------------------------
     def _on_term(self, signum, frame) -> None:
@@ -100,7 +101,6 @@ class Supervisor:
         signal.signal(signal.SIGINT, self._on_term)
         if self.record.cancel_requested:
             self.stop_event.set()
-        sampler = self._start_sampler()
         started = self.record.started_at or time.time()
         verdict: Verdict | None = None
         try:
@@ -118,8 +118,8 @@ class Supervisor:
                 self.jobdir.emit("verdict", **verdict.model_dump(mode="json"))
         finally:
             processes.terminate_tree([a.pid for a in self.agents], grace=2)
-            if sampler is not None:
-                sampler.stop()
+            if self.sampler is not None:
+                self.sampler.stop()
         self._finish(verdict)
         self.backend.admit_and_launch()
         return 0
@@ -203,6 +203,8 @@ class Supervisor:
                     argv, env=env, stdin=subprocess_devnull(), stdout=log, stderr=log,
                     start_new_session=True, cwd=str(self.jobdir.bundle),
                 ))
+        if self.sampler is None:
+            self.sampler = self._start_sampler()
         now = time.time()
         with self.store.transaction() as conn:
             self.store.update(conn, rec.id, state=JobState.RUNNING, process_groups=[a.pid for a in self.agents],
