@@ -69,6 +69,7 @@ class Supervisor:
         self.stop_event = threading.Event()
         self.agents: list[psutil.Popen] = []
         self.sampler = None  # started once the first ranks are on their way
+        self._known_ranks: dict[int, int] = {}
 
     # --- signals ------------------------------------------------------------------------
     def _on_term(self, signum, frame) -> None:
@@ -134,6 +135,12 @@ class Supervisor:
         return sampler
 
     def _rank_pids(self) -> dict[int, int]:
+        """Rank -> pid of this attempt's ranks; the sampler asks every second, so once all
+        ranks are known they are not looked up again until one of them is gone."""
+        world = self.record.spec.resources.world_size
+        known = self._known_ranks
+        if len(known) == world and all(psutil.pid_exists(pid) for pid in known.values()):
+            return known
         pids: dict[int, int] = {}
         for proc in processes.descendants():
             try:
@@ -142,6 +149,7 @@ class Supervisor:
                 continue
             if env.get("TRAINHUB_JOB_ID") == self.record.id and "RANK" in env and "LOCAL_RANK" in env:
                 pids[int(env["RANK"])] = proc.pid
+        self._known_ranks = pids
         return pids
 
     def _install_requirements(self) -> Verdict | None:
