@@ -69,12 +69,8 @@ def _cluster(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
     return cluster.start(), cluster
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--spawns", type=int, default=6, help="spawns per spawner")
-    ap.add_argument("--kubeconfig", help="an already running test control plane")
-    args = ap.parse_args()
-
+def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
+    """Rows for benchmarks/run_all.py: one per measure, both spawners and their ratio."""
     from kubernetes import client, config
 
     from trainhub.backends.kubernetes.apply import apply_objects
@@ -84,7 +80,7 @@ def main() -> int:
     from trainhub_spawner.profiles import resolve_session
 
     work = Path(tempfile.mkdtemp(prefix="trainhub-spawn-bench-"))
-    kubeconfig, cluster = _cluster(args.kubeconfig, work)
+    kubeconfig_path, cluster = _cluster(kubeconfig, work)
     hubs: list[Hub] = []
     pods_dir = work / "pods"
     pods_dir.mkdir()
@@ -105,7 +101,7 @@ def main() -> int:
         teams_file = work / "teams.yaml"
         teams_file.write_text(yaml.safe_dump(data, sort_keys=False))
         teams = parse_teams(data)
-        api = config.new_client_from_config(config_file=str(kubeconfig))
+        api = config.new_client_from_config(config_file=str(kubeconfig_path))
         core = client.CoreV1Api(api)
         subprocess.run(
             [
@@ -116,7 +112,7 @@ def main() -> int:
                 "apply",
                 str(teams_file),
                 "--kubeconfig",
-                str(kubeconfig),
+                str(kubeconfig_path),
             ],
             check=True,
             capture_output=True,
@@ -136,10 +132,10 @@ def main() -> int:
         for team in teams.teams:
             shared_claim(core, team.namespace, Path(team.shared_volume.mount_path))
         hub_kc = service_account_kubeconfig(
-            kubeconfig, core, hub_ns, "hub", work / "hub.kubeconfig"
+            kubeconfig_path, core, hub_ns, "hub", work / "hub.kubeconfig"
         )
         members = work / "members.yaml"
-        users = [f"u{i}" for i in range(args.spawns)]
+        users = [f"u{i}" for i in range(spawns)]
         members.write_text(yaml.safe_dump({"vision": users}))
 
         options = {"profile": "vision.t4", "image": "pytorch", "gpus": "1"}
@@ -218,20 +214,21 @@ def main() -> int:
                 file=sys.stderr,
             )
 
-        print(
-            f"\n{args.spawns} spawns per spawner, alternating; pods on kwok nodes, each served by "
-            "jupyterhub-singleuser on loopback"
-        )
-        print(f"{'':<34}{'TrainHubSpawner':>16}{'KubeSpawner':>13}{'ratio':>8}")
-        summary = {}
+        rows = []
         for label, times in (
-            ("request -> pod created, median s", created),
-            ("request -> server ready, median s", ready),
+            ("request -> pod created", created),
+            ("request -> server ready", ready),
         ):
             t, p = statistics.median(times["trainhub"]), statistics.median(times["plain"])
-            summary[label] = {"trainhub": t, "plain": p, "ratio": t / p}
-            print(f"{label:<34}{t:>16.3f}{p:>13.3f}{t / p:>8.2f}")
-        print(json.dumps(summary))
+            rows.append(
+                {
+                    f"measure (median of {spawns}, alternating)": label,
+                    "TrainHubSpawner s": f"{t:.3f}",
+                    "KubeSpawner s": f"{p:.3f}",
+                    "ratio": f"{t / p:.2f}",
+                }
+            )
+        return rows
     finally:
         for hub in hubs:
             hub.stop()
@@ -240,6 +237,20 @@ def main() -> int:
                 os.killpg(json.loads(record.read_text())["pid"], signal.SIGTERM)
         if cluster is not None:
             cluster.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--spawns", type=int, default=6, help="spawns per spawner")
+    ap.add_argument("--kubeconfig", help="an already running test control plane")
+    args = ap.parse_args()
+    from benchmarks.report import print_table
+
+    print_table(
+        "spawn: TrainHubSpawner vs KubeSpawner, same profile (pods on kwok, "
+        "jupyterhub-singleuser on loopback)",
+        run(args.spawns, args.kubeconfig),
+    )
     return 0
 
 
