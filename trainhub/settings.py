@@ -30,21 +30,22 @@ def make_service(workspace: Path | None = None):
     """The job service for this environment (local backend unless configured otherwise)."""
     from trainhub.jobs.service import JobService
 
-    backend: Backend
-    backend_name = os.environ.get("TRAINHUB_BACKEND", "local")
-    if backend_name == "local":
+    backend = backend_class().from_settings(paths.home())
+    return JobService(
+        backend, workspace_root=workspace or workspace_root(), jobs_root=backend.jobs_root,
+        allow_pip=allow_pip(),
+    )
+
+
+def backend_class() -> type[Backend]:
+    """TRAINHUB_BACKEND: 'local' (the default) or 'kubernetes' (set by the hub's spawner)."""
+    name = os.environ.get("TRAINHUB_BACKEND", "local")
+    if name == "local":
         from trainhub.backends.local.backend import LocalBackend
 
-        home = paths.home()
-        backend = LocalBackend(home)
-        jobs_root = paths.jobs_root(home)
-    elif backend_name == "kubernetes":
+        return LocalBackend
+    if name == "kubernetes":
         from trainhub.backends.kubernetes.backend import KubernetesBackend
 
-        k8s = KubernetesBackend.from_env()
-        backend, jobs_root = k8s, k8s.jobs_root
-    else:
-        raise ValueError(f"TRAINHUB_BACKEND={backend_name!r}: unknown backend (use 'local' or 'kubernetes')")
-    return JobService(
-        backend, workspace_root=workspace or workspace_root(), jobs_root=jobs_root, allow_pip=allow_pip()
-    )
+        return KubernetesBackend
+    raise ValueError(f"TRAINHUB_BACKEND={name!r}: unknown backend (use 'local' or 'kubernetes')")

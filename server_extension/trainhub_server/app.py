@@ -14,7 +14,6 @@ from traitlets import Bool, Dict, Enum, Float, List, Type, Unicode, default
 
 from trainhub import paths, settings
 from trainhub.backends.base import Backend
-from trainhub.backends.local.backend import LocalBackend
 from trainhub.jobs.service import JobService
 from trainhub_server import routes
 from trainhub_server.calls import ServiceCalls
@@ -26,9 +25,9 @@ class TrainhubExtension(ExtensionApp):
     load_other_extensions = True
 
     backend_class = Type(
-        default_value=LocalBackend,
         klass=Backend,
-        help="The job backend; constructed as backend_class(home=<home>, **backend_kwargs).",
+        help="The job backend (default: from $TRAINHUB_BACKEND, else local); built with "
+        "backend_class.from_settings(<home>, **backend_kwargs).",
     ).tag(config=True)
     backend_kwargs = Dict(help="Extra keyword arguments for the backend class.").tag(config=True)
     home = Unicode(
@@ -65,6 +64,10 @@ class TrainhubExtension(ExtensionApp):
     _reconciler: PeriodicCallback | None = None
     _reconciling = False
 
+    @default("backend_class")
+    def _default_backend_class(self) -> type[Backend]:
+        return settings.backend_class()
+
     @default("allow_pip")
     def _default_allow_pip(self) -> bool:
         return settings.allow_pip()
@@ -76,8 +79,8 @@ class TrainhubExtension(ExtensionApp):
     # --- wiring -------------------------------------------------------------------------
     def initialize_settings(self) -> None:
         home = Path(self.home).expanduser().resolve() if self.home else paths.home()
-        backend = self.backend_class(home=home, **self.backend_kwargs)
-        jobs_root = Path(self.jobs_root).expanduser() if self.jobs_root else paths.jobs_root(home)
+        backend = self.backend_class.from_settings(home, **self.backend_kwargs)
+        jobs_root = Path(self.jobs_root).expanduser() if self.jobs_root else backend.jobs_root
         self.service = JobService(
             backend,
             workspace_root=Path(self.serverapp.root_dir),

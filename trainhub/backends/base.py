@@ -9,7 +9,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
@@ -31,6 +32,12 @@ class Feature(StrEnum):
 class Backend(ABC):
     name: ClassVar[str]
     features: ClassVar[frozenset[Feature]]
+    jobs_root: Path  # where this backend's job directories live
+
+    @classmethod
+    @abstractmethod
+    def from_settings(cls, home: Path, **kwargs: Any) -> Backend:
+        """The backend as configured for this environment (the CLI and the server agree)."""
 
     @abstractmethod
     def submit(self, record: JobRecord) -> JobRecord:

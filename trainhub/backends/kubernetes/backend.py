@@ -60,6 +60,11 @@ class KubernetesBackend(Backend):
         self.custom = client.CustomObjectsApi(self.api)
 
     @classmethod
+    def from_settings(cls, home: Path, **kwargs: Any) -> KubernetesBackend:
+        """Configured by the environment the spawner gives each session; see :meth:`from_env`."""
+        return cls.from_env()
+
+    @classmethod
     def from_env(cls) -> KubernetesBackend:
         """TRAINHUB_TEAMS_FILE, TRAINHUB_TEAM, TRAINHUB_K8S_NAMESPACE, TRAINHUB_K8S_QUEUE, TRAINHUB_JOBS_ROOT."""
         env = os.environ

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from trainhub import paths
 from trainhub.backends.base import Backend, Feature
@@ -54,9 +54,14 @@ class LocalBackend(Backend):
 
     def __init__(self, home: Path | None = None, *, slots: int | None = None, python: str | None = None):
         self.home = Path(home) if home else paths.home()
+        self.jobs_root = paths.jobs_root(self.home)
         self.store = Store(paths.database(self.home))
         self._slots = slots
         self.python = python or sys.executable
+
+    @classmethod
+    def from_settings(cls, home: Path, **kwargs: Any) -> LocalBackend:
+        return cls(home, **kwargs)
 
     # --- capacity -----------------------------------------------------------------------
     @cached_property
