@@ -27,6 +27,7 @@ SUITES = {
     "sampler_overhead": ("benchmarks.sampler_overhead", {}, {"seconds": 8}),
     "log_latency": ("benchmarks.log_latency", {}, {}),
     "list_endpoint": ("benchmarks.list_endpoint", {}, {"requests": 60}),
+    "spawn": ("benchmarks.spawn", {}, {"spawns": 3}),
 }
 
 
