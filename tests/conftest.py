@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.fixtures.fake_nvml.plugin"]
+pytest_plugins = ["tests.fixtures.fake_nvml.plugin", "tests.fixtures.k8s"]

@@ -31,8 +31,6 @@ import pytest
 import requests
 import yaml
 
-from tests.k8s.conftest import k8s_cluster  # noqa: F401 - the session's control plane
-
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PASSWORD = "correct horse"
@@ -379,7 +377,7 @@ def chp() -> str:
 
 @pytest.fixture(scope="session")
 def hub_world(
-    k8s_cluster: Any,  # noqa: F811 - the fixture imported above
+    k8s_cluster: Any,
     chp: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[HubWorld]:

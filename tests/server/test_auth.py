@@ -15,6 +15,7 @@ from jupyter_server.auth.decorator import authorized, ws_authenticated
 from tornado import web
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import WebSocketHandler
+
 from trainhub_server import routes
 from trainhub_server.base import AUTH_RESOURCE
 

@@ -9,9 +9,9 @@ import pytest
 from jupyter_server.auth.authorizer import Authorizer
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import WebSocketHandler
-from trainhub_server import routes
 
 from tests.server.test_auth import registered_routes, sample_path
+from trainhub_server import routes
 
 
 class DenyTrainhub(Authorizer):

@@ -65,6 +65,7 @@ async def test_notebook_parameters_refuses_bad_paths(
 
 def test_process_user_source_serves_the_server_account() -> None:
     from jupyter_server.auth.identity import User
+
     from trainhub_server.app import TrainhubExtension
 
     app = TrainhubExtension(user_source="process")

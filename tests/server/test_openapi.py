@@ -6,10 +6,11 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-import trainhub_server
 import yaml
 from pydantic import BaseModel
 from tornado.websocket import WebSocketHandler
+
+import trainhub_server
 from trainhub_server import routes
 
 SPEC = yaml.safe_load((Path(trainhub_server.__file__).parent / "openapi.yaml").read_text())

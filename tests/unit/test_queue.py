@@ -1,4 +1,13 @@
-from trainhub.queue import Capacity, Free, Waiting, admit, demand_for, free_capacity, never_fits, wait_reason
+from trainhub.queue import (
+    Capacity,
+    Free,
+    Waiting,
+    admit,
+    demand_for,
+    free_capacity,
+    never_fits,
+    wait_reason,
+)
 
 
 def test_demand_counts_gpus_or_cpu_slots():

@@ -1,4 +1,9 @@
-from trainhub.backends.local.torchrun import gpu_slices, rank_environment, single_process_env, torchrun_argv
+from trainhub.backends.local.torchrun import (
+    gpu_slices,
+    rank_environment,
+    single_process_env,
+    torchrun_argv,
+)
 from trainhub.jobs.spec import parse_spec
 
 
@@ -31,3 +36,25 @@ def test_rank_environment_sets_trainhub_variables_and_hides_unassigned_gpus():
 def test_a_single_process_gets_what_torchrun_would_set():
     env = single_process_env(4321, "run")
     assert env["RANK"] == env["LOCAL_RANK"] == "0" and env["WORLD_SIZE"] == "1" and env["MASTER_PORT"] == "4321"
+
+
+def test_launch_plan_has_one_agent_per_worker_with_its_own_gpus():
+    from trainhub.backends.local.torchrun import launch_plan
+
+    spec = parse_spec({"name": "t", "source": {"path": "a.ipynb"},
+                       "resources": {"workers": 2, "gpus_per_worker": 2}})
+    plan = launch_plan("py", {}, spec, job_id="t-1", job_dir="/j", bundle="/j/bundle", attempt=1,
+                       assigned_gpus=[4, 5, 6, 7], port=29500, resume_from=None)
+    assert [a["env"]["CUDA_VISIBLE_DEVICES"] for a in plan] == ["4,5", "6,7"]
+    assert ["--node-rank=0" in a["argv"] for a in plan] == [True, False]
+    assert all("--nproc-per-node=2" in a["argv"] and a["env"]["TRAINHUB_ATTEMPT"] == "1" for a in plan)
+
+
+def test_a_one_process_plan_starts_the_runner_itself():
+    from trainhub.backends.local.torchrun import launch_plan
+
+    spec = parse_spec({"name": "t", "source": {"path": "a.ipynb"}})
+    (agent,) = launch_plan("py", {}, spec, job_id="t-1", job_dir="/j", bundle="/j/bundle", attempt=0,
+                           assigned_gpus=[], port=1234, resume_from=None)
+    assert agent["argv"] == ["py", "-m", "trainhub.runner", "/j/bundle"]
+    assert agent["env"]["RANK"] == "0" and agent["env"]["MASTER_PORT"] == "1234"

@@ -1,6 +1,12 @@
 from trainhub.jobs.spec import RetryPolicy
 from trainhub.jobs.states import FailureClass
-from trainhub.verdicts import RankExit, attempt_verdict, should_retry, signal_name, torchrun_root_causes
+from trainhub.verdicts import (
+    RankExit,
+    attempt_verdict,
+    should_retry,
+    signal_name,
+    torchrun_root_causes,
+)
 
 TORCHRUN_SUMMARY = """
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
