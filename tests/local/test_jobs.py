@@ -167,7 +167,7 @@ def test_a_job_whose_supervisor_died_does_not_stay_running(trainhub_env: Trainhu
     assert record["state"] == "running"
     supervisor = next(p for p in psutil.process_iter(["cmdline"])
                       if p.info["cmdline"] and job_id in p.info["cmdline"]
-                      and "trainhub.backends.local.supervisor" in p.info["cmdline"])
+                      and "trainhub.backends.local.launch" in p.info["cmdline"])
     supervisor.kill()
     supervisor.wait(10)
     jobs = {j["id"]: j for j in trainhub_env.json("jobs")["jobs"]}  # reconciles

@@ -8,6 +8,7 @@ supervisor for each job it admitted.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
@@ -19,9 +20,13 @@ from typing import Any, ClassVar
 from trainhub import paths
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.local import processes
+from trainhub.backends.local.launch import write_plan
+from trainhub.backends.local.torchrun import launch_plan
+from trainhub.checkpoints import list_checkpoints
 from trainhub.errors import Conflict, NotFound, OverQuota
 from trainhub.jobdir import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
+from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.store import Store
 from trainhub.queue import (
@@ -40,6 +45,26 @@ ACTIVE = (JobState.STARTING, JobState.RUNNING, JobState.RETRYING)
 LAUNCH_GRACE_SECONDS = 30.0
 # Queued jobs read per step of admission; it stops at the first job that does not fit.
 ADMISSION_PAGE = 16
+
+
+def resolve_resume(store: Store, spec: JobSpec) -> str | None:
+    """The checkpoint directory a job asked to start from (another job's), if any."""
+    ref = spec.resume_from
+    if ref is None:
+        return None
+    source = store.get(ref.job_id)
+    if source is None:
+        return None
+    infos = list_checkpoints(JobDir(source.job_dir).checkpoints)
+    chosen = [c for c in infos if ref.step is None or c.step == ref.step]
+    return str(chosen[-1].path) if chosen else None
+
+
+def _needs_pip(jobdir: JobDir) -> bool:
+    try:
+        return bool(json.loads((jobdir.bundle / "requirements.json").read_text() or "[]"))
+    except (OSError, ValueError):
+        return False
 
 
 def demand_of(record: JobRecord):
@@ -182,8 +207,16 @@ class LocalBackend(Backend):
                 continue
             jobdir = JobDir(record.job_dir)
             jobdir.emit("state", state=JobState.STARTING.value, gpus=record.assigned_gpus)
-            argv = [self.python, "-m", "trainhub.backends.local.supervisor", str(self.home), job_id]
             env = {**os.environ, "TRAINHUB_HOME": str(self.home)}
+            if not _needs_pip(jobdir):  # else the supervisor installs first, then starts the ranks
+                write_plan(jobdir.root, record.attempt, launch_plan(
+                    self.python, env, record.spec, job_id=record.id, job_dir=str(jobdir.root),
+                    bundle=str(jobdir.bundle), attempt=record.attempt,
+                    assigned_gpus=record.assigned_gpus, port=processes.free_port(),
+                    resume_from=resolve_resume(self.store, record.spec),
+                ))
+            argv = [self.python, "-m", "trainhub.backends.local.launch", str(self.home), job_id,
+                    str(jobdir.root)]
             proc = processes.spawn_detached(argv, jobdir.supervisor_log, env=env)
             self.store.update(None, job_id, supervisor_pid=proc.pid, supervisor_start=proc.create_time())
 

@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -15,6 +16,13 @@ from pathlib import Path
 import psutil
 
 PR_SET_CHILD_SUBREAPER = 36
+
+
+def free_port() -> int:
+    """A free TCP port on loopback for a job's rendezvous."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def become_subreaper() -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
+import subprocess
 import sys
 import threading
 import time
@@ -20,13 +20,8 @@ from pathlib import Path
 import psutil
 
 from trainhub.backends.local import processes
-from trainhub.backends.local.backend import LocalBackend
-from trainhub.backends.local.torchrun import (
-    gpu_slices,
-    rank_environment,
-    single_process_env,
-    torchrun_argv,
-)
+from trainhub.backends.local.backend import LocalBackend, resolve_resume
+from trainhub.backends.local.torchrun import launch_plan
 from trainhub.jobdir import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
@@ -34,12 +29,6 @@ from trainhub.verdicts import RankExit, attempt_verdict, should_retry, torchrun_
 
 CANCEL_GRACE_SECONDS = float(os.environ.get("TRAINHUB_CANCEL_GRACE", "10"))
 POLL_SECONDS = 0.2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def oom_kill_count() -> int | None:
@@ -67,7 +56,7 @@ class Supervisor:
         self._stop_reason: str | None = None
         self.stop_signal: int | None = None
         self.stop_event = threading.Event()
-        self.agents: list[psutil.Popen] = []
+        self.agents: list[subprocess.Popen[bytes]] = []
         self.sampler = None  # started once the first ranks are on their way
         self._known_ranks: dict[int, int] = {}
 
@@ -96,7 +85,9 @@ class Supervisor:
             self.stop_event.set()
 
     # --- run ----------------------------------------------------------------------------
-    def run(self) -> int:
+    def run(self, prelaunched: tuple[int, list[subprocess.Popen[bytes]]] | None = None) -> int:
+        """Run the job to its end. ``prelaunched``: the attempt number and the processes the
+        launcher already started for it from the admitting process's plan."""
         processes.become_subreaper()
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
@@ -105,14 +96,16 @@ class Supervisor:
         started = self.record.started_at or time.time()
         verdict: Verdict | None = None
         try:
-            verdict = self._install_requirements()
+            verdict = None if prelaunched else self._install_requirements()
             while verdict is None or verdict.retriable:
                 # A retriable failure: back off, then go again.
                 if verdict is not None and not self._back_off(verdict):
                     verdict = Verdict(failure_class=FailureClass.CANCELLED,
                                       reason=self.stop_reason or "cancelled", attempt=self.record.attempt)
                     break
-                verdict = self._attempt(started)
+                ready = prelaunched[1] if prelaunched and prelaunched[0] == self.record.attempt else None
+                prelaunched = None
+                verdict = self._attempt(started, ready)
                 if verdict is None:
                     break
                 verdict.retriable = should_retry(verdict, self.record.spec.retry, self.record.retries)
@@ -166,51 +159,28 @@ class Supervisor:
         return Verdict(failure_class=FailureClass.ENVIRONMENT,
                        reason=f"%pip install failed: {detail}", attempt=self.record.attempt)
 
-    def _resume_from(self) -> str | None:
-        ref = self.record.spec.resume_from
-        if ref is None:
-            return None
-        from trainhub.checkpoints import list_checkpoints
-
-        source = self.store.get(ref.job_id)
-        if source is None:
-            return None
-        infos = list_checkpoints(JobDir(source.job_dir).checkpoints)
-        chosen = [c for c in infos if ref.step is None or c.step == ref.step]
-        return str(chosen[-1].path) if chosen else None
-
-    def _attempt(self, started: float) -> Verdict | None:
+    def _attempt(self, started: float, ready: list[subprocess.Popen[bytes]] | None) -> Verdict | None:
         rec = self.record
-        spec = rec.spec
-        res = spec.resources
+        res = rec.spec.resources
         attempt = rec.attempt
-        port = free_port()
-        slices = gpu_slices(rec.assigned_gpus, res.workers, res.gpus_per_worker)
-        datasets = {d.name: d.path for d in spec.datasets}
-        resume = self._resume_from()
-        log_offset = self.jobdir.supervisor_log.stat().st_size if self.jobdir.supervisor_log.exists() else 0
+        resume = resolve_resume(self.store, rec.spec)
+        # The launcher's processes already wrote to the log; a torchrun summary comes later.
+        log_offset = 0 if ready else (
+            self.jobdir.supervisor_log.stat().st_size if self.jobdir.supervisor_log.exists() else 0)
         oom_before = oom_kill_count()
-        self.agents = []
-        with open(self.jobdir.supervisor_log, "ab") as log:
-            for node_rank in range(res.workers):
-                env = rank_environment(
-                    os.environ, spec, job_id=rec.id, job_dir=str(self.jobdir.root), attempt=attempt,
-                    gpus=slices[node_rank], resume_from=resume, dataset_paths=datasets,
-                )
-                run_id = f"{rec.id}-{attempt}"
-                if res.world_size == 1:
-                    env.update(single_process_env(port, run_id))
-                    argv = [sys.executable, "-m", "trainhub.runner", str(self.jobdir.bundle)]
-                else:
-                    argv = torchrun_argv(
-                        sys.executable, str(self.jobdir.bundle), workers=res.workers,
-                        node_rank=node_rank, nproc_per_worker=res.ranks_per_worker,
-                        master_port=port, run_id=run_id,
-                    )
-                self.agents.append(psutil.Popen(
-                    argv, env=env, stdin=subprocess_devnull(), stdout=log, stderr=log,
+        if ready is not None:
+            self.agents = ready
+        else:
+            plan = launch_plan(
+                sys.executable, os.environ, rec.spec, job_id=rec.id, job_dir=str(self.jobdir.root),
+                bundle=str(self.jobdir.bundle), attempt=attempt, assigned_gpus=rec.assigned_gpus,
+                port=processes.free_port(), resume_from=resume,
+            )
+            with open(self.jobdir.supervisor_log, "ab") as log:
+                self.agents = [subprocess.Popen(
+                    a["argv"], env=a["env"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                     start_new_session=True, cwd=str(self.jobdir.bundle),
-                ))
+                ) for a in plan]
         if self.sampler is None:
             self.sampler = self._start_sampler()
         now = time.time()
@@ -250,7 +220,7 @@ class Supervisor:
                 return [int(a.wait()) for a in self.agents]
             self._check_deadline(started)
             self.stop_event.wait(POLL_SECONDS)
-        return [a.poll() if a.poll() is not None else -signal.SIGTERM for a in self.agents]
+        return [code if (code := a.poll()) is not None else -signal.SIGTERM for a in self.agents]
 
     def _rank_results(self, attempt: int) -> dict[int, dict]:
         results = {}
@@ -305,12 +275,6 @@ class Supervisor:
             self.store.update(conn, self.record.id, state=state, finished_at=time.time(),
                               verdict=verdict.model_dump(mode="json") if verdict else None)
         self.jobdir.emit("state", state=state.value, **({"reason": verdict.reason} if verdict else {}))
-
-
-def subprocess_devnull():
-    import subprocess
-
-    return subprocess.DEVNULL
 
 
 def main(argv: list[str] | None = None) -> int:

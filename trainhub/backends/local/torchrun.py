@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from trainhub.jobs.spec import JobSpec
 
@@ -39,6 +40,39 @@ def single_process_env(master_port: int, run_id: str) -> dict[str, str]:
         "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": "1",
         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(master_port), "TORCHELASTIC_RUN_ID": run_id,
     }
+
+
+def launch_plan(
+    python: str,
+    base_env: Mapping[str, str],
+    spec: JobSpec,
+    *,
+    job_id: str,
+    job_dir: str,
+    bundle: str,
+    attempt: int,
+    assigned_gpus: Sequence[int],
+    port: int,
+    resume_from: str | None,
+) -> list[dict[str, Any]]:
+    """argv and environment of each process to start for one attempt: a torchrun agent per
+    worker, or the rank itself for a one-process job."""
+    res = spec.resources
+    run_id = f"{job_id}-{attempt}"
+    datasets = {d.name: d.path for d in spec.datasets}
+    slices = gpu_slices(assigned_gpus, res.workers, res.gpus_per_worker)
+    agents = []
+    for node_rank in range(res.workers):
+        env = rank_environment(base_env, spec, job_id=job_id, job_dir=job_dir, attempt=attempt,
+                               gpus=slices[node_rank], resume_from=resume_from, dataset_paths=datasets)
+        if res.world_size == 1:
+            env.update(single_process_env(port, run_id))
+            argv = [python, "-m", "trainhub.runner", bundle]
+        else:
+            argv = torchrun_argv(python, bundle, workers=res.workers, node_rank=node_rank,
+                                 nproc_per_worker=res.ranks_per_worker, master_port=port, run_id=run_id)
+        agents.append({"argv": argv, "env": env})
+    return agents
 
 
 def gpu_slices(assigned: Sequence[int], workers: int, per_worker: int) -> list[list[int]]:
