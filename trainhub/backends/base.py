@@ -74,6 +74,12 @@ class Backend(ABC):
     def check_fits(self, record: JobRecord) -> None:  # noqa: B027 - optional hook
         """Raise :class:`trainhub.errors.OverQuota` when the job could never run."""
 
+    def live_log(self, job_id: str, rank: int, offset: int, length: int) -> tuple[bytes, int] | None:
+        """What the process of ``rank`` printed before it opened its own log in the job directory
+        (``logs/rank-<r>.log``), read from the running workload: ``(bytes, next offset)`` in
+        that output, or None when the backend has nothing live to show (the default)."""
+        return None
+
     def reconcile(self) -> None:  # noqa: B027 - optional hook
         """Bring stored state in line with reality (dead processes, vanished pods)."""
 

@@ -212,6 +212,12 @@ class JobService:
         jobdir = self.jobdir(job_id, user)
         if rank < 0:
             raise _field_error("rank", "must be 0 or more")
+        if not jobdir.rank_log(rank).exists():
+            # The rank has not opened its own log yet (still starting, or it failed before it
+            # could): the backend may show what its process printed so far.
+            live = self.backend.live_log(job_id, rank, offset, length)
+            if live is not None:
+                return live
         return jobdir.read_log(rank, offset, length)
 
     def log_ranks(self, job_id: str, *, user: str | None = None) -> list[int]:

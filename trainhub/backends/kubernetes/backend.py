@@ -19,7 +19,7 @@ from trainhub.backends.base import Backend, Feature
 from trainhub.backends.kubernetes import manifests, status
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
-from trainhub.errors import NotFound, OverQuota
+from trainhub.errors import BackendUnavailable, NotFound, OverQuota
 from trainhub.jobdir import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import JobSpec
@@ -223,14 +223,43 @@ class KubernetesBackend(Backend):
             if not record.state.terminal:
                 self.get(record.id)
 
-    def live_log(self, job_id: str, worker: int = 0, *, tail_lines: int | None = None) -> str | None:
-        """The torchrun agent's output of one worker while its pod exists (rank logs are in the job dir)."""
-        pods = self._pods(job_id)
-        pod = next((p for p in pods if _index(p) == worker), None)
-        if pod is None:
+    def live_log(self, job_id: str, rank: int, offset: int, length: int) -> tuple[bytes, int] | None:
+        """The log of the pod that runs ``rank`` (worker ``rank // ranks_per_worker``), from byte
+        ``offset``, while that pod exists.
+
+        A pod's log holds its torchrun agent's output and whatever its local ranks printed
+        before each of them opened ``logs/rank-<r>.log``; so until then a rank's live log shows
+        its whole worker's start-up (all its local ranks, interleaved). None when there is no
+        such pod (not created yet, or gone: the job directory is then the record) or when the
+        node cannot serve its log (container not started, log gone with the node).
+        """
+        from kubernetes.client import ApiException
+
+        try:
+            spec = _read_spec(JobDir(self.jobs_root / job_id))
+        except (OSError, ValueError):
             return None
-        return self.core.read_namespaced_pod_log(pod["metadata"]["name"], self.namespace,
-                                                 container=manifests.CONTAINER, tail_lines=tail_lines)
+        worker = rank // spec.resources.ranks_per_worker
+        pods = [p for p in self._pods(job_id) if _index(p) == worker]
+        if not pods or length <= 0:
+            return None
+        # The newest pod of that index: a replacement after preemption, not the one going away.
+        pod = max(pods, key=lambda p: (not p["metadata"].get("deletionTimestamp"),
+                                       p["metadata"].get("creationTimestamp") or ""))
+        try:
+            # The API has no byte offset: read up to offset + length and keep the tail.
+            raw = self.core.read_namespaced_pod_log(
+                pod["metadata"]["name"], self.namespace, container=manifests.CONTAINER,
+                limit_bytes=offset + length, _preload_content=False).data
+        except ApiException as e:
+            if e.status in (400, 404):  # container waiting to start; pod or its log gone
+                return None
+            raise BackendUnavailable(f"cannot read the log of pod {pod['metadata']['name']}: "
+                                     f"{e.status} {e.reason}") from None
+        data = raw[offset:offset + length]
+        if len(data) == length and (cut := data.rfind(b"\n")) >= 0:
+            data = data[:cut + 1]  # end on a line boundary, as the job directory's logs do
+        return data, offset + len(data)
 
     def close(self) -> None:
         self.api.close()
