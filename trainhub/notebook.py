@@ -30,17 +30,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainhub.bundle import CELLS, MANIFEST, REQUIREMENTS, WORKSPACE, cell_label
 from trainhub.jobdir import write_json_atomic
 from trainhub.jobs.spec import CellSelection, JobSpec, NotebookSource
 
 SKIP_TAG = "trainhub:skip"
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
-MANIFEST = "manifest.json"
-CELLS = "cells.json"
-REQUIREMENTS = "requirements.json"
 REQUIREMENT_FILES = "requirements"
-WORKSPACE = "workspace"
 DEFAULT_MAX_WORKSPACE_BYTES = 200 * 2**20
 
 # Never copied: version control, caches, Jupyter's autosaves.
@@ -106,10 +103,6 @@ def load_requirements(bundle_dir: Path) -> list[Requirement]:
     if not path.exists():
         return []
     return [Requirement.model_validate(r) for r in json.loads(path.read_text())]
-
-
-def cell_label(index: int | None) -> str:
-    return "the injected parameters" if index is None else f"cell {index + 1}"
 
 
 # --- compile ------------------------------------------------------------------------------

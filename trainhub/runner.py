@@ -29,17 +29,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
 
+from trainhub.bundle import WORKSPACE, RunCell, RunManifest, cell_label, read_cells, read_manifest
 from trainhub.failures import explain_exception
 from trainhub.jobdir import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
-from trainhub.notebook import (
-    WORKSPACE,
-    BundleCell,
-    BundleManifest,
-    cell_label,
-    load_cells,
-    load_requirements,
-)
 
 MAX_TRACEBACK_CHARS = 64 * 1024
 PIP_TIMEOUT_S = 3600.0
@@ -302,14 +295,14 @@ def _exit_ok(exc: BaseException | None) -> bool:
 # --- running ------------------------------------------------------------------------------------
 
 
-def _cell_name(cell: BundleCell) -> str:
+def _cell_name(cell: RunCell) -> str:
     return (
         "<trainhub-parameters>" if cell.cell_index is None else f"<trainhub-cell-{cell.cell_index}>"
     )
 
 
-def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
-    cells = load_cells(bundle_dir)
+def run_cells(bundle_dir: Path, manifest: RunManifest, ctx: RankContext) -> Failure | None:
+    cells = read_cells(bundle_dir)
     workspace = (bundle_dir / WORKSPACE).resolve()
     writer = OutputWriter(ctx)
     shell = _make_shell(ctx, writer)
@@ -369,7 +362,7 @@ def _error(result: Any) -> BaseException | None:
     return result.error_before_exec or result.error_in_exec
 
 
-def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
+def run_script(bundle_dir: Path, manifest: RunManifest, ctx: RankContext) -> Failure | None:
     workspace = (bundle_dir / WORKSPACE).resolve()
     script = workspace / manifest.entry
     sys.argv = [str(script), *manifest.args]
@@ -435,7 +428,7 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
     """Run the bundle in this process (output already redirected); returns the exit status."""
     status_path = ctx.job.rank_status(ctx.attempt, ctx.rank)
     try:
-        manifest = BundleManifest.load(bundle_dir)
+        manifest = read_manifest(bundle_dir)
         workdir = (bundle_dir / WORKSPACE / manifest.workdir).resolve()
         os.chdir(workdir)
         sys.path.insert(0, str(workdir))
@@ -539,6 +532,8 @@ def install_requirements(
     Returns (ok, detail); a failed install is an environment failure
     (``classify_exception(PIP_INSTALL_ERROR, detail, "")``).
     """
+    from trainhub.notebook import load_requirements  # the supervisor's side, not a rank's
+
     bundle_dir = Path(bundle_dir)
     requirements = load_requirements(bundle_dir)
     if not requirements:

@@ -8,6 +8,7 @@ Only the standard library is imported before the ranks are on their way.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -16,6 +17,18 @@ from pathlib import Path
 from typing import Any
 
 PLAN = "launch.json"
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants, so no rank can escape a cancel by losing its parent."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def write_plan(job_dir: Path, attempt: int, agents: list[dict[str, Any]]) -> None:
@@ -34,8 +47,6 @@ def start_planned(job_dir: Path) -> tuple[int, list[subprocess.Popen[bytes]]] | 
     except (OSError, ValueError):
         return None
     path.unlink(missing_ok=True)  # a plan is used once; a retry plans anew
-    from trainhub.backends.local.processes import become_subreaper
-
     become_subreaper()  # before any rank exists, so none can be orphaned past us
     agents = []
     with open(job_dir / "logs" / "supervisor.log", "ab") as log:

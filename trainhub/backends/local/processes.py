@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import socket
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-PR_SET_CHILD_SUBREAPER = 36
+from trainhub.backends.local.launch import become_subreaper  # noqa: F401 - part of this API
 
 
 def free_port() -> int:
@@ -23,15 +22,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def become_subreaper() -> bool:
-    """Adopt orphaned descendants, so no rank can escape a cancel by losing its parent."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def spawn_detached(argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> psutil.Process:
