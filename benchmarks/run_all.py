@@ -28,6 +28,7 @@ SUITES = {
     "log_latency": ("benchmarks.log_latency", {}, {}),
     "list_endpoint": ("benchmarks.list_endpoint", {}, {"requests": 60}),
     "spawn": ("benchmarks.spawn", {}, {"spawns": 3}),
+    "kueue": ("benchmarks.kueue", {}, {"jobs": 100}),
 }
 
 
