@@ -9,7 +9,9 @@ venv=$(bash scripts/setup-env.sh | tail -n 1)
 export PATH="$venv/bin:$PATH" TRAINHUB_VENV="$venv"
 
 bash tests/k8s/cluster/build.sh >&2
-[ -f scripts/setup-hub.sh ] && bash scripts/setup-hub.sh >&2
+bash scripts/setup-hub.sh >&2
+# The lab extension, Chromium and Playwright: the browser tests of the hub need them too.
+bash scripts/setup-ui.sh >/dev/null
 
 status=0
 python -m pytest -p no:cacheprovider -q -ra --durations=20 tests "$@" || status=$?
