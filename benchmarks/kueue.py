@@ -62,7 +62,7 @@ def _cluster(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
     missing = mod.missing_binaries()
     if missing:
         sys.exit(f"the test control plane is not built ({', '.join(missing)}): bash tests/k8s/cluster/build.sh")
-    cluster = mod.Cluster(work / "cluster")
+    cluster = mod.Cluster(work / "cluster", die_with_parent=True)
     return cluster.start(), cluster
 
 
@@ -227,7 +227,7 @@ def drain(api: Any, teams: Any, jobs: int, run_for: str, sample_every: float,
           timeout: float) -> list[dict[str, Any]]:
     from kubernetes import client
 
-    from trainhub.backends.kubernetes import manifests
+    from trainhub.backends.kubernetes import manifests, status
 
     batch = client.BatchV1Api(api)
     suffix = teams.teams[0].name.split("-", 1)[1]
@@ -240,13 +240,17 @@ def drain(api: Any, teams: Any, jobs: int, run_for: str, sample_every: float,
     peaks = Peaks()
     raw = {"_preload_content": False}
 
-    def sample() -> int:
-        workloads = json.loads(client.CustomObjectsApi(api).list_cluster_custom_object(
+    def sample() -> list[dict[str, Any]]:
+        """The bench's Workloads, their admitted GPUs added to the peaks."""
+        listed = json.loads(client.CustomObjectsApi(api).list_cluster_custom_object(
             *KUEUE, "workloads", **raw).data)["items"]
+        workloads = [w for w in listed if w["metadata"]["namespace"] in team_of]
         peaks.add(admitted_gpus(workloads, team_of, pool_of))
-        listed = json.loads(batch.list_job_for_all_namespaces(label_selector=label, **raw).data)["items"]
-        return sum(1 for j in listed if any(c["type"] == "Complete" and c["status"] == "True"
-                                            for c in (j.get("status") or {}).get("conditions") or []))
+        return workloads
+
+    def finished(workloads: list[dict[str, Any]]) -> int:
+        return sum(1 for w in workloads if any(c["type"] == "Finished" and c["status"] == "True"
+                                               for c in (w.get("status") or {}).get("conditions") or []))
 
     t0 = time.perf_counter()
     next_sample = t0
@@ -265,19 +269,25 @@ def drain(api: Any, teams: Any, jobs: int, run_for: str, sample_every: float,
             sample()
             next_sample = time.perf_counter() + sample_every
     submitted = time.perf_counter() - t0
-    done = 0
-    while done < jobs:
+    done, workloads = 0, []
+    while done < jobs:  # a Workload is Finished when its Job has succeeded or failed
         if time.perf_counter() - t0 > timeout:
-            raise TimeoutError(f"{done} of {jobs} jobs complete after {timeout:.0f}s")
+            raise TimeoutError(f"{done} of {jobs} jobs finished after {timeout:.0f}s")
         started = time.perf_counter()
-        done = sample()
+        workloads = sample()
+        done = finished(workloads)
         time.sleep(max(0.0, sample_every - (time.perf_counter() - started)))
     drained = time.perf_counter() - t0
+    listed = json.loads(batch.list_job_for_all_namespaces(label_selector=label, **raw).data)["items"]
+    failed = [j for j in listed if any(c["type"] == "Failed" and c["status"] == "True"
+                                       for c in (j.get("status") or {}).get("conditions") or [])]
+    evicted = sum(status.preemptions(w) for w in workloads)
     limits = team_limits()
     rows: list[dict[str, Any]] = [{
-        "measure": f"{jobs} queued jobs, 3 teams: until all complete", "measured": f"{drained:.1f} s",
+        "measure": f"{jobs} queued jobs, 3 teams: until all finished", "measured": f"{drained:.1f} s",
         "detail": f"created in {submitted:.1f} s; {jobs / drained:.1f} jobs/s; each runs {run_for}; "
-                  f"{peaks.samples} samples of the Workloads' admissions",
+                  f"{peaks.samples} samples of the Workloads' admissions; {evicted} preemptions; "
+                  f"{len(failed)} failed" + (f" ({_failure(failed[0])})" if failed else ""),
     }]
     for (team, pool), limit in sorted(limits.items()):
         seen = peaks.team[team, pool]
@@ -293,6 +303,11 @@ def drain(api: Any, teams: Any, jobs: int, run_for: str, sample_every: float,
                      "compared with": f"sum of nominal quotas: {nominal}", "ratio": f"{seen / nominal:.2f}",
                      "detail": "within" if seen <= nominal else "EXCEEDED"})
     return rows
+
+
+def _failure(job: dict[str, Any]) -> str:
+    cond = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
+    return f"{job['metadata']['name']}: {cond.get('reason')}: {cond.get('message')}"
 
 
 # --- the run ------------------------------------------------------------------------------------
