@@ -375,7 +375,7 @@ def chp() -> str:
     return str(Path(out.stdout.strip().splitlines()[-1]) / "configurable-http-proxy")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def hub_world(
     k8s_cluster: Any,
     chp: str,

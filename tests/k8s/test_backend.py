@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client
-from test_admin_apply import apply_teams, teams_for
 
+from tests.k8s.test_admin_apply import apply_teams, teams_for
 from trainhub.backends.kubernetes.backend import KubernetesBackend
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import FailureClass, JobState
@@ -44,7 +44,7 @@ class Team:
     def __init__(self, k8s_namespace: Any, ns: str, teams: Any, tmp: Path):
         self.ns, self.api = ns, k8s_namespace.api
         workspace = tmp / "workspace"
-        workspace.mkdir(exist_ok=True)
+        workspace.mkdir(parents=True, exist_ok=True)
         (workspace / "train.py").write_text("print('training')\n")
         shared_claim(self.api, ns, tmp / ns)
         self.backend = KubernetesBackend(teams, ns, api_client=self.api)
@@ -107,12 +107,13 @@ def test_job_beyond_quota_waits_with_a_reason(team: Team) -> None:
     team.wait_state(first, JobState.RUNNING)
     second = team.submit("more", gpus=4)
 
-    def reason() -> str | None:
-        job = team.service.describe(second, user="ada")
-        return job.wait_reason if job.wait_reason and "nvidia.com/gpu" in job.wait_reason else None
+    expected = f"waiting for 4 nvidia.com/gpu in pool {team.ns}-a100 in ClusterQueue {team.ns} (8 of 8 in use)"
 
-    sentence = wait_for("a wait reason naming the GPUs", reason)
-    assert sentence == f"waiting for 4 nvidia.com/gpu in pool {team.ns}-a100 in ClusterQueue {team.ns} (8 of 8 in use)"
+    def reason() -> str | None:
+        # Kueue refreshes the ClusterQueue's usage figures a moment after it admits.
+        return team.service.describe(second, user="ada").wait_reason
+
+    wait_for(f"the wait reason {expected!r}", lambda: reason() == expected)
     assert team.state(second) == JobState.QUEUED
 
 

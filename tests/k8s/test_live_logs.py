@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from test_admin_apply import apply_teams, teams_for
-from test_backend import Team, wait_for
 
+from tests.k8s.test_admin_apply import apply_teams, teams_for
+from tests.k8s.test_backend import Team, wait_for
 from trainhub.jobdir import JobDir
 from trainhub.jobs.states import JobState
 

@@ -200,6 +200,10 @@ def job_manifest(
         "podFailurePolicy": {"rules": [
             # Preemption, eviction, node drain: not the code's fault; told apart from exit codes.
             {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+            # SIGTERM (128 + 15) from outside: the kubelet stopping a pod of a Job that Kueue
+            # suspended to preempt it carries no DisruptionTarget condition. The runner itself
+            # exits 1 on a code error, so a 143 is never the code's own verdict.
+            {"action": "Ignore", "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [143]}},
             {"action": "FailJob", "onExitCodes": {"containerName": CONTAINER, "operator": "NotIn", "values": [0]}},
         ]},
         "template": {
