@@ -45,11 +45,12 @@ def config_payload(
     teams: list[dict[str, Any]],
     limits: dict[str, int],
 ) -> dict[str, Any]:
+    catalog = backend.catalog()  # a cluster's teams file, unless the admin configured a list
     return {
         "backend": backend.name,
         "features": sorted(f.value for f in backend.features),
-        "images": images,
-        "teams": teams,
+        "images": images or catalog["images"],
+        "teams": teams or catalog["teams"],
         "limits": {**backend_limits(backend), **limits},
         "user": user,
         "allow_pip": allow_pip,

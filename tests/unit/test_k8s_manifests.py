@@ -204,3 +204,22 @@ def test_preemptions_are_counted_from_scheduling_stats() -> None:
                                                        {"reason": "PodsReadyTimeout", "count": 1}]}}}
     assert status.preemptions(wl) == 2
     assert status.preemptions(None) == 0
+
+
+def test_catalog_offers_the_teams_images_and_pools() -> None:
+    from trainhub.backends.kubernetes.backend import KubernetesBackend
+
+    team = TEAMS.teams[0]
+    backend = KubernetesBackend(TEAMS, team.name, api_client=object())
+    catalog = backend.catalog()
+    assert [i["name"] for i in catalog["images"]] == team.images
+    assert catalog["teams"] == [{"name": team.name, "queues": list(team.quota)}]
+    assert "pip_install" not in {f.value for f in backend.features}
+
+
+def test_pip_in_notebooks_is_refused_where_the_backend_cannot_install(tmp_path: Path) -> None:
+    from trainhub.backends.kubernetes.backend import KubernetesBackend
+    from trainhub.jobs.service import JobService
+
+    backend = KubernetesBackend(TEAMS, TEAMS.teams[0].name, api_client=object())
+    assert JobService(backend, workspace_root=tmp_path, jobs_root=tmp_path, allow_pip=True).allow_pip is False

@@ -71,6 +71,10 @@ class Backend(ABC):
         """:meth:`wait_reason` for the queued ones among ``records`` (a page of the job list)."""
         return {r.id: self.wait_reason(r) for r in records if r.state == JobState.QUEUED}
 
+    def catalog(self) -> dict[str, list[dict[str, Any]]]:
+        """What the submit dialog may offer: ``{"images": [...], "teams": [...]}``."""
+        return {"images": [], "teams": []}
+
     def check_fits(self, record: JobRecord) -> None:  # noqa: B027 - optional hook
         """Raise :class:`trainhub.errors.OverQuota` when the job could never run."""
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainhub.backends.base import Backend
+from trainhub.backends.base import Backend, Feature
 from trainhub.checkpoints import CheckpointInfo, delete_checkpoint, list_checkpoints, resolve_file
 from trainhub.errors import Conflict, NotFound
 from trainhub.jobdir import JobDir, read_jsonl, write_json_atomic
@@ -45,7 +45,8 @@ class JobService:
         self.backend = backend
         self.workspace_root = Path(workspace_root).resolve()
         self.jobs_root = Path(jobs_root)
-        self.allow_pip = allow_pip
+        # %pip needs a backend that installs before the ranks start (not a cluster's images).
+        self.allow_pip = allow_pip and Feature.PIP_INSTALL in backend.features
         self.max_workspace_bytes = max_workspace_bytes
 
     # --- submit -------------------------------------------------------------------------

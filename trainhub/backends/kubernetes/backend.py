@@ -74,6 +74,14 @@ class KubernetesBackend(Backend):
         return cls(teams, team, namespace=env.get("TRAINHUB_K8S_NAMESPACE"), queue=env.get("TRAINHUB_K8S_QUEUE"),
                    jobs_root=Path(root) if root else None)
 
+    def catalog(self) -> dict[str, list[dict[str, Any]]]:
+        """The team's curated images, and its pools as the queues a job may name."""
+        images = [self.teams.image(name) for name in self.team.images]
+        return {
+            "images": [{"name": i.name, "image": i.image, "description": i.description} for i in images],
+            "teams": [{"name": self.team.name, "queues": list(self.team.quota)}],
+        }
+
     # --- choosing ------------------------------------------------------------------------------
     def pool_for(self, record: JobRecord) -> Pool:
         """The pool named by the spec's queue, else the team's first pool whose nodes hold a worker."""
@@ -250,7 +258,7 @@ class KubernetesBackend(Backend):
             # The API has no byte offset: read up to offset + length and keep the tail.
             raw = self.core.read_namespaced_pod_log(
                 pod["metadata"]["name"], self.namespace, container=manifests.CONTAINER,
-                limit_bytes=offset + length, _preload_content=False).data
+                limit_bytes=offset + length, _preload_content=False).data  # type: ignore[attr-defined]
         except ApiException as e:
             if e.status in (400, 404):  # container waiting to start; pod or its log gone
                 return None
