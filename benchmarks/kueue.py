@@ -20,7 +20,6 @@ The team objects are rendered by trainhub from a teams file written here, and ap
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import secrets
@@ -39,6 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.control_plane import start_or_reuse  # noqa: E402
 from benchmarks.report import print_table  # noqa: E402
 
 GPU = "nvidia.com/gpu"
@@ -50,20 +50,6 @@ QUOTA = {"a": {"a100": (8, None), "t4": (4, None)},
          "c": {"a100": (4, None), "t4": (2, None)}}
 SHARE = {"a": 0.5, "b": 0.3, "c": 0.2}  # of the queued jobs
 GPUS_PER_JOB = {"a100": 2, "t4": 1}
-
-
-def _cluster(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
-    if kubeconfig:
-        return Path(kubeconfig), None
-    spec = importlib.util.spec_from_file_location("cluster", ROOT / "tests/k8s/cluster/cluster.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    missing = mod.missing_binaries()
-    if missing:
-        sys.exit(f"the test control plane is not built ({', '.join(missing)}): bash tests/k8s/cluster/build.sh")
-    cluster = mod.Cluster(work / "cluster", die_with_parent=True)
-    return cluster.start(), cluster
 
 
 def teams_data(suffix: str, shared: Path) -> dict[str, Any]:
@@ -321,7 +307,7 @@ def run(jobs: int = 500, repeats: int = 5, kubeconfig: str | None = None, run_fo
     from trainhub.teams import load_teams
 
     work = Path(tempfile.mkdtemp(prefix="trainhub-kueue-bench-"))
-    kubeconfig_path, cluster = _cluster(kubeconfig or os.environ.get("TRAINHUB_TEST_KUBECONFIG"), work)
+    kubeconfig_path, cluster = start_or_reuse(kubeconfig or os.environ.get("TRAINHUB_TEST_KUBECONFIG"), work)
     suffix = secrets.token_hex(3)
     teams_file = work / "teams.yaml"
     teams_file.write_text(yaml.safe_dump(teams_data(suffix, work / "shared"), sort_keys=False))

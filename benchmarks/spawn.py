@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import secrets
@@ -34,6 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "spawner")]
 
+from benchmarks.control_plane import start_or_reuse  # noqa: E402
 from tests.hub.conftest import (  # noqa: E402
     PASSWORD,
     TEST_CONFIG,
@@ -53,22 +53,6 @@ c.KubeSpawner.namespace = {namespace!r}
 """
 
 
-def _cluster(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
-    if kubeconfig:
-        return Path(kubeconfig), None
-    spec = importlib.util.spec_from_file_location("cluster", ROOT / "tests/k8s/cluster/cluster.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    missing = mod.missing_binaries()
-    if missing:
-        sys.exit(
-            f"the test control plane is not built ({', '.join(missing)}): bash tests/k8s/cluster/build.sh"
-        )
-    cluster = mod.Cluster(work / "cluster")
-    return cluster.start(), cluster
-
-
 def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
     """Rows for benchmarks/run_all.py: one per measure, both spawners and their ratio."""
     from kubernetes import client, config
@@ -80,7 +64,7 @@ def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
     from trainhub_spawner.profiles import resolve_session
 
     work = Path(tempfile.mkdtemp(prefix="trainhub-spawn-bench-"))
-    kubeconfig_path, cluster = _cluster(kubeconfig, work)
+    kubeconfig_path, cluster = start_or_reuse(kubeconfig, work)
     hubs: list[Hub] = []
     pods_dir = work / "pods"
     pods_dir.mkdir()

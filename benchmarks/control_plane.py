@@ -1,0 +1,27 @@
+"""The test control plane (tests/k8s/cluster) for the benchmarks that need Kubernetes."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start_or_reuse(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
+    """(kubeconfig, cluster to stop afterwards, or None when reusing ``kubeconfig``)."""
+    if kubeconfig:
+        return Path(kubeconfig), None
+    spec = importlib.util.spec_from_file_location("cluster", ROOT / "tests/k8s/cluster/cluster.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    missing = mod.missing_binaries()
+    if missing:
+        sys.exit(
+            f"the test control plane is not built ({', '.join(missing)}): bash tests/k8s/cluster/build.sh"
+        )
+    cluster = mod.Cluster(work / "cluster", die_with_parent=True)
+    return cluster.start(), cluster
