@@ -39,8 +39,7 @@ from tests.hub.conftest import (  # noqa: E402
     TEST_CONFIG,
     Hub,
     free_port,
-    service_account_kubeconfig,
-    shared_claim,
+    prepare_cluster_for_hub,
     teams_data,
     wait_for,
 )
@@ -57,9 +56,7 @@ def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
     """Rows for benchmarks/run_all.py: one per measure, both spawners and their ratio."""
     from kubernetes import client, config
 
-    from trainhub.backends.kubernetes.apply import apply_objects
     from trainhub.teams import parse_teams
-    from trainhub_spawner.hub_objects import hub_objects
     from trainhub_spawner.pod import session_overrides
     from trainhub_spawner.profiles import resolve_session
 
@@ -87,36 +84,9 @@ def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
         teams = parse_teams(data)
         api = config.new_client_from_config(config_file=str(kubeconfig_path))
         core = client.CoreV1Api(api)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "trainhub.cli",
-                "admin",
-                "apply",
-                str(teams_file),
-                "--kubeconfig",
-                str(kubeconfig_path),
-            ],
-            check=True,
-            capture_output=True,
-        )
         hub_ns = f"hub-system-{suffix}"
-        core.create_namespace({"metadata": {"name": hub_ns}})
-        wait_for(
-            "default account",
-            lambda: (
-                core.list_namespaced_service_account(
-                    hub_ns, field_selector="metadata.name=default"
-                ).items
-            ),
-        )
-        core.create_namespaced_service_account(hub_ns, {"metadata": {"name": "hub"}})
-        apply_objects(api, hub_objects(teams, hub_ns))
-        for team in teams.teams:
-            shared_claim(core, team.namespace, Path(team.shared_volume.mount_path))
-        hub_kc = service_account_kubeconfig(
-            kubeconfig_path, core, hub_ns, "hub", work / "hub.kubeconfig"
+        hub_kc = prepare_cluster_for_hub(
+            Path(kubeconfig_path), api, teams, teams_file, hub_ns, work / "hub.kubeconfig"
         )
         members = work / "members.yaml"
         users = [f"u{i}" for i in range(spawns)]

@@ -375,6 +375,38 @@ def chp() -> str:
     return str(Path(out.stdout.strip().splitlines()[-1]) / "configurable-http-proxy")
 
 
+def prepare_cluster_for_hub(
+    kubeconfig: Path, api: Any, teams: Any, teams_file: Path, hub_ns: str, out: Path
+) -> Path:
+    """Apply the team objects with `trainhub admin apply`, make the hub's namespace,
+    ServiceAccount and per-team Roles and the teams' shared claims; returns the kubeconfig
+    of the hub's ServiceAccount (written to ``out``)."""
+    from kubernetes import client
+
+    from trainhub.backends.kubernetes.apply import apply_objects
+    from trainhub_spawner.hub_objects import hub_objects
+
+    core = client.CoreV1Api(api)
+    applied = subprocess.run(
+        [sys.executable, "-m", "trainhub.cli", "admin", "apply", str(teams_file),
+         "--kubeconfig", str(kubeconfig)],
+        capture_output=True, text=True, env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+    )
+    assert applied.returncode == 0, applied.stderr
+    core.create_namespace({"metadata": {"name": hub_ns}})
+    wait_for(
+        "the hub namespace's default account",
+        lambda: core.list_namespaced_service_account(
+            hub_ns, field_selector="metadata.name=default"
+        ).items,
+    )
+    core.create_namespaced_service_account(hub_ns, {"metadata": {"name": "hub"}})
+    apply_objects(api, hub_objects(teams, hub_ns))
+    for team in teams.teams:
+        shared_claim(core, team.namespace, Path(team.shared_volume.mount_path))
+    return service_account_kubeconfig(kubeconfig, core, hub_ns, "hub", out)
+
+
 @pytest.fixture(scope="package")
 def hub_world(
     k8s_cluster: Any,
@@ -383,9 +415,7 @@ def hub_world(
 ) -> Iterator[HubWorld]:
     from kubernetes import client
 
-    from trainhub.backends.kubernetes.apply import apply_objects
     from trainhub.teams import parse_teams
-    from trainhub_spawner.hub_objects import hub_objects
 
     tmp = tmp_path_factory.mktemp("hub")
     suffix = secrets.token_hex(3)
@@ -396,39 +426,9 @@ def hub_world(
     api = k8s_cluster.api_client()
     core = client.CoreV1Api(api)
 
-    env = {**os.environ, "KUBECONFIG": str(k8s_cluster.kubeconfig)}
-    applied = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainhub.cli",
-            "admin",
-            "apply",
-            str(teams_file),
-            "--kubeconfig",
-            str(k8s_cluster.kubeconfig),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert applied.returncode == 0, applied.stderr
     hub_ns = f"hub-system-{suffix}"
-    core.create_namespace({"metadata": {"name": hub_ns}})
-    wait_for(
-        "the hub namespace's default account",
-        lambda: (
-            core.list_namespaced_service_account(
-                hub_ns, field_selector="metadata.name=default"
-            ).items
-        ),
-    )
-    core.create_namespaced_service_account(hub_ns, {"metadata": {"name": "hub"}})
-    apply_objects(api, hub_objects(teams, hub_ns))
-    for team in teams.teams:
-        shared_claim(core, team.namespace, Path(team.shared_volume.mount_path))
-    hub_kubeconfig = service_account_kubeconfig(
-        k8s_cluster.kubeconfig, core, hub_ns, "hub", tmp / "hub.kubeconfig"
+    hub_kubeconfig = prepare_cluster_for_hub(
+        Path(k8s_cluster.kubeconfig), api, teams, teams_file, hub_ns, tmp / "hub.kubeconfig"
     )
 
     members = tmp / "members.yaml"
