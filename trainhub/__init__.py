@@ -7,7 +7,8 @@ rank and never pulls in PyTorch, Jupyter Server or JupyterHub.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # not typing's: every rank imports this package, typing costs ~10 ms
 
 __version__ = "0.1.0"
 
@@ -27,6 +28,8 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from trainhub import checkpoint, distributed
     from trainhub.api import Job, get_job, jobs, submit
     from trainhub.jobs.spec import JobSpec

@@ -228,6 +228,15 @@ def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
     return shell
 
 
+def _preload_shell() -> None:
+    """Import what ``_make_shell`` needs, before the rank is known (see trainhub.handoff)."""
+    import IPython.core.compilerop
+    import IPython.core.displayhook
+    import IPython.core.displaypub
+    import IPython.core.interactiveshell  # noqa: F401
+    import traitlets.config  # noqa: F401
+
+
 def _figure_png(figure: Any) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", bbox_inches="tight")
@@ -504,8 +513,18 @@ def _flush_checkpoints(status_path: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    link = None
+    if len(args) == 3 and args[0] == "--warm":
+        # Started ahead of torchrun's spawn: load what a rank needs, then wait for the rank.
+        from trainhub.handoff import WarmListener
+
+        _preload_shell()
+        link = WarmListener(args[1]).take_rank()  # listening tells the launcher we are loaded
+        if link is None:
+            return 0  # refused: its stand-in runs the rank itself
+        args = args[2:]
     if len(args) != 1:
-        print("usage: python -m trainhub.runner <bundle_dir>", file=sys.stderr)
+        print("usage: python -m trainhub.runner [--warm SOCKET] <bundle_dir>", file=sys.stderr)
         return 2
     bundle_dir = Path(args[0]).resolve()
     ctx = RankContext.from_env(bundle_dir)
@@ -513,10 +532,16 @@ def main(argv: list[str] | None = None) -> int:
     # A private IPython directory: no user profile or startup files change what a job runs.
     ipython_dir = tempfile.mkdtemp(prefix="trainhub-ipython-")
     os.environ["IPYTHONDIR"] = ipython_dir
+    if link is not None:
+        say(f"started ahead of torchrun's spawn; runs the rank of its process {link.stand_in}")
+    code = 1
     try:
-        return run_bundle(bundle_dir, ctx)
+        code = run_bundle(bundle_dir, ctx)
+        return code
     finally:
         shutil.rmtree(ipython_dir, ignore_errors=True)
+        if link is not None:
+            link.report_exit(code)
 
 
 # --- requirements ---------------------------------------------------------------------------------

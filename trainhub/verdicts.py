@@ -80,18 +80,22 @@ def attempt_verdict(
     """None when the attempt succeeded; otherwise why it failed.
 
     A person's stop wins; then a rank's own report of an exception (the first rank, since
-    the others are usually collateral); then how processes died.
+    the others are usually collateral); then how processes died. A rank killed by a signal
+    shows in the others as a lost peer, an infrastructure error they report: then the killed
+    rank, not the ones that noticed, is the cause.
     """
     if stop_reason is not None:
         return Verdict(failure_class=FailureClass.CANCELLED, reason=stop_reason, attempt=attempt)
     errors = {r: res for r, res in rank_results.items() if res.get("outcome") == "error"}
-    if errors:
+    failed = [e for e in exits if e.exit_code != 0]
+    killed = [e for e in failed if (e.exit_code < 0 or e.exit_code > 128) and e.rank not in errors]
+    only_lost_peers = all(res.get("failure_class") == FailureClass.INFRASTRUCTURE.value for res in errors.values())
+    if errors and not (killed and only_lost_peers):
         first = min(errors, key=lambda r: (errors[r].get("time") or 0, r))
         return rank_error_verdict(first, errors[first], attempt)
-    failed = [e for e in exits if e.exit_code != 0]
     if not failed:
         return None
-    culprit = next((e for e in failed if e.exit_code < 0 or e.exit_code > 128), failed[0])
+    culprit = killed[0] if killed else failed[0]
     sig = signal_name(culprit.exit_code)
     who = f"rank {culprit.rank}" if culprit.rank is not None else "a worker"
     if oom_killed:

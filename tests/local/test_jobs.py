@@ -9,12 +9,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import nbformat
 import psutil
 import pytest
 
 from tests.local.conftest import Trainhub, job_processes, wait_for
+from trainhub.handoff import rank_of
 
 pytestmark = pytest.mark.slow
 
@@ -91,12 +93,13 @@ def test_missing_module_is_an_environment_failure(trainhub_env: Trainhub):
 
 
 def _rank_pid(job_id: str, rank: int) -> int | None:
+    """The process running the rank's cells, once it runs them (a warm runner exists before)."""
     for proc in job_processes(job_id):
         try:
             env = proc.environ()
         except psutil.Error:
             continue
-        if env.get("RANK") == str(rank) and "LOCAL_RANK" in env:
+        if rank_of(env) == rank and Path(env["TRAINHUB_JOB_DIR"], "logs", f"rank-{rank}.log").exists():
             return proc.pid
     return None
 
@@ -139,6 +142,16 @@ def test_cancel_stops_every_process(trainhub_env: Trainhub):
     assert time.monotonic() - started < 30
 
 
+def test_a_cancel_while_the_ranks_start_leaves_no_process(trainhub_env: Trainhub):
+    job_id = trainhub_env.submit("train_ddp.ipynb", "--nproc", "2")
+    # Whichever it reaches first: the launcher, its warm runners, or torchrun loading PyTorch.
+    trainhub_env.run("cancel", job_id, "--wait")
+    job = trainhub_env.describe(job_id)
+    assert job["state"] == "cancelled" and job["verdict"]["failure_class"] == "cancelled"
+    wait_for(lambda: not job_processes(job_id), 15, "the job's processes to end")
+    assert not (trainhub_env.job_dir(job_id) / "run").exists()
+
+
 def test_jobs_tell_the_truth_after_the_submitter_is_killed(trainhub_env: Trainhub):
     script = textwrap.dedent("""
         import sys, time, trainhub
@@ -163,8 +176,7 @@ def test_a_job_whose_supervisor_died_does_not_stay_running(trainhub_env: Trainhu
     job_id = trainhub_env.submit("train_ddp.ipynb", "--nproc", "2", "-p", "epochs=50",
                                  "-p", "step_delay=0.05", "--retry-infrastructure", "0")
     wait_for(lambda: _rank_pid(job_id, 1), 120, "rank 1 to start")
-    record = trainhub_env.describe(job_id)
-    assert record["state"] == "running"
+    wait_for(lambda: trainhub_env.describe(job_id)["state"] == "running", 30, "the job to be running")
     supervisor = next(p for p in psutil.process_iter(["cmdline"])
                       if p.info["cmdline"] and job_id in p.info["cmdline"]
                       and "trainhub.backends.local.launch" in p.info["cmdline"])

@@ -77,12 +77,17 @@ class LocalBackend(Backend):
         {Feature.MULTI_NODE, Feature.GPUS, Feature.PRIORITY, Feature.PIP_INSTALL, Feature.DATASETS}
     )
 
-    def __init__(self, home: Path | None = None, *, slots: int | None = None, python: str | None = None):
+    def __init__(self, home: Path | None = None, *, slots: int | None = None, python: str | None = None,
+                 warm_start: bool | None = None):
         self.home = Path(home) if home else paths.home()
         self.jobs_root = paths.jobs_root(self.home)
         self.store = Store(paths.database(self.home))
         self._slots = slots
         self.python = python or sys.executable
+        # Ranks taken over by runners started ahead (trainhub.handoff); TRAINHUB_WARM_START=0 is
+        # the way back to torchrun starting `python -m trainhub.runner` itself.
+        self.warm_start = (os.environ.get("TRAINHUB_WARM_START", "1").strip().lower() not in {"0", "false", "no", "off"}
+                           if warm_start is None else warm_start)
 
     @classmethod
     def from_settings(cls, home: Path, **kwargs: Any) -> LocalBackend:
@@ -213,7 +218,7 @@ class LocalBackend(Backend):
                     self.python, env, record.spec, job_id=record.id, job_dir=str(jobdir.root),
                     bundle=str(jobdir.bundle), attempt=record.attempt,
                     assigned_gpus=record.assigned_gpus, port=processes.free_port(),
-                    resume_from=resolve_resume(self.store, record.spec),
+                    resume_from=resolve_resume(self.store, record.spec), warm_start=self.warm_start,
                 ))
             argv = [self.python, "-m", "trainhub.backends.local.launch", str(self.home), job_id,
                     str(jobdir.root)]

@@ -21,7 +21,9 @@ import psutil
 
 from trainhub.backends.local import processes
 from trainhub.backends.local.backend import LocalBackend, resolve_resume
+from trainhub.backends.local.launch import Started, start_plan
 from trainhub.backends.local.torchrun import launch_plan
+from trainhub.handoff import rank_of
 from trainhub.jobdir import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
@@ -57,12 +59,17 @@ class Supervisor:
         self.stop_signal: int | None = None
         self.stop_event = threading.Event()
         self.agents: list[subprocess.Popen[bytes]] = []
+        self.started = Started([], {}, None)  # this attempt's processes
         self.sampler = None  # started once the first ranks are on their way
         self._known_ranks: dict[int, int] = {}
 
     # --- signals ------------------------------------------------------------------------
     def _on_term(self, signum, frame) -> None:
-        # Only note it here: the store is read outside the handler.
+        self.stop(signum)
+
+    def stop(self, signum: int) -> None:
+        """Stop the job (a cancel arrives as SIGTERM). Only noted here: it may run in a signal
+        handler, and the store is read outside it."""
         self.stop_signal = signum
         self.stop_event.set()
 
@@ -85,7 +92,7 @@ class Supervisor:
             self.stop_event.set()
 
     # --- run ----------------------------------------------------------------------------
-    def run(self, prelaunched: tuple[int, list[subprocess.Popen[bytes]]] | None = None) -> int:
+    def run(self, prelaunched: tuple[int, Started] | None = None) -> int:
         """Run the job to its end. ``prelaunched``: the attempt number and the processes the
         launcher already started for it from the admitting process's plan."""
         processes.become_subreaper()
@@ -140,8 +147,9 @@ class Supervisor:
                 env = proc.environ()
             except psutil.Error:
                 continue
-            if env.get("TRAINHUB_JOB_ID") == self.record.id and "RANK" in env and "LOCAL_RANK" in env:
-                pids[int(env["RANK"])] = proc.pid
+            rank = rank_of(env) if env.get("TRAINHUB_JOB_ID") == self.record.id else None
+            if rank is not None:
+                pids[rank] = proc.pid
         self._known_ranks = pids
         return pids
 
@@ -159,7 +167,7 @@ class Supervisor:
         return Verdict(failure_class=FailureClass.ENVIRONMENT,
                        reason=f"%pip install failed: {detail}", attempt=self.record.attempt)
 
-    def _attempt(self, started: float, ready: list[subprocess.Popen[bytes]] | None) -> Verdict | None:
+    def _attempt(self, started: float, ready: Started | None) -> Verdict | None:
         rec = self.record
         res = rec.spec.resources
         attempt = rec.attempt
@@ -168,19 +176,14 @@ class Supervisor:
         log_offset = 0 if ready else (
             self.jobdir.supervisor_log.stat().st_size if self.jobdir.supervisor_log.exists() else 0)
         oom_before = oom_kill_count()
-        if ready is not None:
-            self.agents = ready
-        else:
+        if ready is None:
             plan = launch_plan(
                 sys.executable, os.environ, rec.spec, job_id=rec.id, job_dir=str(self.jobdir.root),
                 bundle=str(self.jobdir.bundle), attempt=attempt, assigned_gpus=rec.assigned_gpus,
-                port=processes.free_port(), resume_from=resume,
+                port=processes.free_port(), resume_from=resume, warm_start=self.backend.warm_start,
             )
-            with open(self.jobdir.supervisor_log, "ab") as log:
-                self.agents = [subprocess.Popen(
-                    a["argv"], env=a["env"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                    start_new_session=True, cwd=str(self.jobdir.bundle),
-                ) for a in plan]
+            ready = start_plan(str(self.jobdir.root), plan)
+        self.agents, self.started = ready.agents, ready
         if self.sampler is None:
             self.sampler = self._start_sampler()
         now = time.time()
@@ -195,6 +198,7 @@ class Supervisor:
         exit_codes = self._wait_for_agents(started)
         if self.stop_event.is_set():
             processes.terminate_tree([a.pid for a in self.agents], grace=CANCEL_GRACE_SECONDS)
+        self.started.stop_warm()
 
         agent_log = self._read_from(self.jobdir.supervisor_log, log_offset)
         single = res.world_size == 1

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
+from trainhub.handoff import HANDOFF_DIR, WARM_RANK, socket_path
 from trainhub.jobs.spec import JobSpec
 
 
@@ -17,6 +18,7 @@ def torchrun_argv(
     nproc_per_worker: int,
     master_port: int,
     run_id: str,
+    rank_module: str = "trainhub.runner",
 ) -> list[str]:
     """One torchrun agent per worker; all workers of a local job rendezvous on loopback."""
     argv = [python, "-m", "torch.distributed.run", f"--nproc-per-node={nproc_per_worker}",
@@ -26,7 +28,7 @@ def torchrun_argv(
     else:
         argv += [f"--nnodes={workers}", f"--node-rank={node_rank}", "--rdzv-backend=static",
                  "--master-addr=127.0.0.1", f"--master-port={master_port}"]
-    return [*argv, "-m", "trainhub.runner", bundle]
+    return [*argv, "-m", rank_module, bundle]
 
 
 def single_process_env(master_port: int, run_id: str) -> dict[str, str]:
@@ -42,6 +44,16 @@ def single_process_env(master_port: int, run_id: str) -> dict[str, str]:
     }
 
 
+class LaunchPlan(TypedDict):
+    """What to start for one attempt: ``agents`` are the torchrun agents (or the rank itself of
+    a one-process job); ``warm`` the runners started ahead of their ranks, waiting in
+    ``run_dir`` (see trainhub.handoff)."""
+
+    agents: list[dict[str, Any]]
+    warm: list[dict[str, Any]]
+    run_dir: str | None
+
+
 def launch_plan(
     python: str,
     base_env: Mapping[str, str],
@@ -54,25 +66,35 @@ def launch_plan(
     assigned_gpus: Sequence[int],
     port: int,
     resume_from: str | None,
-) -> list[dict[str, Any]]:
-    """argv and environment of each process to start for one attempt: a torchrun agent per
-    worker, or the rank itself for a one-process job."""
+    warm_start: bool = True,
+) -> LaunchPlan:
+    """argv and environment of each process to start for one attempt."""
     res = spec.resources
     run_id = f"{job_id}-{attempt}"
     datasets = {d.name: d.path for d in spec.datasets}
     slices = gpu_slices(assigned_gpus, res.workers, res.gpus_per_worker)
-    agents = []
+    warm_start = warm_start and res.world_size > 1
+    run_dir = f"{job_dir}/run" if warm_start else None
+    plan = LaunchPlan(agents=[], warm=[], run_dir=run_dir)
     for node_rank in range(res.workers):
         env = rank_environment(base_env, spec, job_id=job_id, job_dir=job_dir, attempt=attempt,
                                gpus=slices[node_rank], resume_from=resume_from, dataset_paths=datasets)
         if res.world_size == 1:
             env.update(single_process_env(port, run_id))
-            argv = [python, "-m", "trainhub.runner", bundle]
-        else:
-            argv = torchrun_argv(python, bundle, workers=res.workers, node_rank=node_rank,
-                                 nproc_per_worker=res.ranks_per_worker, master_port=port, run_id=run_id)
-        agents.append({"argv": argv, "env": env})
-    return agents
+            plan["agents"].append({"argv": [python, "-m", "trainhub.runner", bundle], "env": env})
+            continue
+        argv = torchrun_argv(python, bundle, workers=res.workers, node_rank=node_rank,
+                             nproc_per_worker=res.ranks_per_worker, master_port=port, run_id=run_id,
+                             rank_module="trainhub.handoff" if run_dir else "trainhub.runner")
+        plan["agents"].append({"argv": argv, "env": {**env, HANDOFF_DIR: run_dir} if run_dir else env})
+        if run_dir:
+            for local_rank in range(res.ranks_per_worker):
+                rank = node_rank * res.ranks_per_worker + local_rank
+                plan["warm"].append({
+                    "argv": [python, "-m", "trainhub.runner", "--warm", socket_path(run_dir, rank), bundle],
+                    "env": {**env, WARM_RANK: str(rank)}, "rank": rank,
+                })
+    return plan
 
 
 def gpu_slices(assigned: Sequence[int], workers: int, per_worker: int) -> list[list[int]]:
