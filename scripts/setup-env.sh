@@ -47,4 +47,7 @@ if [ "$(cat "$venv/.trainhub-stamp" 2>/dev/null)" != "$stamp" ] || [ "$installed
     -e "$root[$extras]" >&2
   echo "$stamp" >"$venv/.trainhub-stamp"
 fi
+# An editable install is not byte-compiled, and PYTHONDONTWRITEBYTECODE may forbid caching it
+# at run time: then every rank would compile the runner again. Compile it as a wheel would.
+"$venv/bin/python" -m compileall -q "$root/trainhub" "$root/server_extension" "$root/spawner" >/dev/null
 echo "$venv"
