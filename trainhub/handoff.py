@@ -33,6 +33,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 HANDOFF_DIR = "TRAINHUB_HANDOFF_DIR"  # in a stand-in's environment: where the runners wait
 WARM_RANK = "TRAINHUB_WARM_RANK"  # in a warm runner's environment: the rank it waits for
@@ -123,6 +124,22 @@ def _peer(conn: socket.socket) -> tuple[int, int]:
 
 
 # --- the warm runner's side ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def loading_turn(path: str, rank: int) -> Iterator[None]:
+    """Load in turns, on the cores torchrun's agent leaves free: runners loading all at once
+    would take CPU from the agent's own start, which is what the first cell waits for."""
+    import fcntl
+
+    turns = max(1, (os.cpu_count() or 1) - 1)
+    fd = os.open(os.path.join(os.path.dirname(path), f"loading-{rank % turns}.lock"),
+                 os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 class WarmListener:

@@ -516,10 +516,12 @@ def main(argv: list[str] | None = None) -> int:
     link = None
     if len(args) == 3 and args[0] == "--warm":
         # Started ahead of torchrun's spawn: load what a rank needs, then wait for the rank.
-        from trainhub.handoff import WarmListener
+        from trainhub.handoff import WARM_RANK, WarmListener, loading_turn
 
-        _preload_shell()
-        link = WarmListener(args[1]).take_rank()  # listening tells the launcher we are loaded
+        with loading_turn(args[1], int(os.environ.get(WARM_RANK, "0"))):
+            _preload_shell()
+            listener = WarmListener(args[1])  # listening tells the launcher we are loaded
+        link = listener.take_rank()
         if link is None:
             return 0  # refused: its stand-in runs the rank itself
         args = args[2:]

@@ -1,7 +1,10 @@
 """Pure parts of the warm rank start: which process runs a rank, and what a runner that
 already started cannot take on."""
 
-from trainhub.handoff import HANDOFF_DIR, WARM_RANK, rank_of, startup_differences
+import os
+import threading
+
+from trainhub.handoff import HANDOFF_DIR, WARM_RANK, loading_turn, rank_of, startup_differences
 
 
 def test_the_rank_of_a_process_is_the_one_whose_cells_it_runs():
@@ -17,3 +20,25 @@ def test_only_what_an_interpreter_reads_at_start_up_must_match():
     theirs = {**ours, "PYTHONPATH": "/b", "PYTHONHASHSEED": "0"}
     del theirs["LD_PRELOAD"]
     assert startup_differences(theirs, ours) == ["LD_PRELOAD", "PYTHONHASHSEED", "PYTHONPATH"]
+
+
+def _second_waits_for_the_first(tmp_path, monkeypatch, cpus: int) -> bool:
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    tmp_path.mkdir()
+    path = str(tmp_path / "rank-0.sock")
+    entered = threading.Event()
+
+    def second() -> None:
+        with loading_turn(path, 1):
+            entered.set()
+
+    with loading_turn(path, 0):
+        threading.Thread(target=second, daemon=True).start()
+        waited = not entered.wait(0.3)
+    assert entered.wait(5)  # and its turn comes
+    return waited
+
+
+def test_runners_load_in_turns_on_the_cores_the_agent_leaves(tmp_path, monkeypatch):
+    assert _second_waits_for_the_first(tmp_path / "a", monkeypatch, cpus=2)  # one core free: one at a time
+    assert not _second_waits_for_the_first(tmp_path / "b", monkeypatch, cpus=3)  # two free: side by side
