@@ -153,33 +153,20 @@ def bench_first_cell() -> list[dict]:
     """(a) Time from the researcher's submit to the first user code running on rank 0.
 
     One trainhub home throughout, which has run a job before (as a server has, so its package
-    list for lineage is cached); each round runs every variant once, in turn."""
-    server, cold, cli, bare = [], [], [], []
+    list for lineage is cached); each round runs every variant once, starting each round one
+    variant further along, so that none always runs first or right after another."""
+    times: dict[str, list[float]] = {"server": [], "cold": [], "cli": [], "bare": []}
     with _sandbox() as (tmp, ws, env):
         _write_notebook(ws / "first.ipynb", [FIRST_CELL])
         (ws / "first.py").write_text(FIRST_CELL)
         env["FIRST_CELL_OUT"] = str(tmp / "warm-up")
         _wait(env, ws, _submit_in_process(env, ws, "first.ipynb", 2).split(":", 1)[1])
+        variants = list(times)
         for round_ in range(FIRST_CELL_ROUNDS):
-            for times, warm in ((server, "1"), (cold, "0")):
-                env["FIRST_CELL_OUT"] = str(tmp / f"server-{warm}-{round_}")
-                env["TRAINHUB_WARM_START"] = warm
-                t0, job_id = _submit_in_process(env, ws, "first.ipynb", 2).split(":", 1)
-                times.append(_wait_file(tmp / f"server-{warm}-{round_}.0") - float(t0))
-                _wait(env, ws, job_id)
-            del env["TRAINHUB_WARM_START"]
-
-            env["FIRST_CELL_OUT"] = str(tmp / f"cli-{round_}")
-            start = time.time()
-            job_id = _trainhub(env, ws, "submit", "first.ipynb", "--nproc", "2")
-            cli.append(_wait_file(tmp / f"cli-{round_}.0") - start)
-            _wait(env, ws, job_id)
-
-            env["FIRST_CELL_OUT"] = str(tmp / f"bare-{round_}")
-            start = time.time()
-            proc = _bare_torchrun("first.py", env, ws, subprocess.DEVNULL)
-            bare.append(_wait_file(tmp / f"bare-{round_}.0") - start)
-            proc.wait()
+            for variant in variants[round_ % 4:] + variants[: round_ % 4]:
+                out = tmp / f"{variant}-{round_}"
+                times[variant].append(_first_cell(variant, env | {"FIRST_CELL_OUT": str(out)}, ws, out))
+    server, cold, cli, bare = times.values()
     b = statistics.median(bare)
     return [
         {"benchmark": name, "trainhub": f"{statistics.median(times):.2f} s", "peer": f"bare torchrun {b:.2f} s",
@@ -190,6 +177,26 @@ def bench_first_cell() -> list[dict]:
             ("(a'') the server path without warm rank start (TRAINHUB_WARM_START=0)", cold, "-"),
         )
     ]
+
+
+def _first_cell(variant: str, env: dict[str, str], ws: Path, out: Path) -> float:
+    """Seconds from the submit (or torchrun's start) to rank 0's first cell; waits for the end."""
+    if variant == "bare":
+        start = time.time()
+        proc = _bare_torchrun("first.py", env, ws, subprocess.DEVNULL)
+        seconds = _wait_file(out.with_suffix(".0")) - start
+        proc.wait()
+        return seconds
+    if variant == "cli":
+        start = time.time()
+        job_id = _trainhub(env, ws, "submit", "first.ipynb", "--nproc", "2")
+    else:
+        env["TRAINHUB_WARM_START"] = "1" if variant == "server" else "0"
+        t0, job_id = _submit_in_process(env, ws, "first.ipynb", 2).split(":", 1)
+        start = float(t0)
+    seconds = _wait_file(out.with_suffix(".0")) - start
+    _wait(env, ws, job_id)
+    return seconds
 
 
 def paired_ratio(ours: list[float], peer: list[float]) -> float:
