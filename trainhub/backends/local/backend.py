@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
-from trainhub import paths
+from trainhub import paths, settings
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.local import processes
 from trainhub.backends.local.launch import write_plan
@@ -84,10 +84,8 @@ class LocalBackend(Backend):
         self.store = Store(paths.database(self.home))
         self._slots = slots
         self.python = python or sys.executable
-        # Ranks taken over by runners started ahead (trainhub.handoff); TRAINHUB_WARM_START=0 is
-        # the way back to torchrun starting `python -m trainhub.runner` itself.
-        self.warm_start = (os.environ.get("TRAINHUB_WARM_START", "1").strip().lower() not in {"0", "false", "no", "off"}
-                           if warm_start is None else warm_start)
+        # Ranks taken over by runners started ahead (trainhub.handoff).
+        self.warm_start = settings.warm_start() if warm_start is None else warm_start
 
     @classmethod
     def from_settings(cls, home: Path, **kwargs: Any) -> LocalBackend:

@@ -58,10 +58,14 @@ class Supervisor:
         self._stop_reason: str | None = None
         self.stop_signal: int | None = None
         self.stop_event = threading.Event()
-        self.agents: list[subprocess.Popen[bytes]] = []
         self.started = Started([], {}, None)  # this attempt's processes
         self.sampler = None  # started once the first ranks are on their way
         self._known_ranks: dict[int, int] = {}
+
+    @property
+    def agents(self) -> list[subprocess.Popen[bytes]]:
+        """This attempt's torchrun agents (or the rank of a one-process job)."""
+        return self.started.agents
 
     # --- signals ------------------------------------------------------------------------
     def _on_term(self, signum, frame) -> None:
@@ -183,7 +187,7 @@ class Supervisor:
                 port=processes.free_port(), resume_from=resume, warm_start=self.backend.warm_start,
             )
             ready = start_plan(str(self.jobdir.root), plan)
-        self.agents, self.started = ready.agents, ready
+        self.started = ready
         if self.sampler is None:
             self.sampler = self._start_sampler()
         now = time.time()
