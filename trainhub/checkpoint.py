@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +106,14 @@ def checkpoint_dir() -> Path:
 class _Ranks:
     rank: int
     world_size: int
-    group: Any  # the gloo group checkpoint writers agree on; None without torch.distributed
+    # The gloo group checkpoint writers agree on, None without torch.distributed. Weak:
+    # handles users keep must not hold gloo's group past destroy_process_group() into
+    # interpreter exit, where its destructor aborts the process.
+    group_ref: weakref.ref[Any] | None = None
+
+    @property
+    def group(self) -> Any:
+        return None if self.group_ref is None else self.group_ref()
 
 
 @dataclass(frozen=True)
@@ -393,12 +401,15 @@ def _failure_text(plan: _Plan, failures: list[tuple[int, Any]], what: str) -> st
 
 
 def _gather(ranks: _Ranks, payload: Any) -> list[Any]:
-    if ranks.group is None:
+    if ranks.group_ref is None:
         return [payload]
+    group = ranks.group
+    if group is None:
+        raise CheckpointError("the process group was destroyed while a checkpoint was saved")
     import torch.distributed as dist
 
     out: list[Any] = [None] * ranks.world_size
-    dist.all_gather_object(out, payload, group=ranks.group)
+    dist.all_gather_object(out, payload, group=group)
     return out
 
 
@@ -475,14 +486,16 @@ def _emit(type: str, **fields: Any) -> None:
 
 # --- ranks ---------------------------------------------------------------------------------
 
-_group_cache: tuple[Any, Any] | None = None  # (default group, checkpoint group)
+# (default group, checkpoint group), weakly held like _Ranks.group_ref.
+_group_cache: tuple[weakref.ref[Any], weakref.ref[Any]] | None = None
 
 
 def _ranks(sharded: bool) -> _Ranks:
     """This process's rank, and the group writers agree on when torch.distributed runs."""
     dist = _distributed()
     if dist is not None and dist.get_world_size() > 1:
-        return _Ranks(dist.get_rank(), dist.get_world_size(), _checkpoint_group(dist))
+        group = weakref.ref(_checkpoint_group(dist))
+        return _Ranks(dist.get_rank(), dist.get_world_size(), group)
     env_world = _env_int("WORLD_SIZE", 1)
     if sharded and env_world > 1:
         raise CheckpointError(
@@ -490,16 +503,20 @@ def _ranks(sharded: bool) -> _Ranks:
             "can agree on the checkpoint"
         )
     # Ranks started by torchrun without a process group: rank 0 alone writes.
-    return _Ranks(_env_int("RANK", 0), env_world, None)
+    return _Ranks(_env_int("RANK", 0), env_world)
 
 
 def _checkpoint_group(dist: Any) -> Any:
     """A gloo group of all ranks, apart from training's, so background saves can coordinate."""
     global _group_cache
     world = dist.group.WORLD
-    if _group_cache is None or _group_cache[0] is not world:
-        _group_cache = (world, dist.new_group(backend="gloo"))
-    return _group_cache[1]
+    group = None
+    if _group_cache is not None and _group_cache[0]() is world:
+        group = _group_cache[1]()
+    if group is None:
+        group = dist.new_group(backend="gloo")
+        _group_cache = (weakref.ref(world), weakref.ref(group))
+    return group
 
 
 def _distributed() -> Any:
