@@ -10,6 +10,7 @@ Run: python benchmarks/engine.py [a b c f]
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import statistics
@@ -30,11 +31,12 @@ REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
 # rounds than the others, and compare each round's runs with each other.
 FIRST_CELL_ROUNDS = int(os.environ.get("BENCH_FIRST_CELL_ROUNDS", "8"))
 THROUGHPUT_ROUNDS = int(os.environ.get("BENCH_THROUGHPUT_ROUNDS", "16"))
+SEQUENTIAL_THROUGHPUT_ROUNDS = int(os.environ.get("BENCH_SEQUENTIAL_THROUGHPUT_ROUNDS", "8"))
 
 FIRST_CELL = """import json, os, time
 open(os.environ["FIRST_CELL_OUT"] + f".{os.environ.get('RANK', '0')}", "w").write(json.dumps(time.time()))"""
 
-TRAIN = """import json, os, time
+TRAIN = """import glob, json, os, time
 import torch, torch.nn as nn
 import torch.distributed as dist
 dist.init_process_group("gloo")
@@ -48,14 +50,22 @@ def step():
     return loss
 for _ in range(20):
     step()
-steps, start = int(os.environ.get("TRAIN_STEPS", "1500")), time.perf_counter()
-for i in range(steps):
+gate = os.environ.get("TRAIN_GATE")
+if gate:  # start together with the run beside this one, to be measured over the same seconds
+    if dist.get_rank() == 0:
+        open(f"{gate}.{os.getpid()}", "w").close()
+        while len(glob.glob(gate + ".*")) < 2:
+            time.sleep(0.005)
+    dist.barrier()
+marks = [(time.time(), 0)]
+for i in range(int(os.environ.get("TRAIN_STEPS", "1500"))):
     loss = step()
     if i % 10 == 0:
         print(f"step {i} loss {loss.item():.4f}", flush=True)
-rate = steps / (time.perf_counter() - start)
+    if (i + 1) % 25 == 0:
+        marks.append((time.time(), i + 1))
 if dist.get_rank() == 0:
-    open(os.environ["TRAIN_OUT"], "w").write(json.dumps(rate))
+    open(os.environ["TRAIN_OUT"], "w").write(json.dumps(marks))
 dist.barrier()  # leave together: a rank tearing gloo down while its peer still sent was seen to abort
 dist.destroy_process_group()"""
 
@@ -68,8 +78,12 @@ SINGLE = [
 
 def _env(home: Path, workspace: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINHUB_")}
-    env.update(TRAINHUB_HOME=str(home), TRAINHUB_WORKSPACE=str(workspace), TRAINHUB_GPUS="0",
-               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env.update(
+        TRAINHUB_HOME=str(home),
+        TRAINHUB_WORKSPACE=str(workspace),
+        TRAINHUB_GPUS="0",
+        PYTHONPATH=str(Path(__file__).resolve().parents[1]),
+    )
     return env
 
 
@@ -85,21 +99,41 @@ def _sandbox() -> Iterator[tuple[Path, Path, dict[str, str]]]:
 
 def _bare_torchrun(script: str, env: dict[str, str], cwd: Path, stdout: Any) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", script],
-        env=env, cwd=cwd, stdout=stdout, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node=2",
+            script,
+        ],
+        env=env,
+        cwd=cwd,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
     )
 
 
 def _write_notebook(path: Path, sources: list[str]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(nb, path)
 
 
 def _trainhub(env: dict[str, str], workspace: Path, *args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "trainhub.cli", *args], env=env, cwd=workspace,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "trainhub.cli", *args],
+        env=env,
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.strip()
 
 
@@ -109,7 +143,9 @@ def _wait(env: dict[str, str], workspace: Path, job_id: str) -> dict:
     second, for the same reason: what is measured happens before the end."""
     events = Path(env["TRAINHUB_HOME"]) / "jobs" / job_id / "events.jsonl"
     while True:
-        states = [e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "state"]
+        states = [
+            e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "state"
+        ]
         if states and states[-1]["state"] in ("succeeded", "failed", "cancelled"):
             break
         time.sleep(1.0)
@@ -138,8 +174,11 @@ def _submit_in_process(env: dict[str, str], ws: Path, notebook: str, nproc: int)
     try:
         backend = backend_class().from_settings(Path(env["TRAINHUB_HOME"]))
         service = JobService(backend, workspace_root=ws, jobs_root=backend.jobs_root)
-        spec = {"name": "first", "source": {"path": notebook},
-                "resources": {"processes_per_worker": nproc}}
+        spec = {
+            "name": "first",
+            "source": {"path": notebook},
+            "resources": {"processes_per_worker": nproc},
+        }
         service.validate(spec)  # warm, as a long-running server is
         t0 = time.time()
         job = service.submit(spec)
@@ -163,14 +202,22 @@ def bench_first_cell() -> list[dict]:
         _wait(env, ws, _submit_in_process(env, ws, "first.ipynb", 2).split(":", 1)[1])
         variants = list(times)
         for round_ in range(FIRST_CELL_ROUNDS):
-            for variant in variants[round_ % 4:] + variants[: round_ % 4]:
+            for variant in variants[round_ % 4 :] + variants[: round_ % 4]:
                 out = tmp / f"{variant}-{round_}"
-                times[variant].append(_first_cell(variant, env | {"FIRST_CELL_OUT": str(out)}, ws, out))
+                times[variant].append(
+                    _first_cell(variant, env | {"FIRST_CELL_OUT": str(out)}, ws, out)
+                )
     server, cold, cli, bare = times.values()
     b = statistics.median(bare)
     return [
-        {"benchmark": name, "trainhub": f"{statistics.median(times):.2f} s", "peer": f"bare torchrun {b:.2f} s",
-         "ratio": paired_ratio(times, bare), "target": target}
+        {
+            "benchmark": name,
+            "trainhub": f"{statistics.median(times):.2f} s",
+            "peer": f"bare torchrun {b:.2f} s",
+            "ratio": paired_ratio(times, bare),
+            "rounds": ratio_spread(times, bare),
+            "target": target,
+        }
         for name, times, target in (
             ("(a) submit -> first cell, 2 ranks (Submit button: server path)", server, "<= 1.15"),
             ("(a') the same from the trainhub CLI (a new interpreter)", cli, "-"),
@@ -205,28 +252,160 @@ def paired_ratio(ours: list[float], peer: list[float]) -> float:
     return round(statistics.median(a / b for a, b in zip(ours, peer, strict=True)), 3)
 
 
-def bench_steps_per_second() -> dict:
-    """(b) Training throughput with trainhub's sampler and log capture on; each round runs
-    both, in an order that alternates so neither always runs on a warmer machine."""
+def ratio_spread(ours: list[float], peer: list[float]) -> str:
+    """How far the rounds' ratios spread: their count and middle half."""
+    ratios = [a / b for a, b in zip(ours, peer, strict=True)]
+    if len(ratios) < 4:
+        return f"{len(ratios)} rounds"
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return f"{len(ratios)} rounds, middle half {q1:.3f}-{q3:.3f}"
+
+
+def steps_per_second(marks: list[list[float]], start: float, end: float) -> float:
+    """Steps per second between two instants, from (time, steps done) marks spanning them."""
+
+    def steps_at(t: float) -> float:
+        for (t0, s0), (t1, s1) in itertools.pairwise(marks):
+            if t0 <= t <= t1:
+                return s0 + (s1 - s0) * (t - t0) / (t1 - t0)
+        raise ValueError(f"{t} is outside the marks")
+
+    return (steps_at(end) - steps_at(start)) / (end - start)
+
+
+def _split_cpus() -> tuple[set[int], set[int]]:
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise RuntimeError("(b) runs both sides at once, each on half the CPUs: it needs two")
+    half = len(cpus) // 2
+    return set(cpus[:half]), set(cpus[half : 2 * half])
+
+
+def _pinned(cpus: set[int]) -> Any:
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def bench_steps_per_second() -> list[dict]:
+    """(b) Training throughput with trainhub's sampler and log capture on.
+
+    Side by side: both runs train at the same time, each pinned to half the CPUs (halves
+    swapped every round), and are measured over the seconds they both train. The VM's speed
+    drifts by a tenth between runs one after the other; at the same time it is shared. All of
+    trainhub's own processes (supervisor, sampler, agents) run on its half, so what they take
+    is taken from its training. (b') runs them one after the other on every CPU, as before."""
+    halves = _split_cpus()
     ours, bare = [], []
     for round_ in range(THROUGHPUT_ROUNDS):
+        mine, theirs = halves if round_ % 2 == 0 else halves[::-1]
+        with _sandbox() as (tmp, ws, env):
+            (ws / "train.py").write_text(TRAIN)
+            env["TRAIN_GATE"] = str(tmp / "ready")
+            submit = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "trainhub.cli",
+                    "submit",
+                    "train.py",
+                    "--nproc",
+                    "2",
+                    "--env",
+                    f"TRAIN_OUT={tmp / 'ours.json'}",
+                ],
+                env=env,
+                cwd=ws,
+                stdout=subprocess.PIPE,
+                text=True,
+                preexec_fn=_pinned(mine),
+            )
+            with open(tmp / "bare.log", "w") as log:
+                peer = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "torch.distributed.run",
+                        "--standalone",
+                        "--nproc-per-node=2",
+                        "train.py",
+                    ],
+                    env=env | {"TRAIN_OUT": str(tmp / "bare.json")},
+                    cwd=ws,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=_pinned(theirs),
+                )
+                job_id = submit.communicate()[0].strip()
+                if submit.returncode != 0:
+                    peer.kill()
+                    raise RuntimeError(f"trainhub submit failed ({submit.returncode})")
+                _wait(env, ws, job_id)
+                if peer.wait() != 0:
+                    raise RuntimeError(f"bare torchrun failed: {(tmp / 'bare.log').read_text()}")
+            a, b = (json.loads((tmp / f"{side}.json").read_text()) for side in ("ours", "bare"))
+            start, end = max(a[0][0], b[0][0]), min(a[-1][0], b[-1][0])
+            ours.append(steps_per_second(a, start, end))
+            bare.append(steps_per_second(b, start, end))
+    return [
+        _throughput_row(
+            "(b) training steps/s, 2 ranks, side by side on half the CPUs each",
+            ours,
+            bare,
+            ">= 0.98",
+        ),
+        bench_steps_one_after_the_other(),
+    ]
+
+
+def bench_steps_one_after_the_other() -> dict:
+    """(b') Both on every CPU, one after the other, in an order that alternates by round."""
+    ours, bare = [], []
+    for round_ in range(SEQUENTIAL_THROUGHPUT_ROUNDS):
         with _sandbox() as (tmp, ws, env):
             (ws / "train.py").write_text(TRAIN)
             for side in ("ours", "bare") if round_ % 2 == 0 else ("bare", "ours"):
+                out = tmp / f"{side}.json"
                 if side == "ours":
-                    job_id = _trainhub(env, ws, "submit", "train.py", "--nproc", "2", "--env",
-                                       f"TRAIN_OUT={tmp / 'ours.json'}")
-                    _wait(env, ws, job_id)
-                    ours.append(float(json.loads((tmp / "ours.json").read_text())))
-                    continue
-                env["TRAIN_OUT"] = str(tmp / "bare.json")
-                with open(tmp / "bare.log", "w") as log:
-                    if _bare_torchrun("train.py", env, ws, log).wait() != 0:
-                        raise RuntimeError(f"bare torchrun failed: {(tmp / 'bare.log').read_text()}")
-                bare.append(float(json.loads((tmp / "bare.json").read_text())))
-    a, b = statistics.median(ours), statistics.median(bare)
-    return {"benchmark": "(b) training steps/s, 2 ranks", "trainhub": f"{a:.1f} steps/s",
-            "peer": f"bare torchrun {b:.1f} steps/s", "ratio": paired_ratio(ours, bare), "target": ">= 0.98"}
+                    _wait(
+                        env,
+                        ws,
+                        _trainhub(
+                            env,
+                            ws,
+                            "submit",
+                            "train.py",
+                            "--nproc",
+                            "2",
+                            "--env",
+                            f"TRAIN_OUT={out}",
+                        ),
+                    )
+                else:
+                    with open(tmp / "bare.log", "w") as log:
+                        if (
+                            _bare_torchrun(
+                                "train.py", env | {"TRAIN_OUT": str(out)}, ws, log
+                            ).wait()
+                            != 0
+                        ):
+                            raise RuntimeError(
+                                f"bare torchrun failed: {(tmp / 'bare.log').read_text()}"
+                            )
+                marks = json.loads(out.read_text())
+                (ours if side == "ours" else bare).append(
+                    steps_per_second(marks, marks[0][0], marks[-1][0])
+                )
+    return _throughput_row("(b') the same one after the other, on every CPU", ours, bare, "-")
+
+
+def _throughput_row(name: str, ours: list[float], bare: list[float], target: str) -> dict:
+    return {
+        "benchmark": name,
+        "trainhub": f"{statistics.median(ours):.1f} steps/s",
+        "peer": f"bare torchrun {statistics.median(bare):.1f} steps/s",
+        "ratio": paired_ratio(ours, bare),
+        "rounds": ratio_spread(ours, bare),
+        "target": target,
+    }
 
 
 def bench_notebook_wall() -> dict:
@@ -242,13 +421,30 @@ def bench_notebook_wall() -> dict:
             ours.append(done - t0)
 
             t0 = time.time()
-            subprocess.run([sys.executable, "-m", "papermill", "--no-progress-bar", "single.ipynb",
-                            str(tmp / "out.ipynb")], env=env, cwd=ws, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "papermill",
+                    "--no-progress-bar",
+                    "single.ipynb",
+                    str(tmp / "out.ipynb"),
+                ],
+                env=env,
+                cwd=ws,
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             peer.append(time.time() - t0)
     a, b = statistics.median(ours), statistics.median(peer)
-    return {"benchmark": "(c) single-process notebook wall time", "trainhub": f"{a:.2f} s",
-            "peer": f"papermill {b:.2f} s", "ratio": round(a / b, 3), "target": "<= 0.8"}
+    return {
+        "benchmark": "(c) single-process notebook wall time",
+        "trainhub": f"{a:.2f} s",
+        "peer": f"papermill {b:.2f} s",
+        "ratio": round(a / b, 3),
+        "target": "<= 0.8",
+    }
 
 
 def bench_admission() -> dict:
@@ -261,19 +457,31 @@ def bench_admission() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         backend = LocalBackend(Path(tmp), slots=2)
         backend.__dict__["capacity"] = type(backend.capacity)(gpus=(0, 1, 2, 3), slots=2)
-        spec = JobSpec.model_validate({"name": "q", "source": {"path": "x.ipynb"},
-                                       "resources": {"gpus_per_worker": 2}})
+        spec = JobSpec.model_validate(
+            {"name": "q", "source": {"path": "x.ipynb"}, "resources": {"gpus_per_worker": 2}}
+        )
         now = time.time()
         with backend.store.transaction() as conn:
             # Four GPUs busy, 10,000 jobs waiting behind them.
             for i in range(10_002):
                 state = JobState.RUNNING if i < 2 else JobState.QUEUED
-                backend.store.insert(conn, JobRecord(
-                    id=f"q-{i}", name="q", user="u", priority=i % 3, state=state, spec=spec,
-                    job_dir=f"{tmp}/jobs/q-{i}", gpus=2, slots=0, created_at=now + i,
-                    assigned_gpus=[2 * i, 2 * i + 1] if i < 2 else [],
-                    supervisor_pid=os.getpid() if i < 2 else None,
-                ))
+                backend.store.insert(
+                    conn,
+                    JobRecord(
+                        id=f"q-{i}",
+                        name="q",
+                        user="u",
+                        priority=i % 3,
+                        state=state,
+                        spec=spec,
+                        job_dir=f"{tmp}/jobs/q-{i}",
+                        gpus=2,
+                        slots=0,
+                        created_at=now + i,
+                        assigned_gpus=[2 * i, 2 * i + 1] if i < 2 else [],
+                        supervisor_pid=os.getpid() if i < 2 else None,
+                    ),
+                )
         samples = []
         for _ in range(200):
             t0 = time.perf_counter()
@@ -283,11 +491,21 @@ def bench_admission() -> dict:
             assert admitted == []
         samples.sort()
         p50, p99 = samples[len(samples) // 2], samples[int(len(samples) * 0.99)]
-    return {"benchmark": "(f) admission decision, 10,000 queued", "trainhub": f"p50 {p50 * 1e3:.2f} ms",
-            "peer": "-", "ratio": f"p99 {p99 * 1e3:.2f} ms", "target": "<= 10 ms"}
+    return {
+        "benchmark": "(f) admission decision, 10,000 queued",
+        "trainhub": f"p50 {p50 * 1e3:.2f} ms",
+        "peer": "-",
+        "ratio": f"p99 {p99 * 1e3:.2f} ms",
+        "target": "<= 10 ms",
+    }
 
 
-BENCHES = {"a": bench_first_cell, "b": bench_steps_per_second, "c": bench_notebook_wall, "f": bench_admission}
+BENCHES = {
+    "a": bench_first_cell,
+    "b": bench_steps_per_second,
+    "c": bench_notebook_wall,
+    "f": bench_admission,
+}
 
 
 def run(which: list[str] | None = None) -> list[dict]:
