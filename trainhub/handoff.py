@@ -33,7 +33,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 HANDOFF_DIR = "TRAINHUB_HANDOFF_DIR"  # in a stand-in's environment: where the runners wait
 WARM_RANK = "TRAINHUB_WARM_RANK"  # in a warm runner's environment: the rank it waits for
@@ -62,6 +62,24 @@ def rank_of(env: dict[str, str]) -> int | None:
     if "RANK" in env and "LOCAL_RANK" in env and HANDOFF_DIR not in env:
         return int(env["RANK"])
     return None
+
+
+def rank_roots(processes: Iterable[tuple[int, int, dict[str, str]]]) -> dict[int, int]:
+    """Rank -> pid of the process that runs the rank, from the (pid, parent pid, start-up
+    environment) of a job's processes. What a rank starts (data loader workers, ``!`` commands)
+    inherits its environment and so looks like a rank too: the rank is the one whose parent
+    does not."""
+    members: dict[int, dict[int, int]] = {}
+    for pid, ppid, env in processes:
+        rank = rank_of(env)
+        if rank is not None:
+            members.setdefault(rank, {})[pid] = ppid
+    roots: dict[int, int] = {}
+    for rank, parents in members.items():
+        tops = sorted(pid for pid, ppid in parents.items() if ppid not in parents)
+        if tops:
+            roots[rank] = tops[0]
+    return roots
 
 
 def startup_differences(theirs: dict[str, str], ours: dict[str, str]) -> list[str]:

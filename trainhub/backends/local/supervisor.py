@@ -23,7 +23,7 @@ from trainhub.backends.local import processes
 from trainhub.backends.local.backend import LocalBackend, resolve_resume
 from trainhub.backends.local.launch import Started, start_plan
 from trainhub.backends.local.torchrun import launch_plan
-from trainhub.handoff import rank_of
+from trainhub.handoff import rank_roots
 from trainhub.jobdir import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
@@ -145,17 +145,16 @@ class Supervisor:
         known = self._known_ranks
         if len(known) == world and all(psutil.pid_exists(pid) for pid in known.values()):
             return known
-        pids: dict[int, int] = {}
+        found = []
         for proc in processes.descendants():
             try:
-                env = proc.environ()
+                env, ppid = proc.environ(), proc.ppid()
             except psutil.Error:
                 continue
-            rank = rank_of(env) if env.get("TRAINHUB_JOB_ID") == self.record.id else None
-            if rank is not None:
-                pids[rank] = proc.pid
-        self._known_ranks = pids
-        return pids
+            if env.get("TRAINHUB_JOB_ID") == self.record.id:
+                found.append((proc.pid, ppid, env))
+        self._known_ranks = rank_roots(found)
+        return self._known_ranks
 
     def _install_requirements(self) -> Verdict | None:
         requirements = self.jobdir.bundle / "requirements.json"
