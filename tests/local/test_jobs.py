@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from tests.local.conftest import Trainhub, job_processes, wait_for
-from trainhub.handoff import rank_of
+from trainhub.handoff import rank_roots
 
 pytestmark = pytest.mark.slow
 
@@ -94,14 +94,17 @@ def test_missing_module_is_an_environment_failure(trainhub_env: Trainhub):
 
 def _rank_pid(job_id: str, rank: int) -> int | None:
     """The process running the rank's cells, once it runs them (a warm runner exists before)."""
+    found = []
     for proc in job_processes(job_id):
         try:
-            env = proc.environ()
+            found.append((proc.pid, proc.ppid(), proc.environ()))
         except psutil.Error:
             continue
-        if rank_of(env) == rank and Path(env["TRAINHUB_JOB_DIR"], "logs", f"rank-{rank}.log").exists():
-            return proc.pid
-    return None
+    pid = rank_roots(found).get(rank)
+    envs = {p: env for p, _, env in found}
+    if pid is None or not Path(envs[pid]["TRAINHUB_JOB_DIR"], "logs", f"rank-{rank}.log").exists():
+        return None
+    return pid
 
 
 def test_killed_rank_is_infrastructure_and_the_retry_resumes_from_the_latest_checkpoint(trainhub_env: Trainhub):
