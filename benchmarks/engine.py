@@ -54,7 +54,10 @@ gate = os.environ.get("TRAIN_GATE")
 if gate:  # start together with the run beside this one, to be measured over the same seconds
     if dist.get_rank() == 0:
         open(f"{gate}.{os.getpid()}", "w").close()
+        deadline = time.time() + 120
         while len(glob.glob(gate + ".*")) < 2:
+            if time.time() > deadline:
+                raise SystemExit("the run beside this one did not start within 120 s")
             time.sleep(0.005)
     dist.barrier()
 marks = [(time.time(), 0)]
@@ -281,6 +284,17 @@ def _split_cpus() -> tuple[set[int], set[int]]:
     return set(cpus[:half]), set(cpus[half : 2 * half])
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    """End a torchrun that is still running: TERM first, so that it ends its ranks too."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _pinned(cpus: set[int]) -> Any:
     return lambda: os.sched_setaffinity(0, cpus)
 
@@ -334,13 +348,17 @@ def bench_steps_per_second() -> list[dict]:
                     stderr=subprocess.STDOUT,
                     preexec_fn=_pinned(theirs),
                 )
-                job_id = submit.communicate()[0].strip()
-                if submit.returncode != 0:
-                    peer.kill()
-                    raise RuntimeError(f"trainhub submit failed ({submit.returncode})")
-                _wait(env, ws, job_id)
-                if peer.wait() != 0:
-                    raise RuntimeError(f"bare torchrun failed: {(tmp / 'bare.log').read_text()}")
+                try:
+                    job_id = submit.communicate()[0].strip()
+                    if submit.returncode != 0:
+                        raise RuntimeError(f"trainhub submit failed ({submit.returncode})")
+                    _wait(env, ws, job_id)
+                    if peer.wait() != 0:
+                        raise RuntimeError(
+                            f"bare torchrun failed: {(tmp / 'bare.log').read_text()}"
+                        )
+                finally:
+                    _stop(peer)
             a, b = (json.loads((tmp / f"{side}.json").read_text()) for side in ("ours", "bare"))
             start, end = max(a[0][0], b[0][0]), min(a[-1][0], b[-1][0])
             ours.append(steps_per_second(a, start, end))
