@@ -58,7 +58,8 @@ function JobRow(props: { job: IJobSummary; now: number; actions: IJobActions }):
           {job.gpus} GPU{job.gpus === 1 ? '' : 's'} · {job.world_size} proc
         </span>
         {job.attempt > 0 ? <span>attempt {job.attempt + 1}</span> : null}
-        {job.failure_class ? (
+        {job.failure_class && job.failure_class !== job.state ? (
+          // "cancelled" is said by the badge already, and is no failure
           <span className="jp-trainhub-failure">{job.failure_class}</span>
         ) : null}
       </div>

@@ -59,6 +59,7 @@ test('cancel a running job, resubmit it, and resume from its checkpoint', async 
 
   await row.getByRole('button', { name: 'Cancel' }).click();
   await expect(row).toHaveAttribute('data-state', 'cancelled', { timeout: 60 * 1000 });
+  await expect(row.locator('.jp-trainhub-failure')).toHaveCount(0); // cancelled is no failure
   await expect(view.locator('.jp-trainhub-log-status')).toContainText('ended');
 
   // Resubmit makes a new job of the same notebook; it starts from scratch.
