@@ -100,7 +100,9 @@ def _sandbox() -> Iterator[tuple[Path, Path, dict[str, str]]]:
         yield root, ws, _env(root / "home", ws)
 
 
-def _bare_torchrun(script: str, env: dict[str, str], cwd: Path, stdout: Any) -> subprocess.Popen:
+def _bare_torchrun(
+    script: str, env: dict[str, str], cwd: Path, stdout: Any, cpus: set[int] | None = None
+) -> subprocess.Popen:
     return subprocess.Popen(
         [
             sys.executable,
@@ -114,6 +116,7 @@ def _bare_torchrun(script: str, env: dict[str, str], cwd: Path, stdout: Any) -> 
         cwd=cwd,
         stdout=stdout,
         stderr=subprocess.STDOUT,
+        preexec_fn=_pinned(cpus) if cpus else None,
     )
 
 
@@ -128,9 +131,12 @@ def _write_notebook(path: Path, sources: list[str]) -> None:
     nbformat.write(nb, path)
 
 
+TRAINHUB_CLI = (sys.executable, "-m", "trainhub.cli")
+
+
 def _trainhub(env: dict[str, str], workspace: Path, *args: str) -> str:
     out = subprocess.run(
-        [sys.executable, "-m", "trainhub.cli", *args],
+        [*TRAINHUB_CLI, *args],
         env=env,
         cwd=workspace,
         capture_output=True,
@@ -306,7 +312,7 @@ def bench_steps_per_second() -> list[dict]:
     swapped every round), and are measured over the seconds they both train. The VM's speed
     drifts by a tenth between runs one after the other; at the same time it is shared. All of
     trainhub's own processes (supervisor, sampler, agents) run on its half, so what they take
-    is taken from its training. (b') runs them one after the other on every CPU, as before."""
+    is taken from its training. (b') runs them one after the other on every CPU."""
     halves = _split_cpus()
     ours, bare = [], []
     for round_ in range(THROUGHPUT_ROUNDS):
@@ -316,9 +322,7 @@ def bench_steps_per_second() -> list[dict]:
             env["TRAIN_GATE"] = str(tmp / "ready")
             submit = subprocess.Popen(
                 [
-                    sys.executable,
-                    "-m",
-                    "trainhub.cli",
+                    *TRAINHUB_CLI,
                     "submit",
                     "train.py",
                     "--nproc",
@@ -333,20 +337,8 @@ def bench_steps_per_second() -> list[dict]:
                 preexec_fn=_pinned(mine),
             )
             with open(tmp / "bare.log", "w") as log:
-                peer = subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "torch.distributed.run",
-                        "--standalone",
-                        "--nproc-per-node=2",
-                        "train.py",
-                    ],
-                    env=env | {"TRAIN_OUT": str(tmp / "bare.json")},
-                    cwd=ws,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    preexec_fn=_pinned(theirs),
+                peer = _bare_torchrun(
+                    "train.py", env | {"TRAIN_OUT": str(tmp / "bare.json")}, ws, log, theirs
                 )
                 try:
                     job_id = submit.communicate()[0].strip()

@@ -74,12 +74,10 @@ def rank_roots(processes: Iterable[tuple[int, int, dict[str, str]]]) -> dict[int
         rank = rank_of(env)
         if rank is not None:
             members.setdefault(rank, {})[pid] = ppid
-    roots: dict[int, int] = {}
-    for rank, parents in members.items():
-        tops = sorted(pid for pid, ppid in parents.items() if ppid not in parents)
-        if tops:
-            roots[rank] = tops[0]
-    return roots
+    return {
+        rank: min(pid for pid, ppid in parents.items() if ppid not in parents)
+        for rank, parents in members.items()
+    }
 
 
 def startup_differences(theirs: dict[str, str], ours: dict[str, str]) -> list[str]:
