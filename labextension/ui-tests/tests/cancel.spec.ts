@@ -3,43 +3,24 @@
  * panel, is resubmitted from there, and a third run resumes from its checkpoint.
  */
 import { expect, test } from '@jupyterlab/galata';
+import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
 
 const NOTEBOOK = 'examples/long_run.ipynb';
 
-const code = (source: string) => ({
-  cell_type: 'code',
-  source,
-  metadata: {},
-  outputs: [],
-  execution_count: null
-});
+const code = (source: string) => cell('code', source);
 
 test('cancel a running job, resubmit it, and resume from its checkpoint', async ({ page }) => {
   test.setTimeout(300 * 1000);
-  const content = {
-    nbformat: 4,
-    nbformat_minor: 5,
-    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-    cells: [
-      code('import time\nimport torch\nimport trainhub.checkpoint as ckpt'),
-      code(
-        'last = ckpt.latest()\nstart = last.step + 1 if last else 0\n' +
-          "print(f'starting at step {start}', flush=True)"
-      ),
-      code("ckpt.save({'w': torch.zeros(2)}, start).wait()\nprint(f'saved step {start}', flush=True)"),
-      code('for _ in range(1200):\n    time.sleep(0.5)')
-    ]
-  };
-  const put = await page.request.put(`/api/contents/${NOTEBOOK}`, {
-    data: { type: 'notebook', format: 'json', content }
-  });
-  expect(put.ok()).toBe(true);
-
-  await page.notebook.openByPath(NOTEBOOK);
-  await page.notebook.activate(NOTEBOOK);
-  await page.locator('.jp-NotebookPanel-toolbar').getByText('Submit as job').click();
-  const dialog = page.locator('.jp-trainhub-submit-dialog');
-  await expect(dialog.locator('input[name="name"]')).toHaveValue('long-run');
+  await openNewNotebook(page, NOTEBOOK, [
+    code('import time\nimport torch\nimport trainhub.checkpoint as ckpt'),
+    code(
+      'last = ckpt.latest()\nstart = last.step + 1 if last else 0\n' +
+        "print(f'starting at step {start}', flush=True)"
+    ),
+    code("ckpt.save({'w': torch.zeros(2)}, start).wait()\nprint(f'saved step {start}', flush=True)"),
+    code('for _ in range(1200):\n    time.sleep(0.5)')
+  ]);
+  const dialog = await openSubmitDialog(page, 'long-run');
   await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(dialog).toHaveCount(0);
 

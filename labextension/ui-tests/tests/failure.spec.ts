@@ -4,41 +4,21 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
+import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
 
 const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 
 const NOTEBOOK = 'examples/fails_in_cell_3.ipynb';
 
-const cell = (cell_type: string, source: string) => ({
-  cell_type,
-  source,
-  metadata: {},
-  ...(cell_type === 'code' ? { outputs: [], execution_count: null } : {})
-});
-
 test('a failing cell is named in the verdict and opened from it', async ({ page }) => {
   test.setTimeout(300 * 1000);
-  const content = {
-    nbformat: 4,
-    nbformat_minor: 5,
-    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-    cells: [
-      cell('markdown', '# This notebook fails on purpose'),
-      cell('code', 'value = 41'),
-      cell('code', "raise ValueError(f'not the answer: {value}')"),
-      cell('code', "print('never reached')")
-    ]
-  };
-  const put = await page.request.put(`/api/contents/${NOTEBOOK}`, {
-    data: { type: 'notebook', format: 'json', content }
-  });
-  expect(put.ok()).toBe(true);
-
-  await page.notebook.openByPath(NOTEBOOK);
-  await page.notebook.activate(NOTEBOOK);
-  await page.locator('.jp-NotebookPanel-toolbar').getByText('Submit as job').click();
-  const dialog = page.locator('.jp-trainhub-submit-dialog');
-  await expect(dialog.locator('input[name="name"]')).toHaveValue('fails-in-cell-3');
+  await openNewNotebook(page, NOTEBOOK, [
+    cell('markdown', '# This notebook fails on purpose'),
+    cell('code', 'value = 41'),
+    cell('code', "raise ValueError(f'not the answer: {value}')"),
+    cell('code', "print('never reached')")
+  ]);
+  const dialog = await openSubmitDialog(page, 'fails-in-cell-3');
   await expect(dialog.getByText('No cell tagged “parameters”')).toBeVisible();
   await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(dialog).toHaveCount(0);

@@ -5,6 +5,7 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import * as path from 'path';
+import { openSubmitDialog } from './notebooks';
 
 const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/train_ddp.ipynb';
@@ -16,12 +17,9 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await page.notebook.openByPath(NOTEBOOK);
   await page.notebook.activate(NOTEBOOK);
 
-  // Submit as job, from the notebook toolbar.
-  await page.locator('.jp-NotebookPanel-toolbar').getByText('Submit as job').click();
-  const dialog = page.locator('.jp-trainhub-submit-dialog');
-  await expect(dialog).toBeVisible();
-  // Prefilled from the server config and the notebook's parameters cell.
-  await expect(dialog.locator('input[name="name"]')).toHaveValue('train-ddp');
+  // Submit as job, from the notebook toolbar: prefilled from the server config and the
+  // notebook's parameters cell.
+  const dialog = await openSubmitDialog(page, 'train-ddp');
   await expect(dialog.locator('input[name="param-epochs"]')).toHaveValue('4');
   await dialog.locator('input[name="processesPerWorker"]').fill('2');
   await dialog.locator('input[name="param-epochs"]').fill('1');
