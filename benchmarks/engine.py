@@ -176,7 +176,7 @@ def _wait_file(path: Path, timeout: float = 300) -> float:
 def _submit_in_process(env: dict[str, str], ws: Path, notebook: str, nproc: int) -> str:
     """Submit as the Jupyter server does on a Submit click: a service already loaded."""
     from trainhub.jobs.service import JobService
-    from trainhub.settings import backend_class
+    from trainhub.backends.factory import backend_class
 
     saved = dict(os.environ)
     os.environ.update(env)

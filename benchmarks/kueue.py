@@ -134,7 +134,7 @@ def measure_start(api: Any, teams: Any, plain_ns: str, repeats: int, workers: in
 
     from trainhub.backends.kubernetes import manifests
     from trainhub.backends.kubernetes.backend import KubernetesBackend
-    from trainhub.jobdir import JobDir
+    from trainhub.jobs.directory import JobDir
 
     core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
     team = teams.teams[0]

@@ -31,7 +31,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from trainhub.backends.local.backend import LocalBackend
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import JobState

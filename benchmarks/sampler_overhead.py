@@ -33,7 +33,7 @@ GPUS = 4
 # One measured process: idles, or runs the sampler, for the given seconds.
 CHILD = """
 import json, sys, time
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.metrics.sampler import MetricsSampler
 
 job, gpus, seconds = JobDir(sys.argv[1]).create(), json.loads(sys.argv[2]), float(sys.argv[3])

@@ -19,7 +19,7 @@ _LAZY = {
     "Job": ("trainhub.api", "Job"),
     "log": ("trainhub.metrics.scalars", "log"),
     "checkpoint": ("trainhub.checkpoint", None),
-    "distributed": ("trainhub.distributed", None),
+    "distributed": ("trainhub.rank.distributed", None),
     "JobSpec": ("trainhub.jobs.spec", "JobSpec"),
 }
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from trainhub.checkpoints import CheckpointInfo
+from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.jobs.models import DescribeJob, JobPage, ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import default_name
@@ -25,7 +25,7 @@ _service: JobService | None = None
 def service() -> JobService:
     global _service
     if _service is None:
-        from trainhub.settings import make_service
+        from trainhub.backends.factory import make_service
 
         _service = make_service()
     return _service

@@ -1,13 +1,11 @@
-"""Which backend and where: read from the environment, so the CLI, the Python API inside a
-notebook and the server extension agree without any configuration file."""
+"""Settings read from the environment, so the CLI, the Python API inside a notebook and the
+server extension agree without any configuration file. Only reads: what is built from the
+settings (the backend, the job service) is built in :mod:`trainhub.backends.factory`."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-
-from trainhub import paths
-from trainhub.backends.base import Backend
 
 
 def _flag(name: str, default: bool) -> bool:
@@ -17,40 +15,37 @@ def _flag(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def home() -> Path:
+    """The data directory: ``$TRAINHUB_HOME``, else ``$XDG_DATA_HOME/trainhub``."""
+    explicit = os.environ.get("TRAINHUB_HOME")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(xdg, "trainhub").resolve()
+
+
+def jobs_root(base: Path | None = None) -> Path:
+    return (base or home()) / "jobs"
+
+
+def database(base: Path | None = None) -> Path:
+    return (base or home()) / "trainhub.db"
+
+
+def backend_name() -> str:
+    """TRAINHUB_BACKEND: 'local' (the default) or 'kubernetes' (set by the hub's spawner)."""
+    return os.environ.get("TRAINHUB_BACKEND", "local")
+
+
 def allow_pip() -> bool:
     """Admins turn ``%pip install`` in submitted notebooks off with TRAINHUB_ALLOW_PIP=0."""
     return _flag("TRAINHUB_ALLOW_PIP", True)
 
 
 def warm_start() -> bool:
-    """TRAINHUB_WARM_START=0: torchrun starts each rank's runner itself (see trainhub.handoff)."""
+    """TRAINHUB_WARM_START=0: torchrun starts each rank's runner itself (see trainhub.rank.warm_start)."""
     return _flag("TRAINHUB_WARM_START", True)
 
 
 def workspace_root() -> Path:
     return Path(os.environ.get("TRAINHUB_WORKSPACE") or os.getcwd()).resolve()
-
-
-def make_service(workspace: Path | None = None):
-    """The job service for this environment (local backend unless configured otherwise)."""
-    from trainhub.jobs.service import JobService
-
-    backend = backend_class().from_settings(paths.home())
-    return JobService(
-        backend, workspace_root=workspace or workspace_root(), jobs_root=backend.jobs_root,
-        allow_pip=allow_pip(),
-    )
-
-
-def backend_class() -> type[Backend]:
-    """TRAINHUB_BACKEND: 'local' (the default) or 'kubernetes' (set by the hub's spawner)."""
-    name = os.environ.get("TRAINHUB_BACKEND", "local")
-    if name == "local":
-        from trainhub.backends.local.backend import LocalBackend
-
-        return LocalBackend
-    if name == "kubernetes":
-        from trainhub.backends.kubernetes.backend import KubernetesBackend
-
-        return KubernetesBackend
-    raise ValueError(f"TRAINHUB_BACKEND={name!r}: unknown backend (use 'local' or 'kubernetes')")

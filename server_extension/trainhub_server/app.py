@@ -12,7 +12,8 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import PeriodicCallback
 from traitlets import Bool, Dict, Enum, Float, List, Type, Unicode, default
 
-from trainhub import paths, settings
+from trainhub import settings
+from trainhub.backends import factory
 from trainhub.backends.base import Backend
 from trainhub.jobs.service import JobService
 from trainhub_server import routes
@@ -66,7 +67,7 @@ class TrainhubExtension(ExtensionApp):
 
     @default("backend_class")
     def _default_backend_class(self) -> type[Backend]:
-        return settings.backend_class()
+        return factory.backend_class()
 
     @default("allow_pip")
     def _default_allow_pip(self) -> bool:
@@ -78,7 +79,7 @@ class TrainhubExtension(ExtensionApp):
 
     # --- wiring -------------------------------------------------------------------------
     def initialize_settings(self) -> None:
-        home = Path(self.home).expanduser().resolve() if self.home else paths.home()
+        home = Path(self.home).expanduser().resolve() if self.home else settings.home()
         backend = self.backend_class.from_settings(home, **self.backend_kwargs)
         jobs_root = Path(self.jobs_root).expanduser() if self.jobs_root else backend.jobs_root
         self.service = JobService(

@@ -14,7 +14,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from trainhub.checkpoints import read_manifest
+from trainhub.checkpoint.layout import read_manifest
 from trainhub.jobs.models import ListJobsQuery
 from trainhub.jobs.states import JobState
 from trainhub_server.base import TrainhubHandlerMixin, dump, field_error

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainhub.jobdir import read_jsonl
+from trainhub.jobs.directory import read_jsonl
 
 MAX_CHUNK = 1 << 20
 # A line still being written (a progress bar redrawn with '\r') waits at most this long.

@@ -20,7 +20,7 @@ from jupyter_server.base.websocket import WebSocketMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub_server import watch
 from trainhub_server.base import TrainhubHandlerMixin, field_error

@@ -17,7 +17,7 @@ from kubernetes import client
 
 from tests.k8s.test_admin_apply import apply_teams, teams_for
 from tests.k8s.test_backend import Team, wait_for
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.jobs.states import JobState
 
 

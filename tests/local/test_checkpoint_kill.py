@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import trainhub.checkpoint as ckpt
-from trainhub.checkpoints import TEMP_PREFIX, list_checkpoints, parse_step_name
+from trainhub.checkpoint.layout import TEMP_PREFIX, list_checkpoints, parse_step_name
 
 SAVING = re.compile(re.escape(TEMP_PREFIX) + r"(\d{10})-")
 WRITER = textwrap.dedent("""

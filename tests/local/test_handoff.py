@@ -14,8 +14,8 @@ import pytest
 
 from tests.local.test_runner import cells_job, rank_env
 from trainhub.backends.local.launch import Started
-from trainhub.handoff import HANDOFF_DIR, WARM_RANK, socket_path
-from trainhub.jobdir import JobDir
+from trainhub.rank.warm_start import HANDOFF_DIR, WARM_RANK, socket_path
+from trainhub.jobs.directory import JobDir
 
 RANK = 1
 
@@ -29,7 +29,7 @@ class Pair:
         os.makedirs(self.run_dir, mode=0o700, exist_ok=True)
         base = {k: v for k, v in rank_env(job).items() if k not in ("RANK", "LOCAL_RANK")}
         self.runner = subprocess.Popen(
-            [sys.executable, "-m", "trainhub.runner", "--warm", socket_path(self.run_dir, RANK), str(job.bundle)],
+            [sys.executable, "-m", "trainhub.rank.runner", "--warm", socket_path(self.run_dir, RANK), str(job.bundle)],
             env={**base, WARM_RANK: str(RANK)}, cwd=job.bundle, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )
         self.stand_in_env = {**rank_env(job, RANK), "MASTER_PORT": "29123", HANDOFF_DIR: self.run_dir,
@@ -38,7 +38,7 @@ class Pair:
         self.started = Started([], {RANK: self.runner}, self.run_dir)
 
     def start_stand_in(self) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-m", "trainhub.handoff", str(self.job.bundle)],
+        return subprocess.Popen([sys.executable, "-m", "trainhub.rank.warm_start", str(self.job.bundle)],
                                 env=self.stand_in_env, cwd=self.job.bundle, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from tests.local.conftest import Trainhub, job_processes, wait_for
-from trainhub.handoff import rank_roots
+from trainhub.rank.warm_start import rank_roots
 
 pytestmark = pytest.mark.slow
 

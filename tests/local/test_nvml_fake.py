@@ -21,7 +21,7 @@ from tests.fixtures.fake_nvml.fake import (
     NVML_ERROR_NOT_SUPPORTED,
     FakeNvml,
 )
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.metrics.scalars import read_metrics
 
 INVENTORY = (
@@ -32,7 +32,7 @@ INVENTORY = (
 SAMPLER = """
 import json, os, sys, time
 from pathlib import Path
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.metrics.sampler import MetricsSampler
 
 job, gpus, stop = JobDir(sys.argv[1]), json.loads(sys.argv[2]), Path(sys.argv[3])

@@ -1,4 +1,4 @@
-"""The rank runner as torchrun starts it: a real ``python -m trainhub.runner`` process per rank."""
+"""The rank runner as torchrun starts it: a real ``python -m trainhub.rank.runner`` process per rank."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from trainhub.failures import PIP_INSTALL_ERROR, classify_exception
-from trainhub.jobdir import JobDir
+from trainhub.outcome.exceptions import PIP_INSTALL_ERROR, classify_exception
+from trainhub.jobs.directory import JobDir
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass
-from trainhub.notebook import compile_bundle
-from trainhub.runner import install_requirements
+from trainhub.bundle.compile import compile_bundle
+from trainhub.rank.runner import install_requirements
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
 PNG_1X1 = base64.b64decode(
@@ -71,7 +71,7 @@ def rank_env(job: JobDir, rank: int = 0, attempt: int = 0) -> dict[str, str]:
 
 def run_rank(job: JobDir, rank: int = 0, attempt: int = 0) -> Run:
     proc = subprocess.run(
-        [sys.executable, "-m", "trainhub.runner", str(job.bundle)],
+        [sys.executable, "-m", "trainhub.rank.runner", str(job.bundle)],
         env=rank_env(job, rank, attempt),
         cwd=job.root,
         capture_output=True,
@@ -388,7 +388,7 @@ def test_two_ranks_under_torchrun(tmp_path):
             "--nproc-per-node",
             "2",
             "-m",
-            "trainhub.runner",
+            "trainhub.rank.runner",
             str(job.bundle),
         ],
         env=env,

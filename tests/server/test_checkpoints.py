@@ -11,7 +11,7 @@ import torch
 
 import trainhub.checkpoint as ckpt
 from tests.server.conftest import insert_job
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
 

@@ -10,7 +10,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from tests.server.conftest import OTHER, finish_job, insert_job
-from trainhub.jobdir import JobDir, append_jsonl
+from trainhub.jobs.directory import JobDir, append_jsonl
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
 

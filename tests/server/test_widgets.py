@@ -8,7 +8,7 @@ import time
 from collections import deque
 
 from tests.server.conftest import insert_job
-from trainhub.jobdir import JobDir, append_jsonl
+from trainhub.jobs.directory import JobDir, append_jsonl
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
 from trainhub.widgets import (

@@ -1,4 +1,4 @@
-"""trainhub.checkpoint (save/latest/load) and trainhub.checkpoints (browsing) on real files and torch."""
+"""trainhub.checkpoint (save/latest/load) and trainhub.checkpoint.layout (browsing) on real files and torch."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import trainhub.checkpoint as ckpt
-from trainhub.checkpoints import (
+from trainhub.checkpoint.layout import (
     CheckpointInfo,
     delete_checkpoint,
     list_checkpoints,
@@ -26,7 +26,7 @@ from trainhub.checkpoints import (
     resolve_file,
     retention_victims,
 )
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 
 
 @pytest.fixture
@@ -494,7 +494,7 @@ def test_resolve_file_stays_inside_the_checkpoint(ckdir: Path, tmp_path: Path) -
 
 
 def test_browsing_does_not_import_torch() -> None:
-    code = "import sys, trainhub.checkpoints, trainhub.checkpoint; print('torch' in sys.modules)"
+    code = "import sys, trainhub.checkpoint.layout, trainhub.checkpoint; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -6,7 +6,7 @@ import traceback
 
 import pytest
 
-from trainhub.failures import (
+from trainhub.outcome.exceptions import (
     PIP_INSTALL_ERROR,
     RULES,
     classify_exception,

@@ -9,7 +9,7 @@ import time
 
 import psutil
 
-from trainhub.handoff import (
+from trainhub.rank.warm_start import (
     HANDOFF_DIR,
     WARM_RANK,
     loading_turn,

@@ -7,9 +7,9 @@ import sys
 import pytest
 
 CORE = [
-    "trainhub", "trainhub.api", "trainhub.cli", "trainhub.jobs.service", "trainhub.runner",
-    "trainhub.notebook", "trainhub.checkpoint", "trainhub.checkpoints", "trainhub.metrics.sampler",
-    "trainhub.backends.local.supervisor", "trainhub.queue",
+    "trainhub", "trainhub.api", "trainhub.cli", "trainhub.jobs.service", "trainhub.rank.runner",
+    "trainhub.bundle.compile", "trainhub.checkpoint", "trainhub.checkpoint.layout", "trainhub.metrics.sampler",
+    "trainhub.backends.local.supervisor", "trainhub.backends.local.admission",
 ]
 
 

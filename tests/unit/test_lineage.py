@@ -15,8 +15,8 @@ import pytest
 
 from trainhub import lineage
 from trainhub.jobs.spec import Dataset, JobSpec
-from trainhub.lineage import collect_lineage, dataset_fingerprint, git_state
-from trainhub.notebook import compile_bundle
+from trainhub.jobs.lineage import collect_lineage, dataset_fingerprint, git_state
+from trainhub.bundle.compile import compile_bundle
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
 GIT_ENV = {
@@ -125,7 +125,7 @@ def test_torch_versions_without_importing_torch():
     # One fresh interpreter: read the versions, check torch stayed unimported, then compare.
     code = (
         "import sys, json\n"
-        "from trainhub.lineage import torch_versions\n"
+        "from trainhub.jobs.lineage import torch_versions\n"
         "v = torch_versions()\n"
         "imported = 'torch' in sys.modules\n"
         "import torch\n"
@@ -156,7 +156,7 @@ def test_dataset_walk_stops_at_the_entry_limit(tmp_path, monkeypatch):
 def test_package_list_is_cached_until_the_import_path_changes(tmp_path, monkeypatch):
     import sys
 
-    from trainhub.lineage import installed_distributions
+    from trainhub.jobs.lineage import installed_distributions
 
     fresh = installed_distributions()
     assert installed_distributions(tmp_path) == fresh

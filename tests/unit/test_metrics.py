@@ -17,7 +17,7 @@ import psutil
 import pytest
 import torch
 
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.metrics import scalars
 from trainhub.metrics.sampler import MetricsSampler
 from trainhub.metrics.scalars import log, read_metrics

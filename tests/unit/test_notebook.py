@@ -14,7 +14,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from trainhub.jobs.spec import JobSpec
-from trainhub.notebook import (
+from trainhub.bundle.compile import (
     BundleError,
     BundleManifest,
     GitignoreMatcher,

@@ -1,4 +1,4 @@
-from trainhub.queue import (
+from trainhub.backends.local.admission import (
     Capacity,
     Free,
     Waiting,

@@ -1,6 +1,7 @@
 import pytest
 
 from trainhub import settings
+from trainhub.backends import factory
 
 
 def test_backend_follows_trainhub_backend(monkeypatch):
@@ -8,12 +9,12 @@ def test_backend_follows_trainhub_backend(monkeypatch):
     from trainhub.backends.local.backend import LocalBackend
 
     monkeypatch.delenv("TRAINHUB_BACKEND", raising=False)
-    assert settings.backend_class() is LocalBackend
+    assert factory.backend_class() is LocalBackend
     monkeypatch.setenv("TRAINHUB_BACKEND", "kubernetes")
-    assert settings.backend_class() is KubernetesBackend
+    assert factory.backend_class() is KubernetesBackend
     monkeypatch.setenv("TRAINHUB_BACKEND", "slurm")
     with pytest.raises(ValueError, match="TRAINHUB_BACKEND='slurm'"):
-        settings.backend_class()
+        factory.backend_class()
 
 
 def test_server_extension_takes_the_same_default(monkeypatch):

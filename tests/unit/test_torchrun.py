@@ -4,7 +4,7 @@ from trainhub.backends.local.torchrun import (
     single_process_env,
     torchrun_argv,
 )
-from trainhub.handoff import HANDOFF_DIR, WARM_RANK
+from trainhub.rank.warm_start import HANDOFF_DIR, WARM_RANK
 from trainhub.jobs.spec import parse_spec
 
 
@@ -12,7 +12,7 @@ def test_single_worker_uses_a_loopback_c10d_rendezvous():
     argv = torchrun_argv("py", "/j/bundle", workers=1, node_rank=0, nproc_per_worker=2, master_port=1234, run_id="r")
     assert argv[:3] == ["py", "-m", "torch.distributed.run"]
     assert "--nproc-per-node=2" in argv and "--rdzv-endpoint=127.0.0.1:1234" in argv
-    assert argv[-3:] == ["-m", "trainhub.runner", "/j/bundle"]
+    assert argv[-3:] == ["-m", "trainhub.rank.runner", "/j/bundle"]
 
 
 def test_several_workers_rendezvous_statically_by_node_rank():
@@ -61,10 +61,10 @@ def test_each_rank_of_a_torchrun_plan_has_a_warm_runner_with_its_workers_gpus():
                        attempt=0, assigned_gpus=[0, 1, 2, 3], port=29500, resume_from=None)
     assert plan["run_dir"] == "/j/run"
     # torchrun starts the stand-in, which hands the rank to the runner waiting for it.
-    assert all(a["argv"][-3:] == ["-m", "trainhub.handoff", "/j/bundle"] for a in plan["agents"])
+    assert all(a["argv"][-3:] == ["-m", "trainhub.rank.warm_start", "/j/bundle"] for a in plan["agents"])
     assert all(a["env"][HANDOFF_DIR] == "/j/run" for a in plan["agents"])
     assert [w["rank"] for w in plan["warm"]] == [0, 1, 2, 3]
-    assert plan["warm"][3]["argv"] == ["py", "-m", "trainhub.runner", "--warm", "/j/run/rank-3.sock", "/j/bundle"]
+    assert plan["warm"][3]["argv"] == ["py", "-m", "trainhub.rank.runner", "--warm", "/j/run/rank-3.sock", "/j/bundle"]
     assert [w["env"]["CUDA_VISIBLE_DEVICES"] for w in plan["warm"]] == ["0,1", "0,1", "2,3", "2,3"]
     # A warm runner's start-up environment is its agent's, so it can take the rank over.
     agent_env = {k: v for k, v in plan["agents"][1]["env"].items() if k != HANDOFF_DIR}
@@ -79,7 +79,7 @@ def test_without_warm_start_torchrun_starts_the_runner_itself():
     plan = launch_plan("py", {}, spec, job_id="t-1", job_dir="/j", bundle="/j/bundle", attempt=0,
                        assigned_gpus=[], port=1, resume_from=None, warm_start=False)
     assert plan["warm"] == [] and plan["run_dir"] is None
-    assert plan["agents"][0]["argv"][-3:] == ["-m", "trainhub.runner", "/j/bundle"]
+    assert plan["agents"][0]["argv"][-3:] == ["-m", "trainhub.rank.runner", "/j/bundle"]
 
 
 def test_a_one_process_plan_starts_the_runner_itself():
@@ -90,5 +90,5 @@ def test_a_one_process_plan_starts_the_runner_itself():
                        assigned_gpus=[], port=1234, resume_from=None)
     (agent,) = plan["agents"]
     assert plan["warm"] == [] and plan["run_dir"] is None
-    assert agent["argv"] == ["py", "-m", "trainhub.runner", "/j/bundle"]
+    assert agent["argv"] == ["py", "-m", "trainhub.rank.runner", "/j/bundle"]
     assert agent["env"]["RANK"] == "0" and agent["env"]["MASTER_PORT"] == "1234"

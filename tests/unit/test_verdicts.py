@@ -1,6 +1,6 @@
 from trainhub.jobs.spec import RetryPolicy
 from trainhub.jobs.states import FailureClass
-from trainhub.verdicts import (
+from trainhub.outcome.verdict import (
     RankExit,
     attempt_verdict,
     should_retry,
@@ -11,7 +11,7 @@ from trainhub.verdicts import (
 TORCHRUN_SUMMARY = """
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ============================================================
-trainhub.runner FAILED
+trainhub.rank.runner FAILED
 ------------------------------------------------------------
 Failures:
 [1]:

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from trainhub.backends.base import Backend, Feature
-from trainhub.checkpoints import CheckpointInfo, delete_checkpoint, list_checkpoints, resolve_file
+from trainhub.checkpoint.layout import CheckpointInfo, delete_checkpoint, list_checkpoints, resolve_file
 from trainhub.errors import Conflict, NotFound
-from trainhub.jobdir import JobDir, read_jsonl, write_json_atomic
+from trainhub.jobs.directory import JobDir, read_jsonl, write_json_atomic
 from trainhub.jobs.models import DescribeJob, JobPage, JobRecord, JobSummary, ListJobsQuery
 from trainhub.jobs.spec import FieldError, JobSpec, SpecError, parse_spec
 from trainhub.jobs.states import JobState
@@ -57,8 +57,8 @@ class JobService:
         user: str | None = None,
         resubmitted_from: str | None = None,
     ) -> DescribeJob:
-        from trainhub.lineage import collect_lineage
-        from trainhub.notebook import compile_bundle
+        from trainhub.jobs.lineage import collect_lineage
+        from trainhub.bundle.compile import compile_bundle
 
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()
@@ -89,7 +89,7 @@ class JobService:
 
     def validate(self, spec: JobSpec | dict[str, Any], *, user: str | None = None) -> JobSpec:
         """Every check a submit makes (spec, paths, fit, resume source, bundle), making no job."""
-        from trainhub.notebook import compile_bundle
+        from trainhub.bundle.compile import compile_bundle
 
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from trainhub.jobdir import JobDir, append_jsonl
+from trainhub.jobs.directory import JobDir, append_jsonl
 from trainhub.metrics.nvml import GpuSampler
 from trainhub.metrics.system import HostSampler, ProcessSampler
 

@@ -16,7 +16,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from trainhub.jobdir import JobDir, append_jsonl, read_jsonl
+from trainhub.jobs.directory import JobDir, append_jsonl, read_jsonl
 
 SCALARS_FILE = "scalars.jsonl"
 METRIC_FILES = {"gpu": "gpu.jsonl", "system": "system.jsonl", "scalars": SCALARS_FILE}

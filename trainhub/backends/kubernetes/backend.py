@@ -20,7 +20,7 @@ from trainhub.backends.kubernetes import manifests, status
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.errors import BackendUnavailable, NotFound, OverQuota
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
@@ -150,7 +150,7 @@ class KubernetesBackend(Backend):
         ref = record.spec.resume_from
         if ref is None:
             return None
-        from trainhub.checkpoints import list_checkpoints
+        from trainhub.checkpoint.layout import list_checkpoints
 
         infos = list_checkpoints(JobDir(self.jobs_root / ref.job_id).checkpoints)
         chosen = [c for c in infos if ref.step is None or c.step == ref.step]

@@ -49,7 +49,7 @@ def torchrun_args(record: JobRecord, service: str) -> list[str]:
         "torchrun", f"--nnodes={res.workers}", f"--nproc-per-node={res.ranks_per_worker}",
         "--node-rank=$(NODE_RANK)", "--rdzv-backend=static", f"--master-addr={master}",
         f"--master-port={MASTER_PORT}", "--max-restarts=0", f"--rdzv-id={record.id}-{record.attempt}",
-        "-m", "trainhub.runner", str(PurePosixPath(record.job_dir) / "bundle"),
+        "-m", "trainhub.rank.runner", str(PurePosixPath(record.job_dir) / "bundle"),
     ]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.verdicts import RankExit, attempt_verdict
+from trainhub.outcome.verdict import RankExit, attempt_verdict
 
 Obj = dict[str, Any]
 

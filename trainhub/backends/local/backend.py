@@ -17,19 +17,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
-from trainhub import paths, settings
+from trainhub import settings
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.local import processes
 from trainhub.backends.local.launch import write_plan
 from trainhub.backends.local.torchrun import launch_plan
-from trainhub.checkpoints import list_checkpoints
+from trainhub.checkpoint.layout import list_checkpoints
 from trainhub.errors import Conflict, NotFound, OverQuota
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.jobs.store import Store
-from trainhub.queue import (
+from trainhub.backends.local.store import Store
+from trainhub.backends.local.admission import (
     Capacity,
     Free,
     Waiting,
@@ -79,12 +79,12 @@ class LocalBackend(Backend):
 
     def __init__(self, home: Path | None = None, *, slots: int | None = None, python: str | None = None,
                  warm_start: bool | None = None):
-        self.home = Path(home) if home else paths.home()
-        self.jobs_root = paths.jobs_root(self.home)
-        self.store = Store(paths.database(self.home))
+        self.home = Path(home) if home else settings.home()
+        self.jobs_root = settings.jobs_root(self.home)
+        self.store = Store(settings.database(self.home))
         self._slots = slots
         self.python = python or sys.executable
-        # Ranks taken over by runners started ahead (trainhub.handoff).
+        # Ranks taken over by runners started ahead (trainhub.rank.warm_start).
         self.warm_start = settings.warm_start() if warm_start is None else warm_start
 
     @classmethod

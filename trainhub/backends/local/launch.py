@@ -49,7 +49,7 @@ def write_plan(job_dir: str | os.PathLike[str], attempt: int, plan: Mapping[str,
 
 class Started:
     """The processes started for one attempt: its torchrun agents, and its warm runners by the
-    rank they wait for (in ``run_dir``, see trainhub.handoff)."""
+    rank they wait for (in ``run_dir``, see trainhub.rank.warm_start)."""
 
     def __init__(self, agents: list[subprocess.Popen[bytes]], warm: dict[int, subprocess.Popen[bytes]],
                  run_dir: str | None):
@@ -63,7 +63,7 @@ class Started:
 
     def warm_ready(self) -> bool:
         """Every warm runner listens (it binds once loaded), or has ended."""
-        from trainhub.handoff import socket_path
+        from trainhub.rank.warm_start import socket_path
 
         return self.run_dir is None or all(
             proc.poll() is not None or os.path.exists(socket_path(self.run_dir, rank))
@@ -73,7 +73,7 @@ class Started:
     def _report_exit(self, rank: int, proc: subprocess.Popen[bytes]) -> None:
         """Write down how a warm runner ended, as soon as it does: only we, its parent, can
         know, and its stand-in exits the same way (or, if no rank was taken, starts it cold)."""
-        from trainhub.handoff import exit_path
+        from trainhub.rank.warm_start import exit_path
 
         code = proc.wait()
         assert self.run_dir is not None

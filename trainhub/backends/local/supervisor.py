@@ -23,11 +23,11 @@ from trainhub.backends.local import processes
 from trainhub.backends.local.backend import LocalBackend, resolve_resume
 from trainhub.backends.local.launch import Started, start_plan
 from trainhub.backends.local.torchrun import launch_plan
-from trainhub.handoff import rank_roots
-from trainhub.jobdir import JobDir
+from trainhub.rank.warm_start import rank_roots
+from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.verdicts import RankExit, attempt_verdict, should_retry, torchrun_root_causes
+from trainhub.outcome.verdict import RankExit, attempt_verdict, should_retry, torchrun_root_causes
 
 CANCEL_GRACE_SECONDS = float(os.environ.get("TRAINHUB_CANCEL_GRACE", "10"))
 POLL_SECONDS = 0.2
@@ -160,7 +160,7 @@ class Supervisor:
         requirements = self.jobdir.bundle / "requirements.json"
         if not requirements.exists() or not json.loads(requirements.read_text() or "[]"):
             return None
-        from trainhub.runner import install_requirements
+        from trainhub.rank.runner import install_requirements
 
         self.jobdir.emit("pip_install", phase="start")
         ok, detail = install_requirements(self.jobdir.bundle, self.jobdir.supervisor_log)
@@ -254,7 +254,7 @@ class Supervisor:
         used = retries.get(verdict.failure_class.value, 0) + 1
         retries[verdict.failure_class.value] = used
         delay = rec.spec.retry.backoff(used)
-        from trainhub.checkpoints import list_checkpoints
+        from trainhub.checkpoint.layout import list_checkpoints
 
         latest = list_checkpoints(self.jobdir.checkpoints)
         with self.store.transaction() as conn:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from trainhub.handoff import HANDOFF_DIR, WARM_RANK, socket_path
+from trainhub.rank.warm_start import HANDOFF_DIR, WARM_RANK, socket_path
 from trainhub.jobs.spec import JobSpec
 
 
@@ -18,7 +18,7 @@ def torchrun_argv(
     nproc_per_worker: int,
     master_port: int,
     run_id: str,
-    rank_module: str = "trainhub.runner",
+    rank_module: str = "trainhub.rank.runner",
 ) -> list[str]:
     """One torchrun agent per worker; all workers of a local job rendezvous on loopback."""
     argv = [python, "-m", "torch.distributed.run", f"--nproc-per-node={nproc_per_worker}",
@@ -47,7 +47,7 @@ def single_process_env(master_port: int, run_id: str) -> dict[str, str]:
 class LaunchPlan(TypedDict):
     """What to start for one attempt: ``agents`` are the torchrun agents (or the rank itself of
     a one-process job); ``warm`` the runners started ahead of their ranks, waiting in
-    ``run_dir`` (see trainhub.handoff)."""
+    ``run_dir`` (see trainhub.rank.warm_start)."""
 
     agents: list[dict[str, Any]]
     warm: list[dict[str, Any]]
@@ -81,17 +81,17 @@ def launch_plan(
                                gpus=slices[node_rank], resume_from=resume_from, dataset_paths=datasets)
         if res.world_size == 1:
             env.update(single_process_env(port, run_id))
-            plan["agents"].append({"argv": [python, "-m", "trainhub.runner", bundle], "env": env})
+            plan["agents"].append({"argv": [python, "-m", "trainhub.rank.runner", bundle], "env": env})
             continue
         argv = torchrun_argv(python, bundle, workers=res.workers, node_rank=node_rank,
                              nproc_per_worker=res.ranks_per_worker, master_port=port, run_id=run_id,
-                             rank_module="trainhub.handoff" if run_dir else "trainhub.runner")
+                             rank_module="trainhub.rank.warm_start" if run_dir else "trainhub.rank.runner")
         plan["agents"].append({"argv": argv, "env": {**env, HANDOFF_DIR: run_dir} if run_dir else env})
         if run_dir:
             for local_rank in range(res.ranks_per_worker):
                 rank = node_rank * res.ranks_per_worker + local_rank
                 plan["warm"].append({
-                    "argv": [python, "-m", "trainhub.runner", "--warm", socket_path(run_dir, rank), bundle],
+                    "argv": [python, "-m", "trainhub.rank.runner", "--warm", socket_path(run_dir, rank), bundle],
                     "env": {**env, WARM_RANK: str(rank)}, "rank": rank,
                 })
     return plan

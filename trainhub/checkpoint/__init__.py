@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from trainhub.checkpoints import (
+from trainhub.checkpoint.layout import (
     FORMAT,
     MANIFEST,
     TEMP_PREFIX,
@@ -66,7 +66,7 @@ from trainhub.checkpoints import (
     step_name,
     temp_path,
 )
-from trainhub.jobdir import JobDir
+from trainhub.jobs.directory import JobDir
 
 if TYPE_CHECKING:
     import torch

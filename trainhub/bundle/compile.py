@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainhub.bundle import CELLS, MANIFEST, REQUIREMENTS, WORKSPACE, cell_label
-from trainhub.jobdir import write_json_atomic
+from trainhub.bundle.layout import CELLS, MANIFEST, REQUIREMENTS, WORKSPACE, cell_label
+from trainhub.jobs.directory import write_json_atomic
 from trainhub.jobs.spec import CellSelection, JobSpec, NotebookSource
 
 SKIP_TAG = "trainhub:skip"

@@ -1,6 +1,6 @@
 """A bundle's file layout and the plain readers every rank uses to run it.
 
-Kept free of pydantic and of the compiler (trainhub.notebook) so that a rank reaches its
+Kept free of pydantic and of the compiler (trainhub.bundle.compile) so that a rank reaches its
 first cell as soon as the interpreter is up: this module is on the critical path of every
 job start.
 """

@@ -1,7 +1,7 @@
 """Small helpers so the same notebook runs interactively (one process) and as a job (torchrun).
 
-    rank, world = trainhub.distributed.init()      # nccl on GPUs, gloo on CPU
-    model = trainhub.distributed.wrap(model)       # DDP only when there is a process group
+    rank, world = trainhub.rank.distributed.init()      # nccl on GPUs, gloo on CPU
+    model = trainhub.rank.distributed.wrap(model)       # DDP only when there is a process group
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@ was started ahead of it and has already loaded IPython.
 
 torchrun starts a job's ranks only once its agent has imported PyTorch, a second or more after
 it was launched. The local launcher uses that time: next to each agent it starts one runner
-per rank (``python -m trainhub.runner --warm SOCKET BUNDLE``), which loads what a rank needs
+per rank (``python -m trainhub.rank.runner --warm SOCKET BUNDLE``), which loads what a rank needs
 and then listens on a Unix socket in the job's private ``run/`` directory. The process torchrun
-starts for rank r (``python -m trainhub.handoff BUNDLE``, the stand-in) sends its environment
+starts for rank r (``python -m trainhub.rank.warm_start BUNDLE``, the stand-in) sends its environment
 (RANK, MASTER_PORT, ...) to the runner waiting for rank r, which takes it over and runs the
 cells. The stand-in stays torchrun's child for the rank: it forwards signals to the runner,
 dies with it (the runner kills itself if the stand-in is killed), and exits as the runner did
@@ -14,7 +14,7 @@ supervisor, in ``run/rank-<r>.exit``).
 
 Whenever no runner takes the rank (none is waiting, it died, or it refuses because something
 read at interpreter start-up differs), the stand-in becomes the rank itself by executing
-``python -m trainhub.runner BUNDLE``: warm start only ever makes a rank start sooner.
+``python -m trainhub.rank.runner BUNDLE``: warm start only ever makes a rank start sooner.
 
 Only the standard library is imported here: this module is on the way to the first cell.
 """
@@ -359,7 +359,7 @@ def exit_as(code: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m trainhub.handoff <bundle_dir>", file=sys.stderr)
+        print("usage: python -m trainhub.rank.warm_start <bundle_dir>", file=sys.stderr)
         sys.exit(2)
     run_dir = os.environ.pop(HANDOFF_DIR, None)
     rank = os.environ.get("RANK")
@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> None:
         if code is not None:
             exit_as(code)
     sys.stdout.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "trainhub.runner", args[0]])
+    os.execv(sys.executable, [sys.executable, "-m", "trainhub.rank.runner", args[0]])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Runs a bundle inside one rank: ``python -m trainhub.runner <bundle_dir>``.
+"""Runs a bundle inside one rank: ``python -m trainhub.rank.runner <bundle_dir>``.
 
 Started by torchrun (locally or in a pod) with RANK, WORLD_SIZE, ... and TRAINHUB_JOB_DIR,
 TRAINHUB_ATTEMPT in the environment. Everything the rank prints, C extensions and ``!``
@@ -29,9 +29,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
 
-from trainhub.bundle import WORKSPACE, RunCell, RunManifest, cell_label, read_cells, read_manifest
-from trainhub.failures import explain_exception
-from trainhub.jobdir import JobDir, write_json_atomic
+from trainhub.bundle.layout import WORKSPACE, RunCell, RunManifest, cell_label, read_cells, read_manifest
+from trainhub.outcome.exceptions import explain_exception
+from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
 
 MAX_TRACEBACK_CHARS = 64 * 1024
@@ -229,7 +229,7 @@ def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
 
 
 def _preload_shell() -> None:
-    """Import what ``_make_shell`` needs, before the rank is known (see trainhub.handoff)."""
+    """Import what ``_make_shell`` needs, before the rank is known (see trainhub.rank.warm_start)."""
     import IPython.core.compilerop
     import IPython.core.displayhook
     import IPython.core.displaypub
@@ -516,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     link = None
     if len(args) == 3 and args[0] == "--warm":
         # Started ahead of torchrun's spawn: load what a rank needs, then wait for the rank.
-        from trainhub.handoff import WARM_RANK, WarmListener, loading_turn
+        from trainhub.rank.warm_start import WARM_RANK, WarmListener, loading_turn
 
         with loading_turn(args[1], int(os.environ.get(WARM_RANK, "0"))):
             _preload_shell()
@@ -526,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0  # refused: its stand-in runs the rank itself
         args = args[2:]
     if len(args) != 1:
-        print("usage: python -m trainhub.runner [--warm SOCKET] <bundle_dir>", file=sys.stderr)
+        print("usage: python -m trainhub.rank.runner [--warm SOCKET] <bundle_dir>", file=sys.stderr)
         return 2
     bundle_dir = Path(args[0]).resolve()
     ctx = RankContext.from_env(bundle_dir)
@@ -559,7 +559,7 @@ def install_requirements(
     Returns (ok, detail); a failed install is an environment failure
     (``classify_exception(PIP_INSTALL_ERROR, detail, "")``).
     """
-    from trainhub.notebook import load_requirements  # the supervisor's side, not a rank's
+    from trainhub.bundle.compile import load_requirements  # the supervisor's side, not a rank's
 
     bundle_dir = Path(bundle_dir)
     requirements = load_requirements(bundle_dir)

@@ -1,0 +1,3 @@
+"""How a job's attempt ended, and what happens next: an exception's failure class
+(``exceptions``), an attempt's verdict from its ranks' evidence (``verdict``), and whether and
+when to retry."""
