@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trainhub import lineage
+from trainhub.jobs import lineage
 from trainhub.jobs.spec import Dataset, JobSpec
 from trainhub.jobs.lineage import collect_lineage, dataset_fingerprint, git_state
 from trainhub.bundle.compile import compile_bundle
