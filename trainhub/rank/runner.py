@@ -566,7 +566,11 @@ def install_requirements(
     if not requirements:
         return True, "no packages to install"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+    from trainhub.jobs.environment import admin_allowed, inherited
+
+    # pip runs build hooks of what it installs: they get what a rank gets, not the server's tokens.
+    env = {**inherited(os.environ, admin_allowed()), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+           "PIP_NO_INPUT": "1"}
     started = time.monotonic()
     for req in requirements:
         argv = [sys.executable, "-m", "pip", "install", *req.argv]

@@ -19,6 +19,7 @@ from trainhub.backends.kubernetes.render import (
     format_cpu,
     priority_class_name,
 )
+from trainhub.jobs.environment import job_environment
 from trainhub.jobs.models import JobRecord
 from trainhub.teams import Pool, Team
 
@@ -38,10 +39,6 @@ def label_value(text: str) -> str:
     return value.strip("-_.") or "none"
 
 
-def env_name(dataset: str) -> str:
-    return f"TRAINHUB_DATASET_{dataset.upper().replace('-', '_')}"
-
-
 def torchrun_args(record: JobRecord, service: str) -> list[str]:
     res = record.spec.resources
     master = "127.0.0.1" if res.workers == 1 else f"{record.id}-0.{service}"
@@ -54,16 +51,16 @@ def torchrun_args(record: JobRecord, service: str) -> list[str]:
 
 
 def _dataset_mounts(record: JobRecord, team: Team) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
-    """(volumes, mounts, env) for the job's datasets: a team dataset by name is mounted read-only
-    at /datasets/<name>; any other dataset path must already be on the shared volume."""
+    """(volumes, mounts, paths) for the job's datasets: a team dataset by name is mounted
+    read-only at /datasets/<name>; any other dataset path must already be on the shared volume."""
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
-    env: dict[str, str] = {}
+    paths: dict[str, str] = {}
     shared = PurePosixPath(team.shared_volume.mount_path)
     for ds in record.spec.datasets:
         known = team.datasets.get(ds.name)
         if known is None:
-            env[env_name(ds.name)] = ds.path  # checked by the backend to lie on the shared volume
+            paths[ds.name] = ds.path  # checked by the backend to lie on the shared volume
             continue
         target = team.dataset_mount(ds.name)
         if known.claim is not None:
@@ -77,8 +74,8 @@ def _dataset_mounts(record: JobRecord, team: Team) -> tuple[list[dict[str, Any]]
             mount = {"name": "shared", "mountPath": target, "readOnly": True,
                      "subPath": str(PurePosixPath(known.path).relative_to(shared))}
         mounts.append(mount)
-        env[env_name(ds.name)] = target
-    return volumes, mounts, env
+        paths[ds.name] = target
+    return volumes, mounts, paths
 
 
 def _resources(record: JobRecord) -> dict[str, Any]:
@@ -136,17 +133,9 @@ def job_manifest(
         JOB_ID_LABEL: record.id, USER_LABEL: label_value(record.user), TEAM_LABEL: team.name,
         QUEUE_LABEL: team.local_queue, PRIORITY_LABEL: priority_class_name(spec.priority.value),
     }
-    ds_volumes, ds_mounts, ds_env = _dataset_mounts(record, team)
-    env: dict[str, str] = {
-        **spec.env,
-        "TRAINHUB_JOB_ID": record.id,
-        "TRAINHUB_JOB_DIR": record.job_dir,
-        "TRAINHUB_ATTEMPT": str(record.attempt),
-        "PYTHONUNBUFFERED": "1",
-        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-        **({"TRAINHUB_RESUME_FROM": resume_from} if resume_from else {}),
-        **ds_env,
-    }
+    ds_volumes, ds_mounts, ds_paths = _dataset_mounts(record, team)
+    env = job_environment(spec.env, job_id=record.id, job_dir=record.job_dir,
+                          attempt=record.attempt, resume_from=resume_from, dataset_paths=ds_paths)
     container_env: list[dict[str, Any]] = [
         {"name": "NODE_RANK", "valueFrom": {"fieldRef": {
             "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from trainhub.rank.warm_start import HANDOFF_DIR, WARM_RANK, socket_path
+from trainhub.jobs.environment import admin_allowed, inherited, job_environment
 from trainhub.jobs.spec import JobSpec
 
 
@@ -113,19 +114,8 @@ def rank_environment(
     resume_from: str | None,
     dataset_paths: Mapping[str, str],
 ) -> dict[str, str]:
-    env = {k: v for k, v in base.items() if not k.startswith(("TRAINHUB_", "TORCHELASTIC_"))}
-    env.update(spec.env)
-    env.update(
-        TRAINHUB_JOB_ID=job_id,
-        TRAINHUB_JOB_DIR=job_dir,
-        TRAINHUB_ATTEMPT=str(attempt),
-        PYTHONUNBUFFERED="1",
-        # NVML numbers GPUs in PCI bus order; make CUDA agree so the indices mean the same GPUs.
-        CUDA_DEVICE_ORDER="PCI_BUS_ID",
-        CUDA_VISIBLE_DEVICES=",".join(str(g) for g in gpus),
-    )
-    if resume_from:
-        env["TRAINHUB_RESUME_FROM"] = resume_from
-    for name, path in dataset_paths.items():
-        env[f"TRAINHUB_DATASET_{name.upper().replace('-', '_')}"] = path
+    env = inherited(base, admin_allowed(base))
+    env.update(job_environment(spec.env, job_id=job_id, job_dir=job_dir, attempt=attempt,
+                               resume_from=resume_from, dataset_paths=dataset_paths))
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     return env

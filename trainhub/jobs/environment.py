@@ -1,0 +1,90 @@
+"""A job's environment, the same on every backend.
+
+A rank sees three things: what trainhub sets (job id, directory, attempt, resume point,
+datasets), what the user put in the spec's ``env``, and — on the local backend only — an
+allowlisted part of the environment of whoever submitted the job. The submitter is usually
+the Jupyter server, whose environment holds its own token and the hub's: one ``%pip``
+package or a stray ``print(os.environ)`` in a job would publish them in its log. So nothing
+is inherited unless it is named below (or by the admin, ``TRAINHUB_JOB_ENV_ALLOW``), and a
+name that looks like a credential is never inherited, allowlisted or not. On Kubernetes the
+image provides the rest of the environment, as the allowlist does locally.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+# What a Python training process needs from its host to behave as it does interactively.
+INHERITED_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
+    "HOSTNAME", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYTHONPATH",
+    "PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS", "LD_LIBRARY_PATH", "SSL_CERT_FILE",
+    "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NO_COLOR",
+})
+INHERITED_PREFIXES = (
+    "LC_", "XDG_", "CUDA_", "NVIDIA_", "NCCL_", "GLOO_", "TORCH_", "PYTORCH_", "OMP_", "MKL_",
+    "KMP_", "OPENBLAS_", "PIP_", "HF_",
+)
+# Never inherited: the server's and the hub's own settings, and anything named like a secret.
+_NEVER = re.compile(
+    r"^(JUPYTER|JPY_|JUPYTERHUB)|TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_?KEY|AUTH|COOKIE"
+    r"|SESSION",
+    re.IGNORECASE,
+)
+# Set by trainhub for each rank; a submitter's stale values must not leak into a new job.
+_OWN_PREFIXES = ("TRAINHUB_", "TORCHELASTIC_")
+ALLOW_SETTING = "TRAINHUB_JOB_ENV_ALLOW"
+
+
+def admin_allowed(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """Extra names the admin lets jobs inherit: ``TRAINHUB_JOB_ENV_ALLOW=NAME,NAME``."""
+    value = (os.environ if environ is None else environ).get(ALLOW_SETTING, "")
+    return frozenset(name.strip() for name in value.split(",") if name.strip())
+
+
+def is_credential_name(name: str) -> bool:
+    return bool(_NEVER.search(name))
+
+
+def inherited(base: Mapping[str, str], extra: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The part of ``base`` (a submitter's environment) that a local job's ranks inherit."""
+    return {
+        name: value
+        for name, value in base.items()
+        if (name in INHERITED_NAMES or name in extra or name.startswith(INHERITED_PREFIXES))
+        and not name.startswith(_OWN_PREFIXES)
+        and not is_credential_name(name)
+    }
+
+
+def dataset_variable(name: str) -> str:
+    """``TRAINHUB_DATASET_<NAME>``: where a rank finds the dataset it asked for by name."""
+    return f"TRAINHUB_DATASET_{name.upper().replace('-', '_')}"
+
+
+def job_environment(
+    user_env: Mapping[str, str],
+    *,
+    job_id: str,
+    job_dir: str,
+    attempt: int,
+    resume_from: str | None,
+    dataset_paths: Mapping[str, str],
+) -> dict[str, str]:
+    """What every rank of a job gets on every backend: the spec's ``env``, then trainhub's own."""
+    env = dict(user_env)
+    env.update(
+        TRAINHUB_JOB_ID=job_id,
+        TRAINHUB_JOB_DIR=job_dir,
+        TRAINHUB_ATTEMPT=str(attempt),
+        PYTHONUNBUFFERED="1",
+        # NVML numbers GPUs in PCI bus order; make CUDA agree so the indices mean the same GPUs.
+        CUDA_DEVICE_ORDER="PCI_BUS_ID",
+    )
+    if resume_from:
+        env["TRAINHUB_RESUME_FROM"] = resume_from
+    for name, path in dataset_paths.items():
+        env[dataset_variable(name)] = path
+    return env
