@@ -21,3 +21,7 @@ class OverQuota(TrainhubError):
 
 class BackendUnavailable(TrainhubError):
     """The backend cannot take requests right now (e.g. the cluster does not answer)."""
+
+
+class TooLarge(TrainhubError):
+    """A request, or a part of it, is over one of the documented limits (trainhub.jobs.limits)."""

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from trainhub_server.calls import ServiceCalls
 
 AUTH_RESOURCE = "trainhub"
+# The largest integer a browser's JSON numbers hold exactly; sequence numbers and byte offsets
+# stay far below it, and SQLite's and the OS's 64-bit integers never overflow on one.
+MAX_INTEGER = 2**53
 
 
 def field_error(field: str, message: str) -> SpecError:
@@ -57,6 +60,8 @@ class TrainhubHandlerMixin(ExtensionHandlerMixin):
             raise field_error(name, f"must be an integer, got {raw!r}") from None
         if value < minimum:
             raise field_error(name, f"must be {minimum} or more")
+        if value > MAX_INTEGER:
+            raise field_error(name, f"must be at most {MAX_INTEGER}")
         return value
 
     # --- the one error-mapping place -----------------------------------------------------

@@ -1,7 +1,7 @@
 """The one place where exceptions become HTTP answers (DESIGN.md, "Conventions").
 
-Validation 400 (naming the field), not found 404, conflict 409, over quota 403, backend
-unavailable 503. Anything else is a 500 whose details stay in the server log.
+Validation 400 (naming the field), not found 404, conflict 409, over quota 403, over a
+size limit 413, backend unavailable 503. Anything else is a 500 whose details stay in the server log.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 from tornado.web import HTTPError
 
-from trainhub.errors import BackendUnavailable, Conflict, NotFound, OverQuota
+from trainhub.errors import BackendUnavailable, Conflict, NotFound, OverQuota, TooLarge
 from trainhub.jobs.spec import SpecError, explain
 from trainhub.bundle.compile import BundleError
 
@@ -44,6 +44,8 @@ def error_response(
         )
     if isinstance(exc, NotFound | FileNotFoundError):
         return 404, {"message": _sentence(exc)}, True
+    if isinstance(exc, TooLarge):
+        return 413, {"message": str(exc)}, True
     if isinstance(exc, Conflict):
         return 409, {"message": str(exc)}, True
     if isinstance(exc, OverQuota):

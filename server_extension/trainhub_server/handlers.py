@@ -15,6 +15,8 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from trainhub.checkpoint.layout import read_manifest
+from trainhub.errors import TooLarge
+from trainhub.jobs import limits
 from trainhub.jobs.models import ListJobsQuery
 from trainhub.jobs.states import JobState
 from trainhub_server.base import TrainhubHandlerMixin, dump, field_error
@@ -31,8 +33,13 @@ class TrainhubAPIHandler(TrainhubHandlerMixin, APIHandler):
             if required:
                 raise field_error("body", "send a JSON object")
             return {}
+        bounds = limits.current()
+        if len(raw) > bounds.request_bytes:
+            raise TooLarge(f"The request body is over {limits.size_text(bounds.request_bytes)}.")
         try:
             body = json.loads(raw)
+        except RecursionError:
+            raise field_error("body", f"nests deeper than {bounds.nesting_depth} levels") from None
         except ValueError as e:
             raise field_error("body", f"is not valid JSON: {e}") from None
         if not isinstance(body, dict):
@@ -109,6 +116,9 @@ class CancelHandler(TrainhubAPIHandler):
         reason = self.body_json().get("reason")
         if reason is not None and not isinstance(reason, str):
             raise field_error("reason", "must be text")
+        most = limits.current().reason_chars
+        if reason is not None and len(reason) > most:
+            raise field_error("reason", f"must be at most {most} characters")
         self.reply(
             await self.calls.call(self.service.cancel, job_id, user=self.owner, reason=reason)
         )

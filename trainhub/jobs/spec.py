@@ -6,6 +6,8 @@ backend. A refused spec names the field and says why in a sentence (:func:`expla
 
 from __future__ import annotations
 
+import keyword
+import math
 import re
 from datetime import timedelta
 from enum import StrEnum
@@ -21,6 +23,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from trainhub.jobs import limits
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 MAX_NAME_LENGTH = 40  # leaves room for the id suffix inside a 63-character Kubernetes name
@@ -209,8 +213,11 @@ def parse_duration(value: Any) -> timedelta | None:
                 raise ValueError(f"{value!r} is not a duration such as 90m, 2h or 1d12h")
             d, h, mi, s = (int(g or 0) for g in m.groups())
             seconds = d * 86400 + h * 3600 + mi * 60 + s
-    if seconds <= 0:
+    if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError("must be longer than zero")
+    longest = limits.current().max_runtime_days
+    if seconds > longest * 86400:
+        raise ValueError(f"must be at most {longest} days")
     return timedelta(seconds=seconds)
 
 
@@ -242,15 +249,39 @@ class JobSpec(Model):
     @field_validator("parameters")
     @classmethod
     def _identifiers(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for key in v:
-            if not key.isidentifier():
-                raise ValueError(f"{key!r} is not a Python identifier")
+        bounds = limits.current()
+        for key, value in v.items():
+            if not key.isidentifier() or keyword.iskeyword(key):
+                what = "a Python keyword" if keyword.iskeyword(key) else "not a Python identifier"
+                raise ValueError(f"{key!r} is {what}; a parameter is assigned as a variable")
+            if limits.nesting_depth(value) > bounds.nesting_depth:
+                raise ValueError(f"{key}: nests deeper than {bounds.nesting_depth} levels")
+            if limits.non_finite(value):
+                raise ValueError(f"{key}: NaN and infinity are not values a notebook can be given")
+            if limits.json_size(value) > bounds.parameter_bytes:
+                raise ValueError(f"{key}: larger than {limits.size_text(bounds.parameter_bytes)}; "
+                                 "pass data as a file in the workspace or a dataset")
+        if limits.json_size(v) > bounds.parameters_bytes:
+            raise ValueError(f"larger than {limits.size_text(bounds.parameters_bytes)} in all")
+        return v
+
+    @field_validator("tags")
+    @classmethod
+    def _few_tags(cls, v: list[str]) -> list[str]:
+        most = limits.current().tags
+        if len(v) > most:
+            raise ValueError(f"at most {most} tags")
         return v
 
     @field_validator("env")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        for key in v:
+        bounds = limits.current()
+        if len(v) > bounds.env_vars:
+            raise ValueError(f"at most {bounds.env_vars} variables")
+        for key, value in v.items():
+            if len(value.encode()) > bounds.env_value_bytes:
+                raise ValueError(f"{key}: longer than {limits.size_text(bounds.env_value_bytes)}")
             if not _ENV_NAME.match(key):
                 raise ValueError(f"{key!r} is not a valid environment variable name")
             if key in RESERVED_ENV or key.startswith(RESERVED_ENV_PREFIXES):

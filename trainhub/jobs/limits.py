@@ -1,0 +1,91 @@
+"""Bounds on what a request may carry, so that one careless or hostile submit cannot fill the
+store, slow every user's job list, or crash the server on input it cannot parse.
+
+Each limit is a setting: ``TRAINHUB_LIMIT_<NAME>`` (for example
+``TRAINHUB_LIMIT_PARAMETER_BYTES=1048576``) overrides the default below. The README lists them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, fields
+from typing import Any
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+@dataclass(frozen=True)
+class Limits:
+    request_bytes: int = 1 * MIB  # one REST request body (a spec refers to files, never carries them)
+    parameter_bytes: int = 64 * KIB  # one parameter value, as JSON
+    parameters_bytes: int = 256 * KIB  # all parameters together, as JSON
+    nesting_depth: int = 32  # lists and objects inside a parameter value or a request body
+    reason_chars: int = 1000  # a cancel reason
+    tags: int = 32  # tags per job
+    env_vars: int = 256  # variables in the spec's env
+    env_value_bytes: int = 32 * KIB  # one env value
+    max_runtime_days: int = 366  # the longest max_runtime a job may ask for
+    log_line_bytes: int = 64 * KIB  # a rank's log line, as stored (longer lines are cut, marked)
+    log_file_bytes: int = 1024 * MIB  # a rank's log file (past it, one marker and nothing more)
+
+
+def current(environ: dict[str, str] | None = None) -> Limits:
+    """The limits in force: the defaults, overridden by ``TRAINHUB_LIMIT_<NAME>``."""
+    env = os.environ if environ is None else environ
+    values: dict[str, int] = {}
+    for f in fields(Limits):
+        raw = env.get(f"TRAINHUB_LIMIT_{f.name.upper()}")
+        if raw:
+            try:
+                values[f.name] = max(1, int(raw))
+            except ValueError:
+                raise ValueError(f"TRAINHUB_LIMIT_{f.name.upper()}={raw!r} is not a whole number") from None
+    return Limits(**values)
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply lists and objects nest in ``value`` (0 for a scalar); iterative, so a
+    pathologically deep value cannot exhaust the interpreter's stack."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            deepest = max(deepest, depth)
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def non_finite(value: Any) -> bool:
+    """Whether a NaN or an infinity hides anywhere in ``value`` (JSON has neither)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def json_size(value: Any) -> int:
+    return len(json.dumps(value, default=str).encode())
+
+
+def size_text(n: int) -> str:
+    if n >= MIB:
+        return f"{n / MIB:g} MiB"
+    if n >= KIB:
+        return f"{n / KIB:g} KiB"
+    return f"{n} bytes"
