@@ -28,8 +28,6 @@ class Limits:
     env_vars: int = 256  # variables in the spec's env
     env_value_bytes: int = 32 * KIB  # one env value
     max_runtime_days: int = 366  # the longest max_runtime a job may ask for
-    log_line_bytes: int = 64 * KIB  # a rank's log line, as stored (longer lines are cut, marked)
-    log_file_bytes: int = 1024 * MIB  # a rank's log file (past it, one marker and nothing more)
 
 
 def current(environ: dict[str, str] | None = None) -> Limits:
