@@ -1,0 +1,159 @@
+"""Opening a job's files as the job left them, never as it pretends them to be.
+
+A job runs the user's code, which can replace anything in its own directory: a rank log by a
+link to ``/etc/passwd`` or ``/proc/self/environ``, ``checkpoints/`` by a link to another
+user's job, ``lineage.json`` by a FIFO that blocks whoever opens it. Whatever the server
+reads, streams, downloads or deletes in a job directory therefore goes through here: every
+component is opened relative to the one before it with ``O_NOFOLLOW`` (as ``openat`` does),
+so no link is followed anywhere on the way, and only regular files and real directories are
+accepted. Files are opened non-blocking, so a FIFO is seen and refused instead of waited on.
+
+The job directory itself is named by trainhub (``<jobs root>/<id>``); the jobs root above it
+is the server's own and is trusted, links included.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class NotAJobFile(ValueError):
+    """A path in a job directory that is a link, a FIFO, a device or otherwise not the job's
+    own regular file (or directory). The sentence names it relative to the job directory."""
+
+
+def _parts(relative: str | os.PathLike[str]) -> list[str]:
+    path = PurePosixPath(relative)
+    if path.is_absolute() or any(p in ("..", "") for p in path.parts):
+        raise NotAJobFile(f"{relative} is not a path inside the job directory")
+    return [p for p in path.parts if p != "."]
+
+
+def _refusal(name: str, mode: int | None = None) -> NotAJobFile:
+    if mode is None or stat.S_ISLNK(mode):
+        kind = "a symbolic link"
+    elif stat.S_ISFIFO(mode):
+        kind = "a FIFO"
+    elif stat.S_ISDIR(mode):
+        kind = "a directory"
+    else:
+        kind = "not a regular file"
+    return NotAJobFile(f"{name} is {kind}; trainhub reads only the job's own regular files")
+
+
+def _open_dir(job_dir: Path, parts: list[str]) -> int:
+    """A descriptor of ``job_dir/parts...``, every component opened without following links."""
+    fd = os.open(job_dir.parent, _DIR_FLAGS & ~os.O_NOFOLLOW)  # the trusted jobs root
+    try:
+        for i, part in enumerate([job_dir.name, *parts]):
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+                    raise _refusal("/".join(parts[:i]) or "the job directory", mode) from None
+                raise
+            os.close(fd)
+            fd = child
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_fd(job_dir: Path, relative: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of the job's regular file ``relative`` (FileNotFoundError if absent)."""
+    parts = _parts(relative)
+    if not parts:
+        raise NotAJobFile("the job directory is not a file")
+    parent = _open_dir(job_dir, parts[:-1])
+    try:
+        try:
+            fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=parent)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise _refusal(str(relative)) from None
+            if e.errno == errno.EISDIR:
+                raise _refusal(str(relative), stat.S_IFDIR) from None
+            raise
+    finally:
+        os.close(parent)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _refusal(str(relative), mode)
+    return fd
+
+
+@contextmanager
+def opened(job_dir: Path, relative: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """``with opened(job_dir, "logs/rank-0.log") as f:`` — a binary file object, unbuffered."""
+    with os.fdopen(open_fd(job_dir, relative), "rb", buffering=0) as f:
+        yield f  # type: ignore[misc]
+
+
+def read_bytes(job_dir: Path, relative: str | os.PathLike[str]) -> bytes:
+    with opened(job_dir, relative) as f:
+        return f.read()
+
+
+def read_range(job_dir: Path, relative: str | os.PathLike[str], offset: int, length: int) -> bytes:
+    fd = open_fd(job_dir, relative)
+    try:
+        return os.pread(fd, length, offset)
+    finally:
+        os.close(fd)
+
+
+def size(job_dir: Path, relative: str | os.PathLike[str]) -> int:
+    fd = open_fd(job_dir, relative)
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def entries(job_dir: Path, relative: str | os.PathLike[str] = ".") -> list[tuple[str, bool]]:
+    """(name, is a real directory) for what a job directory's folder holds; links and other
+    non-regular entries are left out. An absent folder has no entries."""
+    try:
+        fd = _open_dir(job_dir, _parts(relative))
+    except FileNotFoundError:
+        return []
+    try:
+        found = []
+        with os.scandir(fd) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    found.append((entry.name, True))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append((entry.name, False))
+        return found
+    finally:
+        os.close(fd)
+
+
+def remove_tree(job_dir: Path, relative: str | os.PathLike[str]) -> None:
+    """Delete a folder of the job directory; links inside it are removed, never followed."""
+    parts = _parts(relative)
+    if not parts:
+        raise NotAJobFile("the job directory itself is not removed this way")
+    parent = _open_dir(job_dir, parts[:-1])
+    try:
+        mode = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
+        if not stat.S_ISDIR(mode):
+            raise _refusal(str(relative), mode)
+        # rmtree with dir_fd works on descriptors throughout and never follows a link.
+        shutil.rmtree(parts[-1], dir_fd=parent)
+    finally:
+        os.close(parent)
