@@ -460,6 +460,7 @@ def bench_notebook_wall() -> dict:
 def bench_admission() -> dict:
     """(f) One admission decision (a transaction over the queue head) with 10,000 jobs waiting."""
     from trainhub.backends.local.backend import LocalBackend
+    from trainhub.backends.local.store import LocalJob
     from trainhub.jobs.models import JobRecord
     from trainhub.jobs.spec import JobSpec
     from trainhub.jobs.states import JobState
@@ -486,11 +487,10 @@ def bench_admission() -> dict:
                         spec=spec,
                         job_dir=f"{tmp}/jobs/q-{i}",
                         gpus=2,
-                        slots=0,
                         created_at=now + i,
                         assigned_gpus=[2 * i, 2 * i + 1] if i < 2 else [],
-                        supervisor_pid=os.getpid() if i < 2 else None,
                     ),
+                    LocalJob(supervisor_pid=os.getpid() if i < 2 else None),
                 )
         samples = []
         for _ in range(200):

@@ -113,7 +113,7 @@ def new_record(team: Any, name: str, *, workers: int, gpus: int, pool: str) -> A
     job_dir = Path(team.shared_volume.mount_path) / "jobs" / job_id
     return JobRecord(id=job_id, name=name, user="bench", team=team.name, queue=pool, priority=spec.priority.rank,
                      state=JobState.QUEUED, spec=spec, job_dir=str(job_dir), gpus=spec.resources.total_gpus,
-                     slots=0, created_at=time.time())
+                     created_at=time.time())
 
 
 # --- (a) submit -> all pods Running ------------------------------------------------------------

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from log_latency import JupyterServer, percentile, print_table
 
 from trainhub.backends.local.backend import LocalBackend
+from trainhub.backends.local.store import LocalJob
 from trainhub.jobs.models import JobRecord, ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import parse_spec
@@ -70,10 +71,12 @@ def insert_jobs(
                     spec=spec,
                     job_dir=str(jobs_root / job_id),
                     gpus=0,
-                    slots=1,
                     created_at=now - (count - i),
                     started_at=now - (count - i),
                     finished_at=None if state in (JobState.QUEUED, JobState.RUNNING) else now,
+                ),
+                LocalJob(
+                    slots=1,
                     supervisor_pid=supervisor.pid if running else None,
                     supervisor_start=supervisor.create_time() if running else None,
                 ),

@@ -31,6 +31,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from trainhub.backends.local.backend import LocalBackend
+from trainhub.backends.local.store import LocalJob
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import parse_spec
@@ -154,14 +155,14 @@ def running_job(
         spec=parse_spec({"name": name, "source": {"path": "bench.ipynb"}}),
         job_dir=str(jobdir.root),
         gpus=0,
-        slots=0,
         created_at=time.time(),
         started_at=time.time(),
-        supervisor_pid=stand_in.pid,
-        supervisor_start=psutil.Process(stand_in.pid).create_time(),
+    )
+    local = LocalJob(
+        supervisor_pid=stand_in.pid, supervisor_start=psutil.Process(stand_in.pid).create_time()
     )
     with backend.store.transaction() as conn:
-        record = backend.store.insert(conn, record)
+        record = backend.store.insert(conn, record, local)
     return record, stand_in
 
 

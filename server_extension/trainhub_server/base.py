@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import BaseModel
 
-from trainhub.jobs.spec import FieldError, SpecError
+from trainhub.jobs.spec import field_error
 from trainhub_server.error_map import error_response
 
 if TYPE_CHECKING:
@@ -20,10 +20,6 @@ AUTH_RESOURCE = "trainhub"
 # The largest integer a browser's JSON numbers hold exactly; sequence numbers and byte offsets
 # stay far below it, and SQLite's and the OS's 64-bit integers never overflow on one.
 MAX_INTEGER = 2**53
-
-
-def field_error(field: str, message: str) -> SpecError:
-    return SpecError([FieldError(field=field, message=message)])
 
 
 class TrainhubHandlerMixin(ExtensionHandlerMixin):

@@ -24,6 +24,7 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403  (jp_fetch, jp_ws_fetc
 
 from tests.local.conftest import job_processes
 from trainhub.backends.local.backend import LocalBackend
+from trainhub.backends.local.store import LocalJob
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.service import JobService
@@ -116,15 +117,16 @@ def insert_job(
         spec=parse_spec(spec()),
         job_dir=str(jobdir.root),
         gpus=0,
-        slots=0,
         created_at=time.time(),
         started_at=time.time(),
-        supervisor_pid=supervisor.pid if supervisor else None,
-        supervisor_start=supervisor.create_time() if supervisor else None,
         finished_at=time.time() if state.terminal else None,
     )
+    local = LocalJob(
+        supervisor_pid=supervisor.pid if supervisor else None,
+        supervisor_start=supervisor.create_time() if supervisor else None,
+    )
     with backend.store.transaction() as conn:
-        record = backend.store.insert(conn, record)
+        record = backend.store.insert(conn, record, local)
     jobdir.emit("state", state=state.value)
     return record
 

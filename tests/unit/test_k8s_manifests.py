@@ -41,7 +41,7 @@ def record(**spec_overrides) -> JobRecord:
     return JobRecord(
         id="resnet-0a1b2c3d", name="resnet", user="ada@example.org", team="vision", priority=2,
         state=JobState.QUEUED, spec=spec, job_dir="/shared/vision/jobs/resnet-0a1b2c3d",
-        gpus=8, slots=0, created_at=1700000000.0,
+        gpus=8, created_at=1700000000.0,
     )
 
 

@@ -1,9 +1,9 @@
 from trainhub.jobs.spec import RetryPolicy
 from trainhub.jobs.states import FailureClass
+from trainhub.outcome.retry import should_retry
 from trainhub.outcome.verdict import (
     RankExit,
     attempt_verdict,
-    should_retry,
     signal_name,
     torchrun_root_causes,
 )

@@ -61,6 +61,7 @@ from trainhub.checkpoint.layout import (
     read_manifest,
     remove_stale_temps,
     remove_tree,
+    resume_checkpoint,
     retention_victims,
     shard_name,
     step_name,
@@ -707,19 +708,12 @@ def latest(dir: str | os.PathLike[str] | None = None) -> CheckpointInfo | None:
     info = latest_checkpoint(checkpoint_dir())
     resume_from = os.environ.get("TRAINHUB_RESUME_FROM")
     if info is None and resume_from:
-        return _resume_checkpoint(Path(resume_from))
+        info = resume_checkpoint(resume_from)
+        if info is None:
+            raise FileNotFoundError(
+                f"TRAINHUB_RESUME_FROM={resume_from} holds no complete checkpoint"
+            )
     return info
-
-
-def _resume_checkpoint(path: Path) -> CheckpointInfo:
-    """The checkpoint ``$TRAINHUB_RESUME_FROM`` names: a checkpoint, a checkpoints dir or a job dir."""
-    if (path / MANIFEST).is_file():
-        return load_manifest(path)
-    for root in (path, JobDir(path).checkpoints):
-        info = latest_checkpoint(root)
-        if info is not None:
-            return info
-    raise FileNotFoundError(f"TRAINHUB_RESUME_FROM={path} holds no complete checkpoint")
 
 
 def load(

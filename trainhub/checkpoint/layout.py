@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainhub.jobs.directory import JobDir
+
 MANIFEST = "manifest.json"
 TEMP_PREFIX = ".tmp-"
 STEP_DIGITS = 10
@@ -169,6 +171,26 @@ def list_checkpoints(checkpoints_dir: str | os.PathLike[str]) -> list[Checkpoint
 def latest_checkpoint(checkpoints_dir: str | os.PathLike[str]) -> CheckpointInfo | None:
     infos = list_checkpoints(checkpoints_dir)
     return infos[-1] if infos else None
+
+
+def resume_checkpoint(
+    path: str | os.PathLike[str], step: int | None = None
+) -> CheckpointInfo | None:
+    """The checkpoint a job resumes from, or None when there is none.
+
+    ``path`` is a checkpoint, a checkpoints directory or a job directory; ``step`` picks that
+    step, otherwise the latest. The backends choose with it which checkpoint of an earlier job
+    a new job starts from, and the ranks find it with it again from ``$TRAINHUB_RESUME_FROM``.
+    """
+    path = Path(path)
+    if (path / MANIFEST).is_file():
+        info = load_manifest(path)
+        return info if step is None or info.step == step else None
+    for root in (path, JobDir(path).checkpoints):
+        infos = [i for i in list_checkpoints(root) if step is None or i.step == step]
+        if infos:
+            return infos[-1]
+    return None
 
 
 def read_manifest(checkpoints_dir: str | os.PathLike[str], step: int | str) -> CheckpointInfo:

@@ -26,71 +26,65 @@ class Verdict(BaseModel):
     attempt: int = 0
 
 
-class JobRecord(BaseModel):
-    """One row of the local store."""
+class JobBase(BaseModel):
+    """What a job's record and every view of it say alike: which job, whose, where it stands."""
 
-    model_config = ConfigDict(extra="ignore")
-
-    seq: int | None = None
     id: str
     name: str
     user: str
+    state: JobState
     team: str | None = None
     queue: str | None = None
-    priority: int
-    state: JobState
-    spec: JobSpec
-    job_dir: str
     gpus: int
-    slots: int
-    assigned_gpus: list[int] = Field(default_factory=list)
     created_at: float
-    admitted_at: float | None = None
     started_at: float | None = None
     finished_at: float | None = None
     attempt: int = 0
-    retries: dict[str, int] = Field(default_factory=dict)
+    seq: int | None = None  # submission order; page with ListJobsQuery.before
+
+
+class JobDetails(BaseModel):
+    """What a job's record and its description say alike beyond the basics."""
+
+    spec: JobSpec
+    job_dir: str
+    assigned_gpus: list[int] = Field(default_factory=list)
     verdict: Verdict | None = None
-    supervisor_pid: int | None = None
-    supervisor_start: float | None = None
-    process_groups: list[int] = Field(default_factory=list)
-    cancel_requested: bool = False
-    cancel_reason: str | None = None
+    retries: dict[str, int] = Field(default_factory=dict)  # failure class -> retries used
     resubmitted_from: str | None = None
 
 
-class JobSummary(BaseModel):
+class JobRecord(JobDetails, JobBase):
+    """A job as its backend keeps it. Backend-neutral: what only one backend needs (the local
+    backend's processes and CPU slots) that backend keeps itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    priority: int  # the rank of spec.priority, so that queues order by it
+    admitted_at: float | None = None
+    cancel_requested: bool = False
+    cancel_reason: str | None = None
+
+
+class JobSummary(JobBase):
     """A row of the jobs list."""
 
-    id: str
-    name: str
-    user: str
-    state: JobState
     priority: str
-    team: str | None = None
-    queue: str | None = None
-    gpus: int
     world_size: int
-    created_at: float
-    started_at: float | None = None
-    finished_at: float | None = None
-    attempt: int = 0
     wait_reason: str | None = None
     position: int | None = None  # queued jobs ahead of this one
     failure_class: FailureClass | None = None
     source: str  # notebook or script path
-    seq: int | None = None  # submission order; page with ListJobsQuery.before
 
 
-class DescribeJob(JobSummary):
-    spec: JobSpec
-    job_dir: str
-    assigned_gpus: list[int] = Field(default_factory=list)
-    verdict: Verdict | None = None
-    retries: dict[str, int] = Field(default_factory=dict)
+class DescribeJob(JobDetails, JobSummary):
     lineage: dict[str, Any] | None = None
     timeline: list[dict[str, Any]] = Field(default_factory=list)
-    resubmitted_from: str | None = None
+
+
+def fields_of(model: BaseModel, part: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s values of the fields that ``part`` declares, as they are (not re-validated)."""
+    return {name: getattr(model, name) for name in part.model_fields}
 
 
 class ListJobsQuery(BaseModel):

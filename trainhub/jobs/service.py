@@ -20,16 +20,21 @@ from trainhub.backends.base import Backend, Feature
 from trainhub.checkpoint.layout import CheckpointInfo, delete_checkpoint, list_checkpoints, resolve_file
 from trainhub.errors import Conflict, NotFound
 from trainhub.jobs.directory import JobDir, read_jsonl, write_json_atomic
-from trainhub.jobs.models import DescribeJob, JobPage, JobRecord, JobSummary, ListJobsQuery
-from trainhub.jobs.spec import FieldError, JobSpec, SpecError, parse_spec
+from trainhub.jobs.models import (
+    DescribeJob,
+    JobBase,
+    JobDetails,
+    JobPage,
+    JobRecord,
+    JobSummary,
+    ListJobsQuery,
+    fields_of,
+)
+from trainhub.jobs.spec import JobSpec, field_error, parse_spec
 from trainhub.jobs.states import JobState
 
 TIMELINE_EVENTS = frozenset({"submitted", "state", "retry", "verdict", "cancel_requested", "pip_install"})
 METRIC_KINDS = ("scalars", "gpu", "system")
-
-
-def _field_error(field: str, message: str) -> SpecError:
-    return SpecError([FieldError(field=field, message=message)])
 
 
 class JobService:
@@ -108,20 +113,19 @@ class JobService:
         return JobRecord(
             id=job_id, name=spec.name, user=user, team=spec.team, queue=spec.queue,
             priority=spec.priority.rank, state=JobState.QUEUED, spec=spec, job_dir=job_dir,
-            gpus=spec.resources.total_gpus,
-            slots=0 if spec.resources.total_gpus else spec.resources.world_size,
-            created_at=time.time(), resubmitted_from=resubmitted_from,
+            gpus=spec.resources.total_gpus, created_at=time.time(),
+            resubmitted_from=resubmitted_from,
         )
 
     def _check_paths(self, spec: JobSpec) -> None:
         path = (self.workspace_root / spec.source.path).resolve()
         if not path.is_relative_to(self.workspace_root):
-            raise _field_error("source.path", f"{spec.source.path} is outside the workspace")
+            raise field_error("source.path", f"{spec.source.path} is outside the workspace")
         if not path.is_file():
-            raise _field_error("source.path", f"no such file: {spec.source.path}")
+            raise field_error("source.path", f"no such file: {spec.source.path}")
         for i, dataset in enumerate(spec.datasets):
             if not Path(dataset.path).exists():
-                raise _field_error(f"datasets.{i}.path", f"dataset {dataset.name}: no such path {dataset.path}")
+                raise field_error(f"datasets.{i}.path", f"dataset {dataset.name}: no such path {dataset.path}")
 
     def _check_resume(self, spec: JobSpec, user: str) -> None:
         ref = spec.resume_from
@@ -177,13 +181,11 @@ class JobService:
     def _summary(self, record: JobRecord, wait: tuple[str | None, int | None] | None = None) -> JobSummary:
         reason, ahead = wait if wait is not None else self.backend.wait_reason(record)
         return JobSummary(
-            id=record.id, name=record.name, user=record.user, state=record.state,
-            priority=record.spec.priority.value, team=record.team, queue=record.queue,
-            gpus=record.gpus, world_size=record.spec.resources.world_size,
-            created_at=record.created_at, started_at=record.started_at, finished_at=record.finished_at,
-            attempt=record.attempt, wait_reason=reason, position=ahead,
+            **fields_of(record, JobBase),
+            priority=record.spec.priority.value, world_size=record.spec.resources.world_size,
+            wait_reason=reason, position=ahead,
             failure_class=record.verdict.failure_class if record.verdict and record.state.terminal else None,
-            source=record.spec.source.path, seq=record.seq,
+            source=record.spec.source.path,
         )
 
     def _describe(self, record: JobRecord) -> DescribeJob:
@@ -195,10 +197,8 @@ class JobService:
             lineage = json.loads(jobdir.lineage.read_text())
         timeline = [e for e in jobdir.iter_events() if e.get("type") in TIMELINE_EVENTS]
         return DescribeJob(
-            **self._summary(record).model_dump(),
-            spec=record.spec, job_dir=record.job_dir, assigned_gpus=record.assigned_gpus,
-            verdict=record.verdict, retries=record.retries, lineage=lineage, timeline=timeline,
-            resubmitted_from=record.resubmitted_from,
+            **fields_of(self._summary(record), JobSummary), **fields_of(record, JobDetails),
+            lineage=lineage, timeline=timeline,
         )
 
     def jobdir(self, job_id: str, user: str | None = None) -> JobDir:
@@ -212,7 +212,7 @@ class JobService:
             length: int = 1 << 20) -> tuple[bytes, int]:
         jobdir = self.jobdir(job_id, user)
         if rank < 0:
-            raise _field_error("rank", "must be 0 or more")
+            raise field_error("rank", "must be 0 or more")
         if not jobdir.rank_log(rank).exists():
             # The rank has not opened its own log yet (still starting, or it failed before it
             # could): the backend may show what its process printed so far.
@@ -227,7 +227,7 @@ class JobService:
     def metrics(self, job_id: str, kind: str, *, user: str | None = None, offset: int = 0,
                 limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
         if kind not in METRIC_KINDS:
-            raise _field_error("kind", f"must be one of {', '.join(METRIC_KINDS)}")
+            raise field_error("kind", f"must be one of {', '.join(METRIC_KINDS)}")
         return read_jsonl(self.jobdir(job_id, user).metrics / f"{kind}.jsonl", offset, limit)
 
     def checkpoints(self, job_id: str, *, user: str | None = None) -> list[CheckpointInfo]:

@@ -169,20 +169,13 @@ class Resources(Model):
 class RetryPolicy(Model):
     """How many times an attempt is retried, per failure class. Code errors never retry."""
 
+    # Only the numbers: trainhub.outcome.retry applies them (limits, backoff, retries used).
     infrastructure: int = Field(2, ge=0, le=20)
     preempted: int = Field(3, ge=0, le=100)
     environment: int = Field(0, ge=0, le=5)
     backoff_seconds: float = Field(10.0, ge=0, le=3600)
     backoff_factor: float = Field(2.0, ge=1, le=10)
     max_backoff_seconds: float = Field(600.0, ge=0, le=86400)
-
-    def limit(self, failure: str) -> int:
-        return int(getattr(self, failure, 0)) if failure in {"infrastructure", "preempted", "environment"} else 0
-
-    def backoff(self, retry_number: int) -> float:
-        """Seconds to wait before retry number ``retry_number`` (1-based)."""
-        delay = self.backoff_seconds * self.backoff_factor ** max(retry_number - 1, 0)
-        return min(delay, self.max_backoff_seconds)
 
 
 class Dataset(Model):
@@ -309,6 +302,11 @@ class SpecError(ValueError):
     def __init__(self, errors: list[FieldError]):
         self.errors = errors
         super().__init__("; ".join(f"{e.field}: {e.message}" for e in errors))
+
+
+def field_error(field: str, message: str) -> SpecError:
+    """A refusal of one field, e.g. ``field_error("rank", "must be 0 or more")``."""
+    return SpecError([FieldError(field=field, message=message)])
 
 
 def explain(error: ValidationError) -> SpecError:

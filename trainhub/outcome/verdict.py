@@ -9,12 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainhub.jobs.models import Verdict
-from trainhub.jobs.spec import RetryPolicy
 from trainhub.jobs.states import FailureClass
 
-_ROOT_CAUSE = re.compile(
-    r"rank\s*:\s*(?P<rank>\d+).*?exitcode\s*:\s*(?P<code>-?\d+)", re.DOTALL
-)
+_ROOT_CAUSE = re.compile(r"rank\s*:\s*(?P<rank>\d+).*?exitcode\s*:\s*(?P<code>-?\d+)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -63,8 +60,13 @@ def rank_error_verdict(rank: int, result: dict[str, Any], attempt: int) -> Verdi
     message = (result.get("message") or "").strip().splitlines()
     reason = f"{exc}{where} (rank {rank})" + (f": {message[0][:300]}" if message else "")
     return Verdict(
-        failure_class=cls, reason=reason, rank=rank, cell_index=result.get("cell_index"),
-        line=result.get("line"), exception=result.get("exception"), message=result.get("message"),
+        failure_class=cls,
+        reason=reason,
+        rank=rank,
+        cell_index=result.get("cell_index"),
+        line=result.get("line"),
+        exception=result.get("exception"),
+        message=result.get("message"),
         attempt=attempt,
     )
 
@@ -89,7 +91,9 @@ def attempt_verdict(
     errors = {r: res for r, res in rank_results.items() if res.get("outcome") == "error"}
     failed = [e for e in exits if e.exit_code != 0]
     killed = [e for e in failed if (e.exit_code < 0 or e.exit_code > 128) and e.rank not in errors]
-    only_lost_peers = all(res.get("failure_class") == FailureClass.INFRASTRUCTURE.value for res in errors.values())
+    only_lost_peers = all(
+        res.get("failure_class") == FailureClass.INFRASTRUCTURE.value for res in errors.values()
+    )
     if errors and not (killed and only_lost_peers):
         first = min(errors, key=lambda r: (errors[r].get("time") or 0, r))
         return rank_error_verdict(first, errors[first], attempt)
@@ -105,11 +109,10 @@ def attempt_verdict(
     else:
         reason = f"{who} exited with code {culprit.exit_code} without reporting an error"
     return Verdict(
-        failure_class=FailureClass.INFRASTRUCTURE, reason=reason, rank=culprit.rank,
-        exit_code=culprit.exit_code, signal=sig, attempt=attempt,
+        failure_class=FailureClass.INFRASTRUCTURE,
+        reason=reason,
+        rank=culprit.rank,
+        exit_code=culprit.exit_code,
+        signal=sig,
+        attempt=attempt,
     )
-
-
-def should_retry(verdict: Verdict, policy: RetryPolicy, retries_used: dict[str, int]) -> bool:
-    used = retries_used.get(verdict.failure_class.value, 0)
-    return used < policy.limit(verdict.failure_class.value)

@@ -19,11 +19,13 @@ from trainhub.backends.base import Backend, Feature
 from trainhub.backends.kubernetes import manifests, status
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
+from trainhub.checkpoint.layout import resume_checkpoint
 from trainhub.errors import BackendUnavailable, NotFound, OverQuota
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.outcome.retry import count_retry
 from trainhub.teams import Pool, Team, Teams, load_teams
 
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
@@ -147,14 +149,10 @@ class KubernetesBackend(Backend):
         return record
 
     def _resume_from(self, record: JobRecord) -> str | None:
+        """The checkpoint of an earlier job this one starts from, if it asked for one."""
         ref = record.spec.resume_from
-        if ref is None:
-            return None
-        from trainhub.checkpoint.layout import list_checkpoints
-
-        infos = list_checkpoints(JobDir(self.jobs_root / ref.job_id).checkpoints)
-        chosen = [c for c in infos if ref.step is None or c.step == ref.step]
-        return str(chosen[-1].path) if chosen else None
+        info = resume_checkpoint(self.jobs_root / ref.job_id, ref.step) if ref else None
+        return str(info.path) if info is not None else None
 
     def cancel(self, job_id: str, reason: str) -> JobRecord:
         from kubernetes.client import ApiException
@@ -322,10 +320,12 @@ class KubernetesBackend(Backend):
         if sync_events:
             self._sync_events(record, jobdir, job, pods, workload)
         times = _times(job)
-        return record.model_copy(update={
-            "state": state, "verdict": verdict, **times,
-            "retries": {**record.retries, **({"preempted": n} if (n := status.preemptions(workload)) else {})},
-        })
+        # Kueue requeues a preempted job itself: each of its evictions is a preemption retry used.
+        retries = record.retries
+        if evictions := status.preemptions(workload):
+            retries = count_retry(retries, FailureClass.PREEMPTED, used=evictions)
+        return record.model_copy(
+            update={"state": state, "verdict": verdict, **times, "retries": retries})
 
     def _record_base(self, job: Obj) -> JobRecord:
         meta = job["metadata"]
@@ -335,7 +335,7 @@ class KubernetesBackend(Backend):
         return JobRecord(
             seq=int(float(notes["created-at"]) * 1000), id=meta["name"], name=spec.name, user=notes["user"],
             team=self.team.name, queue=self.queue, priority=spec.priority.rank, state=JobState.QUEUED,
-            spec=spec, job_dir=str(jobdir.root), gpus=spec.resources.total_gpus, slots=0,
+            spec=spec, job_dir=str(jobdir.root), gpus=spec.resources.total_gpus,
             created_at=float(notes["created-at"]), attempt=int(notes.get("attempt", "0")),
             retries=json.loads(notes.get("retries", "{}")), resubmitted_from=notes.get("resubmitted-from"),
         )
@@ -361,7 +361,7 @@ class KubernetesBackend(Backend):
         return JobRecord(
             seq=int(created * 1000), id=job_id, name=spec.name, user=user, team=self.team.name, queue=self.queue,
             priority=spec.priority.rank, state=state, spec=spec, job_dir=str(root), gpus=spec.resources.total_gpus,
-            slots=0, created_at=created, finished_at=last.get("time"),
+            created_at=created, finished_at=last.get("time"),
             verdict=Verdict.model_validate(last["verdict"]) if last.get("verdict") else None,
         )
 

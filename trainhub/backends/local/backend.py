@@ -22,15 +22,17 @@ from trainhub.backends.base import Backend, Feature
 from trainhub.backends.local import processes
 from trainhub.backends.local.launch import write_plan
 from trainhub.backends.local.torchrun import launch_plan
-from trainhub.checkpoint.layout import list_checkpoints
+from trainhub.checkpoint.layout import resume_checkpoint
 from trainhub.errors import Conflict, NotFound, OverQuota
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.backends.local.store import Store
+from trainhub.outcome.retry import count_retry, should_retry
+from trainhub.backends.local.store import LocalJob, Store
 from trainhub.backends.local.admission import (
     Capacity,
+    Demand,
     Free,
     Waiting,
     admit,
@@ -50,14 +52,9 @@ ADMISSION_PAGE = 16
 def resolve_resume(store: Store, spec: JobSpec) -> str | None:
     """The checkpoint directory a job asked to start from (another job's), if any."""
     ref = spec.resume_from
-    if ref is None:
-        return None
-    source = store.get(ref.job_id)
-    if source is None:
-        return None
-    infos = list_checkpoints(JobDir(source.job_dir).checkpoints)
-    chosen = [c for c in infos if ref.step is None or c.step == ref.step]
-    return str(chosen[-1].path) if chosen else None
+    source = store.get(ref.job_id) if ref is not None else None
+    info = resume_checkpoint(source.job_dir, ref.step) if source is not None and ref else None
+    return str(info.path) if info is not None else None
 
 
 def _needs_pip(jobdir: JobDir) -> bool:
@@ -67,8 +64,8 @@ def _needs_pip(jobdir: JobDir) -> bool:
         return False
 
 
-def demand_of(record: JobRecord):
-    return demand_for(record.gpus, record.slots)
+def demand_of(record: JobRecord) -> Demand:
+    return demand_for(record.gpus, record.spec.resources.world_size)
 
 
 class LocalBackend(Backend):
@@ -112,7 +109,7 @@ class LocalBackend(Backend):
     def submit(self, record: JobRecord) -> JobRecord:
         self.check_fits(record)
         with self.store.transaction() as conn:
-            record = self.store.insert(conn, record)
+            record = self.store.insert(conn, record, LocalJob(slots=demand_of(record).slots))
             admitted = self._admit(conn)
         self._launch(admitted)
         return self.store.get(record.id) or record
@@ -148,15 +145,15 @@ class LocalBackend(Backend):
             jobdir.emit("state", state=JobState.CANCELLED.value, reason=reason)
         else:
             jobdir.emit("cancel_requested", reason=reason)
-            self._signal_supervisor(record)
+            self._signal_supervisor(self.store.local(job_id))
         return self.store.get(job_id)  # type: ignore[return-value]
 
-    def _signal_supervisor(self, record: JobRecord) -> None:
+    def _signal_supervisor(self, local: LocalJob) -> None:
         import signal
 
-        if processes.is_alive(record.supervisor_pid, record.supervisor_start):
+        if processes.is_alive(local.supervisor_pid, local.supervisor_start):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(record.supervisor_pid, signal.SIGTERM)  # type: ignore[arg-type]
+                os.kill(local.supervisor_pid, signal.SIGTERM)  # type: ignore[arg-type]
         # A job still waiting for its supervisor to start sees the flag when it does;
         # one whose supervisor is gone is finished by reconcile().
         self.reconcile()
@@ -221,26 +218,27 @@ class LocalBackend(Backend):
             argv = [self.python, "-m", "trainhub.backends.local.launch", str(self.home), job_id,
                     str(jobdir.root)]
             proc = processes.spawn_detached(argv, jobdir.supervisor_log, env=env)
-            self.store.update(None, job_id, supervisor_pid=proc.pid, supervisor_start=proc.create_time())
+            self.store.update_local(None, job_id, supervisor_pid=proc.pid,
+                                    supervisor_start=proc.create_time())
 
     # --- reconcile ----------------------------------------------------------------------
     def reconcile(self) -> None:
         """Finish or requeue jobs whose supervisor died; relaunch admitted jobs never launched."""
         now = time.time()
         relaunch: list[str] = []
-        for record in self.store.in_states(ACTIVE):
-            if record.supervisor_pid is None:
+        for record, local in self.store.with_local(ACTIVE):
+            if local.supervisor_pid is None:
                 if now - (record.admitted_at or now) > LAUNCH_GRACE_SECONDS:
                     relaunch.append(record.id)
                 continue
-            if processes.is_alive(record.supervisor_pid, record.supervisor_start):
+            if processes.is_alive(local.supervisor_pid, local.supervisor_start):
                 continue
-            self._supervisor_lost(record)
+            self._supervisor_lost(record, local)
         self._launch(relaunch)
         self.admit_and_launch()
 
-    def _supervisor_lost(self, record: JobRecord) -> None:
-        processes.kill_job_processes(record.id, record.process_groups)
+    def _supervisor_lost(self, record: JobRecord, local: LocalJob) -> None:
+        processes.kill_job_processes(record.id, list(local.process_groups))
         jobdir = JobDir(record.job_dir)
         if record.cancel_requested:
             verdict = Verdict(failure_class=FailureClass.CANCELLED,
@@ -248,24 +246,25 @@ class LocalBackend(Backend):
         else:
             verdict = Verdict(
                 failure_class=FailureClass.INFRASTRUCTURE,
-                reason=f"the job's supervisor (pid {record.supervisor_pid}) ended unexpectedly",
+                reason=f"the job's supervisor (pid {local.supervisor_pid}) ended unexpectedly",
                 attempt=record.attempt,
             )
-        retries = dict(record.retries)
-        used = retries.get(verdict.failure_class.value, 0)
-        retry = not record.cancel_requested and used < record.spec.retry.limit(verdict.failure_class.value)
+        retry = not record.cancel_requested and should_retry(
+            verdict, record.spec.retry, record.retries)
         with self.store.transaction() as conn:
             current = self.store.get(record.id, conn)
-            if current is None or current.state not in ACTIVE or current.supervisor_pid != record.supervisor_pid:
+            if (current is None or current.state not in ACTIVE
+                    or self.store.local(record.id, conn).supervisor_pid != local.supervisor_pid):
                 return  # someone else already dealt with it
             if retry:
-                retries[verdict.failure_class.value] = used + 1
                 verdict.retriable = True
                 self.store.update(
-                    conn, record.id, state=JobState.QUEUED, attempt=record.attempt + 1, retries=retries,
-                    verdict=verdict.model_dump(), supervisor_pid=None, supervisor_start=None,
-                    process_groups=[], assigned_gpus=[],
+                    conn, record.id, state=JobState.QUEUED, attempt=record.attempt + 1,
+                    retries=count_retry(record.retries, verdict.failure_class),
+                    verdict=verdict.model_dump(), assigned_gpus=[],
                 )
+                self.store.update_local(conn, record.id, supervisor_pid=None, supervisor_start=None,
+                                        process_groups=[])
             else:
                 state = JobState.CANCELLED if record.cancel_requested else JobState.FAILED
                 self.store.update(conn, record.id, state=state, verdict=verdict.model_dump(),

@@ -12,12 +12,16 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 
+SCHEMA_VERSION = 1  # PRAGMA user_version of a database this module has brought up to date
+
+# ``jobs`` holds the backend-neutral JobRecord; ``local_jobs`` what only this backend keeps.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     seq               INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -31,7 +35,6 @@ CREATE TABLE IF NOT EXISTS jobs (
     spec              TEXT NOT NULL,
     job_dir           TEXT NOT NULL,
     gpus              INTEGER NOT NULL,
-    slots             INTEGER NOT NULL,
     assigned_gpus     TEXT NOT NULL DEFAULT '[]',
     created_at        REAL NOT NULL,
     admitted_at       REAL,
@@ -40,9 +43,6 @@ CREATE TABLE IF NOT EXISTS jobs (
     attempt           INTEGER NOT NULL DEFAULT 0,
     retries           TEXT NOT NULL DEFAULT '{}',
     verdict           TEXT,
-    supervisor_pid    INTEGER,
-    supervisor_start  REAL,
-    process_groups    TEXT NOT NULL DEFAULT '[]',
     cancel_requested  INTEGER NOT NULL DEFAULT 0,
     cancel_reason     TEXT,
     resubmitted_from  TEXT,
@@ -50,9 +50,63 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority DESC, seq);
 CREATE INDEX IF NOT EXISTS jobs_by_user ON jobs (user, seq DESC);
+CREATE TABLE IF NOT EXISTS local_jobs (
+    job_id            TEXT PRIMARY KEY REFERENCES jobs (id),
+    slots             INTEGER NOT NULL DEFAULT 0,
+    supervisor_pid    INTEGER,
+    supervisor_start  REAL,
+    process_groups    TEXT NOT NULL DEFAULT '[]'
+);
 """
 
-_JSON_COLUMNS = ("spec", "assigned_gpus", "retries", "verdict", "process_groups")
+# Databases written before ``local_jobs`` existed kept these columns in ``jobs``.
+_MOVED_TO_LOCAL_JOBS = ("slots", "supervisor_pid", "supervisor_start", "process_groups")
+
+_RECORD_COLUMNS = tuple(JobRecord.model_fields)
+_JSON_COLUMNS = ("spec", "assigned_gpus", "retries", "verdict")
+_SELECT_JOBS = f"SELECT {', '.join(f'jobs.{c}' for c in _RECORD_COLUMNS)} FROM jobs"
+_WITH_LOCAL = " LEFT JOIN local_jobs ON local_jobs.job_id = jobs.id"
+
+
+@dataclass(frozen=True)
+class LocalJob:
+    """What only the local backend keeps of a job: the CPU slots it holds while admitted, and
+    the processes it runs as (its detached supervisor, and the process groups of its agents)."""
+
+    slots: int = 0
+    supervisor_pid: int | None = None
+    supervisor_start: float | None = None  # the supervisor's create time: pids are reused
+    process_groups: tuple[int, ...] = ()
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> LocalJob:
+        return cls(
+            slots=row["slots"] or 0,
+            supervisor_pid=row["supervisor_pid"],
+            supervisor_start=row["supervisor_start"],
+            process_groups=tuple(json.loads(row["process_groups"] or "[]")),
+        )
+
+
+def _where(
+    *,
+    user: str | None = None,
+    states: Sequence[JobState] | None = None,
+    before_seq: int | None = None,
+) -> tuple[str, list[Any]]:
+    """The WHERE clause (empty when nothing is asked) and its arguments of a query over jobs."""
+    terms: list[str] = []
+    args: list[Any] = []
+    if user is not None:
+        terms.append("jobs.user = ?")
+        args.append(user)
+    if states:
+        terms.append(f"jobs.state IN ({', '.join('?' for _ in states)})")
+        args.extend(str(s) for s in states)
+    if before_seq is not None:
+        terms.append("jobs.seq < ?")
+        args.append(before_seq)
+    return (" WHERE " + " AND ".join(terms) if terms else ""), args
 
 
 class Store:
@@ -62,6 +116,7 @@ class Store:
         self._conn = self._connect()
         with self._conn:
             self._conn.executescript(SCHEMA)
+        self._migrate()
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: we issue BEGIN ourselves, so writers take the lock up front.
@@ -71,6 +126,28 @@ class Store:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=60000")
         return conn
+
+    def _migrate(self) -> None:
+        """Bring a database written by an earlier trainhub up to :data:`SCHEMA_VERSION`."""
+        if self._version(self._conn) >= SCHEMA_VERSION:
+            return
+        with self.transaction() as conn:
+            if self._version(conn) >= SCHEMA_VERSION:
+                return  # another process migrated it meanwhile
+            columns = {row["name"] for row in conn.execute("PRAGMA table_info(jobs)")}
+            if set(_MOVED_TO_LOCAL_JOBS) <= columns:
+                moved = ", ".join(_MOVED_TO_LOCAL_JOBS)
+                conn.execute(
+                    f"INSERT OR IGNORE INTO local_jobs (job_id, {moved})"
+                    f" SELECT id, {moved} FROM jobs"
+                )
+                for column in _MOVED_TO_LOCAL_JOBS:
+                    conn.execute(f"ALTER TABLE jobs DROP COLUMN {column}")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @staticmethod
+    def _version(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
         self._conn.close()
@@ -89,15 +166,17 @@ class Store:
     # --- rows <-> records --------------------------------------------------------------
     @staticmethod
     def _record(row: sqlite3.Row) -> JobRecord:
-        data = dict(row)
+        data = {col: row[col] for col in _RECORD_COLUMNS}
         for col in _JSON_COLUMNS:
-            if data.get(col) is not None:
+            if data[col] is not None:
                 data[col] = json.loads(data[col])
         data["cancel_requested"] = bool(data["cancel_requested"])
         return JobRecord.model_validate(data)
 
     # --- writes -------------------------------------------------------------------------
-    def insert(self, conn: sqlite3.Connection, record: JobRecord) -> JobRecord:
+    def insert(
+        self, conn: sqlite3.Connection, record: JobRecord, local: LocalJob = LocalJob()
+    ) -> JobRecord:
         data = record.model_dump(mode="json", exclude={"seq"})
         for col in _JSON_COLUMNS:
             data[col] = None if data[col] is None else json.dumps(data[col])
@@ -106,9 +185,22 @@ class Store:
         cols = ", ".join(data)
         marks = ", ".join(f":{c}" for c in data)
         cur = conn.execute(f"INSERT INTO jobs ({cols}) VALUES ({marks})", data)
+        conn.execute(
+            "INSERT INTO local_jobs"
+            " (job_id, slots, supervisor_pid, supervisor_start, process_groups)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (
+                record.id,
+                local.slots,
+                local.supervisor_pid,
+                local.supervisor_start,
+                json.dumps(list(local.process_groups)),
+            ),
+        )
         return record.model_copy(update={"seq": cur.lastrowid})
 
     def update(self, conn: sqlite3.Connection | None, job_id: str, **fields: Any) -> None:
+        """Change fields of a job's record."""
         for col in _JSON_COLUMNS:
             if col in fields and fields[col] is not None:
                 fields[col] = json.dumps(fields[col], default=str)
@@ -117,24 +209,51 @@ class Store:
         if "cancel_requested" in fields:
             fields["cancel_requested"] = int(fields["cancel_requested"])
         fields["updated_at"] = time.time()
+        self._set(conn, "jobs", "id", job_id, fields)
+
+    def update_local(self, conn: sqlite3.Connection | None, job_id: str, **fields: Any) -> None:
+        """Change fields of what this backend keeps of a job (:class:`LocalJob`)."""
+        if "process_groups" in fields:
+            fields["process_groups"] = json.dumps(list(fields["process_groups"]))
+        self._set(conn, "local_jobs", "job_id", job_id, fields)
+
+    def _set(
+        self,
+        conn: sqlite3.Connection | None,
+        table: str,
+        key: str,
+        job_id: str,
+        fields: dict[str, Any],
+    ) -> None:
         assignments = ", ".join(f"{c} = :{c}" for c in fields)
         (conn or self._conn).execute(
-            f"UPDATE jobs SET {assignments} WHERE id = :_id", {**fields, "_id": job_id}
+            f"UPDATE {table} SET {assignments} WHERE {key} = :_id", {**fields, "_id": job_id}
         )
 
     # --- reads --------------------------------------------------------------------------
     def get(self, job_id: str, conn: sqlite3.Connection | None = None) -> JobRecord | None:
-        row = (conn or self._conn).execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        row = (conn or self._conn).execute(f"{_SELECT_JOBS} WHERE id = ?", (job_id,)).fetchone()
         return None if row is None else self._record(row)
 
-    def in_states(
-        self, states: Sequence[JobState], conn: sqlite3.Connection | None = None
-    ) -> list[JobRecord]:
-        marks = ", ".join("?" for _ in states)
-        rows = (conn or self._conn).execute(
-            f"SELECT * FROM jobs WHERE state IN ({marks}) ORDER BY seq", [str(s) for s in states]
+    def local(self, job_id: str, conn: sqlite3.Connection | None = None) -> LocalJob:
+        """What this backend keeps of a job (nothing, for a job it does not know)."""
+        row = (
+            (conn or self._conn)
+            .execute("SELECT * FROM local_jobs WHERE job_id = ?", (job_id,))
+            .fetchone()
         )
-        return [self._record(r) for r in rows]
+        return LocalJob() if row is None else LocalJob.from_row(row)
+
+    def with_local(
+        self, states: Sequence[JobState], conn: sqlite3.Connection | None = None
+    ) -> list[tuple[JobRecord, LocalJob]]:
+        """Every job in ``states``, oldest first, with what this backend keeps of it."""
+        where, args = _where(states=states)
+        columns = ", ".join([*(f"jobs.{c}" for c in _RECORD_COLUMNS), "local_jobs.*"])
+        rows = (conn or self._conn).execute(
+            f"SELECT {columns} FROM jobs{_WITH_LOCAL}{where} ORDER BY jobs.seq", args
+        )
+        return [(self._record(r), LocalJob.from_row(r)) for r in rows]
 
     def queue_head(
         self, conn: sqlite3.Connection, limit: int, after: tuple[int, int] | None = None
@@ -144,29 +263,39 @@ class Store:
         Only the columns admission needs: it runs on every submit and must stay cheap
         with thousands of jobs waiting.
         """
-        sql = "SELECT id, priority, seq, gpus, slots FROM jobs WHERE state = 'queued'"
+        sql = (
+            "SELECT jobs.id, jobs.priority, jobs.seq, jobs.gpus, IFNULL(local_jobs.slots, 0)"
+            f" FROM jobs{_WITH_LOCAL} WHERE jobs.state = 'queued'"
+        )
         args: list[Any] = []
         if after is not None:
-            sql += " AND (priority < ? OR (priority = ? AND seq > ?))"
+            sql += " AND (jobs.priority < ? OR (jobs.priority = ? AND jobs.seq > ?))"
             args += [after[0], after[0], after[1]]
-        sql += " ORDER BY priority DESC, seq LIMIT ?"
+        sql += " ORDER BY jobs.priority DESC, jobs.seq LIMIT ?"
         return [tuple(r) for r in conn.execute(sql, [*args, limit])]  # type: ignore[misc]
 
-    def holdings(self, states: Sequence[JobState], conn: sqlite3.Connection | None = None) -> list[tuple[list[int], int]]:
+    def holdings(
+        self, states: Sequence[JobState], conn: sqlite3.Connection | None = None
+    ) -> list[tuple[list[int], int]]:
         """(assigned GPU indices, CPU slots) of every job in ``states``."""
-        marks = ", ".join("?" for _ in states)
+        where, args = _where(states=states)
         rows = (conn or self._conn).execute(
-            f"SELECT assigned_gpus, slots FROM jobs WHERE state IN ({marks})", [str(s) for s in states]
+            f"SELECT jobs.assigned_gpus, IFNULL(local_jobs.slots, 0) FROM jobs{_WITH_LOCAL}{where}",
+            args,
         )
         return [(json.loads(gpus), slots) for gpus, slots in rows]
 
     def jobs_ahead(self, record: JobRecord, conn: sqlite3.Connection | None = None) -> int:
         """How many queued jobs will be considered before this one."""
-        (n,) = (conn or self._conn).execute(
-            "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND"
-            " (priority > ? OR (priority = ? AND seq < ?))",
-            (record.priority, record.priority, record.seq),
-        ).fetchone()
+        (n,) = (
+            (conn or self._conn)
+            .execute(
+                "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND"
+                " (priority > ? OR (priority = ? AND seq < ?))",
+                (record.priority, record.priority, record.seq),
+            )
+            .fetchone()
+        )
         return int(n)
 
     def list_jobs(
@@ -178,31 +307,12 @@ class Store:
         before_seq: int | None = None,
     ) -> list[JobRecord]:
         """Newest first, paged by ``before_seq`` (keyset paging stays fast with many jobs)."""
-        where: list[str] = []
-        args: list[Any] = []
-        if user is not None:
-            where.append("user = ?")
-            args.append(user)
-        if states:
-            where.append(f"state IN ({', '.join('?' for _ in states)})")
-            args.extend(str(s) for s in states)
-        if before_seq is not None:
-            where.append("seq < ?")
-            args.append(before_seq)
-        sql = "SELECT * FROM jobs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY seq DESC LIMIT ?"
-        args.append(limit)
-        return [self._record(r) for r in self._conn.execute(sql, args)]
+        where, args = _where(user=user, states=states, before_seq=before_seq)
+        rows = self._conn.execute(
+            f"{_SELECT_JOBS}{where} ORDER BY jobs.seq DESC LIMIT ?", [*args, limit]
+        )
+        return [self._record(r) for r in rows]
 
     def count(self, *, user: str | None = None, states: Sequence[JobState] | None = None) -> int:
-        where, args = [], []
-        if user is not None:
-            where.append("user = ?")
-            args.append(user)
-        if states:
-            where.append(f"state IN ({', '.join('?' for _ in states)})")
-            args.extend(str(s) for s in states)
-        sql = "SELECT COUNT(*) FROM jobs" + (" WHERE " + " AND ".join(where) if where else "")
-        return int(self._conn.execute(sql, args).fetchone()[0])
+        where, args = _where(user=user, states=states)
+        return int(self._conn.execute(f"SELECT COUNT(*) FROM jobs{where}", args).fetchone()[0])

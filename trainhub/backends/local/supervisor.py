@@ -27,7 +27,8 @@ from trainhub.rank.warm_start import rank_roots
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.outcome.verdict import RankExit, attempt_verdict, should_retry, torchrun_root_causes
+from trainhub.outcome.retry import backoff, count_retry, should_retry
+from trainhub.outcome.verdict import RankExit, attempt_verdict, torchrun_root_causes
 
 CANCEL_GRACE_SECONDS = float(os.environ.get("TRAINHUB_CANCEL_GRACE", "10"))
 POLL_SECONDS = 0.2
@@ -191,8 +192,9 @@ class Supervisor:
             self.sampler = self._start_sampler()
         now = time.time()
         with self.store.transaction() as conn:
-            self.store.update(conn, rec.id, state=JobState.RUNNING, process_groups=[a.pid for a in self.agents],
+            self.store.update(conn, rec.id, state=JobState.RUNNING,
                               **({} if rec.started_at else {"started_at": now}))
+            self.store.update_local(conn, rec.id, process_groups=[a.pid for a in self.agents])
         self.record = self.store.get(rec.id)  # type: ignore[assignment]
         self.jobdir.emit("state", state=JobState.RUNNING.value, attempt=attempt,
                          world_size=res.world_size, gpus=rec.assigned_gpus,
@@ -250,10 +252,8 @@ class Supervisor:
     def _back_off(self, verdict: Verdict) -> bool:
         """Count the retry, wait out the backoff; False when stopped meanwhile."""
         rec = self.record
-        retries = dict(rec.retries)
-        used = retries.get(verdict.failure_class.value, 0) + 1
-        retries[verdict.failure_class.value] = used
-        delay = rec.spec.retry.backoff(used)
+        retries = count_retry(rec.retries, verdict.failure_class)
+        delay = backoff(rec.spec.retry, retries[verdict.failure_class.value])
         from trainhub.checkpoint.layout import list_checkpoints
 
         latest = list_checkpoints(self.jobdir.checkpoints)
