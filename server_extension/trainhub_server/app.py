@@ -16,8 +16,10 @@ from trainhub import settings
 from trainhub.backends import factory
 from trainhub.backends.base import Backend
 from trainhub.jobs.service import JobService
-from trainhub_server import routes
+from trainhub.jobs.models import JobSummary
+from trainhub_server import routes, watch
 from trainhub_server.calls import ServiceCalls
+from trainhub_server.watch import JobsWatcher
 
 
 class TrainhubExtension(ExtensionApp):
@@ -62,6 +64,7 @@ class TrainhubExtension(ExtensionApp):
 
     service: JobService
     calls: ServiceCalls
+    jobs_watcher: JobsWatcher
     _reconciler: PeriodicCallback | None = None
     _reconciling = False
 
@@ -89,6 +92,7 @@ class TrainhubExtension(ExtensionApp):
             allow_pip=self.allow_pip,
         )
         self.calls = ServiceCalls(self.service)
+        self.jobs_watcher = JobsWatcher(self._job_snapshot)
         self.log.info("trainhub: %s backend, jobs in %s", backend.name, jobs_root)
 
     def initialize_handlers(self) -> None:
@@ -98,6 +102,9 @@ class TrainhubExtension(ExtensionApp):
         if self.reconcile_interval > 0:
             self._reconciler = PeriodicCallback(self._reconcile, self.reconcile_interval * 1000)
             self._reconciler.start()
+
+    async def _job_snapshot(self, user: str, watched: set[str]) -> dict[str, JobSummary]:
+        return await self.calls.call(watch.snapshot, self.service, user, watched)
 
     async def _reconcile(self) -> None:
         if self._reconciling:  # a slow reconcile is never stacked on another
@@ -113,6 +120,8 @@ class TrainhubExtension(ExtensionApp):
     async def stop_extension(self) -> None:
         if self._reconciler is not None:
             self._reconciler.stop()
+        if hasattr(self, "jobs_watcher"):
+            self.jobs_watcher.stop()
         if hasattr(self, "calls"):
             self.calls.shutdown()
             self.service.backend.close()

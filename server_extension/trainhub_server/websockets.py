@@ -22,7 +22,6 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.service import METRIC_KINDS
-from trainhub_server import watch
 from trainhub_server.base import TrainhubHandlerMixin, field_error
 from trainhub_server.tails import JsonlTail, LogTail
 
@@ -154,19 +153,13 @@ class MetricsStreamHandler(JobFollower):
 
 class JobsStreamHandler(StreamHandler):
     """Pushes ``{"type": "job", "job": JobSummary}`` for each of the user's jobs that changed
-    (all of them once, on connect)."""
-
-    interval = 1.0
+    (all of them once, on connect), from the server's one watcher (:class:`watch.JobsWatcher`)."""
 
     async def pump(self) -> None:
-        sent: dict[str, dict[str, Any]] = {}
-        watched: set[str] = set()
-        owner = self.owner
-        while True:
-            now = await self.calls.call(watch.snapshot, self.service, owner, watched)
-            for job in watch.changed(sent, now):
-                data = job.model_dump(mode="json")
-                await self.send({"type": "job", "job": data})
-                sent[job.id] = data
-            watched = watch.still_watched(now)
-            await asyncio.sleep(self.interval)
+        sub = self.app.jobs_watcher.subscribe(self.owner)
+        try:
+            while True:
+                for job in await sub.next():
+                    await self.send({"type": "job", "job": job.model_dump(mode="json")})
+        finally:
+            self.app.jobs_watcher.unsubscribe(sub)
