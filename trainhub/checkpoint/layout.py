@@ -23,13 +23,16 @@ import ctypes
 import errno
 import json
 import os
+import posixpath
 import secrets
 import shutil
-from pathlib import Path
+import stat
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainhub.jobs import confined
 from trainhub.jobs.directory import JobDir
 
 MANIFEST = "manifest.json"
@@ -121,48 +124,64 @@ def step_dir(checkpoints_dir: Path, step: int | str) -> Path:
 
 
 # --- reading -------------------------------------------------------------------------------
+#
+# Readers open everything relative to the checkpoints directory through
+# trainhub.jobs.confined: the directory itself, the step directories, manifests and files are
+# opened component by component without following links, so a job that swaps any of them for
+# a link (to another job, to /etc/passwd) or a FIFO is refused instead of read.
 
 
 def load_manifest(path: Path) -> CheckpointInfo:
-    """Read and check the checkpoint in directory ``path``; raise naming the file if it is not one."""
+    """Read and check the checkpoint in directory ``path``; raise naming the file if it is not one.
+
+    ``path`` and everything in it must be real: a link or FIFO anywhere below ``path.parent``
+    is refused with :class:`~trainhub.jobs.confined.NotAJobFile` (a ValueError).
+    """
+    path = Path(path)
+    return _load_confined(path.parent, path.name)
+
+
+def _load_confined(root: Path, name: str) -> CheckpointInfo:
+    path = root / name
     manifest_path = path / MANIFEST
     try:
-        raw: Any = json.loads(manifest_path.read_text())
+        raw: Any = json.loads(confined.read_bytes(root, f"{name}/{MANIFEST}"))
         manifest = CheckpointManifest.model_validate(raw)
     except FileNotFoundError:
         raise FileNotFoundError(f"no checkpoint at {path}: {MANIFEST} is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError, ValidationError) as e:
         raise ValueError(f"{manifest_path} is not a valid checkpoint manifest: {e}") from None
-    expected = parse_step_name(path.name)
+    expected = parse_step_name(name)
     if expected is not None and expected != manifest.step:
-        raise ValueError(f"{manifest_path} says step {manifest.step} but lives in {path.name}/")
+        raise ValueError(f"{manifest_path} says step {manifest.step} but lives in {name}/")
     for f in manifest.files:
-        file_path = path / f.name
-        if Path(f.name).name != f.name or not file_path.is_file():
+        if PurePosixPath(f.name).name != f.name or f.name in ("", ".", ".."):
             raise ValueError(f"{manifest_path} lists {f.name!r}, which is not a file of {path}")
-        if file_path.stat().st_size != f.bytes:
+        try:
+            actual = confined.size(root, f"{name}/{f.name}")
+        except (FileNotFoundError, confined.NotAJobFile):
             raise ValueError(
-                f"{file_path} has {file_path.stat().st_size} bytes, manifest says {f.bytes}"
-            )
+                f"{manifest_path} lists {f.name!r}, which is not a file of {path}"
+            ) from None
+        if actual != f.bytes:
+            raise ValueError(f"{path / f.name} has {actual} bytes, manifest says {f.bytes}")
     return CheckpointInfo.from_manifest(manifest, path)
 
 
 def list_checkpoints(checkpoints_dir: str | os.PathLike[str]) -> list[CheckpointInfo]:
     """Every complete checkpoint under ``checkpoints_dir``, oldest step first.
 
-    Temp directories and anything whose manifest does not check out are left out.
+    Temp directories and anything whose manifest does not check out are left out. A
+    ``checkpoints_dir`` that is a link is refused (:class:`~trainhub.jobs.confined.NotAJobFile`);
+    links inside it are not listed.
     """
     root = Path(checkpoints_dir)
     infos = []
-    try:
-        entries = list(os.scandir(root))
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        if parse_step_name(entry.name) is None or not entry.is_dir(follow_symlinks=False):
+    for name, is_dir in confined.entries(root):
+        if parse_step_name(name) is None or not is_dir:
             continue
         try:
-            infos.append(load_manifest(Path(entry.path)))
+            infos.append(_load_confined(root, name))
         except (OSError, ValueError):
             continue  # removed meanwhile, or not a checkpoint: browsing shows what is sound
     return sorted(infos, key=lambda i: i.step)
@@ -181,9 +200,10 @@ def resume_checkpoint(
     ``path`` is a checkpoint, a checkpoints directory or a job directory; ``step`` picks that
     step, otherwise the latest. The backends choose with it which checkpoint of an earlier job
     a new job starts from, and the ranks find it with it again from ``$TRAINHUB_RESUME_FROM``.
+    Links are not followed below ``path``: a job whose ``checkpoints/`` is a link is refused.
     """
     path = Path(path)
-    if (path / MANIFEST).is_file():
+    if _is_real_file(path.parent, f"{path.name}/{MANIFEST}"):
         info = load_manifest(path)
         return info if step is None or info.step == step else None
     for root in (path, JobDir(path).checkpoints):
@@ -193,36 +213,53 @@ def resume_checkpoint(
     return None
 
 
+def _is_real_file(root: Path, relative: str) -> bool:
+    try:
+        confined.size(root, relative)
+        return True
+    except (OSError, confined.NotAJobFile):
+        return False
+
+
 def read_manifest(checkpoints_dir: str | os.PathLike[str], step: int | str) -> CheckpointInfo:
-    path = _checked_step_dir(Path(checkpoints_dir), step)
-    return load_manifest(path)
+    root = Path(checkpoints_dir)
+    return _load_confined(root, _checked_step_dir(root, step).name)
 
 
 def resolve_file(checkpoints_dir: str | os.PathLike[str], step: int | str, name: str) -> Path:
-    """The real path of file ``name`` of a checkpoint, for a download.
+    """The path of file ``name`` of a checkpoint, for a download.
 
-    Refuses absolute names, ``..``, and symlinks that lead outside the checkpoint.
+    Refuses absolute names, ``..``, subdirectories, and links or FIFOs anywhere from
+    ``checkpoints_dir`` down to the file.
     """
-    ckpt = _checked_step_dir(Path(checkpoints_dir), step).resolve()
-    if not name or Path(name).is_absolute():
+    root = Path(checkpoints_dir)
+    ckpt = _checked_step_dir(root, step)
+    if not name or PurePosixPath(name).is_absolute():
         raise ValueError(f"file name {name!r} must be a relative name inside the checkpoint")
-    candidate = (ckpt / name).resolve()
-    if not candidate.is_relative_to(ckpt):
+    normal = posixpath.normpath(name)
+    if normal == ".." or normal.startswith("../"):
         raise ValueError(f"file name {name!r} points outside checkpoint {ckpt.name}")
-    if not candidate.is_file():
-        raise FileNotFoundError(f"checkpoint {ckpt.name} has no file {name!r}")
-    return candidate
+    try:
+        if "/" in normal or normal == ".":
+            raise FileNotFoundError(name)  # a checkpoint holds plain files only
+        confined.size(root, f"{ckpt.name}/{normal}")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"checkpoint {ckpt.name} has no file {name!r}") from None
+    return root.resolve() / ckpt.name / normal
 
 
 def _checked_step_dir(checkpoints_dir: Path, step: int | str) -> Path:
-    """The step directory, refused when it is a symlink or resolves outside ``checkpoints_dir``."""
+    """The step directory, opened without following links: a link anywhere is refused."""
     path = step_dir(checkpoints_dir, step)
-    if path.is_symlink():
-        raise ValueError(f"checkpoint {path.name} is a symbolic link; refused")
-    if not path.resolve().is_relative_to(checkpoints_dir.resolve()):
-        raise ValueError(f"checkpoint {path.name} resolves outside {checkpoints_dir}; refused")
-    if not path.is_dir():
-        raise FileNotFoundError(f"no checkpoint for step {coerce_step(step)} in {checkpoints_dir}")
+    try:
+        fd = confined.open_dir(checkpoints_dir, path.name)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"no checkpoint for step {coerce_step(step)} in {checkpoints_dir}"
+        ) from None
+    except confined.NotAJobFile as e:
+        raise confined.NotAJobFile(f"checkpoint {path.name} refused: {e}") from None
+    os.close(fd)
     return path
 
 
@@ -305,13 +342,24 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def delete_checkpoint(checkpoints_dir: str | os.PathLike[str], step: int | str) -> None:
-    """Delete one checkpoint: renamed away first, so it vanishes whole, then removed."""
+    """Delete one checkpoint: renamed away first, so it vanishes whole, then removed.
+
+    The rename and the removal work on descriptors of the real checkpoints directory: a link
+    in place of it or of the step directory is refused, links inside are removed, never followed.
+    """
     root = Path(checkpoints_dir)
     path = _checked_step_dir(root, step)
     doomed = temp_path(root, f"deleting-{path.name}")
-    os.rename(path, doomed)
-    fsync_dir(root)
-    remove_tree(doomed)
+    fd = confined.open_dir(root, ".")
+    try:
+        mode = os.stat(path.name, dir_fd=fd, follow_symlinks=False).st_mode
+        if not stat.S_ISDIR(mode):
+            raise confined.NotAJobFile(f"checkpoint {path.name} is not a directory; refused")
+        os.rename(path.name, doomed.name, src_dir_fd=fd, dst_dir_fd=fd)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    confined.remove_tree(root, doomed.name)
 
 
 # --- retention -----------------------------------------------------------------------------

@@ -71,6 +71,11 @@ def _open_dir(job_dir: Path, parts: list[str]) -> int:
         raise
 
 
+def open_dir(job_dir: Path, relative: str | os.PathLike[str] = ".") -> int:
+    """A descriptor of the job's real directory ``relative`` (FileNotFoundError if absent)."""
+    return _open_dir(job_dir, _parts(relative))
+
+
 def open_fd(job_dir: Path, relative: str | os.PathLike[str]) -> int:
     """A read-only descriptor of the job's regular file ``relative`` (FileNotFoundError if absent)."""
     parts = _parts(relative)
