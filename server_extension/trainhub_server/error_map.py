@@ -14,7 +14,7 @@ from tornado.web import HTTPError
 
 from trainhub.errors import BackendUnavailable, Conflict, NotFound, OverQuota, TooLarge
 from trainhub.jobs.spec import SpecError, explain
-from trainhub.bundle.compile import BundleError
+from trainhub.bundle.errors import BundleError
 
 INTERNAL_MESSAGE = "The trainhub server hit an internal error; the details are in the server log."
 _FIELD_PREFIX = re.compile(r"^(parameters\.[A-Za-z_][A-Za-z0-9_]*):")

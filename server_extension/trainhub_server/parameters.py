@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trainhub.jobs.spec import FieldError, SpecError
-from trainhub.bundle.compile import PARAMETERS_TAG, read_notebook
+from trainhub.bundle.cells import PARAMETERS_TAG, read_notebook
 
 
 def _json_value(value: Any) -> bool:

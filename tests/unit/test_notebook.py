@@ -13,16 +13,12 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from trainhub.bundle.compile import compile_bundle
+from trainhub.bundle.errors import BundleError
+from trainhub.bundle.requirements import load_requirements
+from trainhub.bundle.schema import BundleManifest, read_cells
+from trainhub.bundle.workspace import GitignoreMatcher, collect_workspace
 from trainhub.jobs.spec import JobSpec
-from trainhub.bundle.compile import (
-    BundleError,
-    BundleManifest,
-    GitignoreMatcher,
-    collect_workspace,
-    compile_bundle,
-    load_cells,
-    load_requirements,
-)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
 
@@ -72,7 +68,7 @@ def files_in(directory: Path) -> set[str]:
 
 def test_all_takes_code_cells_in_order_without_skipped(workspace):
     manifest, bundle = compile_(workspace, notebook_spec("select.ipynb"))
-    cells = load_cells(bundle)
+    cells = read_cells(bundle)
     assert [c.cell_index for c in cells] == [1, 2, 3, 6]
     assert manifest.cell_indices == [1, 2, 3, 6]
     nb = nbformat.read(workspace / "select.ipynb", as_version=4)
@@ -93,7 +89,7 @@ def test_all_takes_code_cells_in_order_without_skipped(workspace):
 def test_indices_are_sorted_and_skip_tag_still_wins(workspace):
     spec = notebook_spec("select.ipynb", cells={"mode": "indices", "indices": [6, 4, 1]})
     manifest, bundle = compile_(workspace, spec)
-    assert [c.cell_index for c in load_cells(bundle)] == [1, 6]
+    assert [c.cell_index for c in read_cells(bundle)] == [1, 6]
     assert any("cell 5" in w and "trainhub:skip" in w for w in manifest.warnings)
 
 
@@ -115,10 +111,10 @@ def test_bad_indices_are_named(workspace, index, words):
 def test_tags_select_and_skip(workspace):
     spec = notebook_spec("select.ipynb", cells={"mode": "tags", "tags": ["train"]})
     _, bundle = compile_(workspace, spec)
-    assert [c.cell_index for c in load_cells(bundle)] == [3, 6]
+    assert [c.cell_index for c in read_cells(bundle)] == [3, 6]
     spec = notebook_spec("select.ipynb", cells={"mode": "tags", "tags": ["setup", "report"]})
     _, bundle = compile_(workspace, spec, workspace.parent / "b2")
-    assert [c.cell_index for c in load_cells(bundle)] == [1, 6]
+    assert [c.cell_index for c in read_cells(bundle)] == [1, 6]
 
 
 def test_unknown_tag_is_an_error(workspace):
@@ -133,7 +129,7 @@ def test_unknown_tag_is_an_error(workspace):
 def run_cells(bundle: Path) -> dict:
     """Execute the bundle's cells as plain Python (they hold no magics) and return the namespace."""
     namespace: dict = {}
-    for cell in load_cells(bundle):
+    for cell in read_cells(bundle):
         exec(cell.source, namespace)
     return namespace
 
@@ -148,7 +144,7 @@ def test_parameters_are_injected_after_the_parameters_cell(workspace):
         "gamma": float("inf"),
     }
     manifest, bundle = compile_(workspace, spec)
-    cells = load_cells(bundle)
+    cells = read_cells(bundle)
     assert [(c.cell_index, c.injected) for c in cells] == [
         (1, False),
         (2, False),
@@ -176,7 +172,7 @@ def test_parameters_without_a_parameters_cell_go_first(tmp_path):
     spec = notebook_spec("nb.ipynb")
     spec.parameters = {"lr": 3}
     manifest, bundle = compile_(ws, spec)
-    assert [c.cell_index for c in load_cells(bundle)] == [None, 1]
+    assert [c.cell_index for c in read_cells(bundle)] == [None, 1]
     assert run_cells(bundle)["y"] == 6
     assert any("no cell is tagged 'parameters'" in w for w in manifest.warnings)
 
@@ -185,13 +181,12 @@ def test_parameters_cell_not_selected_still_places_them(workspace):
     spec = notebook_spec("select.ipynb", cells={"mode": "tags", "tags": ["train"]})
     spec.parameters = {"lr": 1.0, "epochs": 3}
     manifest, bundle = compile_(workspace, spec)
-    assert [c.cell_index for c in load_cells(bundle)] == [None, 3, 6]
+    assert [c.cell_index for c in read_cells(bundle)] == [None, 3, 6]
     assert run_cells(bundle)["result"] == 3.0
     assert any("cell 3, tagged 'parameters', is not selected" in w for w in manifest.warnings)
 
 
 # --- %pip ----------------------------------------------------------------------------------------
-
 
 PIP_CELL = (
     "import os\n"
@@ -216,7 +211,7 @@ def test_pip_lines_become_requirements(tmp_path):
     assert reqs[2].argv == ["-r", "requirements/0-requirements.txt"]
     assert (bundle / reqs[2].argv[1]).read_text() == "packaging\n"
     assert manifest.requirements == 3
-    cell = load_cells(bundle)[1]
+    cell = read_cells(bundle)[1]
     # Same number of lines, so tracebacks still point at the notebook's lines; still valid Python.
     assert cell.source.count("\n") == PIP_CELL.count("\n")
     compile(TransformerManager().transform_cell(cell.source), "cell", "exec")

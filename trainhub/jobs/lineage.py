@@ -25,7 +25,7 @@ from typing import Any
 
 from trainhub.jobs.directory import write_json_atomic
 from trainhub.jobs.spec import Dataset, JobSpec
-from trainhub.bundle.compile import BundleManifest
+from trainhub.bundle.schema import BundleManifest
 
 LINEAGE_FORMAT = 1
 MAX_DIFF_BYTES = 1 << 20
@@ -55,7 +55,7 @@ def collect_lineage(
             "path": manifest.entry,
             "args": manifest.args,
             "cells": manifest.cell_indices,
-            "selection": manifest.selection.model_dump() if manifest.selection else None,
+            "selection": manifest.selection,
         },
         "parameters": spec.parameters,
         "notebook_sha256": manifest.notebook_sha256,

@@ -29,7 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
 
-from trainhub.bundle.layout import WORKSPACE, RunCell, RunManifest, cell_label, read_cells, read_manifest
+from trainhub.bundle.layout import WORKSPACE
+from trainhub.bundle.schema import BundleCell, BundleManifest, cell_label, read_cells, read_manifest
 from trainhub.outcome.exceptions import explain_exception
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
@@ -304,13 +305,13 @@ def _exit_ok(exc: BaseException | None) -> bool:
 # --- running ------------------------------------------------------------------------------------
 
 
-def _cell_name(cell: RunCell) -> str:
+def _cell_name(cell: BundleCell) -> str:
     return (
         "<trainhub-parameters>" if cell.cell_index is None else f"<trainhub-cell-{cell.cell_index}>"
     )
 
 
-def run_cells(bundle_dir: Path, manifest: RunManifest, ctx: RankContext) -> Failure | None:
+def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
     cells = read_cells(bundle_dir)
     workspace = (bundle_dir / WORKSPACE).resolve()
     writer = OutputWriter(ctx)
@@ -371,7 +372,7 @@ def _error(result: Any) -> BaseException | None:
     return result.error_before_exec or result.error_in_exec
 
 
-def run_script(bundle_dir: Path, manifest: RunManifest, ctx: RankContext) -> Failure | None:
+def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
     workspace = (bundle_dir / WORKSPACE).resolve()
     script = workspace / manifest.entry
     sys.argv = [str(script), *manifest.args]
@@ -559,7 +560,7 @@ def install_requirements(
     Returns (ok, detail); a failed install is an environment failure
     (``classify_exception(PIP_INSTALL_ERROR, detail, "")``).
     """
-    from trainhub.bundle.compile import load_requirements  # the supervisor's side, not a rank's
+    from trainhub.bundle.requirements import load_requirements  # the supervisor's side, not a rank's
 
     bundle_dir = Path(bundle_dir)
     requirements = load_requirements(bundle_dir)
