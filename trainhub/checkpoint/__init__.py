@@ -12,15 +12,26 @@
             ckpt.save({"model": model, "optim": opt}, step, metrics={"loss": loss},
                       async_=True, keep_last=3)
 
+Sharded state (DTensor, FSDP2) is saved by every rank with torch.distributed.checkpoint and
+loaded into the caller's state, resharded to however many ranks the new job has::
+
+    state = {"model": model, "optim": opt}   # opt's state exists once it has stepped
+    if ckpt.resume_step():
+        ckpt.load(into=state)                # fills tensors in place, then load_state_dict
+    ...
+    ckpt.save(state, step, sharded=True, async_=True)
+
 Where: inside a job ``$TRAINHUB_JOB_DIR/checkpoints``; elsewhere ``$TRAINHUB_CHECKPOINT_DIR``
 or ``./checkpoints``, so the same notebook runs interactively and as a job.
 
 Every save is written into a hidden temp directory, fsynced, and renamed into place, so a
 checkpoint is either whole or absent, also when the writer is killed. Under
-torch.distributed, rank 0 alone writes replicated (DDP) state, or every rank writes its own
-shard with ``sharded=True``; all ranks agree on the outcome before any of them sees the save
-as done. With ``async_=True`` training waits only for the copy to CPU memory; writing happens
-on a background thread, and its errors surface on the next ``save``/``wait``.
+torch.distributed, rank 0 alone writes replicated (DDP) state with ``torch.save``, or with
+``sharded=True`` all ranks write it together with ``dcp.save`` (replicated tensors once,
+each shard by its owner); all ranks agree on the outcome before any of them sees the save as
+done. With ``async_=True`` training waits only for the copy to CPU memory, into buffers kept
+from the previous save; writing happens on a background thread, and its errors surface on
+the next ``save``/``wait``. Older per-rank sharded checkpoints (``rank-<r>.pt``) still load.
 
 Only one process may write a checkpoints directory at a time (rank 0 of one job, or one
 interactive session). torch is imported inside the functions that need it.
@@ -39,12 +50,14 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from trainhub.checkpoint import sharded
 from trainhub.checkpoint.layout import (
+    DCP_FORMAT,
     FORMAT,
     MANIFEST,
     TEMP_PREFIX,
@@ -63,7 +76,6 @@ from trainhub.checkpoint.layout import (
     remove_tree,
     resume_checkpoint,
     retention_victims,
-    shard_name,
     step_name,
     temp_path,
 )
@@ -315,7 +327,8 @@ def _write_replicated(plan: _Plan, payload: Any) -> CheckpointInfo | None:
 
 
 def _write_sharded(plan: _Plan, payload: Any) -> CheckpointInfo | None:
-    """Every rank writes its shard into one shared temp dir; rank 0 adds the manifest."""
+    """Every rank writes its part with torch.distributed.checkpoint into one shared temp dir;
+    rank 0 adds the manifest and publishes."""
     ranks = plan.ranks
     # Named from step and attempt so every rank finds it without being told.
     tmp = plan.root / f"{TEMP_PREFIX}{step_name(plan.step)}-a{plan.attempt}-sharded"
@@ -327,28 +340,29 @@ def _write_sharded(plan: _Plan, payload: Any) -> CheckpointInfo | None:
             error = e
     _agree(plan, error, "preparing")
 
-    entry: CheckpointFile | None = None
     write_error: BaseException | None = None
     try:
-        entry = _torch_save(payload, tmp / shard_name(ranks.rank))
-    except Exception as e:
+        sharded.save_state(payload, tmp, ranks.group if ranks.group_ref is not None else None)
+    except BaseException as e:  # DCP's CheckpointException derives from BaseException
+        if not isinstance(e, Exception) and sharded.failed_ranks(e) is None:
+            raise
         write_error = e
-    entries = _gather(ranks, entry.model_dump() if entry else _describe(write_error))
-    failures = [(r, e) for r, e in enumerate(entries) if isinstance(e, str)]
+    verdicts = _gather(ranks, None if write_error is None else _describe(write_error))
+    failures = [(r, v) for r, v in enumerate(verdicts) if v is not None]
     if failures:  # every rank saw the same list: all stop here, without another round
         if ranks.rank == 0:
             remove_tree(tmp)
-        if write_error is not None:
-            raise write_error
-        raise CheckpointError(_failure_text(plan, failures, "writing a shard"))
+        named = sharded.failed_ranks(write_error) if write_error is not None else None
+        if named:  # DCP's collective names the ranks that actually failed
+            failures = sorted(named.items())
+        raise CheckpointError(_failure_text(plan, failures, "writing a shard")) from write_error
 
     error = None
     info = None
     if ranks.rank == 0:
         try:
-            files = [CheckpointFile.model_validate(e) for e in entries]
-            _check_shared_storage(tmp, files)
-            _write_manifest(tmp, plan, files, world_size=ranks.world_size)
+            files = sharded.describe_files(tmp)
+            _write_manifest(tmp, plan, files, world_size=ranks.world_size, format=DCP_FORMAT)
             publish(tmp, plan.final)
             info = load_manifest(plan.final)
         except Exception as e:
@@ -364,15 +378,6 @@ def _fresh_temp(root: Path, tmp: Path) -> Path:
     remove_tree(tmp)
     tmp.mkdir()
     return tmp
-
-
-def _check_shared_storage(tmp: Path, files: list[CheckpointFile]) -> None:
-    for f in files:
-        if not (tmp / f.name).is_file():
-            raise CheckpointError(
-                f"{f.name} is missing from {tmp}: sharded checkpoints need a checkpoints "
-                "directory on storage shared by all ranks"
-            )
 
 
 def _visible(plan: _Plan) -> CheckpointInfo | None:
@@ -445,7 +450,9 @@ def _torch_save(obj: Any, path: Path) -> CheckpointFile:
     return CheckpointFile(name=path.name, bytes=writer.bytes, sha256=writer.hexdigest())
 
 
-def _write_manifest(tmp: Path, plan: _Plan, files: list[CheckpointFile], world_size: int) -> None:
+def _write_manifest(
+    tmp: Path, plan: _Plan, files: list[CheckpointFile], world_size: int, format: str = FORMAT
+) -> None:
     manifest = CheckpointManifest(
         step=plan.step,
         time=round(time.time(), 3),
@@ -454,7 +461,7 @@ def _write_manifest(tmp: Path, plan: _Plan, files: list[CheckpointFile], world_s
         world_size=world_size,
         job_id=plan.job_id,
         attempt=plan.attempt,
-        format=FORMAT,
+        format=format,
         sharded=plan.sharded,
     )
     with open(tmp / MANIFEST, "w") as f:
@@ -665,6 +672,8 @@ def _stage(state: Any) -> tuple[Any, list[torch.Tensor]]:
         return memo[key]
 
     def visit(x: Any) -> Any:
+        if sharded.is_dtensor(x):
+            return sharded.stage_dtensor(x, copy_tensor)
         if isinstance(x, torch.Tensor):
             return copy_tensor(x)
         if isinstance(x, dict):
@@ -719,19 +728,68 @@ def latest(dir: str | os.PathLike[str] | None = None) -> CheckpointInfo | None:
 def load(
     path_or_info: CheckpointInfo | int | str | os.PathLike[str] | None = None,
     *,
+    into: Mapping[str, Any] | None = None,
     map_location: Any = "cpu",
     rank: int | None = None,
     weights_only: bool = True,
 ) -> Any:
     """Load a checkpoint's state: the latest by default, or an info, a step, or a directory.
 
-    For a sharded checkpoint this rank's shard is loaded (``rank`` overrides which).
+    A sharded checkpoint (torch.distributed.checkpoint) loads ``into`` the caller's state,
+    in place and resharded to this job's ranks: ``into`` is a dict like the one saved, whose
+    tensors (DTensor shards included) are filled and whose modules, optimizers and schedulers
+    get ``load_state_dict``; call it on every rank. It returns ``into``.
+    Other checkpoints return the saved state (``into``, when given, is loaded from it the
+    same way); for an older per-rank sharded checkpoint this rank's file is loaded (``rank``
+    overrides which).
     """
     info = _resolve(path_or_info)
     import torch
 
+    if info.format == DCP_FORMAT:
+        if into is None:
+            raise ValueError(
+                f"{info.path} is sharded (torch.distributed.checkpoint): pass the state to "
+                "fill, load(into={'model': model, ...})"
+            )
+        target = _as_state(dict(into))
+        group = _load_group()
+        sharded.load_state(info.path, target, group)
+        return _apply_loaded(into, target)
     file = info.file_for_rank(_current_rank() if rank is None else rank)
-    return torch.load(file, map_location=map_location, weights_only=weights_only)
+    state = torch.load(file, map_location=map_location, weights_only=weights_only)
+    if into is None:
+        return state
+    if not isinstance(state, Mapping):
+        raise ValueError(f"{file} holds a {type(state).__name__}, not a dict to load into")
+    return _apply_loaded(into, state)
+
+
+def _apply_loaded(into: Mapping[str, Any], loaded: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Hand loaded state dicts to the objects that own them; tensors were filled in place."""
+    import torch
+
+    for key, target in into.items():
+        if key not in loaded:
+            raise KeyError(f"the checkpoint holds no {key!r} (it has {sorted(loaded)})")
+        value = loaded[key]
+        if _has_state_dict(target) and callable(getattr(target, "load_state_dict", None)):
+            target.load_state_dict(value)
+        elif isinstance(target, torch.Tensor) and value is not target:
+            with torch.no_grad():
+                target.copy_(value)
+        elif isinstance(target, dict) and value is not target:
+            target.update(value)
+        elif not isinstance(target, torch.Tensor | dict) and isinstance(into, MutableMapping):
+            into[key] = value  # plain values (a step count, a seed) are replaced
+    return into
+
+
+def _load_group() -> Any:
+    dist = _distributed()
+    if dist is None or dist.get_world_size() == 1:
+        return None
+    return _checkpoint_group(dist)
 
 
 def _resolve(path_or_info: CheckpointInfo | int | str | os.PathLike[str] | None) -> CheckpointInfo:

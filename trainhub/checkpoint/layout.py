@@ -6,7 +6,9 @@ Layout (DESIGN.md, "The job directory is the data plane")::
       0000000100/          one directory per step, the step zero-padded to 10 digits
         manifest.json      {step, time, metrics, files: [{name, bytes, sha256}], world_size,
                            job_id, attempt, format, sharded}
-        state.pt           or rank-<r>.pt for each rank when the save was sharded
+        state.pt           replicated saves (format "torch")
+        .metadata, *.distcp  sharded saves (format "dcp", torch.distributed.checkpoint);
+                           older sharded saves hold rank-<r>.pt per rank (format "torch")
       .tmp-...             work in progress or debris of a killed writer; never a checkpoint
 
 A step directory only ever appears by an atomic rename of a complete, fsynced temp directory,
@@ -38,7 +40,8 @@ from trainhub.jobs.directory import JobDir
 MANIFEST = "manifest.json"
 TEMP_PREFIX = ".tmp-"
 STEP_DIGITS = 10
-FORMAT = "torch"
+FORMAT = "torch"  # state.pt, or rank-<r>.pt per rank (older sharded saves)
+DCP_FORMAT = "dcp"  # sharded: torch.distributed.checkpoint files, loaded with dcp.load
 
 
 class CheckpointFile(BaseModel):
@@ -78,6 +81,11 @@ class CheckpointInfo(CheckpointManifest):
 
     def file_for_rank(self, rank: int) -> Path:
         """The file a rank loads: ``state.pt``, or ``rank-<rank>.pt`` for sharded saves."""
+        if self.format == DCP_FORMAT:
+            raise ValueError(
+                f"{self.path} is a torch.distributed.checkpoint checkpoint: load it into your "
+                "state with trainhub.checkpoint.load(into=...)"
+            )
         if not self.sharded:
             return self.path / "state.pt"
         if not 0 <= rank < self.world_size:
