@@ -137,6 +137,14 @@ def test_bad_requirements_json_names_the_file(tmp_path):
         ([["a"]], r"requirements\.json\[0\]: expected an object"),
         ([{"cell_index": 0, "line": 1, "source": "s"}], r"requirements\.json\[0\]: .*argv"),
         (
+            [{"cell_index": 0, "line": 1, "source": "s", "argv": "tqdm"}],
+            r"requirements\.json\[0\]: field 'argv' is not list\[str\]",
+        ),
+        (
+            [{"cell_index": "1", "line": 1, "source": "s", "argv": []}],
+            r"requirements\.json\[0\]: field 'cell_index' is not int",
+        ),
+        (
             [{"cell_index": 0, "line": 1, "source": "s", "argv": [], "extra": 1}],
             r"requirements\.json\[0\]: unknown field 'extra'",
         ),

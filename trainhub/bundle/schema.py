@@ -12,9 +12,11 @@ Cell indices are 0-based positions in the notebook's cell list, markdown cells i
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from trainhub.bundle.errors import BundleError
 from trainhub.bundle.layout import CELLS, MANIFEST
@@ -27,7 +29,7 @@ def cell_label(index: int | None) -> str:
 
 
 class _Record:
-    """JSON round trip of a dataclass: unknown keys and missing required fields are errors."""
+    """JSON round trip of a dataclass: unknown keys, missing fields and wrong types are errors."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload]
@@ -40,10 +42,48 @@ class _Record:
         unknown = sorted(set(data) - names)
         if unknown:
             raise BundleError(f"{where}: unknown field {unknown[0]!r}")
-        try:
-            return cls(**data)
-        except TypeError as e:  # a required field is missing
-            raise BundleError(f"{where}: {e}") from None
+        missing = [f.name for f in fields(cls) if f.name not in data and _required(f)]  # type: ignore[arg-type]
+        if missing:
+            raise BundleError(f"{where}: missing field {missing[0]!r}")
+        hints = _hints(cls)
+        for name, value in data.items():
+            if not _fits(value, hints[name]):
+                raise BundleError(f"{where}: field {name!r} is not {_describe(hints[name])}")
+        return cls(**data)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def _required(f: Field[Any]) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether ``value``, as json.loads returns it, has the type ``hint`` names (one level deep
+    into lists and dicts)."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if origin is Literal:
+        return value in args
+    if origin in (Union, UnionType):
+        return any(_fits(value, a) for a in args)
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if hint is int:  # JSON has no bool/int distinction to keep, but Python does
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _describe(hint: Any) -> str:
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
 
 
 @dataclass(frozen=True)
