@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 from tornado.web import HTTPError
 
+from trainhub.bundle.errors import BundleError
 from trainhub.errors import BackendUnavailable, Conflict, NotFound, OverQuota, TooLarge
 from trainhub.jobs.spec import SpecError, explain
-from trainhub.bundle.errors import BundleError
 
 INTERNAL_MESSAGE = "The trainhub server hit an internal error; the details are in the server log."
 _FIELD_PREFIX = re.compile(r"^(parameters\.[A-Za-z_][A-Za-z0-9_]*):")

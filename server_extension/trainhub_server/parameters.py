@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from trainhub.jobs.spec import FieldError, SpecError
 from trainhub.bundle.cells import PARAMETERS_TAG, read_notebook
+from trainhub.jobs.spec import FieldError, SpecError
 
 
 def _json_value(value: Any) -> bool:

@@ -23,9 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trainhub.bundle.schema import BundleManifest
 from trainhub.jobs.directory import write_json_atomic
 from trainhub.jobs.spec import Dataset, JobSpec
-from trainhub.bundle.schema import BundleManifest
 
 LINEAGE_FORMAT = 1
 MAX_DIFF_BYTES = 1 << 20
