@@ -172,6 +172,7 @@ class LogHandler(TrainhubAPIHandler):
             offset=offset,
             length=min(length, 16 << 20),
         )
+        # The data ends on a character boundary: only bytes that are not UTF-8 are replaced.
         self.reply(
             {"text": data.decode(errors="replace"), "offset": offset, "next_offset": next_offset}
         )

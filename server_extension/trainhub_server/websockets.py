@@ -20,10 +20,12 @@ from jupyter_server.base.websocket import WebSocketMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.directory import JobDir
+from trainhub.jobs.logs import LogFollower
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub_server.base import TrainhubHandlerMixin, field_error
-from trainhub_server.tails import JsonlTail, LogTail
+from trainhub_server.tails import JsonlTail
 
 END = {"type": "end"}
 STATE_CHECK_S = 1.0  # how often a follower asks whether the job has ended
@@ -61,6 +63,11 @@ class StreamHandler(TrainhubHandlerMixin, WebSocketMixin, WebSocketHandler, Jupy
         try:
             await self.pump()
         except (WebSocketClosedError, asyncio.CancelledError):
+            return
+        except NotAJobFile as e:  # the job replaced its file by a link or a FIFO while followed
+            self.log.info("trainhub stream %s refused: %s", self.request.path, e)
+            with contextlib.suppress(WebSocketClosedError):
+                self.close(1008, str(e)[:120])
             return
         except Exception as e:  # the client sees a close with a reason; the log gets the details
             self.log.exception("trainhub stream %s failed", self.request.path)
@@ -119,8 +126,14 @@ class LogStreamHandler(JobFollower):
     interval = 0.05
 
     async def setup(self, job_id: str, rank: str) -> None:  # type: ignore[override]
-        await super().setup(job_id)
-        self.tail = LogTail(self.jobdir.rank_log(int(rank)), self.offset or 0)
+        self.offset = self.int_argument("offset", 0)
+        self.job_id = job_id
+        self.jobdir = await self.calls.call(
+            self.service.log_dir, job_id, user=self.owner, rank=int(rank)
+        )
+        # A log that is a link, a FIFO or a directory is refused before the upgrade (400).
+        await self.calls.read(self.jobdir.has_log, int(rank))
+        self.tail = LogFollower(self.jobdir.log_reader(int(rank)), self.offset or 0)
 
     async def drain(self, *, final: bool) -> None:
         while chunk := await self.calls.read(self.tail.read, final=final):

@@ -41,7 +41,7 @@ def test_a_flush_at_every_byte_position_loses_and_repeats_nothing(
                 while chunk := follower.read(now=now):
                     chunks.append(chunk)
                 now += 1.0
-        chunks += [c for c in iter(lambda: follower.read(final=True), None)]
+        chunks += follower.drain(final=True)
         assert "".join(c.text for c in chunks) == TEXT, cut
         assert "\ufffd" not in "".join(c.text for c in chunks)
         offset = 0

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from trainhub.jobs import confined, logs
+
 EVENTS = "events.jsonl"
 
 
@@ -141,25 +143,28 @@ class JobDir:
 
     # --- logs -------------------------------------------------------------------------------
     def log_ranks(self) -> list[int]:
+        """Ranks that have a log; ``logs/`` itself must be the job's own directory."""
         ranks = []
-        for p in self.logs.glob("rank-*.log"):
-            try:
-                ranks.append(int(p.stem.split("-", 1)[1]))
-            except ValueError:
-                continue
+        for name, is_dir in confined.entries(self.root, "logs"):
+            stem, _, rank = name.removesuffix(".log").partition("-")
+            if not is_dir and stem == "rank" and name.endswith(".log") and rank.isdigit():
+                ranks.append(int(rank))
         return sorted(ranks)
 
-    def read_log(self, rank: int, offset: int = 0, length: int = 1 << 20) -> tuple[bytes, int]:
-        """Bytes of one rank's log from ``offset``, ending on a line boundary when possible."""
-        path = self.rank_log(rank)
+    def log_reader(self, rank: int) -> logs.Reader:
+        return logs.job_dir_reader(self.root, rank)
+
+    def has_log(self, rank: int) -> bool:
+        """Whether the rank has opened its log (:class:`confined.NotAJobFile` if it is not a
+        regular file of the job's own)."""
         try:
-            with open(path, "rb") as f:
-                f.seek(offset)
-                data = f.read(length)
+            confined.size(self.root, logs.rank_log_name(rank))
         except FileNotFoundError:
-            return b"", offset
-        if len(data) == length:
-            cut = data.rfind(b"\n")
-            if cut >= 0:
-                data = data[: cut + 1]
-        return data, offset + len(data)
+            return False
+        return True
+
+    def read_log(self, rank: int, offset: int = 0, length: int = 1 << 20) -> tuple[bytes, int]:
+        """Bytes of one rank's log from ``offset``: whole characters, ending on a line boundary
+        when ``length`` cuts the log."""
+        chunk = logs.read_chunk(self.log_reader(rank), offset, length)
+        return chunk.data, chunk.next_offset

@@ -19,6 +19,7 @@ from typing import Any
 from trainhub.backends.base import Backend, Feature
 from trainhub.checkpoint.layout import CheckpointInfo, delete_checkpoint, list_checkpoints, resolve_file
 from trainhub.errors import Conflict, NotFound
+from trainhub.jobs import logs
 from trainhub.jobs.directory import JobDir, read_jsonl, write_json_atomic
 from trainhub.jobs.models import (
     DescribeJob,
@@ -35,6 +36,14 @@ from trainhub.jobs.states import JobState
 
 TIMELINE_EVENTS = frozenset({"submitted", "state", "retry", "verdict", "cancel_requested", "pip_install"})
 METRIC_KINDS = ("scalars", "gpu", "system")
+
+
+def _ranks_text(world: int) -> str:
+    if world == 1:
+        return "only rank is 0"
+    if world == 2:
+        return "ranks are 0 and 1"
+    return f"ranks are 0 to {world - 1}"
 
 
 class JobService:
@@ -208,18 +217,50 @@ class JobService:
                limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
         return self.jobdir(job_id, user).read_events(offset, limit)
 
-    def log(self, job_id: str, *, user: str | None = None, rank: int = 0, offset: int = 0,
-            length: int = 1 << 20) -> tuple[bytes, int]:
-        jobdir = self.jobdir(job_id, user)
+    def _log_record(self, job_id: str, user: str | None, rank: int) -> JobRecord:
+        record = self.record(job_id, user)
         if rank < 0:
             raise field_error("rank", "must be 0 or more")
-        if not jobdir.rank_log(rank).exists():
-            # The rank has not opened its own log yet (still starting, or it failed before it
-            # could): the backend may show what its process printed so far.
+        world = record.spec.resources.world_size
+        if rank >= world:
+            raise NotFound(f"Job {job_id} has no rank {rank}; its {_ranks_text(world)}.")
+        return record
+
+    def log_dir(self, job_id: str, *, user: str | None = None, rank: int = 0) -> JobDir:
+        """The job directory holding ``rank``'s log; an error naming the job's ranks when it
+        has no such rank."""
+        return JobDir(self._log_record(job_id, user, rank).job_dir)
+
+    def log_reader(self, job_id: str, *, user: str | None = None, rank: int = 0) -> logs.Reader:
+        """Raw reads of one rank's log, for a :class:`trainhub.jobs.logs.LogFollower`."""
+        jobdir = self.log_dir(job_id, user=user, rank=rank)
+        on_disk = jobdir.log_reader(rank)
+
+        def read(offset: int, length: int) -> bytes:
+            if not jobdir.has_log(rank):
+                # The rank has not opened its own log yet (still starting, or it failed before
+                # it could): the backend may show what its process printed so far.
+                live = self.backend.live_log(job_id, rank, offset, length)
+                if live is not None:
+                    return live[0]
+            return on_disk(offset, length)
+
+        return read
+
+    def log(self, job_id: str, *, user: str | None = None, rank: int = 0, offset: int = 0,
+            length: int = 1 << 20) -> tuple[bytes, int]:
+        """Bytes of one rank's log from ``offset`` (whole characters; whole lines when
+        ``length`` cuts it) and the offset to continue from."""
+        record = self._log_record(job_id, user, rank)
+        jobdir = JobDir(record.job_dir)
+        if not jobdir.has_log(rank):
             live = self.backend.live_log(job_id, rank, offset, length)
             if live is not None:
                 return live
-        return jobdir.read_log(rank, offset, length)
+        chunk = logs.read_chunk(
+            jobdir.log_reader(rank), offset, length, final=record.state.terminal
+        )
+        return chunk.data, chunk.next_offset
 
     def log_ranks(self, job_id: str, *, user: str | None = None) -> list[int]:
         return self.jobdir(job_id, user).log_ranks()
