@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from trainhub.checkpoint.layout import CheckpointInfo
+from trainhub.jobs.logs import LogFollower, split_lines
 from trainhub.jobs.models import DescribeJob, JobPage, ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import default_name
@@ -159,22 +160,22 @@ class Job:
 
     def iter_logs(self, rank: int = 0, follow: bool = False, interval: float = 0.3) -> Iterator[str]:
         """Lines of one rank's log; with ``follow``, until the job has ended and all is read."""
-        svc = service()
-        offset = 0
-        pending = b""
+        # Not following: a last line without its newline is read as it is now.
+        log = LogFollower(service().log_reader(self.id, rank=rank),
+                          hold_partial_s=None if follow else 0.0)
+        pending = ""
         while True:
-            data, offset = svc.log(self.id, rank=rank, offset=offset)
-            if data:
-                pending += data
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    yield line.decode(errors="replace")
-                continue
-            if not follow or (self.status.terminal and not svc.log(self.id, rank=rank, offset=offset)[0]):
+            final = follow and self.status.terminal  # read after it: the log is then complete
+            chunks = log.drain(final=final)
+            for chunk in chunks:
+                lines, pending = split_lines(pending, chunk.text)
+                yield from lines
+            if not follow or final:
                 if pending:
-                    yield pending.decode(errors="replace")
+                    yield pending
                 return
-            time.sleep(interval)
+            if not chunks:
+                time.sleep(interval)
 
     def logs(self, rank: int = 0, follow: bool = False, file: TextIO | None = None) -> str | None:
         """Print a rank's log (following it live with ``follow=True``); returns it when not following."""

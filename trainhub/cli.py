@@ -146,26 +146,33 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def _follow(job_id: str, rank: int) -> int:
     """Stream a rank's log; progress (state changes, cells, retries) goes to stderr."""
     from trainhub.api import Job, service
+    from trainhub.jobs.logs import LogFollower, split_lines
 
     svc = service()
-    log_offset, event_offset, pending = 0, 0, b""
-    while True:
-        data, log_offset = svc.log(job_id, rank=rank, offset=log_offset)
-        if data:
-            pending += data
-            *lines, pending = pending.split(b"\n")
+    log = LogFollower(svc.log_reader(job_id, rank=rank), hold_partial_s=None)
+    event_offset, pending = 0, ""
+
+    def show(chunks: list[Any]) -> None:
+        nonlocal pending
+        for chunk in chunks:
+            lines, pending = split_lines(pending, chunk.text)
             for line in lines:
-                print(line.decode(errors="replace"), flush=True)
+                print(line, flush=True)
+
+    while True:
+        chunks = log.drain()
+        show(chunks)
         events, event_offset = svc.events(job_id, offset=event_offset)
         for e in events:
             note = _progress(e, rank)
             if note:
                 print(f"[trainhub] {note}", file=sys.stderr, flush=True)
-        if not data and not events:
+        if not chunks and not events:
             state = Job(job_id).status
             if state.terminal:
+                show(log.drain(final=True))  # read after the state: all the job wrote
                 if pending:
-                    print(pending.decode(errors="replace"))
+                    print(pending)
                 return 0 if state == JobState.SUCCEEDED else 1
             time.sleep(0.3)
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from trainhub.jobs.logs import LogFollower
 from trainhub.jobs.states import JobState
 
 if TYPE_CHECKING:
@@ -168,7 +169,9 @@ class JobWidget(widgets.VBox):
 
         self.job_id = job if isinstance(job, str) else job.id
         self.service = service or default_service()
-        self._events_offset = self._metrics_offset = self._log_offset = 0
+        self._events_offset = self._metrics_offset = 0
+        # Whole lines as they come; the last one without its newline once the job has ended.
+        self._log = LogFollower(self.service.log_reader(self.job_id, rank=0), hold_partial_s=None)
         self._events: list[dict[str, Any]] = []
         self._scalars: list[dict[str, Any]] = []
         self._log_tail: deque[str] = deque(maxlen=LOG_LINES)
@@ -213,14 +216,8 @@ class JobWidget(widgets.VBox):
                 self.job_id, "scalars", offset=self._metrics_offset
             )
             self._scalars.extend(scalars)
-            while True:
-                data, offset = svc.log(self.job_id, rank=0, offset=self._log_offset)
-                if not data:
-                    break
-                self._log_offset = offset
-                self._log_pending = last_lines(
-                    self._log_tail, self._log_pending, data.decode(errors="replace")
-                )
+            for chunk in self._log.drain(final=described.state.terminal):
+                self._log_pending = last_lines(self._log_tail, self._log_pending, chunk.text)
             if self._cells_total is None:
                 self._cells_total = cells_total(Path(described.job_dir) / "bundle")
             lines = list(self._log_tail)
