@@ -4,6 +4,7 @@ the job's own files, and an error naming the ranks a job has."""
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import os
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from tests.server.conftest import finish_job, insert_job
+from trainhub.api import Job
+from trainhub.errors import NotFound
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.service import JobService
 
@@ -130,3 +133,19 @@ async def test_a_rank_the_job_does_not_have_names_those_it_has(
     status, body, _ = await api("GET", "jobs", record.id, "logs", "0")
     assert status == 200 and body == {"text": "", "offset": 0, "next_offset": 0}
     finish_job(server_service, record.id)
+
+
+def test_the_python_api_reads_split_characters_whole(server_service: JobService) -> None:
+    # The notebook API acts as the account running the kernel.
+    record = insert_job(server_service, name="api-utf8", user=getpass.getuser())
+    log = JobDir(record.job_dir).rank_log(0)
+    log.write_bytes(DATA[:4])  # "é " and the first byte of "日"
+    job = Job(record.id)
+    assert list(job.iter_logs()) == ["é "]  # what is written whole so far
+    with open(log, "ab") as f:
+        f.write(DATA[4:])
+    finish_job(server_service, record.id)
+    assert list(job.iter_logs(follow=True)) == TEXT.split("\n")
+    assert job.logs() == TEXT
+    with pytest.raises(NotFound, match="has no rank 1; its only rank is 0"):
+        job.logs(rank=1)
