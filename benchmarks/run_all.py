@@ -24,6 +24,7 @@ from benchmarks.report import print_table  # noqa: E402
 SUITES = {
     "engine": ("benchmarks.engine", {}, {}),
     "checkpoint_stall": ("benchmarks.checkpoint_stall", {}, {"repeats": 3}),
+    "checkpoint_throughput": ("benchmarks.checkpoint_throughput", {}, {"repeats": 3}),
     "sampler_overhead": ("benchmarks.sampler_overhead", {}, {"seconds": 8}),
     "log_latency": ("benchmarks.log_latency", {}, {}),
     "list_endpoint": ("benchmarks.list_endpoint", {}, {"requests": 60}),

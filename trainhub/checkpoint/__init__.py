@@ -51,6 +51,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Mapping, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -639,6 +640,43 @@ def release_staging_memory() -> None:
     _staging.release()
 
 
+_COPY_MAX_THREADS = 4
+_copy_pool: ThreadPoolExecutor | None = None
+
+
+def _copy_threads() -> int:
+    """Threads for staging copies: this rank's share of the cores, at most a few."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    per_rank = (cores or 1) // max(1, _env_int("LOCAL_WORLD_SIZE", 1))
+    return max(1, min(_COPY_MAX_THREADS, per_rank))
+
+
+def _copy_side_by_side(copies: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """``dst.copy_(src)`` for each pair, split by bytes across a kept pool of threads."""
+    global _copy_pool
+    workers = _copy_threads()
+    if workers == 1 or len(copies) < 2:
+        _copy_chunk(copies)
+        return
+    if _copy_pool is None or _copy_pool._max_workers != workers:
+        _copy_pool = ThreadPoolExecutor(workers, thread_name_prefix="trainhub-staging")
+    chunks: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for pair in sorted(copies, key=lambda p: -p[1].nbytes):  # largest first, to the lightest
+        i = loads.index(min(loads))
+        chunks[i].append(pair)
+        loads[i] += pair[1].nbytes
+    futures = [_copy_pool.submit(_copy_chunk, chunk) for chunk in chunks[1:] if chunk]
+    _copy_chunk(chunks[0])  # this thread takes a share too
+    for f in futures:
+        f.result()
+
+
+def _copy_chunk(copies: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    for dst, src in copies:
+        dst.copy_(src, non_blocking=src.is_cuda)
+
+
 def _stage(state: Any) -> tuple[Any, list[torch.Tensor]]:
     """Copy ``state`` so training may change its tensors while the copy is written.
 
@@ -649,6 +687,7 @@ def _stage(state: Any) -> tuple[Any, list[torch.Tensor]]:
     lease: list[torch.Tensor] = []
     memo: dict[tuple[Any, ...], torch.Tensor] = {}
     cuda_devices: set[torch.device] = set()
+    copies: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def copy_tensor(t: torch.Tensor) -> torch.Tensor:
         src = t.detach()
@@ -665,7 +704,7 @@ def _stage(state: Any) -> tuple[Any, list[torch.Tensor]]:
         )
         if key not in memo:
             buf = _staging.take(src, lease)
-            buf.copy_(src, non_blocking=src.is_cuda)
+            copies.append((buf, src))
             if src.is_cuda:
                 cuda_devices.add(src.device)
             memo[key] = buf
@@ -690,12 +729,14 @@ def _stage(state: Any) -> tuple[Any, list[torch.Tensor]]:
             return x
         return copy.deepcopy(x)
 
-    # Staging copies are memory-bound: one thread moves nearly as fast, and avoids the
-    # OpenMP barrier stalls that multiply a copy's time when cores are shared (DDP ranks).
+    staged = visit(state)
+    # Staging copies are memory-bound. OpenMP's threads within one copy_ stall at barriers
+    # when cores are shared (DDP ranks, other jobs), so copy_ runs single-threaded and a few
+    # Python threads copy different tensors side by side instead (copy_ releases the GIL).
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        staged = visit(state)
+        _copy_side_by_side(copies)
     finally:
         torch.set_num_threads(threads)
     for device in cuda_devices:
