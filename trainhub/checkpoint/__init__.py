@@ -659,7 +659,9 @@ def _copy_side_by_side(copies: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
         _copy_chunk(copies)
         return
     if _copy_pool is None or _copy_pool._max_workers != workers:
-        _copy_pool = ThreadPoolExecutor(workers, thread_name_prefix="trainhub-staging")
+        _copy_pool = ThreadPoolExecutor(
+            workers, thread_name_prefix="trainhub-staging", initializer=_one_intra_op_thread
+        )
     chunks: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(workers)]
     loads = [0] * workers
     for pair in sorted(copies, key=lambda p: -p[1].nbytes):  # largest first, to the lightest
@@ -670,6 +672,12 @@ def _copy_side_by_side(copies: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
     _copy_chunk(chunks[0])  # this thread takes a share too
     for f in futures:
         f.result()
+
+
+def _one_intra_op_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # OpenMP's thread count is per calling thread
 
 
 def _copy_chunk(copies: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
