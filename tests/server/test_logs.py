@@ -149,3 +149,19 @@ def test_the_python_api_reads_split_characters_whole(server_service: JobService)
     assert job.logs() == TEXT
     with pytest.raises(NotFound, match="has no rank 1; its only rank is 0"):
         job.logs(rank=1)
+
+
+async def test_a_log_replaced_by_a_link_while_followed_ends_the_stream(
+    jp_ws_fetch: Any, server_service: JobService
+) -> None:
+    record = insert_job(server_service, name="swapped")
+    log = JobDir(record.job_dir).rank_log(0)
+    log.write_text("first\n")
+    ws = await jp_ws_fetch("trainhub", "api", "jobs", record.id, "logs", "0", "stream")
+    message = json.loads(await asyncio.wait_for(ws.read_message(), 10))
+    assert message["text"] == "first\n"
+    log.unlink()
+    os.symlink("/etc/passwd", log)
+    assert await asyncio.wait_for(ws.read_message(), 10) is None  # closed, nothing of the link
+    assert ws.close_code == 1008 and "symbolic link" in ws.close_reason
+    finish_job(server_service, record.id)

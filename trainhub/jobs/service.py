@@ -231,34 +231,32 @@ class JobService:
         has no such rank."""
         return JobDir(self._log_record(job_id, user, rank).job_dir)
 
-    def log_reader(self, job_id: str, *, user: str | None = None, rank: int = 0) -> logs.Reader:
-        """Raw reads of one rank's log, for a :class:`trainhub.jobs.logs.LogFollower`."""
-        jobdir = self.log_dir(job_id, user=user, rank=rank)
+    def _log_source(self, record: JobRecord, rank: int) -> logs.Reader:
+        jobdir = JobDir(record.job_dir)
         on_disk = jobdir.log_reader(rank)
 
         def read(offset: int, length: int) -> bytes:
             if not jobdir.has_log(rank):
                 # The rank has not opened its own log yet (still starting, or it failed before
                 # it could): the backend may show what its process printed so far.
-                live = self.backend.live_log(job_id, rank, offset, length)
+                live = self.backend.live_log(record.id, rank, offset, length)
                 if live is not None:
                     return live[0]
             return on_disk(offset, length)
 
         return read
 
+    def log_reader(self, job_id: str, *, user: str | None = None, rank: int = 0) -> logs.Reader:
+        """Raw reads of one rank's log, for a :class:`trainhub.jobs.logs.LogFollower`."""
+        return self._log_source(self._log_record(job_id, user, rank), rank)
+
     def log(self, job_id: str, *, user: str | None = None, rank: int = 0, offset: int = 0,
             length: int = 1 << 20) -> tuple[bytes, int]:
         """Bytes of one rank's log from ``offset`` (whole characters; whole lines when
         ``length`` cuts it) and the offset to continue from."""
         record = self._log_record(job_id, user, rank)
-        jobdir = JobDir(record.job_dir)
-        if not jobdir.has_log(rank):
-            live = self.backend.live_log(job_id, rank, offset, length)
-            if live is not None:
-                return live
         chunk = logs.read_chunk(
-            jobdir.log_reader(rank), offset, length, final=record.state.terminal
+            self._log_source(record, rank), offset, length, final=record.state.terminal
         )
         return chunk.data, chunk.next_offset
 
