@@ -144,3 +144,22 @@ def test_delete_removes_links_inside_without_following_them(tmp_path: Path) -> N
     assert not path.exists()
     assert (precious / "data").read_text() == "keep me"
     assert [p.name for p in ckdir.iterdir()] == []
+
+
+def test_an_interactive_checkpoints_dir_may_be_reached_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a job the user names the directory: a link to it is resolved, then trusted."""
+    import torch
+
+    import trainhub.checkpoint as ckpt
+
+    real = tmp_path / "scratch"
+    real.mkdir()
+    (tmp_path / "ckpts").symlink_to(real)
+    monkeypatch.delenv("TRAINHUB_JOB_DIR", raising=False)
+    monkeypatch.setenv("TRAINHUB_CHECKPOINT_DIR", str(tmp_path / "ckpts"))
+    info = ckpt.save({"w": torch.arange(3.0)}, 2, keep_last=1).wait()
+    assert info is not None and info.path.parent == real
+    assert torch.equal(ckpt.load()["w"], torch.arange(3.0))
+    assert ckpt.latest(tmp_path / "ckpts") == info and ckpt.resume_step() == 3

@@ -40,6 +40,7 @@ interactive session). torch is imported inside the functions that need it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import copy
 import hashlib
 import json
@@ -110,7 +111,8 @@ def checkpoint_dir() -> Path:
     job_dir = os.environ.get("TRAINHUB_JOB_DIR")
     if job_dir:
         return JobDir(job_dir).checkpoints.absolute()
-    return Path(os.environ.get("TRAINHUB_CHECKPOINT_DIR") or "checkpoints").absolute()
+    # Resolved: the user may point it through a link, and readers never follow links below it.
+    return Path(os.environ.get("TRAINHUB_CHECKPOINT_DIR") or "checkpoints").resolve()
 
 
 # --- saving --------------------------------------------------------------------------------
@@ -266,8 +268,8 @@ def wait_all() -> None:
 def _start_background(handle: CheckpointHandle, staged: Any, lease: list[Any]) -> None:
     global _pending, _atexit_registered
     thread = threading.Thread(
-        target=handle._run,
-        args=(staged, lease),
+        target=_run_in_background,
+        args=(handle, staged, lease),
         name=f"trainhub-checkpoint-{handle.step}",
     )
     with _lock:
@@ -276,6 +278,18 @@ def _start_background(handle: CheckpointHandle, staged: Any, lease: list[Any]) -
             atexit.register(_flush_at_exit)
             _atexit_registered = True
     thread.start()
+
+
+_BACKGROUND_NICENESS = 10
+
+
+def _run_in_background(handle: CheckpointHandle, staged: Any, lease: list[Any]) -> None:
+    # Writing competes with training for cores on a busy machine: training goes first; the
+    # write only has to end before the next save.
+    # Not Linux, or not allowed: the write runs at training's priority.
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _BACKGROUND_NICENESS)
+    handle._run(staged, lease)
 
 
 def _flush_at_exit() -> None:
@@ -762,7 +776,7 @@ def latest(dir: str | os.PathLike[str] | None = None) -> CheckpointInfo | None:
     ``$TRAINHUB_RESUME_FROM`` names an earlier job's checkpoint, that one.
     """
     if dir is not None:
-        return latest_checkpoint(Path(dir))
+        return latest_checkpoint(Path(dir).resolve())  # the caller's own choice of directory
     info = latest_checkpoint(checkpoint_dir())
     resume_from = os.environ.get("TRAINHUB_RESUME_FROM")
     if info is None and resume_from:
@@ -851,7 +865,7 @@ def _resolve(path_or_info: CheckpointInfo | int | str | os.PathLike[str] | None)
         return path_or_info
     if isinstance(path_or_info, int):
         return read_manifest(checkpoint_dir(), path_or_info)
-    return load_manifest(Path(path_or_info))
+    return load_manifest(Path(path_or_info).resolve())
 
 
 def resume_step() -> int:
