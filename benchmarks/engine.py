@@ -175,8 +175,8 @@ def _wait_file(path: Path, timeout: float = 300) -> float:
 
 def _submit_in_process(env: dict[str, str], ws: Path, notebook: str, nproc: int) -> str:
     """Submit as the Jupyter server does on a Submit click: a service already loaded."""
-    from trainhub.jobs.service import JobService
     from trainhub.backends.factory import backend_class
+    from trainhub.jobs.service import JobService
 
     saved = dict(os.environ)
     os.environ.update(env)
@@ -203,7 +203,7 @@ def bench_first_cell() -> list[dict]:
     One trainhub home throughout, which has run a job before (as a server has, so its package
     list for lineage is cached); each round runs every variant once, starting each round one
     variant further along, so that none always runs first or right after another."""
-    times: dict[str, list[float]] = {"server": [], "cold": [], "cli": [], "bare": []}
+    times: dict[str, list[float]] = {"server": [], "cli": [], "bare": []}
     with _sandbox() as (tmp, ws, env):
         _write_notebook(ws / "first.ipynb", [FIRST_CELL])
         (ws / "first.py").write_text(FIRST_CELL)
@@ -211,12 +211,13 @@ def bench_first_cell() -> list[dict]:
         _wait(env, ws, _submit_in_process(env, ws, "first.ipynb", 2).split(":", 1)[1])
         variants = list(times)
         for round_ in range(FIRST_CELL_ROUNDS):
-            for variant in variants[round_ % 4 :] + variants[: round_ % 4]:
+            turn = round_ % len(variants)
+            for variant in variants[turn:] + variants[:turn]:
                 out = tmp / f"{variant}-{round_}"
                 times[variant].append(
                     _first_cell(variant, env | {"FIRST_CELL_OUT": str(out)}, ws, out)
                 )
-    server, cold, cli, bare = times.values()
+    server, cli, bare = times.values()
     b = statistics.median(bare)
     return [
         {
@@ -230,7 +231,6 @@ def bench_first_cell() -> list[dict]:
         for name, times, target in (
             ("(a) submit -> first cell, 2 ranks (Submit button: server path)", server, "<= 1.15"),
             ("(a') the same from the trainhub CLI (a new interpreter)", cli, "-"),
-            ("(a'') the server path without warm rank start (TRAINHUB_WARM_START=0)", cold, "-"),
         )
     ]
 
@@ -247,7 +247,6 @@ def _first_cell(variant: str, env: dict[str, str], ws: Path, out: Path) -> float
         start = time.time()
         job_id = _trainhub(env, ws, "submit", "first.ipynb", "--nproc", "2")
     else:
-        env["TRAINHUB_WARM_START"] = "1" if variant == "server" else "0"
         t0, job_id = _submit_in_process(env, ws, "first.ipynb", 2).split(":", 1)
         start = float(t0)
     seconds = _wait_file(out.with_suffix(".0")) - start
@@ -467,7 +466,7 @@ def bench_admission() -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         backend = LocalBackend(Path(tmp), slots=2)
-        backend.__dict__["capacity"] = type(backend.capacity)(gpus=(0, 1, 2, 3), slots=2)
+        backend.admitter.__dict__["gpus"] = (0, 1, 2, 3)
         spec = JobSpec.model_validate(
             {"name": "q", "source": {"path": "x.ipynb"}, "resources": {"gpus_per_worker": 2}}
         )

@@ -20,16 +20,12 @@ from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import default_name
 from trainhub.jobs.states import JobState
 
-_service: JobService | None = None
-
 
 def service() -> JobService:
-    global _service
-    if _service is None:
-        from trainhub.backends.factory import make_service
+    """The job service of this process, shared with the widgets."""
+    from trainhub.backends.factory import shared_service
 
-        _service = make_service()
-    return _service
+    return shared_service()
 
 
 def build_spec(

@@ -299,6 +299,20 @@ def cmd_admin_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_slots(args: argparse.Namespace) -> int:
+    """Show or set this machine's CPU slots: one value in the store, for every process."""
+    from trainhub.api import service
+
+    backend = service().backend
+    admitter = getattr(backend, "admitter", None)
+    if admitter is None:
+        raise ValueError("slots: only the local backend has CPU slots (the cluster has quotas)")
+    if args.count is not None:
+        admitter.set_slots(args.count)
+    print(admitter.slots())
+    return 0
+
+
 def _user() -> str:
     import getpass
 
@@ -372,6 +386,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--reason")
     c.add_argument("--wait", action="store_true", help="until every process has ended")
     c.set_defaults(func=cmd_cancel)
+
+    sl = sub.add_parser("slots", help="show or set this machine's CPU slots for CPU-only ranks")
+    sl.add_argument("count", type=int, nargs="?", help="the new number of slots (at least 1)")
+    sl.set_defaults(func=cmd_slots)
 
     a = sub.add_parser("admin", help="cluster objects from the teams file (for administrators)")
     asub = a.add_subparsers(dest="admin_verb", required=True)

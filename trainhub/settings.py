@@ -42,10 +42,5 @@ def allow_pip() -> bool:
     return _flag("TRAINHUB_ALLOW_PIP", True)
 
 
-def warm_start() -> bool:
-    """TRAINHUB_WARM_START=0: torchrun starts each rank's runner itself (see trainhub.rank.warm_start)."""
-    return _flag("TRAINHUB_WARM_START", True)
-
-
 def workspace_root() -> Path:
     return Path(os.environ.get("TRAINHUB_WORKSPACE") or os.getcwd()).resolve()

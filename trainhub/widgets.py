@@ -165,10 +165,10 @@ class JobWidget(widgets.VBox):
     """Displays a job and keeps itself up to date until the job ends."""
 
     def __init__(self, job: Job | str, *, service: JobService | None = None, start: bool = True):
-        from trainhub.api import service as default_service
+        from trainhub.backends.factory import shared_service
 
         self.job_id = job if isinstance(job, str) else job.id
-        self.service = service or default_service()
+        self.service = service or shared_service()
         self._events_offset = self._metrics_offset = 0
         # Whole lines as they come; the last one without its newline once the job has ended.
         self._log = LogFollower(self.service.log_reader(self.job_id, rank=0), hold_partial_s=None)

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from tests.local.conftest import Trainhub, job_processes, wait_for
-from trainhub.rank.warm_start import rank_roots
+from trainhub.backends.local.processes import rank_roots
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +93,7 @@ def test_missing_module_is_an_environment_failure(trainhub_env: Trainhub):
 
 
 def _rank_pid(job_id: str, rank: int) -> int | None:
-    """The process running the rank's cells, once it runs them (a warm runner exists before)."""
+    """The process running the rank's cells, once it runs them."""
     found = []
     for proc in job_processes(job_id):
         try:
@@ -147,7 +147,7 @@ def test_cancel_stops_every_process(trainhub_env: Trainhub):
 
 def test_a_cancel_while_the_ranks_start_leaves_no_process(trainhub_env: Trainhub):
     job_id = trainhub_env.submit("train_ddp.ipynb", "--nproc", "2")
-    # Whichever it reaches first: the launcher, its warm runners, or torchrun loading PyTorch.
+    # Whichever it reaches first: the launcher, or torchrun loading PyTorch.
     trainhub_env.run("cancel", job_id, "--wait")
     job = trainhub_env.describe(job_id)
     assert job["state"] == "cancelled" and job["verdict"]["failure_class"] == "cancelled"
@@ -182,7 +182,7 @@ def test_a_job_whose_supervisor_died_does_not_stay_running(trainhub_env: Trainhu
     wait_for(lambda: trainhub_env.describe(job_id)["state"] == "running", 30, "the job to be running")
     supervisor = next(p for p in psutil.process_iter(["cmdline"])
                       if p.info["cmdline"] and job_id in p.info["cmdline"]
-                      and "trainhub.backends.local.launch" in p.info["cmdline"])
+                      and "trainhub.backends.local.launcher" in p.info["cmdline"])
     supervisor.kill()
     supervisor.wait(10)
     jobs = {j["id"]: j for j in trainhub_env.json("jobs")["jobs"]}  # reconciles

@@ -4,7 +4,6 @@ from trainhub.backends.local.torchrun import (
     single_process_env,
     torchrun_argv,
 )
-from trainhub.rank.warm_start import HANDOFF_DIR, WARM_RANK
 from trainhub.jobs.spec import parse_spec
 
 
@@ -52,34 +51,16 @@ def test_launch_plan_has_one_agent_per_worker_with_its_own_gpus():
     assert all("--nproc-per-node=2" in a["argv"] and a["env"]["TRAINHUB_ATTEMPT"] == "1" for a in agents)
 
 
-def test_each_rank_of_a_torchrun_plan_has_a_warm_runner_with_its_workers_gpus():
+def test_each_torchrun_agent_starts_the_runner_with_its_workers_gpus():
     from trainhub.backends.local.torchrun import launch_plan
 
     spec = parse_spec({"name": "t", "source": {"path": "a.ipynb"},
                        "resources": {"workers": 2, "processes_per_worker": 2, "gpus_per_worker": 2}})
     plan = launch_plan("py", {"PATH": "/bin"}, spec, job_id="t-1", job_dir="/j", bundle="/j/bundle",
                        attempt=0, assigned_gpus=[0, 1, 2, 3], port=29500, resume_from=None)
-    assert plan["run_dir"] == "/j/run"
-    # torchrun starts the stand-in, which hands the rank to the runner waiting for it.
-    assert all(a["argv"][-3:] == ["-m", "trainhub.rank.warm_start", "/j/bundle"] for a in plan["agents"])
-    assert all(a["env"][HANDOFF_DIR] == "/j/run" for a in plan["agents"])
-    assert [w["rank"] for w in plan["warm"]] == [0, 1, 2, 3]
-    assert plan["warm"][3]["argv"] == ["py", "-m", "trainhub.rank.runner", "--warm", "/j/run/rank-3.sock", "/j/bundle"]
-    assert [w["env"]["CUDA_VISIBLE_DEVICES"] for w in plan["warm"]] == ["0,1", "0,1", "2,3", "2,3"]
-    # A warm runner's start-up environment is its agent's, so it can take the rank over.
-    agent_env = {k: v for k, v in plan["agents"][1]["env"].items() if k != HANDOFF_DIR}
-    assert {k: v for k, v in plan["warm"][2]["env"].items() if k != WARM_RANK} == agent_env
-    assert HANDOFF_DIR not in plan["warm"][2]["env"]
-
-
-def test_without_warm_start_torchrun_starts_the_runner_itself():
-    from trainhub.backends.local.torchrun import launch_plan
-
-    spec = parse_spec({"name": "t", "source": {"path": "a.ipynb"}, "resources": {"processes_per_worker": 2}})
-    plan = launch_plan("py", {}, spec, job_id="t-1", job_dir="/j", bundle="/j/bundle", attempt=0,
-                       assigned_gpus=[], port=1, resume_from=None, warm_start=False)
-    assert plan["warm"] == [] and plan["run_dir"] is None
-    assert plan["agents"][0]["argv"][-3:] == ["-m", "trainhub.rank.runner", "/j/bundle"]
+    assert list(plan) == ["agents"]
+    assert all(a["argv"][-3:] == ["-m", "trainhub.rank.runner", "/j/bundle"] for a in plan["agents"])
+    assert [a["env"]["CUDA_VISIBLE_DEVICES"] for a in plan["agents"]] == ["0,1", "2,3"]
 
 
 def test_a_one_process_plan_starts_the_runner_itself():
@@ -89,6 +70,5 @@ def test_a_one_process_plan_starts_the_runner_itself():
     plan = launch_plan("py", {}, spec, job_id="t-1", job_dir="/j", bundle="/j/bundle", attempt=0,
                        assigned_gpus=[], port=1234, resume_from=None)
     (agent,) = plan["agents"]
-    assert plan["warm"] == [] and plan["run_dir"] is None
     assert agent["argv"] == ["py", "-m", "trainhub.rank.runner", "/j/bundle"]
     assert agent["env"]["RANK"] == "0" and agent["env"]["MASTER_PORT"] == "1234"

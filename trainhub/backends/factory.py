@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,3 +36,9 @@ def make_service(workspace: Path | None = None) -> JobService:
         backend, workspace_root=workspace or settings.workspace_root(), jobs_root=backend.jobs_root,
         allow_pip=settings.allow_pip(),
     )
+
+
+@cache
+def shared_service() -> JobService:
+    """The one job service of this process (a notebook's kernel, the CLI), built on first use."""
+    return make_service()

@@ -31,9 +31,9 @@ from typing import Any, cast
 
 from trainhub.bundle.layout import WORKSPACE
 from trainhub.bundle.schema import BundleCell, BundleManifest, cell_label, read_cells, read_manifest
-from trainhub.outcome.exceptions import explain_exception
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
+from trainhub.outcome.exceptions import explain_exception
 
 MAX_TRACEBACK_CHARS = 64 * 1024
 PIP_TIMEOUT_S = 3600.0
@@ -227,15 +227,6 @@ def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
         "matplotlib.figure", "Figure", _figure_png
     )
     return shell
-
-
-def _preload_shell() -> None:
-    """Import what ``_make_shell`` needs, before the rank is known (see trainhub.rank.warm_start)."""
-    import IPython.core.compilerop
-    import IPython.core.displayhook
-    import IPython.core.displaypub
-    import IPython.core.interactiveshell  # noqa: F401
-    import traitlets.config  # noqa: F401
 
 
 def _figure_png(figure: Any) -> bytes:
@@ -514,20 +505,8 @@ def _flush_checkpoints(status_path: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    link = None
-    if len(args) == 3 and args[0] == "--warm":
-        # Started ahead of torchrun's spawn: load what a rank needs, then wait for the rank.
-        from trainhub.rank.warm_start import WARM_RANK, WarmListener, loading_turn
-
-        with loading_turn(args[1], int(os.environ.get(WARM_RANK, "0"))):
-            _preload_shell()
-            listener = WarmListener(args[1])  # listening tells the launcher we are loaded
-        link = listener.take_rank()
-        if link is None:
-            return 0  # refused: its stand-in runs the rank itself
-        args = args[2:]
     if len(args) != 1:
-        print("usage: python -m trainhub.rank.runner [--warm SOCKET] <bundle_dir>", file=sys.stderr)
+        print("usage: python -m trainhub.rank.runner <bundle_dir>", file=sys.stderr)
         return 2
     bundle_dir = Path(args[0]).resolve()
     ctx = RankContext.from_env(bundle_dir)
@@ -535,16 +514,12 @@ def main(argv: list[str] | None = None) -> int:
     # A private IPython directory: no user profile or startup files change what a job runs.
     ipython_dir = tempfile.mkdtemp(prefix="trainhub-ipython-")
     os.environ["IPYTHONDIR"] = ipython_dir
-    if link is not None:
-        say(f"started ahead of torchrun's spawn; runs the rank of its process {link.stand_in}")
     code = 1
     try:
         code = run_bundle(bundle_dir, ctx)
         return code
     finally:
         shutil.rmtree(ipython_dir, ignore_errors=True)
-        if link is not None:
-            link.report_exit(code)
 
 
 # --- requirements ---------------------------------------------------------------------------------
@@ -560,7 +535,9 @@ def install_requirements(
     Returns (ok, detail); a failed install is an environment failure
     (``classify_exception(PIP_INSTALL_ERROR, detail, "")``).
     """
-    from trainhub.bundle.requirements import load_requirements  # the supervisor's side, not a rank's
+    from trainhub.bundle.requirements import (
+        load_requirements,  # the supervisor's side, not a rank's
+    )
 
     bundle_dir = Path(bundle_dir)
     requirements = load_requirements(bundle_dir)

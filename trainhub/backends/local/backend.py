@@ -1,71 +1,33 @@
-"""Local backend: jobs run as torchrun process groups on this machine.
+"""The local backend's verbs: jobs run as torchrun process groups on this machine.
 
-No daemon: whoever changes the queue (a submit, a finishing supervisor, a cancel, a
-reconcile) runs admission inside one exclusive SQLite transaction and launches a detached
-supervisor for each job it admitted.
+No daemon: each verb works on the shared store, and whoever changes the queue admits and
+launches through :mod:`~trainhub.backends.local.admitter`. ``reconcile`` finishes or requeues
+the jobs whose supervisor died.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
 from collections.abc import Sequence
-from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
 from trainhub import settings
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.local import processes
-from trainhub.backends.local.launch import write_plan
-from trainhub.backends.local.torchrun import launch_plan
-from trainhub.checkpoint.layout import resume_checkpoint
-from trainhub.errors import Conflict, NotFound, OverQuota
+from trainhub.backends.local.admitter import ACTIVE, Admitter, demand_of
+from trainhub.backends.local.store import LocalJob, Store
+from trainhub.errors import Conflict, NotFound
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
-from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import count_retry, should_retry
-from trainhub.backends.local.store import LocalJob, Store
-from trainhub.backends.local.admission import (
-    Capacity,
-    Demand,
-    Free,
-    Waiting,
-    admit,
-    demand_for,
-    free_capacity,
-    never_fits,
-    wait_reason,
-)
 
-ACTIVE = (JobState.STARTING, JobState.RUNNING, JobState.RETRYING)
 # A job admitted by a process that died before it could launch the supervisor is relaunched.
 LAUNCH_GRACE_SECONDS = 30.0
-# Queued jobs read per step of admission; it stops at the first job that does not fit.
-ADMISSION_PAGE = 16
-
-
-def resolve_resume(store: Store, spec: JobSpec) -> str | None:
-    """The checkpoint directory a job asked to start from (another job's), if any."""
-    ref = spec.resume_from
-    source = store.get(ref.job_id) if ref is not None else None
-    info = resume_checkpoint(source.job_dir, ref.step) if source is not None and ref else None
-    return str(info.path) if info is not None else None
-
-
-def _needs_pip(jobdir: JobDir) -> bool:
-    try:
-        return bool(json.loads((jobdir.bundle / "requirements.json").read_text() or "[]"))
-    except (OSError, ValueError):
-        return False
-
-
-def demand_of(record: JobRecord) -> Demand:
-    return demand_for(record.gpus, record.spec.resources.world_size)
 
 
 class LocalBackend(Backend):
@@ -74,44 +36,28 @@ class LocalBackend(Backend):
         {Feature.MULTI_NODE, Feature.GPUS, Feature.PRIORITY, Feature.PIP_INSTALL, Feature.DATASETS}
     )
 
-    def __init__(self, home: Path | None = None, *, slots: int | None = None, python: str | None = None,
-                 warm_start: bool | None = None):
+    def __init__(self, home: Path | None = None, *, slots: int | None = None, python: str | None = None):
         self.home = Path(home) if home else settings.home()
         self.jobs_root = settings.jobs_root(self.home)
         self.store = Store(settings.database(self.home))
-        self._slots = slots
-        self.python = python or sys.executable
-        # Ranks taken over by runners started ahead (trainhub.rank.warm_start).
-        self.warm_start = settings.warm_start() if warm_start is None else warm_start
+        self.admitter = Admitter(self.home, self.store, python or sys.executable)
+        if slots is not None:  # whoever builds the backend with slots configures the machine
+            self.admitter.set_slots(slots)
 
     @classmethod
     def from_settings(cls, home: Path, **kwargs: Any) -> LocalBackend:
         return cls(home, **kwargs)
 
-    # --- capacity -----------------------------------------------------------------------
-    @cached_property
-    def capacity(self) -> Capacity:
-        from trainhub.metrics.nvml import gpu_inventory
-
-        gpus = tuple(g.index for g in gpu_inventory().gpus)
-        slots = self._slots or int(os.environ.get("TRAINHUB_LOCAL_SLOTS", 0)) or os.cpu_count() or 1
-        return Capacity(gpus=gpus, slots=slots)
-
     def check_fits(self, record: JobRecord) -> None:
-        reason = never_fits(demand_of(record), self.capacity)
-        if reason:
-            raise OverQuota(f"Job {record.name} {reason}.")
-
-    def _free(self, conn=None) -> Free:
-        return free_capacity(self.capacity, self.store.holdings(ACTIVE, conn))
+        self.admitter.check_fits(record)
 
     # --- verbs --------------------------------------------------------------------------
     def submit(self, record: JobRecord) -> JobRecord:
         self.check_fits(record)
         with self.store.transaction() as conn:
             record = self.store.insert(conn, record, LocalJob(slots=demand_of(record).slots))
-            admitted = self._admit(conn)
-        self._launch(admitted)
+            admitted = self.admitter.admit(conn)
+        self.admitter.launch(admitted)
         return self.store.get(record.id) or record
 
     def get(self, job_id: str) -> JobRecord | None:
@@ -162,64 +108,10 @@ class LocalBackend(Backend):
         return self.wait_reasons([record]).get(record.id, (None, None))
 
     def wait_reasons(self, records: Sequence[JobRecord]) -> dict[str, tuple[str | None, int | None]]:
-        queued = [r for r in records if r.state == JobState.QUEUED]
-        if not queued:
-            return {}
-        free = self._free()  # once per page, not once per job
-        out: dict[str, tuple[str | None, int | None]] = {}
-        for r in queued:
-            ahead = self.store.jobs_ahead(r)
-            out[r.id] = (wait_reason(demand_of(r), free, ahead), ahead)
-        return out
-
-    # --- admission ----------------------------------------------------------------------
-    def _admit(self, conn) -> list[str]:
-        """Admit queued jobs that fit, in order; call inside a transaction."""
-        free = self._free(conn)
-        admitted_ids: list[str] = []
-        after = None
-        while True:
-            page = self.store.queue_head(conn, limit=ADMISSION_PAGE, after=after)
-            if not page:
-                break
-            waiting = (Waiting(job_id, demand_for(gpus, slots)) for job_id, _, _, gpus, slots in page)
-            admissions, blocked = admit(waiting, free)
-            now = time.time()
-            for a in admissions:
-                self.store.update(conn, a.id, state=JobState.STARTING, admitted_at=now, assigned_gpus=a.gpus)
-                admitted_ids.append(a.id)
-            if blocked is not None or len(page) < ADMISSION_PAGE:
-                break
-            _, priority, seq, _, _ = page[-1]
-            after = (priority, seq)
-        return admitted_ids
+        return self.admitter.wait_reasons(records)
 
     def admit_and_launch(self) -> list[str]:
-        with self.store.transaction() as conn:
-            admitted = self._admit(conn)
-        self._launch(admitted)
-        return admitted
-
-    def _launch(self, job_ids: Sequence[str]) -> None:
-        for job_id in job_ids:
-            record = self.store.get(job_id)
-            if record is None or record.state != JobState.STARTING:
-                continue
-            jobdir = JobDir(record.job_dir)
-            jobdir.emit("state", state=JobState.STARTING.value, gpus=record.assigned_gpus)
-            env = {**os.environ, "TRAINHUB_HOME": str(self.home)}
-            if not _needs_pip(jobdir):  # else the supervisor installs first, then starts the ranks
-                write_plan(jobdir.root, record.attempt, launch_plan(
-                    self.python, env, record.spec, job_id=record.id, job_dir=str(jobdir.root),
-                    bundle=str(jobdir.bundle), attempt=record.attempt,
-                    assigned_gpus=record.assigned_gpus, port=processes.free_port(),
-                    resume_from=resolve_resume(self.store, record.spec), warm_start=self.warm_start,
-                ))
-            argv = [self.python, "-m", "trainhub.backends.local.launch", str(self.home), job_id,
-                    str(jobdir.root)]
-            proc = processes.spawn_detached(argv, jobdir.supervisor_log, env=env)
-            self.store.update_local(None, job_id, supervisor_pid=proc.pid,
-                                    supervisor_start=proc.create_time())
+        return self.admitter.admit_and_launch()
 
     # --- reconcile ----------------------------------------------------------------------
     def reconcile(self) -> None:
@@ -234,8 +126,8 @@ class LocalBackend(Backend):
             if processes.is_alive(local.supervisor_pid, local.supervisor_start):
                 continue
             self._supervisor_lost(record, local)
-        self._launch(relaunch)
-        self.admit_and_launch()
+        self.admitter.launch(relaunch)
+        self.admitter.admit_and_launch()
 
     def _supervisor_lost(self, record: JobRecord, local: LocalJob) -> None:
         processes.kill_job_processes(record.id, list(local.process_groups))

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import psutil
 
-from trainhub.backends.local.launch import become_subreaper  # noqa: F401 - part of this API
-
 
 def free_port() -> int:
     """A free TCP port on loopback for a job's rendezvous."""
@@ -84,6 +82,30 @@ def terminate_tree(pgids: Sequence[int], grace: float, extra: Iterable[psutil.Pr
         with contextlib.suppress(psutil.Error):
             p.kill()
     psutil.wait_procs(descendants(), timeout=5)
+
+
+def rank_of(env: dict[str, str]) -> int | None:
+    """The global rank a process of a job runs, from its start-up environment (None for a
+    torchrun agent, which has no RANK)."""
+    if "RANK" in env and "LOCAL_RANK" in env:
+        return int(env["RANK"])
+    return None
+
+
+def rank_roots(processes: Iterable[tuple[int, int, dict[str, str]]]) -> dict[int, int]:
+    """Rank -> pid of the process that runs the rank, from the (pid, parent pid, start-up
+    environment) of a job's processes. What a rank starts (data loader workers, ``!`` commands)
+    inherits its environment and so looks like a rank too: the rank is the one whose parent
+    does not."""
+    members: dict[int, dict[int, int]] = {}
+    for pid, ppid, env in processes:
+        rank = rank_of(env)
+        if rank is not None:
+            members.setdefault(rank, {})[pid] = ppid
+    return {
+        rank: min(pid for pid, ppid in parents.items() if ppid not in parents)
+        for rank, parents in members.items()
+    }
 
 
 def processes_of_job(job_id: str, pgids: Iterable[int]) -> list[psutil.Process]:

@@ -21,7 +21,8 @@ from trainhub.jobs.states import JobState
 
 SCHEMA_VERSION = 1  # PRAGMA user_version of a database this module has brought up to date
 
-# ``jobs`` holds the backend-neutral JobRecord; ``local_jobs`` what only this backend keeps.
+# ``jobs`` holds the backend-neutral JobRecord; ``local_jobs`` what only this backend keeps;
+# ``machine`` the settings every process on this machine must agree on (its CPU slots).
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     seq               INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -56,6 +57,10 @@ CREATE TABLE IF NOT EXISTS local_jobs (
     supervisor_pid    INTEGER,
     supervisor_start  REAL,
     process_groups    TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE IF NOT EXISTS machine (
+    name   TEXT PRIMARY KEY,
+    value  TEXT NOT NULL
 );
 """
 
@@ -230,7 +235,24 @@ class Store:
             f"UPDATE {table} SET {assignments} WHERE {key} = :_id", {**fields, "_id": job_id}
         )
 
+    def seed_machine_setting(self, name: str, value: str, conn: sqlite3.Connection | None = None) -> None:
+        """Set a machine setting unless one is set already (the first process to ask wins)."""
+        (conn or self._conn).execute(
+            "INSERT OR IGNORE INTO machine (name, value) VALUES (?, ?)", (name, value)
+        )
+
+    def set_machine_setting(self, name: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO machine (name, value) VALUES (?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (name, value),
+        )
+
     # --- reads --------------------------------------------------------------------------
+    def machine_setting(self, name: str, conn: sqlite3.Connection | None = None) -> str | None:
+        row = (conn or self._conn).execute("SELECT value FROM machine WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
     def get(self, job_id: str, conn: sqlite3.Connection | None = None) -> JobRecord | None:
         row = (conn or self._conn).execute(f"{_SELECT_JOBS} WHERE id = ?", (job_id,)).fetchone()
         return None if row is None else self._record(row)

@@ -1,4 +1,5 @@
-"""The detached supervisor of one local job: ``python -m trainhub.backends.local.supervisor HOME JOB_ID``.
+"""The supervisor of one local job: what the launcher becomes once the ranks are on their way
+(or ``python -m trainhub.backends.local.supervisor HOME JOB_ID`` directly).
 
 It runs the job's attempts (torchrun agents), samples metrics, classifies how each attempt
 ended, retries per policy from the latest checkpoint, records everything in the job
@@ -19,11 +20,13 @@ from pathlib import Path
 
 import psutil
 
+from trainhub import settings
 from trainhub.backends.local import processes
-from trainhub.backends.local.backend import LocalBackend, resolve_resume
-from trainhub.backends.local.launch import Started, start_plan
-from trainhub.backends.local.torchrun import launch_plan
-from trainhub.rank.warm_start import rank_roots
+from trainhub.backends.local.admitter import Admitter
+from trainhub.backends.local.plan import attempt_plan, resume_path
+from trainhub.backends.local.startup import become_subreaper, start_plan
+from trainhub.backends.local.store import Store
+from trainhub.bundle.requirements import load_requirements
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
@@ -49,8 +52,8 @@ def oom_kill_count() -> int | None:
 
 class Supervisor:
     def __init__(self, home: Path, job_id: str):
-        self.backend = LocalBackend(home)
-        self.store = self.backend.store
+        self.store = Store(settings.database(home))
+        self.admitter = Admitter(home, self.store)
         record = self.store.get(job_id)
         if record is None:
             raise SystemExit(f"no job {job_id}")
@@ -59,14 +62,10 @@ class Supervisor:
         self._stop_reason: str | None = None
         self.stop_signal: int | None = None
         self.stop_event = threading.Event()
-        self.started = Started([], {}, None)  # this attempt's processes
+        # This attempt's torchrun agents (or the rank of a one-process job).
+        self.agents: list[subprocess.Popen[bytes]] = []
         self.sampler = None  # started once the first ranks are on their way
         self._known_ranks: dict[int, int] = {}
-
-    @property
-    def agents(self) -> list[subprocess.Popen[bytes]]:
-        """This attempt's torchrun agents (or the rank of a one-process job)."""
-        return self.started.agents
 
     # --- signals ------------------------------------------------------------------------
     def _on_term(self, signum, frame) -> None:
@@ -97,10 +96,10 @@ class Supervisor:
             self.stop_event.set()
 
     # --- run ----------------------------------------------------------------------------
-    def run(self, prelaunched: tuple[int, Started] | None = None) -> int:
+    def run(self, prelaunched: tuple[int, list[subprocess.Popen[bytes]]] | None = None) -> int:
         """Run the job to its end. ``prelaunched``: the attempt number and the processes the
         launcher already started for it from the admitting process's plan."""
-        processes.become_subreaper()
+        become_subreaper()
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
         if self.record.cancel_requested:
@@ -127,7 +126,7 @@ class Supervisor:
             if self.sampler is not None:
                 self.sampler.stop()
         self._finish(verdict)
-        self.backend.admit_and_launch()
+        self.admitter.admit_and_launch()
         return 0
 
     def _start_sampler(self):
@@ -154,12 +153,11 @@ class Supervisor:
                 continue
             if env.get("TRAINHUB_JOB_ID") == self.record.id:
                 found.append((proc.pid, ppid, env))
-        self._known_ranks = rank_roots(found)
+        self._known_ranks = processes.rank_roots(found)
         return self._known_ranks
 
     def _install_requirements(self) -> Verdict | None:
-        requirements = self.jobdir.bundle / "requirements.json"
-        if not requirements.exists() or not json.loads(requirements.read_text() or "[]"):
+        if not load_requirements(self.jobdir.bundle):
             return None
         from trainhub.rank.runner import install_requirements
 
@@ -171,23 +169,20 @@ class Supervisor:
         return Verdict(failure_class=FailureClass.ENVIRONMENT,
                        reason=f"%pip install failed: {detail}", attempt=self.record.attempt)
 
-    def _attempt(self, started: float, ready: Started | None) -> Verdict | None:
+    def _attempt(self, started: float, ready: list[subprocess.Popen[bytes]] | None) -> Verdict | None:
         rec = self.record
         res = rec.spec.resources
         attempt = rec.attempt
-        resume = resolve_resume(self.store, rec.spec)
         # The launcher's processes already wrote to the log; a torchrun summary comes later.
         log_offset = 0 if ready else (
             self.jobdir.supervisor_log.stat().st_size if self.jobdir.supervisor_log.exists() else 0)
         oom_before = oom_kill_count()
         if ready is None:
-            plan = launch_plan(
-                sys.executable, os.environ, rec.spec, job_id=rec.id, job_dir=str(self.jobdir.root),
-                bundle=str(self.jobdir.bundle), attempt=attempt, assigned_gpus=rec.assigned_gpus,
-                port=processes.free_port(), resume_from=resume, warm_start=self.backend.warm_start,
-            )
+            plan, resume = attempt_plan(self.store, rec, python=sys.executable, env=os.environ)
             ready = start_plan(str(self.jobdir.root), plan)
-        self.started = ready
+        else:  # started by the launcher from the admitting process's plan
+            resume = resume_path(self.store, rec.spec)
+        self.agents = ready
         if self.sampler is None:
             self.sampler = self._start_sampler()
         now = time.time()
@@ -203,7 +198,6 @@ class Supervisor:
         exit_codes = self._wait_for_agents(started)
         if self.stop_event.is_set():
             processes.terminate_tree([a.pid for a in self.agents], grace=CANCEL_GRACE_SECONDS)
-        self.started.stop_warm()
 
         agent_log = self._read_from(self.jobdir.supervisor_log, log_offset)
         single = res.world_size == 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from trainhub.rank.warm_start import HANDOFF_DIR, WARM_RANK, socket_path
 from trainhub.jobs.environment import admin_allowed, inherited, job_environment
 from trainhub.jobs.spec import JobSpec
 
@@ -19,7 +18,6 @@ def torchrun_argv(
     nproc_per_worker: int,
     master_port: int,
     run_id: str,
-    rank_module: str = "trainhub.rank.runner",
 ) -> list[str]:
     """One torchrun agent per worker; all workers of a local job rendezvous on loopback."""
     argv = [python, "-m", "torch.distributed.run", f"--nproc-per-node={nproc_per_worker}",
@@ -29,7 +27,7 @@ def torchrun_argv(
     else:
         argv += [f"--nnodes={workers}", f"--node-rank={node_rank}", "--rdzv-backend=static",
                  "--master-addr=127.0.0.1", f"--master-port={master_port}"]
-    return [*argv, "-m", rank_module, bundle]
+    return [*argv, "-m", "trainhub.rank.runner", bundle]
 
 
 def single_process_env(master_port: int, run_id: str) -> dict[str, str]:
@@ -46,13 +44,10 @@ def single_process_env(master_port: int, run_id: str) -> dict[str, str]:
 
 
 class LaunchPlan(TypedDict):
-    """What to start for one attempt: ``agents`` are the torchrun agents (or the rank itself of
-    a one-process job); ``warm`` the runners started ahead of their ranks, waiting in
-    ``run_dir`` (see trainhub.rank.warm_start)."""
+    """What to start for one attempt: the argv and env of its torchrun agents (or of the rank
+    itself, for a one-process job)."""
 
     agents: list[dict[str, Any]]
-    warm: list[dict[str, Any]]
-    run_dir: str | None
 
 
 def launch_plan(
@@ -67,16 +62,13 @@ def launch_plan(
     assigned_gpus: Sequence[int],
     port: int,
     resume_from: str | None,
-    warm_start: bool = True,
 ) -> LaunchPlan:
     """argv and environment of each process to start for one attempt."""
     res = spec.resources
     run_id = f"{job_id}-{attempt}"
     datasets = {d.name: d.path for d in spec.datasets}
     slices = gpu_slices(assigned_gpus, res.workers, res.gpus_per_worker)
-    warm_start = warm_start and res.world_size > 1
-    run_dir = f"{job_dir}/run" if warm_start else None
-    plan = LaunchPlan(agents=[], warm=[], run_dir=run_dir)
+    plan = LaunchPlan(agents=[])
     for node_rank in range(res.workers):
         env = rank_environment(base_env, spec, job_id=job_id, job_dir=job_dir, attempt=attempt,
                                gpus=slices[node_rank], resume_from=resume_from, dataset_paths=datasets)
@@ -85,16 +77,8 @@ def launch_plan(
             plan["agents"].append({"argv": [python, "-m", "trainhub.rank.runner", bundle], "env": env})
             continue
         argv = torchrun_argv(python, bundle, workers=res.workers, node_rank=node_rank,
-                             nproc_per_worker=res.ranks_per_worker, master_port=port, run_id=run_id,
-                             rank_module="trainhub.rank.warm_start" if run_dir else "trainhub.rank.runner")
-        plan["agents"].append({"argv": argv, "env": {**env, HANDOFF_DIR: run_dir} if run_dir else env})
-        if run_dir:
-            for local_rank in range(res.ranks_per_worker):
-                rank = node_rank * res.ranks_per_worker + local_rank
-                plan["warm"].append({
-                    "argv": [python, "-m", "trainhub.rank.runner", "--warm", socket_path(run_dir, rank), bundle],
-                    "env": {**env, WARM_RANK: str(rank)}, "rank": rank,
-                })
+                             nproc_per_worker=res.ranks_per_worker, master_port=port, run_id=run_id)
+        plan["agents"].append({"argv": argv, "env": env})
     return plan
 
 

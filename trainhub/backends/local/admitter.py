@@ -1,0 +1,168 @@
+"""The admitting side of the local backend.
+
+There is no daemon: whoever changes the queue (a submit, a finishing supervisor, a cancel, a
+reconcile) admits the queued jobs that fit inside one exclusive transaction of the store, then
+starts a detached launcher for each job it admitted. The machine's capacity is one truth kept
+in the store, so processes configured differently cannot over-admit.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+
+from trainhub.backends.local import processes
+from trainhub.backends.local.admission import (
+    Capacity,
+    Demand,
+    Free,
+    Waiting,
+    admit,
+    demand_for,
+    free_capacity,
+    never_fits,
+    wait_reason,
+)
+from trainhub.backends.local.plan import attempt_plan, write_plan
+from trainhub.backends.local.store import Store
+from trainhub.bundle.requirements import load_requirements
+from trainhub.errors import OverQuota
+from trainhub.jobs.directory import JobDir
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.states import JobState
+
+ACTIVE = (JobState.STARTING, JobState.RUNNING, JobState.RETRYING)
+# Queued jobs read per step of admission; it stops at the first job that does not fit.
+ADMISSION_PAGE = 16
+SLOTS = "slots"  # the machine setting: CPU slots for CPU-only ranks
+
+
+def demand_of(record: JobRecord) -> Demand:
+    return demand_for(record.gpus, record.spec.resources.world_size)
+
+
+def default_slots(environ: Mapping[str, str] = os.environ) -> int:
+    """The slot count a machine starts with: TRAINHUB_LOCAL_SLOTS, else one per core."""
+    raw = environ.get("TRAINHUB_LOCAL_SLOTS", "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"TRAINHUB_LOCAL_SLOTS={raw!r}: expected a whole number of at least 1")
+        return value
+    return os.cpu_count() or 1
+
+
+class Admitter:
+    """Admits and launches local jobs; one per process, over the shared store."""
+
+    def __init__(self, home: Path, store: Store, python: str = sys.executable):
+        self.home = home
+        self.store = store
+        self.python = python
+
+    # --- capacity -------------------------------------------------------------------------
+    @cached_property
+    def gpus(self) -> tuple[int, ...]:
+        """This machine's GPUs, from NVML (none without a driver)."""
+        from trainhub.metrics.nvml import gpu_inventory
+
+        return tuple(g.index for g in gpu_inventory().gpus)
+
+    def slots(self, conn: sqlite3.Connection | None = None) -> int:
+        """The machine's CPU slots as the store keeps them; the first process to ask sets them
+        from its environment, later ones read what it set."""
+        stored = self.store.machine_setting(SLOTS, conn)
+        if stored is None:
+            self.store.seed_machine_setting(SLOTS, str(default_slots()), conn)
+            stored = self.store.machine_setting(SLOTS, conn)
+        return int(stored or 1)
+
+    def set_slots(self, slots: int) -> None:
+        if slots < 1:
+            raise ValueError(f"slots: expected at least 1, got {slots}")
+        self.store.set_machine_setting(SLOTS, str(slots))
+
+    def capacity(self, conn: sqlite3.Connection | None = None) -> Capacity:
+        return Capacity(gpus=self.gpus, slots=self.slots(conn))
+
+    def check_fits(self, record: JobRecord) -> None:
+        reason = never_fits(demand_of(record), self.capacity())
+        if reason:
+            raise OverQuota(f"Job {record.name} {reason}.")
+
+    def free(self, conn: sqlite3.Connection | None = None) -> Free:
+        return free_capacity(self.capacity(conn), self.store.holdings(ACTIVE, conn))
+
+    def wait_reasons(self, records: Sequence[JobRecord]) -> dict[str, tuple[str | None, int | None]]:
+        """Why each queued job waits, and how many jobs are ahead of it."""
+        queued = [r for r in records if r.state == JobState.QUEUED]
+        if not queued:
+            return {}
+        free = self.free()  # once per page, not once per job
+        out: dict[str, tuple[str | None, int | None]] = {}
+        for r in queued:
+            ahead = self.store.jobs_ahead(r)
+            out[r.id] = (wait_reason(demand_of(r), free, ahead), ahead)
+        return out
+
+    # --- admission ------------------------------------------------------------------------
+    def admit(self, conn: sqlite3.Connection) -> list[str]:
+        """Admit queued jobs that fit, in order; call inside a transaction."""
+        free = self.free(conn)
+        admitted: list[str] = []
+        after = None
+        while True:
+            page = self.store.queue_head(conn, limit=ADMISSION_PAGE, after=after)
+            if not page:
+                break
+            waiting = (Waiting(job_id, demand_for(gpus, slots)) for job_id, _, _, gpus, slots in page)
+            admissions, blocked = admit(waiting, free)
+            now = time.time()
+            for a in admissions:
+                self.store.update(conn, a.id, state=JobState.STARTING, admitted_at=now, assigned_gpus=a.gpus)
+                admitted.append(a.id)
+            if blocked is not None or len(page) < ADMISSION_PAGE:
+                break
+            _, priority, seq, _, _ = page[-1]
+            after = (priority, seq)
+        return admitted
+
+    def admit_and_launch(self) -> list[str]:
+        with self.store.transaction() as conn:
+            admitted = self.admit(conn)
+        self.launch(admitted)
+        return admitted
+
+    @staticmethod
+    def _needs_pip(jobdir: JobDir) -> bool:
+        try:
+            return bool(load_requirements(jobdir.bundle))
+        except ValueError:  # unreadable: the ranks start, and the runner names the file
+            return False
+
+    def launch(self, job_ids: Sequence[str]) -> None:
+        """Start a detached launcher for each admitted job, with its first attempt planned."""
+        for job_id in job_ids:
+            record = self.store.get(job_id)
+            if record is None or record.state != JobState.STARTING:
+                continue
+            jobdir = JobDir(record.job_dir)
+            jobdir.emit("state", state=JobState.STARTING.value, gpus=record.assigned_gpus)
+            env = {**os.environ, "TRAINHUB_HOME": str(self.home)}
+            # With %pip lines the supervisor installs them first, then plans the ranks itself.
+            if not self._needs_pip(jobdir):
+                plan, _ = attempt_plan(self.store, record, python=self.python, env=env)
+                write_plan(jobdir.root, record.attempt, plan)
+            argv = [self.python, "-m", "trainhub.backends.local.launcher", str(self.home), job_id,
+                    str(jobdir.root)]
+            proc = processes.spawn_detached(argv, jobdir.supervisor_log, env=env)
+            self.store.update_local(None, job_id, supervisor_pid=proc.pid,
+                                    supervisor_start=proc.create_time())

@@ -1,0 +1,57 @@
+"""The launch plan of one attempt of a local job, built in one place.
+
+The admitting process writes the first attempt's plan into the job directory
+(:data:`~trainhub.backends.local.startup.PLAN`) for the launcher to start at once; the supervisor
+builds a retry's plan itself. Both come from :func:`attempt_plan`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+
+from trainhub.backends.local import processes
+from trainhub.backends.local.startup import PLAN
+from trainhub.backends.local.store import Store
+from trainhub.backends.local.torchrun import LaunchPlan, launch_plan
+from trainhub.checkpoint.layout import resume_checkpoint
+from trainhub.jobs.directory import JobDir
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.spec import JobSpec
+
+
+def resume_path(store: Store, spec: JobSpec) -> str | None:
+    """The checkpoint directory a job asked to start from (another job's), if any."""
+    ref = spec.resume_from
+    source = store.get(ref.job_id) if ref is not None else None
+    info = resume_checkpoint(source.job_dir, ref.step) if source is not None and ref else None
+    return str(info.path) if info is not None else None
+
+
+def attempt_plan(
+    store: Store, record: JobRecord, *, python: str, env: Mapping[str, str]
+) -> tuple[LaunchPlan, str | None]:
+    """What to start for the record's current attempt, and the checkpoint it resumes from."""
+    jobdir = JobDir(record.job_dir)
+    resume = resume_path(store, record.spec)
+    plan = launch_plan(
+        python,
+        env,
+        record.spec,
+        job_id=record.id,
+        job_dir=str(jobdir.root),
+        bundle=str(jobdir.bundle),
+        attempt=record.attempt,
+        assigned_gpus=record.assigned_gpus,
+        port=processes.free_port(),
+        resume_from=resume,
+    )
+    return plan, resume
+
+
+def write_plan(job_dir: str | os.PathLike[str], attempt: int, plan: LaunchPlan) -> None:
+    """For the launcher; readable only by the user, as it holds the job's environment."""
+    fd = os.open(os.path.join(job_dir, PLAN), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({"attempt": attempt, **plan}, f)
