@@ -90,6 +90,7 @@ class JupyterServer:
         self.config = home / "jupyter_server_config.json"
         self.config.write_text(json.dumps(config))
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env_overrides: dict[str, str] = {}  # e.g. PYTHONPATH, to run another release
 
     @property
     def base(self) -> str:
@@ -100,11 +101,13 @@ class JupyterServer:
             **os.environ,
             "TRAINHUB_HOME": str(self.home),
             "JUPYTER_CONFIG_DIR": str(self.home / "cfg"),
+            **self.env_overrides,
         }
         env.pop("JUPYTERHUB_API_TOKEN", None)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyter_server", f"--config={self.config}"],
             env=env,
+            cwd=self.home,  # `-m` puts the working directory first on the path: keep it neutral
             stdout=subprocess.DEVNULL,
             stderr=open(self.home / "server.log", "wb"),
         )
