@@ -45,15 +45,18 @@ GPU = "nvidia.com/gpu"
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 TEAMS = ("a", "b", "c")
 # Per team and pool: nominal GPUs, and a borrowing limit (None: whatever the cohort lends).
-QUOTA = {"a": {"a100": (8, None), "t4": (4, None)},
-         "b": {"a100": (4, 2), "t4": (2, 2)},
-         "c": {"a100": (4, None), "t4": (2, None)}}
+QUOTA = {
+    "a": {"a100": (8, None), "t4": (4, None)},
+    "b": {"a100": (4, 2), "t4": (2, 2)},
+    "c": {"a100": (4, None), "t4": (2, None)},
+}
 SHARE = {"a": 0.5, "b": 0.3, "c": 0.2}  # of the queued jobs
 GPUS_PER_JOB = {"a100": 2, "t4": 1}
 
 
 def teams_data(suffix: str, shared: Path) -> dict[str, Any]:
     """3 teams in one cohort over the cluster's two pools; the nominal quotas add up to its GPUs."""
+
     def quota(team: str, pool: str) -> dict[str, Any]:
         gpus, borrow = QUOTA[team][pool]
         entry: dict[str, Any] = {"gpus": gpus, "cpu": "64", "memory": "512Gi"}
@@ -62,14 +65,27 @@ def teams_data(suffix: str, shared: Path) -> dict[str, Any]:
         return entry
 
     return {
-        "pools": [{"name": f"a100-{suffix}", "node_labels": {"trainhub.io/pool": "a100"}, "gpus_per_node": 8},
-                  {"name": f"t4-{suffix}", "node_labels": {"trainhub.io/pool": "t4"}, "gpus_per_node": 4}],
+        "pools": [
+            {
+                "name": f"a100-{suffix}",
+                "node_labels": {"trainhub.io/pool": "a100"},
+                "gpus_per_node": 8,
+            },
+            {"name": f"t4-{suffix}", "node_labels": {"trainhub.io/pool": "t4"}, "gpus_per_node": 4},
+        ],
         "images": [{"name": "pytorch", "image": "registry.invalid/trainhub/pytorch:1"}],
-        "teams": [{
-            "name": f"{t}-{suffix}", "groups": [t], "namespace": f"{t}-{suffix}", "cohort": f"bench-{suffix}",
-            "quota": {f"{pool}-{suffix}": quota(t, pool) for pool in ("a100", "t4")},
-            "images": ["pytorch"], "shared_volume": {"claim": "shared", "mount_path": str(shared / t)},
-        } for t in TEAMS],
+        "teams": [
+            {
+                "name": f"{t}-{suffix}",
+                "groups": [t],
+                "namespace": f"{t}-{suffix}",
+                "cohort": f"bench-{suffix}",
+                "quota": {f"{pool}-{suffix}": quota(t, pool) for pool in ("a100", "t4")},
+                "images": ["pytorch"],
+                "shared_volume": {"claim": "shared", "mount_path": str(shared / t)},
+            }
+            for t in TEAMS
+        ],
     }
 
 
@@ -85,12 +101,30 @@ def team_limits() -> dict[tuple[str, str], int]:
 
 def shared_claim(core: Any, ns: str, path: Path) -> None:
     """A PersistentVolume bound to the namespace's 'shared' claim, so job pods can be scheduled."""
-    core.create_persistent_volume({"metadata": {"name": f"{ns}-shared"}, "spec": {
-        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "storageClassName": "manual",
-        "hostPath": {"path": str(path)}, "claimRef": {"namespace": ns, "name": "shared"}}})
-    core.create_namespaced_persistent_volume_claim(ns, {"metadata": {"name": "shared"}, "spec": {
-        "accessModes": ["ReadWriteMany"], "storageClassName": "manual", "volumeName": f"{ns}-shared",
-        "resources": {"requests": {"storage": "1Gi"}}}})
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": f"{ns}-shared"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "manual",
+                "hostPath": {"path": str(path)},
+                "claimRef": {"namespace": ns, "name": "shared"},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        ns,
+        {
+            "metadata": {"name": "shared"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "manual",
+                "volumeName": f"{ns}-shared",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
 
 
 def wait_for(what: str, fn: Callable[[], Any], timeout: float = 120.0, every: float = 0.05) -> Any:
@@ -107,13 +141,30 @@ def new_record(team: Any, name: str, *, workers: int, gpus: int, pool: str) -> A
     from trainhub.jobs.spec import parse_spec
     from trainhub.jobs.states import JobState
 
-    spec = parse_spec({"name": name, "source": {"path": "train.py"}, "team": team.name, "queue": pool,
-                       "resources": {"workers": workers, "gpus_per_worker": gpus, "memory": "1Gi"}})
+    spec = parse_spec(
+        {
+            "name": name,
+            "source": {"path": "train.py"},
+            "team": team.name,
+            "queue": pool,
+            "resources": {"workers": workers, "gpus_per_worker": gpus, "memory": "1Gi"},
+        }
+    )
     job_id = f"{name}-{secrets.token_hex(4)}"
     job_dir = Path(team.shared_volume.mount_path) / "jobs" / job_id
-    return JobRecord(id=job_id, name=name, user="bench", team=team.name, queue=pool, priority=spec.priority.rank,
-                     state=JobState.QUEUED, spec=spec, job_dir=str(job_dir), gpus=spec.resources.total_gpus,
-                     created_at=time.time())
+    return JobRecord(
+        id=job_id,
+        name=name,
+        user="bench",
+        team=team.name,
+        queue=pool,
+        priority=spec.priority.rank,
+        state=JobState.QUEUED,
+        spec=spec,
+        job_dir=str(job_dir),
+        gpus=spec.resources.total_gpus,
+        created_at=time.time(),
+    )
 
 
 # --- (a) submit -> all pods Running ------------------------------------------------------------
@@ -124,12 +175,18 @@ def _all_running(core: Any, ns: str, job_id: str, workers: int) -> bool:
 
 def _delete_job(batch: Any, core: Any, ns: str, job_id: str) -> None:
     batch.delete_namespaced_job(job_id, ns, propagation_policy="Background")
-    wait_for(f"pods of {job_id} gone", lambda: not core.list_namespaced_pod(
-        ns, label_selector=f"trainhub.io/job-id={job_id}").items, every=0.2)
+    wait_for(
+        f"pods of {job_id} gone",
+        lambda: (
+            not core.list_namespaced_pod(ns, label_selector=f"trainhub.io/job-id={job_id}").items
+        ),
+        every=0.2,
+    )
 
 
-def measure_start(api: Any, teams: Any, plain_ns: str, repeats: int, workers: int = 2,
-                  gpus: int = 2) -> list[dict[str, Any]]:
+def measure_start(
+    api: Any, teams: Any, plain_ns: str, repeats: int, workers: int = 2, gpus: int = 2
+) -> list[dict[str, Any]]:
     from kubernetes import client
 
     from trainhub.backends.kubernetes import manifests
@@ -151,7 +208,9 @@ def measure_start(api: Any, teams: Any, plain_ns: str, repeats: int, workers: in
                 backend.submit(record)
             else:
                 ns = plain_ns
-                job = manifests.job_manifest(record, team=team, pool=pool, image=backend.image_for(record))
+                job = manifests.job_manifest(
+                    record, team=team, pool=pool, image=backend.image_for(record)
+                )
                 job["metadata"]["namespace"] = ns
                 del job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
                 job["spec"]["suspend"] = False
@@ -160,16 +219,28 @@ def measure_start(api: Any, teams: Any, plain_ns: str, repeats: int, workers: in
                 t0 = time.perf_counter()
                 core.create_namespaced_service(ns, service)
                 batch.create_namespaced_job(ns, job)
-            wait_for(f"{record.id} running", lambda ns=ns, r=record: _all_running(core, ns, r.id, workers))
+            wait_for(
+                f"{record.id} running",
+                lambda ns=ns, r=record: _all_running(core, ns, r.id, workers),
+            )
             times[path].append(time.perf_counter() - t0)
             _delete_job(batch, core, ns, record.id)
             if path == "direct":  # trainhub's Service is owned by its Job and goes with it
                 core.delete_namespaced_service(record.id, ns)
     kueue, direct = statistics.median(times["kueue"]), statistics.median(times["direct"])
-    pairs = " / ".join(f"{a * 1000:.0f}|{b * 1000:.0f}" for a, b in zip(times["kueue"], times["direct"], strict=True))
-    return [{"measure": f"submit -> {workers} pods Running, trainhub + Kueue (median of {repeats})",
-             "measured": f"{kueue * 1000:.0f} ms", "compared with": f"direct Job: {direct * 1000:.0f} ms",
-             "ratio": f"{kueue / direct:.2f}", "detail": f"each run, Kueue|direct ms: {pairs}"}]
+    pairs = " / ".join(
+        f"{a * 1000:.0f}|{b * 1000:.0f}"
+        for a, b in zip(times["kueue"], times["direct"], strict=True)
+    )
+    return [
+        {
+            "measure": f"submit -> {workers} pods Running, trainhub + Kueue (median of {repeats})",
+            "measured": f"{kueue * 1000:.0f} ms",
+            "compared with": f"direct Job: {direct * 1000:.0f} ms",
+            "ratio": f"{kueue / direct:.2f}",
+            "detail": f"each run, Kueue|direct ms: {pairs}",
+        }
+    ]
 
 
 # --- (b) draining a queue ----------------------------------------------------------------------
@@ -191,15 +262,20 @@ class Peaks:
             self.cohort[pool] = max(self.cohort[pool], gpus)
 
 
-def admitted_gpus(workloads: list[dict[str, Any]], team_of: dict[str, str],
-                  pool_of: dict[str, str]) -> dict[tuple[str, str], int]:
+def admitted_gpus(
+    workloads: list[dict[str, Any]], team_of: dict[str, str], pool_of: dict[str, str]
+) -> dict[tuple[str, str], int]:
     """GPUs held by admitted (quota reserved, not finished) Workloads, per (team, pool)."""
     held: dict[tuple[str, str], int] = defaultdict(int)
     for wl in workloads:
         team = team_of.get(wl["metadata"]["namespace"])
         status = wl.get("status") or {}
         conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
-        if team is None or conditions.get("QuotaReserved") != "True" or conditions.get("Finished") == "True":
+        if (
+            team is None
+            or conditions.get("QuotaReserved") != "True"
+            or conditions.get("Finished") == "True"
+        ):
             continue
         for assignment in (status.get("admission") or {}).get("podSetAssignments") or []:
             flavor = (assignment.get("flavors") or {}).get(GPU)
@@ -209,8 +285,9 @@ def admitted_gpus(workloads: list[dict[str, Any]], team_of: dict[str, str],
     return held
 
 
-def drain(api: Any, teams: Any, jobs: int, run_for: str, sample_every: float,
-          timeout: float) -> list[dict[str, Any]]:
+def drain(
+    api: Any, teams: Any, jobs: int, run_for: str, sample_every: float, timeout: float
+) -> list[dict[str, Any]]:
     from kubernetes import client
 
     from trainhub.backends.kubernetes import manifests, status
@@ -222,21 +299,30 @@ def drain(api: Any, teams: Any, jobs: int, run_for: str, sample_every: float,
     label = f"trainhub.io/bench={suffix}"
     plan = [t for t in TEAMS for _ in range(round(jobs * SHARE[t]))][:jobs]
     plan += [TEAMS[0]] * (jobs - len(plan))
-    plan = [plan[i] for i in sorted(range(len(plan)), key=lambda i: (i * 7919) % len(plan))]  # interleave
+    plan = [
+        plan[i] for i in sorted(range(len(plan)), key=lambda i: (i * 7919) % len(plan))
+    ]  # interleave
     peaks = Peaks()
     raw = {"_preload_content": False}
 
     def sample() -> list[dict[str, Any]]:
         """The bench's Workloads, their admitted GPUs added to the peaks."""
-        listed = json.loads(client.CustomObjectsApi(api).list_cluster_custom_object(
-            *KUEUE, "workloads", **raw).data)["items"]
+        listed = json.loads(
+            client.CustomObjectsApi(api).list_cluster_custom_object(*KUEUE, "workloads", **raw).data
+        )["items"]
         workloads = [w for w in listed if w["metadata"]["namespace"] in team_of]
         peaks.add(admitted_gpus(workloads, team_of, pool_of))
         return workloads
 
     def finished(workloads: list[dict[str, Any]]) -> int:
-        return sum(1 for w in workloads if any(c["type"] == "Finished" and c["status"] == "True"
-                                               for c in (w.get("status") or {}).get("conditions") or []))
+        return sum(
+            1
+            for w in workloads
+            if any(
+                c["type"] == "Finished" and c["status"] == "True"
+                for c in (w.get("status") or {}).get("conditions") or []
+            )
+        )
 
     t0 = time.perf_counter()
     next_sample = t0
@@ -245,11 +331,15 @@ def drain(api: Any, teams: Any, jobs: int, run_for: str, sample_every: float,
         pool_short = "a100" if i % 2 == 0 else "t4"
         pool = teams.pool(f"{pool_short}-{suffix}")
         record = new_record(team, f"q{i}", workers=1, gpus=GPUS_PER_JOB[pool_short], pool=pool.name)
-        job = manifests.job_manifest(record, team=team, pool=pool, image=teams.image("pytorch").image)
+        job = manifests.job_manifest(
+            record, team=team, pool=pool, image=teams.image("pytorch").image
+        )
         job["metadata"]["namespace"] = team.namespace
         job["metadata"]["labels"]["trainhub.io/bench"] = suffix
         job["spec"]["template"]["metadata"]["annotations"] = {
-            "kwok.trainhub.io/result": "Succeeded", "kwok.trainhub.io/delay": run_for}
+            "kwok.trainhub.io/result": "Succeeded",
+            "kwok.trainhub.io/delay": run_for,
+        }
         batch.create_namespaced_job(team.namespace, job)
         if time.perf_counter() >= next_sample:  # keep sampling while the queue fills
             sample()
@@ -264,30 +354,53 @@ def drain(api: Any, teams: Any, jobs: int, run_for: str, sample_every: float,
         done = finished(workloads)
         time.sleep(max(0.0, sample_every - (time.perf_counter() - started)))
     drained = time.perf_counter() - t0
-    listed = json.loads(batch.list_job_for_all_namespaces(label_selector=label, **raw).data)["items"]
-    failed = [j for j in listed if any(c["type"] == "Failed" and c["status"] == "True"
-                                       for c in (j.get("status") or {}).get("conditions") or [])]
+    listed = json.loads(batch.list_job_for_all_namespaces(label_selector=label, **raw).data)[
+        "items"
+    ]
+    failed = [
+        j
+        for j in listed
+        if any(
+            c["type"] == "Failed" and c["status"] == "True"
+            for c in (j.get("status") or {}).get("conditions") or []
+        )
+    ]
     evicted = sum(status.preemptions(w) for w in workloads)
     limits = team_limits()
-    rows: list[dict[str, Any]] = [{
-        "measure": f"{jobs} queued jobs, 3 teams: until all finished", "measured": f"{drained:.1f} s",
-        "detail": f"created in {submitted:.1f} s; {jobs / drained:.1f} jobs/s; each runs {run_for}; "
-                  f"{peaks.samples} samples of the Workloads' admissions; {evicted} preemptions; "
-                  f"{len(failed)} failed" + (f" ({_failure(failed[0])})" if failed else ""),
-    }]
+    rows: list[dict[str, Any]] = [
+        {
+            "measure": f"{jobs} queued jobs, 3 teams: until all finished",
+            "measured": f"{drained:.1f} s",
+            "detail": f"created in {submitted:.1f} s; {jobs / drained:.1f} jobs/s; each runs {run_for}; "
+            f"{peaks.samples} samples of the Workloads' admissions; {evicted} preemptions; "
+            f"{len(failed)} failed" + (f" ({_failure(failed[0])})" if failed else ""),
+        }
+    ]
     for (team, pool), limit in sorted(limits.items()):
         seen = peaks.team[team, pool]
         nominal, borrow = QUOTA[team][pool]
-        rows.append({"measure": f"team {team}, {pool}: most GPUs admitted at once", "measured": seen,
-                     "compared with": f"quota + borrowing: {limit}", "ratio": f"{seen / limit:.2f}",
-                     "detail": f"nominal {nominal}, borrowing limit {borrow if borrow is not None else 'none'}; "
-                               f"{'within' if seen <= limit else 'EXCEEDED'}"})
+        rows.append(
+            {
+                "measure": f"team {team}, {pool}: most GPUs admitted at once",
+                "measured": seen,
+                "compared with": f"quota + borrowing: {limit}",
+                "ratio": f"{seen / limit:.2f}",
+                "detail": f"nominal {nominal}, borrowing limit {borrow if borrow is not None else 'none'}; "
+                f"{'within' if seen <= limit else 'EXCEEDED'}",
+            }
+        )
     for pool in ("a100", "t4"):
         nominal = sum(QUOTA[t][pool][0] for t in TEAMS)
         seen = peaks.cohort[pool]
-        rows.append({"measure": f"all 3 teams, {pool}: most GPUs admitted at once", "measured": seen,
-                     "compared with": f"sum of nominal quotas: {nominal}", "ratio": f"{seen / nominal:.2f}",
-                     "detail": "within" if seen <= nominal else "EXCEEDED"})
+        rows.append(
+            {
+                "measure": f"all 3 teams, {pool}: most GPUs admitted at once",
+                "measured": seen,
+                "compared with": f"sum of nominal quotas: {nominal}",
+                "ratio": f"{seen / nominal:.2f}",
+                "detail": "within" if seen <= nominal else "EXCEEDED",
+            }
+        )
     return rows
 
 
@@ -297,8 +410,14 @@ def _failure(job: dict[str, Any]) -> str:
 
 
 # --- the run ------------------------------------------------------------------------------------
-def run(jobs: int = 500, repeats: int = 5, kubeconfig: str | None = None, run_for: str = "1s",
-        sample_every: float = 0.5, timeout: float = 1800.0) -> list[dict[str, Any]]:
+def run(
+    jobs: int = 500,
+    repeats: int = 5,
+    kubeconfig: str | None = None,
+    run_for: str = "1s",
+    sample_every: float = 0.5,
+    timeout: float = 1800.0,
+) -> list[dict[str, Any]]:
     """Rows for benchmarks/run_all.py: (a) start latency side by side, (b) drain and quota peaks."""
     from kubernetes import client, config
 
@@ -307,7 +426,9 @@ def run(jobs: int = 500, repeats: int = 5, kubeconfig: str | None = None, run_fo
     from trainhub.teams import load_teams
 
     work = Path(tempfile.mkdtemp(prefix="trainhub-kueue-bench-"))
-    kubeconfig_path, cluster = start_or_reuse(kubeconfig or os.environ.get("TRAINHUB_TEST_KUBECONFIG"), work)
+    kubeconfig_path, cluster = start_or_reuse(
+        kubeconfig or os.environ.get("TRAINHUB_TEST_KUBECONFIG"), work
+    )
     suffix = secrets.token_hex(3)
     teams_file = work / "teams.yaml"
     teams_file.write_text(yaml.safe_dump(teams_data(suffix, work / "shared"), sort_keys=False))
@@ -320,8 +441,14 @@ def run(jobs: int = 500, repeats: int = 5, kubeconfig: str | None = None, run_fo
         apply_objects(api, objs)
         core.create_namespace({"metadata": {"name": plain_ns}})
         for ns in [*(t.namespace for t in teams.teams), plain_ns]:
-            wait_for(f"{ns} default account", lambda ns=ns: core.list_namespaced_service_account(
-                ns, field_selector="metadata.name=default").items)
+            wait_for(
+                f"{ns} default account",
+                lambda ns=ns: (
+                    core.list_namespaced_service_account(
+                        ns, field_selector="metadata.name=default"
+                    ).items
+                ),
+            )
             shared_claim(core, ns, work / "shared" / ns)
         rows = measure_start(api, teams, plain_ns, repeats)
         rows += drain(api, teams, jobs, run_for, sample_every, timeout)
@@ -340,15 +467,19 @@ def _clean_up(api: Any, teams: Any, objs: list[dict[str, Any]], plain_ns: str) -
 
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     for ns in [*(t.namespace for t in teams.teams), plain_ns]:
-        for call in (lambda ns=ns: core.delete_namespace(ns, propagation_policy="Background"),
-                     lambda ns=ns: core.delete_persistent_volume(f"{ns}-shared")):
+        for call in (
+            lambda ns=ns: core.delete_namespace(ns, propagation_policy="Background"),
+            lambda ns=ns: core.delete_persistent_volume(f"{ns}-shared"),
+        ):
             try:
                 call()
             except client.ApiException as e:
                 if e.status != 404:
                     raise
     for obj in objs:
-        plural = {"ClusterQueue": "clusterqueues", "ResourceFlavor": "resourceflavors"}.get(obj["kind"])
+        plural = {"ClusterQueue": "clusterqueues", "ResourceFlavor": "resourceflavors"}.get(
+            obj["kind"]
+        )
         if plural:
             try:
                 custom.delete_cluster_custom_object(*KUEUE, plural, obj["metadata"]["name"])
@@ -358,15 +489,21 @@ def _clean_up(api: Any, teams: Any, objs: list[dict[str, Any]], plain_ns: str) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--quick", action="store_true", help="100 jobs, 3 repeats")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--run-for", default="1s", help="how long each drained job's pod runs (Go duration)")
+    parser.add_argument(
+        "--run-for", default="1s", help="how long each drained job's pod runs (Go duration)"
+    )
     parser.add_argument("--kubeconfig")
     args = parser.parse_args()
     jobs, repeats = (100, 3) if args.quick else (args.jobs, args.repeats)
-    print_table("kueue", run(jobs=jobs, repeats=repeats, kubeconfig=args.kubeconfig, run_for=args.run_for))
+    print_table(
+        "kueue", run(jobs=jobs, repeats=repeats, kubeconfig=args.kubeconfig, run_for=args.run_for)
+    )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,10 @@ def main() -> int:
     unknown = set(args.names) - set(SUITES)
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
-    sections = [f"# Benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, "
-                f"Python {platform.python_version()}\n"]
+    sections = [
+        f"# Benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()}\n"
+    ]
     failed = 0
     for name in args.names or list(SUITES):
         module_name, full, quick = SUITES[name]

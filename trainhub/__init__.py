@@ -24,7 +24,15 @@ _LAZY = {
 }
 
 __all__ = [  # noqa: RUF022 - the order of _LAZY
-    "__version__", "submit", "get_job", "jobs", "Job", "log", "checkpoint", "distributed", "JobSpec",
+    "__version__",
+    "submit",
+    "get_job",
+    "jobs",
+    "Job",
+    "log",
+    "checkpoint",
+    "distributed",
+    "JobSpec",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover

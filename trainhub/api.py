@@ -1,8 +1,8 @@
 """The Python API: the CLI's verbs for notebook cells.
 
-    job = trainhub.submit("train.ipynb", processes_per_worker=2)
-    job.logs(follow=True)
-    job.checkpoints()
+job = trainhub.submit("train.ipynb", processes_per_worker=2)
+job.logs(follow=True)
+job.checkpoints()
 """
 
 from __future__ import annotations
@@ -69,11 +69,20 @@ def build_spec(
         "source": src,
         "parameters": parameters or {},
         "resources": {
-            "workers": workers, "processes_per_worker": processes_per_worker,
-            "gpus_per_worker": gpus_per_worker, "cpu": cpu, "memory": memory,
+            "workers": workers,
+            "processes_per_worker": processes_per_worker,
+            "gpus_per_worker": gpus_per_worker,
+            "cpu": cpu,
+            "memory": memory,
         },
-        "image": image, "team": team, "queue": queue, "priority": priority,
-        "max_runtime": max_runtime, "env": env or {}, "datasets": datasets or [], "tags": tags or [],
+        "image": image,
+        "team": team,
+        "queue": queue,
+        "priority": priority,
+        "max_runtime": max_runtime,
+        "env": env or {},
+        "datasets": datasets or [],
+        "tags": tags or [],
         "resume_from": resume_from,
     }
     if retry:
@@ -154,11 +163,14 @@ class Job:
     def metrics(self, kind: str = "scalars") -> list[dict[str, Any]]:
         return service().metrics(self.id, kind)[0]
 
-    def iter_logs(self, rank: int = 0, follow: bool = False, interval: float = 0.3) -> Iterator[str]:
+    def iter_logs(
+        self, rank: int = 0, follow: bool = False, interval: float = 0.3
+    ) -> Iterator[str]:
         """Lines of one rank's log; with ``follow``, until the job has ended and all is read."""
         # Not following: a last line without its newline is read as it is now.
-        log = LogFollower(service().log_reader(self.id, rank=rank),
-                          hold_partial_s=None if follow else 0.0)
+        log = LogFollower(
+            service().log_reader(self.id, rank=rank), hold_partial_s=None if follow else 0.0
+        )
         pending = ""
         while True:
             final = follow and self.status.terminal  # read after it: the log is then complete

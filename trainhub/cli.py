@@ -55,17 +55,37 @@ def _elapsed(job: JobSummary) -> str:
 def cmd_submit(args: argparse.Namespace) -> int:
     from trainhub.api import build_spec, service
 
-    retry = {k: v for k, v in {
-        "infrastructure": args.retry_infrastructure, "preempted": args.retry_preempted,
-        "environment": args.retry_environment, "backoff_seconds": args.retry_backoff,
-    }.items() if v is not None}
+    retry = {
+        k: v
+        for k, v in {
+            "infrastructure": args.retry_infrastructure,
+            "preempted": args.retry_preempted,
+            "environment": args.retry_environment,
+            "backoff_seconds": args.retry_backoff,
+        }.items()
+        if v is not None
+    }
     spec = build_spec(
-        args.source, name=args.name, cells=args.cells, cell_tags=args.cell_tags, args=args.args,
-        parameters=_kv(args.param, "--param"), workers=args.workers,
-        processes_per_worker=args.processes_per_worker, gpus_per_worker=args.gpus_per_worker,
-        cpu=args.cpu, memory=args.memory, image=args.image, team=args.team, queue=args.queue,
-        priority=args.priority, max_runtime=args.max_runtime, retry=retry or None,
-        env=_kv(args.env, "--env"), datasets=_kv(args.dataset, "--dataset"), tags=args.tag,
+        args.source,
+        name=args.name,
+        cells=args.cells,
+        cell_tags=args.cell_tags,
+        args=args.args,
+        parameters=_kv(args.param, "--param"),
+        workers=args.workers,
+        processes_per_worker=args.processes_per_worker,
+        gpus_per_worker=args.gpus_per_worker,
+        cpu=args.cpu,
+        memory=args.memory,
+        image=args.image,
+        team=args.team,
+        queue=args.queue,
+        priority=args.priority,
+        max_runtime=args.max_runtime,
+        retry=retry or None,
+        env=_kv(args.env, "--env"),
+        datasets=_kv(args.dataset, "--dataset"),
+        tags=args.tag,
     )
     job = service().submit(spec)
     if args.json:
@@ -83,15 +103,27 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     from trainhub.api import service
 
     states = [JobState(s) for s in args.state] if args.state else None
-    page = service().list_jobs(ListJobsQuery(states=states, limit=args.limit), user=None if args.all_users else _user())
+    page = service().list_jobs(
+        ListJobsQuery(states=states, limit=args.limit), user=None if args.all_users else _user()
+    )
     if args.json:
         _print_json(page)
         return 0
     rows = [("ID", "STATE", "PRIORITY", "GPUS", "RANKS", "AGE", "ELAPSED", "DETAIL")]
     for j in page.jobs:
         detail = j.wait_reason or (j.failure_class.value if j.failure_class else "")
-        rows.append((j.id, j.state.value, j.priority, str(j.gpus), str(j.world_size),
-                     _ago(j.created_at), _elapsed(j), detail))
+        rows.append(
+            (
+                j.id,
+                j.state.value,
+                j.priority,
+                str(j.gpus),
+                str(j.world_size),
+                _ago(j.created_at),
+                _elapsed(j),
+                detail,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
@@ -122,7 +154,9 @@ def _describe_text(job: DescribeJob) -> str:
     if job.lineage:
         git = job.lineage.get("git") or {}
         if git.get("commit"):
-            lines.append(f"Git:        {git['commit'][:12]}" + (" (dirty)" if git.get("dirty") else ""))
+            lines.append(
+                f"Git:        {git['commit'][:12]}" + (" (dirty)" if git.get("dirty") else "")
+            )
     lines.append("Timeline:")
     for e in job.timeline:
         t = datetime.fromtimestamp(e["time"]).strftime("%H:%M:%S")
@@ -293,7 +327,9 @@ def cmd_admin_apply(args: argparse.Namespace) -> int:
     try:
         for result in apply_objects(api, objs):
             where = f"{result.namespace}/" if result.namespace else ""
-            print(f"{result.kind} {where}{result.name}: {'applied' if result.changed else 'unchanged'}")
+            print(
+                f"{result.kind} {where}{result.name}: {'applied' if result.changed else 'unchanged'}"
+            )
     finally:
         api.close()
     return 0
@@ -328,10 +364,18 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("source", help="notebook (.ipynb) or script (.py), relative to the workspace")
     s.add_argument("args", nargs="*", help="arguments for a script")
     s.add_argument("--name")
-    s.add_argument("--cells", type=lambda v: [int(x) for x in v.split(",")], help="cell indices, e.g. 0,2,5")
+    s.add_argument(
+        "--cells", type=lambda v: [int(x) for x in v.split(",")], help="cell indices, e.g. 0,2,5"
+    )
     s.add_argument("--cell-tags", type=lambda v: v.split(","), help="run the cells with these tags")
-    s.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="parameter injected after the 'parameters' cell (JSON value)")
+    s.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="parameter injected after the 'parameters' cell (JSON value)",
+    )
     s.add_argument("--workers", type=int, default=1)
     s.add_argument("--processes-per-worker", "--nproc", type=int)
     s.add_argument("--gpus-per-worker", "--gpus", type=int, default=0)
@@ -360,10 +404,12 @@ def parser() -> argparse.ArgumentParser:
     j.add_argument("--json", action="store_true")
     j.set_defaults(func=cmd_jobs)
 
-    for verb, func, text in (("describe", cmd_describe, "show a job"),
-                             ("events", cmd_events, "show a job's events"),
-                             ("checkpoints", cmd_checkpoints, "list a job's checkpoints"),
-                             ("resubmit", cmd_resubmit, "run a job's spec again as a new job")):
+    for verb, func, text in (
+        ("describe", cmd_describe, "show a job"),
+        ("events", cmd_events, "show a job's events"),
+        ("checkpoints", cmd_checkpoints, "list a job's checkpoints"),
+        ("resubmit", cmd_resubmit, "run a job's spec again as a new job"),
+    ):
         v = sub.add_parser(verb, help=text)
         v.add_argument("job")
         v.add_argument("--json", action="store_true")

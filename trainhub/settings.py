@@ -20,7 +20,9 @@ def home() -> Path:
     explicit = os.environ.get("TRAINHUB_HOME")
     if explicit:
         return Path(explicit).expanduser().resolve()
-    xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
     return Path(xdg, "trainhub").resolve()
 
 

@@ -19,7 +19,9 @@ from trainhub.jobs.spec import parse_quantity
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # An image must say which build it means: a tag other than "latest", or a digest.
 _PINNED_IMAGE = re.compile(r"^[^\s@]+(:(?!latest$)[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 PRIORITY_NAMES = ("low", "normal", "high")
 
 
@@ -82,13 +84,17 @@ class Image(_Model):
     name: str = Field(pattern=DNS_LABEL, max_length=63)
     image: str = Field(description="Reference pinned by tag or by digest")
     description: str = ""
-    frameworks: dict[str, str] = Field(default_factory=dict, description="e.g. torch: '2.5', cuda: '12.4'")
+    frameworks: dict[str, str] = Field(
+        default_factory=dict, description="e.g. torch: '2.5', cuda: '12.4'"
+    )
 
     @field_validator("image")
     @classmethod
     def _pinned(cls, v: str) -> str:
         if not _PINNED_IMAGE.match(v):
-            raise ValueError(f"{v!r} is not pinned: give a tag other than 'latest' or an @sha256: digest")
+            raise ValueError(
+                f"{v!r} is not pinned: give a tag other than 'latest' or an @sha256: digest"
+            )
         return v
 
 
@@ -109,8 +115,12 @@ class PoolQuota(_Model):
     gpus: int = Field(ge=0)
     cpu: str
     memory: str
-    borrowing_limit: Limits | None = Field(None, description="How much more this team may borrow; none: unbounded")
-    lending_limit: Limits | None = Field(None, description="How much of its quota others may borrow; none: all")
+    borrowing_limit: Limits | None = Field(
+        None, description="How much more this team may borrow; none: unbounded"
+    )
+    lending_limit: Limits | None = Field(
+        None, description="How much of its quota others may borrow; none: all"
+    )
 
     @field_validator("cpu", "memory", mode="before")
     @classmethod
@@ -122,7 +132,9 @@ class Preemption(_Model):
     """Kueue's ClusterQueue preemption policy, in its own words."""
 
     reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Any"
-    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = (
+        "LowerPriority"
+    )
     borrow_within_cohort: Literal["Never", "LowerPriority"] = "Never"
 
 
@@ -165,13 +177,19 @@ class TeamDataset(_Model):
 
 class Team(_Model):
     name: str = Field(pattern=DNS_LABEL, max_length=63)
-    groups: list[str] = Field(min_length=1, description="JupyterHub groups whose members belong to the team")
+    groups: list[str] = Field(
+        min_length=1, description="JupyterHub groups whose members belong to the team"
+    )
     namespace: str = Field(max_length=63)
     quota: dict[str, PoolQuota] = Field(min_length=1, description="Nominal quota per pool")
     cohort: str | None = Field(None, pattern=DNS_LABEL, max_length=63)
     preemption: Preemption = Field(default_factory=Preemption)
-    images: list[str] = Field(min_length=1, description="Names of the curated images the team may use")
-    session_gpus: list[int] = Field(default_factory=lambda: [0], description="GPU sizes offered for sessions")
+    images: list[str] = Field(
+        min_length=1, description="Names of the curated images the team may use"
+    )
+    session_gpus: list[int] = Field(
+        default_factory=lambda: [0], description="GPU sizes offered for sessions"
+    )
     shared_volume: SharedVolume
     datasets: dict[str, TeamDataset] = Field(default_factory=dict)
     local_queue: str = Field("jobs", pattern=DNS_LABEL, max_length=63)
@@ -197,7 +215,9 @@ class Team(_Model):
     def _dataset_names(cls, v: dict[str, TeamDataset]) -> dict[str, TeamDataset]:
         for name in v:
             if not re.match(r"^[a-z0-9][a-z0-9_-]{0,62}$", name):
-                raise ValueError(f"dataset name {name!r}: use lower-case letters, digits, '-' and '_'")
+                raise ValueError(
+                    f"dataset name {name!r}: use lower-case letters, digits, '-' and '_'"
+                )
         return v
 
     @property
@@ -211,7 +231,9 @@ class Team(_Model):
 class Teams(_Model):
     pools: list[Pool] = Field(min_length=1)
     images: list[Image] = Field(default_factory=list)
-    image_catalog: str | None = Field(None, description="YAML file with more images (path relative to this file)")
+    image_catalog: str | None = Field(
+        None, description="YAML file with more images (path relative to this file)"
+    )
     priorities: dict[Literal["low", "normal", "high"], int] = Field(
         default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}  # type: ignore[arg-type]
     )
@@ -240,20 +262,38 @@ class Teams(_Model):
         for i, team in enumerate(self.teams):
             for pool in team.quota:
                 if pool not in pools:
-                    errors.append((f"teams[{i}].quota.{pool}", f"unknown pool {pool!r} (known: {_known(pools)})"))
+                    errors.append(
+                        (
+                            f"teams[{i}].quota.{pool}",
+                            f"unknown pool {pool!r} (known: {_known(pools)})",
+                        )
+                    )
             for j, image in enumerate(team.images):
                 if image not in images:
-                    errors.append((f"teams[{i}].images[{j}]", f"unknown image {image!r} (known: {_known(images)})"))
+                    errors.append(
+                        (
+                            f"teams[{i}].images[{j}]",
+                            f"unknown image {image!r} (known: {_known(images)})",
+                        )
+                    )
             mount = PurePosixPath(team.shared_volume.mount_path)
             for name, ds in team.datasets.items():
                 if ds.path is not None and not PurePosixPath(ds.path).is_relative_to(mount):
-                    errors.append((f"teams[{i}].datasets.{name}.path",
-                                   f"{ds.path!r} is not below the shared volume's mount path {str(mount)!r}"))
+                    errors.append(
+                        (
+                            f"teams[{i}].datasets.{name}.path",
+                            f"{ds.path!r} is not below the shared volume's mount path {str(mount)!r}",
+                        )
+                    )
             biggest = max((p.gpus_per_node for p in self.pools if p.name in team.quota), default=0)
             too_big = [n for n in team.session_gpus if n > biggest]
             if too_big:
-                errors.append((f"teams[{i}].session_gpus",
-                               f"{too_big[0]} GPUs do not fit on one node of the team's pools (at most {biggest})"))
+                errors.append(
+                    (
+                        f"teams[{i}].session_gpus",
+                        f"{too_big[0]} GPUs do not fit on one node of the team's pools (at most {biggest})",
+                    )
+                )
         if errors:
             raise _ReferenceErrors(errors)
         return self
@@ -297,7 +337,9 @@ def _duplicates(where: str, names: list[str], field: str) -> list[tuple[str, str
     errors = []
     for i, name in enumerate(names):
         if name in seen:
-            errors.append((f"{where}[{i}].{field}", f"{name!r} is already used by {where}[{seen[name]}]"))
+            errors.append(
+                (f"{where}[{i}].{field}", f"{name!r} is already used by {where}[{seen[name]}]")
+            )
         seen.setdefault(name, i)
     return errors
 
@@ -315,14 +357,19 @@ def _path(loc: tuple[Any, ...]) -> str:
 def _message(item: dict[str, Any]) -> str:
     msg: str = item["msg"]
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     kind = item["type"]
     if kind == "extra_forbidden":
         return "is not a known field"
     if kind == "missing":
         return "is required"
     if kind in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}:
-        op = {"greater_than_equal": ">=", "less_than_equal": "<=", "greater_than": ">", "less_than": "<"}[kind]
+        op = {
+            "greater_than_equal": ">=",
+            "less_than_equal": "<=",
+            "greater_than": ">",
+            "less_than": "<",
+        }[kind]
         limit = next(iter(item.get("ctx", {}).values()), "")
         return f"must be {op} {limit}"
     if kind == "string_pattern_mismatch":
@@ -336,7 +383,10 @@ def parse_teams(data: Any, *, source: str | None = None, base_dir: Path | None =
         raise TeamsError([("teams file", "must be a mapping with pools, images and teams")], source)
     catalog = data.get("image_catalog")
     if catalog and base_dir is not None:
-        data = {**data, "images": [*data.get("images", []), *_load_catalog(base_dir / catalog, source)]}
+        data = {
+            **data,
+            "images": [*data.get("images", []), *_load_catalog(base_dir / catalog, source)],
+        }
     try:
         return Teams.model_validate(data)
     except ValidationError as e:

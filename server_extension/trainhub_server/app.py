@@ -15,8 +15,8 @@ from traitlets import Bool, Dict, Enum, Float, List, Type, Unicode, default
 from trainhub import settings
 from trainhub.backends import factory
 from trainhub.backends.base import Backend
-from trainhub.jobs.service import JobService
 from trainhub.jobs.models import JobSummary
+from trainhub.jobs.service import JobService
 from trainhub_server import routes, watch
 from trainhub_server.calls import ServiceCalls
 from trainhub_server.watch import JobsWatcher

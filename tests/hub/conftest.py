@@ -388,17 +388,29 @@ def prepare_cluster_for_hub(
 
     core = client.CoreV1Api(api)
     applied = subprocess.run(
-        [sys.executable, "-m", "trainhub.cli", "admin", "apply", str(teams_file),
-         "--kubeconfig", str(kubeconfig)],
-        capture_output=True, text=True, env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        [
+            sys.executable,
+            "-m",
+            "trainhub.cli",
+            "admin",
+            "apply",
+            str(teams_file),
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
     )
     assert applied.returncode == 0, applied.stderr
     core.create_namespace({"metadata": {"name": hub_ns}})
     wait_for(
         "the hub namespace's default account",
-        lambda: core.list_namespaced_service_account(
-            hub_ns, field_selector="metadata.name=default"
-        ).items,
+        lambda: (
+            core.list_namespaced_service_account(
+                hub_ns, field_selector="metadata.name=default"
+            ).items
+        ),
     )
     core.create_namespaced_service_account(hub_ns, {"metadata": {"name": "hub"}})
     apply_objects(api, hub_objects(teams, hub_ns))

@@ -22,16 +22,31 @@ def teams_for(namespaces: list[str], tmp: Path, *, a100_gpus: int = 8, **team_ex
     """Two teams (one per namespace) in one cohort, with pools named after the first namespace."""
     prefix = namespaces[0]
     data = {
-        "pools": [{"name": f"{prefix}-a100", "node_labels": {"trainhub.io/pool": "a100"}, "gpus_per_node": 8},
-                  {"name": f"{prefix}-t4", "node_labels": {"trainhub.io/pool": "t4"}, "gpus_per_node": 4}],
+        "pools": [
+            {
+                "name": f"{prefix}-a100",
+                "node_labels": {"trainhub.io/pool": "a100"},
+                "gpus_per_node": 8,
+            },
+            {"name": f"{prefix}-t4", "node_labels": {"trainhub.io/pool": "t4"}, "gpus_per_node": 4},
+        ],
         "images": [{"name": "pytorch", "image": "registry.invalid/trainhub/pytorch:1"}],
-        "teams": [{
-            "name": ns, "groups": [ns], "namespace": ns, "cohort": f"{prefix}-cohort",
-            "quota": {f"{prefix}-a100": {"gpus": a100_gpus, "cpu": "96", "memory": "1Ti"},
-                      f"{prefix}-t4": {"gpus": 4, "cpu": "32", "memory": "128Gi"}},
-            "images": ["pytorch"], "shared_volume": {"claim": "shared", "mount_path": str(tmp / ns)},
-            **team_extra,
-        } for ns in namespaces],
+        "teams": [
+            {
+                "name": ns,
+                "groups": [ns],
+                "namespace": ns,
+                "cohort": f"{prefix}-cohort",
+                "quota": {
+                    f"{prefix}-a100": {"gpus": a100_gpus, "cpu": "96", "memory": "1Ti"},
+                    f"{prefix}-t4": {"gpus": 4, "cpu": "32", "memory": "128Gi"},
+                },
+                "images": ["pytorch"],
+                "shared_volume": {"claim": "shared", "mount_path": str(tmp / ns)},
+                **team_extra,
+            }
+            for ns in namespaces
+        ],
     }
     return parse_teams(data)
 
@@ -57,40 +72,75 @@ def second_namespace(k8s_namespace: Any) -> Any:
 def test_apply_twice_changes_nothing(k8s_namespace: Any, tmp_path: Path) -> None:
     teams = teams_for([k8s_namespace.name], tmp_path)
     first = apply_teams(k8s_namespace, teams)
-    assert {r.kind for r in first} >= {"Namespace", "ResourceQuota", "ClusterQueue", "LocalQueue", "NetworkPolicy"}
+    assert {r.kind for r in first} >= {
+        "Namespace",
+        "ResourceQuota",
+        "ClusterQueue",
+        "LocalQueue",
+        "NetworkPolicy",
+    }
     second = apply_objects(k8s_namespace.api, render(teams))
     assert [r for r in second if r.changed] == []
-    cq = client.CustomObjectsApi(k8s_namespace.api).get_cluster_custom_object(*KUEUE, "clusterqueues",
-                                                                             k8s_namespace.name)
+    cq = client.CustomObjectsApi(k8s_namespace.api).get_cluster_custom_object(
+        *KUEUE, "clusterqueues", k8s_namespace.name
+    )
     assert cq["spec"]["cohortName"] == f"{k8s_namespace.name}-cohort"
 
 
-def _allowed(api: Any, ns: str, namespace: str, verb: str, resource: str, group: str = "",
-             subresource: str = "") -> bool:
+def _allowed(
+    api: Any,
+    ns: str,
+    namespace: str,
+    verb: str,
+    resource: str,
+    group: str = "",
+    subresource: str = "",
+) -> bool:
     attrs = {"namespace": namespace, "verb": verb, "group": group, "resource": resource}
     if subresource:
         attrs["subresource"] = subresource
-    review = client.AuthorizationV1Api(api).create_subject_access_review({"spec": {
-        "user": f"system:serviceaccount:{ns}:{NOTEBOOK_ACCOUNT}",
-        "groups": ["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"],
-        "resourceAttributes": attrs}})
+    review = client.AuthorizationV1Api(api).create_subject_access_review(
+        {
+            "spec": {
+                "user": f"system:serviceaccount:{ns}:{NOTEBOOK_ACCOUNT}",
+                "groups": [
+                    "system:serviceaccounts",
+                    f"system:serviceaccounts:{ns}",
+                    "system:authenticated",
+                ],
+                "resourceAttributes": attrs,
+            }
+        }
+    )
     return bool(review.status.allowed)
 
 
-def test_notebook_account_runs_jobs_in_its_namespace_only(k8s_namespace: Any, second_namespace: str,
-                                                          tmp_path: Path) -> None:
+def test_notebook_account_runs_jobs_in_its_namespace_only(
+    k8s_namespace: Any, second_namespace: str, tmp_path: Path
+) -> None:
     ns, other = k8s_namespace.name, second_namespace
     apply_teams(k8s_namespace, teams_for([ns, other], tmp_path))
     api = k8s_namespace.api
-    allowed = [(ns, "create", "jobs", "batch", ""), (ns, "delete", "jobs", "batch", ""),
-               (ns, "create", "services", "", ""), (ns, "get", "pods", "", "log"),
-               (ns, "list", "workloads", "kueue.x-k8s.io", ""), ("", "get", "clusterqueues", "kueue.x-k8s.io", "")]
-    denied = [(other, "create", "jobs", "batch", ""), (other, "list", "pods", "", ""),
-              (ns, "create", "pods", "", ""), (ns, "get", "secrets", "", ""),
-              (ns, "create", "rolebindings", "rbac.authorization.k8s.io", ""),
-              (ns, "update", "resourcequotas", "", ""), (ns, "create", "localqueues", "kueue.x-k8s.io", ""),
-              ("", "create", "clusterqueues", "kueue.x-k8s.io", ""), ("", "delete", "namespaces", "", ""),
-              (ns, "create", "pods", "", "exec")]
+    allowed = [
+        (ns, "create", "jobs", "batch", ""),
+        (ns, "delete", "jobs", "batch", ""),
+        (ns, "create", "services", "", ""),
+        (ns, "get", "pods", "", "log"),
+        (ns, "list", "workloads", "kueue.x-k8s.io", ""),
+        ("", "get", "clusterqueues", "kueue.x-k8s.io", ""),
+    ]
+    denied = [
+        (other, "create", "jobs", "batch", ""),
+        (other, "list", "pods", "", ""),
+        (ns, "create", "pods", "", ""),
+        (ns, "get", "secrets", "", ""),
+        (ns, "create", "rolebindings", "rbac.authorization.k8s.io", ""),
+        (ns, "update", "resourcequotas", "", ""),
+        (ns, "create", "localqueues", "kueue.x-k8s.io", ""),
+        ("", "create", "clusterqueues", "kueue.x-k8s.io", ""),
+        ("", "delete", "namespaces", "", ""),
+        (ns, "create", "pods", "", "exec"),
+    ]
     got_allowed = {a: _allowed(api, ns, a[0], a[1], a[2], a[3], a[4]) for a in allowed}
     got_denied = {d: _allowed(api, ns, d[0], d[1], d[2], d[3], d[4]) for d in denied}
     assert got_allowed == dict.fromkeys(allowed, True)
@@ -98,13 +148,34 @@ def test_notebook_account_runs_jobs_in_its_namespace_only(k8s_namespace: Any, se
 
 
 def _job(name: str, labels: dict[str, str]) -> dict[str, Any]:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels},
-            "spec": {"suspend": True, "template": {"spec": {
-                "restartPolicy": "Never",
-                "securityContext": {"runAsNonRoot": True, "runAsUser": 1000,
-                                    "seccompProfile": {"type": "RuntimeDefault"}},
-                "containers": [{"name": "main", "image": "registry.invalid/x:1", "securityContext": {
-                    "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 1000,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.invalid/x:1",
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                        }
+                    ],
+                }
+            },
+        },
+    }
 
 
 def _create_with_retry(batch: Any, ns: str, body: dict[str, Any]) -> Any:
@@ -127,14 +198,18 @@ def _create_with_retry(batch: Any, ns: str, body: dict[str, Any]) -> Any:
         time.sleep(0.3)
 
 
-def test_job_without_the_team_queue_is_refused(k8s_namespace: Any, second_namespace: str, tmp_path: Path) -> None:
+def test_job_without_the_team_queue_is_refused(
+    k8s_namespace: Any, second_namespace: str, tmp_path: Path
+) -> None:
     ns = k8s_namespace.name
     apply_teams(k8s_namespace, teams_for([ns, second_namespace], tmp_path))
     batch = client.BatchV1Api(k8s_namespace.api)
     refused = _create_with_retry(batch, ns, _job("bypass", {}))
     assert isinstance(refused, client.ApiException) and refused.status in (403, 422)
     assert "kueue.x-k8s.io/queue-name=jobs" in refused.body
-    other_queue = _create_with_retry(batch, ns, _job("other", {"kueue.x-k8s.io/queue-name": "elsewhere"}))
+    other_queue = _create_with_retry(
+        batch, ns, _job("other", {"kueue.x-k8s.io/queue-name": "elsewhere"})
+    )
     assert isinstance(other_queue, client.ApiException), other_queue
     ok = batch.create_namespaced_job(ns, _job("queued", {"kueue.x-k8s.io/queue-name": "jobs"}))
     assert ok.metadata.name == "queued"
@@ -144,7 +219,10 @@ def test_restricted_pod_security_and_no_gpu_default(k8s_namespace: Any, tmp_path
     ns = k8s_namespace.name
     apply_teams(k8s_namespace, teams_for([ns], tmp_path))
     core = client.CoreV1Api(k8s_namespace.api)
-    root_pod = {"metadata": {"name": "root"}, "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]}}
+    root_pod = {
+        "metadata": {"name": "root"},
+        "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]},
+    }
     with pytest.raises(client.ApiException) as info:
         core.create_namespaced_pod(ns, root_pod)
     assert "violates PodSecurity" in info.value.body

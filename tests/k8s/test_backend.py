@@ -32,12 +32,30 @@ def wait_for(what: str, fn: Callable[[], T | None], timeout: float = 60.0) -> T:
 def shared_claim(api: Any, ns: str, path: Path) -> None:
     """A PersistentVolume bound to the team's 'shared' claim, so that job pods can be scheduled."""
     core = client.CoreV1Api(api)
-    core.create_persistent_volume({"metadata": {"name": f"{ns}-shared"}, "spec": {
-        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "storageClassName": "manual",
-        "hostPath": {"path": str(path)}, "claimRef": {"namespace": ns, "name": "shared"}}})
-    core.create_namespaced_persistent_volume_claim(ns, {"metadata": {"name": "shared"}, "spec": {
-        "accessModes": ["ReadWriteMany"], "storageClassName": "manual", "volumeName": f"{ns}-shared",
-        "resources": {"requests": {"storage": "1Gi"}}}})
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": f"{ns}-shared"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "manual",
+                "hostPath": {"path": str(path)},
+                "claimRef": {"namespace": ns, "name": "shared"},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        ns,
+        {
+            "metadata": {"name": "shared"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "manual",
+                "volumeName": f"{ns}-shared",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
 
 
 class Team:
@@ -48,28 +66,53 @@ class Team:
         (workspace / "train.py").write_text("print('training')\n")
         shared_claim(self.api, ns, tmp / ns)
         self.backend = KubernetesBackend(teams, ns, api_client=self.api)
-        self.service = JobService(self.backend, workspace_root=workspace, jobs_root=self.backend.jobs_root)
+        self.service = JobService(
+            self.backend, workspace_root=workspace, jobs_root=self.backend.jobs_root
+        )
 
-    def submit(self, name: str, *, workers: int = 1, gpus: int = 8, priority: str = "normal") -> str:
-        spec = {"name": name, "source": {"path": "train.py"}, "priority": priority, "team": self.ns,
-                "resources": {"workers": workers, "gpus_per_worker": gpus}}
+    def submit(
+        self, name: str, *, workers: int = 1, gpus: int = 8, priority: str = "normal"
+    ) -> str:
+        spec = {
+            "name": name,
+            "source": {"path": "train.py"},
+            "priority": priority,
+            "team": self.ns,
+            "resources": {"workers": workers, "gpus_per_worker": gpus},
+        }
         return self.service.submit(spec, user="ada").id
 
     def state(self, job_id: str) -> JobState:
         return self.service.describe(job_id, user="ada").state
 
     def wait_state(self, job_id: str, state: JobState, timeout: float = 60) -> Any:
-        return wait_for(f"{job_id} {state.value}", lambda: (
-            d := self.service.describe(job_id, user="ada")).state == state and d, timeout)
+        return wait_for(
+            f"{job_id} {state.value}",
+            lambda: (d := self.service.describe(job_id, user="ada")).state == state and d,
+            timeout,
+        )
 
     def pods(self, job_id: str) -> list[Any]:
-        return client.CoreV1Api(self.api).list_namespaced_pod(
-            self.ns, label_selector=f"trainhub.io/job-id={job_id}").items
+        return (
+            client.CoreV1Api(self.api)
+            .list_namespaced_pod(self.ns, label_selector=f"trainhub.io/job-id={job_id}")
+            .items
+        )
 
     def end_pods(self, job_id: str, **annotations: str) -> None:
         for pod in self.pods(job_id):
-            client.CoreV1Api(self.api).patch_namespaced_pod(pod.metadata.name, self.ns, {"metadata": {
-                "annotations": {f"kwok.trainhub.io/{k.replace('_', '-')}": v for k, v in annotations.items()}}})
+            client.CoreV1Api(self.api).patch_namespaced_pod(
+                pod.metadata.name,
+                self.ns,
+                {
+                    "metadata": {
+                        "annotations": {
+                            f"kwok.trainhub.io/{k.replace('_', '-')}": v
+                            for k, v in annotations.items()
+                        }
+                    }
+                },
+            )
 
     def events(self, job_id: str) -> list[dict[str, Any]]:
         return self.service.events(job_id, user="ada")[0]
@@ -92,7 +135,9 @@ def test_job_is_admitted_runs_and_succeeds(team: Team) -> None:
     job_id = team.submit("two-workers", workers=2, gpus=4)
     team.wait_state(job_id, JobState.RUNNING)
     pods = team.pods(job_id)
-    assert sorted(p.metadata.annotations["batch.kubernetes.io/job-completion-index"] for p in pods) == ["0", "1"]
+    assert sorted(
+        p.metadata.annotations["batch.kubernetes.io/job-completion-index"] for p in pods
+    ) == ["0", "1"]
     assert all(p.spec.node_name.startswith("kwok-a100-") for p in pods)
     team.end_pods(job_id, result="Succeeded")
     done = team.wait_state(job_id, JobState.SUCCEEDED)
@@ -135,9 +180,17 @@ def test_failing_pod_gets_its_verdict(team: Team) -> None:
     assert failed.verdict.failure_class == FailureClass.INFRASTRUCTURE
     assert failed.verdict.reason == "worker 0 was killed by the kernel's out-of-memory killer"
     # The verdict is in the job directory too, and outlives the Job object.
-    client.BatchV1Api(team.api).delete_namespaced_job(job_id, team.ns, propagation_policy="Foreground")
-    wait_for("Job gone", lambda: not team.backend.batch.list_namespaced_job(
-        team.ns, label_selector=f"trainhub.io/job-id={job_id}").items)
+    client.BatchV1Api(team.api).delete_namespaced_job(
+        job_id, team.ns, propagation_policy="Foreground"
+    )
+    wait_for(
+        "Job gone",
+        lambda: (
+            not team.backend.batch.list_namespaced_job(
+                team.ns, label_selector=f"trainhub.io/job-id={job_id}"
+            ).items
+        ),
+    )
     again = team.service.describe(job_id, user="ada")
     assert (again.state, again.verdict.reason) == (JobState.FAILED, failed.verdict.reason)
 
@@ -149,8 +202,14 @@ def test_cancel_removes_job_service_and_pods(team: Team) -> None:
     assert cancelled.state == JobState.CANCELLED
     core = client.CoreV1Api(team.api)
     wait_for("pods gone", lambda: not team.pods(job_id))
-    wait_for("service gone", lambda: not core.list_namespaced_service(
-        team.ns, label_selector=f"trainhub.io/job-id={job_id}").items)
+    wait_for(
+        "service gone",
+        lambda: (
+            not core.list_namespaced_service(
+                team.ns, label_selector=f"trainhub.io/job-id={job_id}"
+            ).items
+        ),
+    )
     assert team.state(job_id) == JobState.CANCELLED
     assert team.service.describe(job_id, user="ada").verdict.reason == "not needed"
 
@@ -161,7 +220,10 @@ def test_team_borrows_idle_quota_and_gives_it_back(k8s_namespace: Any, tmp_path:
     client.CoreV1Api(k8s_namespace.api).create_namespace({"metadata": {"name": other}})
     teams = teams_for([ns, other], tmp_path)
     apply_teams(k8s_namespace, teams)
-    a, b = Team(k8s_namespace, ns, teams, tmp_path / "a"), Team(k8s_namespace, other, teams, tmp_path / "b")
+    a, b = (
+        Team(k8s_namespace, ns, teams, tmp_path / "a"),
+        Team(k8s_namespace, other, teams, tmp_path / "b"),
+    )
     try:
         # 16 GPUs: team a's 8 plus team b's idle 8, borrowed through the cohort.
         wide = a.submit("wide", workers=2, gpus=8)

@@ -27,13 +27,21 @@ class Trainhub:
         self.workspace = workspace
         self.env = env
 
-    def run(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
-            [sys.executable, "-m", "trainhub.cli", *args], cwd=self.workspace, env=self.env,
-            capture_output=True, text=True, timeout=timeout,
+            [sys.executable, "-m", "trainhub.cli", *args],
+            cwd=self.workspace,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         if check and proc.returncode != 0:
-            raise AssertionError(f"trainhub {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+            raise AssertionError(
+                f"trainhub {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}"
+            )
         return proc
 
     def json(self, *args: str) -> Any:
@@ -45,7 +53,9 @@ class Trainhub:
     def describe(self, job_id: str) -> dict[str, Any]:
         return self.json("describe", job_id)
 
-    def wait(self, job_id: str, states: set[str] | None = None, timeout: float = 240) -> dict[str, Any]:
+    def wait(
+        self, job_id: str, states: set[str] | None = None, timeout: float = 240
+    ) -> dict[str, Any]:
         states = states or {"succeeded", "failed", "cancelled"}
         deadline = time.monotonic() + timeout
         while True:
@@ -54,7 +64,9 @@ class Trainhub:
                 return job
             if time.monotonic() > deadline:
                 log = self.logs(job_id, check=False)
-                raise AssertionError(f"{job_id} still {job['state']} after {timeout}s\n{job}\n{log}")
+                raise AssertionError(
+                    f"{job_id} still {job['state']} after {timeout}s\n{job}\n{log}"
+                )
             time.sleep(0.5)
 
     def logs(self, job_id: str, rank: int = 0, check: bool = True) -> str:
@@ -69,7 +81,10 @@ def job_processes(job_id: str) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["pid"]):
         try:
-            if proc.environ().get("TRAINHUB_JOB_ID") == job_id and proc.status() != psutil.STATUS_ZOMBIE:
+            if (
+                proc.environ().get("TRAINHUB_JOB_ID") == job_id
+                and proc.status() != psutil.STATUS_ZOMBIE
+            ):
                 found.append(proc)
         except psutil.Error:
             continue
@@ -93,8 +108,12 @@ def trainhub_env(tmp_path: Path) -> Trainhub:
     workspace.mkdir()
     shutil.copy(EXAMPLE, workspace / EXAMPLE.name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINHUB_")}
-    env.update(TRAINHUB_HOME=str(home), TRAINHUB_WORKSPACE=str(workspace), TRAINHUB_CANCEL_GRACE="5",
-               TRAINHUB_GPUS="0")
+    env.update(
+        TRAINHUB_HOME=str(home),
+        TRAINHUB_WORKSPACE=str(workspace),
+        TRAINHUB_CANCEL_GRACE="5",
+        TRAINHUB_GPUS="0",
+    )
     th = Trainhub(home, workspace, env)
     yield th
     # Never leave a job's processes behind, whatever the test did.

@@ -40,8 +40,17 @@ def test_waiting_jobs_say_why_and_keep_priority_order(gpu_env: Trainhub):
     big = gpu_env.submit("hold.py", "--gpus", "2", "--env", "HOLD_SECONDS=600", "--name", "big")
     wait_for(lambda: gpu_env.describe(big)["state"] == "running", 60, "the first job to run")
     second = gpu_env.submit("hold.py", "--gpus", "2", "--env", "HOLD_SECONDS=1", "--name", "second")
-    urgent = gpu_env.submit("hold.py", "--gpus", "1", "--priority", "high", "--env", "HOLD_SECONDS=1",
-                            "--name", "urgent")
+    urgent = gpu_env.submit(
+        "hold.py",
+        "--gpus",
+        "1",
+        "--priority",
+        "high",
+        "--env",
+        "HOLD_SECONDS=1",
+        "--name",
+        "urgent",
+    )
 
     jobs = {j["name"]: j for j in gpu_env.json("jobs")["jobs"]}
     assert jobs["urgent"]["state"] == "queued" and jobs["second"]["state"] == "queued"
@@ -67,9 +76,24 @@ def test_fifty_concurrent_submissions_never_exceed_the_gpus(gpu_env: Trainhub):
 
     def submit(i: int) -> str:
         proc = subprocess.run(
-            [sys.executable, "-m", "trainhub.cli", "submit", "hold.py", "--name", f"j{i}",
-             "--gpus", str(sizes[i]), "--env", "HOLD_SECONDS=0.5"],
-            cwd=gpu_env.workspace, env=gpu_env.env, capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "trainhub.cli",
+                "submit",
+                "hold.py",
+                "--name",
+                f"j{i}",
+                "--gpus",
+                str(sizes[i]),
+                "--env",
+                "HOLD_SECONDS=0.5",
+            ],
+            cwd=gpu_env.workspace,
+            env=gpu_env.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.strip()
@@ -95,8 +119,10 @@ def test_fifty_concurrent_submissions_never_exceed_the_gpus(gpu_env: Trainhub):
 
 
 def _max_concurrent(holds) -> int:
-    points = sorted([(s, len(g)) for s, _, g in holds] + [(e, -len(g)) for _, e, g in holds],
-                    key=lambda p: (p[0], p[1]))
+    points = sorted(
+        [(s, len(g)) for s, _, g in holds] + [(e, -len(g)) for _, e, g in holds],
+        key=lambda p: (p[0], p[1]),
+    )
     in_use = peak = 0
     for _, delta in points:
         in_use += delta

@@ -15,7 +15,9 @@ PRINT_ENV = "import json, os\nprint('ENV=' + json.dumps(dict(os.environ)))"
 
 
 def rank_environ(trainhub_env: Trainhub, job_id: str, rank: int) -> dict[str, str]:
-    line = next(x for x in trainhub_env.logs(job_id, rank=rank).splitlines() if x.startswith("ENV="))
+    line = next(
+        x for x in trainhub_env.logs(job_id, rank=rank).splitlines() if x.startswith("ENV=")
+    )
     return json.loads(line.removeprefix("ENV="))
 
 
@@ -23,8 +25,13 @@ def test_no_server_token_reaches_a_rank_and_the_spec_env_does(trainhub_env: Trai
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PRINT_ENV)])
     nbformat.write(nb, trainhub_env.workspace / "env.ipynb")
     # As a Jupyter server under JupyterHub would submit it.
-    trainhub_env.env.update(JUPYTER_TOKEN="server-token", JUPYTERHUB_API_TOKEN="hub-token",
-                            JPY_API_TOKEN="hub-token", SOME_SERVICE_PASSWORD="pw", NCCL_DEBUG="WARN")
+    trainhub_env.env.update(
+        JUPYTER_TOKEN="server-token",
+        JUPYTERHUB_API_TOKEN="hub-token",
+        JPY_API_TOKEN="hub-token",
+        SOME_SERVICE_PASSWORD="pw",
+        NCCL_DEBUG="WARN",
+    )
     job_id = trainhub_env.submit("env.ipynb", "--nproc", "2", "--env", "MY_SETTING=42")
     job = trainhub_env.wait(job_id)
     assert job["state"] == "succeeded", trainhub_env.logs(job_id)

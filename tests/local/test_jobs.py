@@ -44,7 +44,9 @@ def test_example_notebook_succeeds_with_two_ranks(trainhub_env: Trainhub):
     assert {r.get("rank") for r in system} >= {0, 1}
     events = read_jsonl(jobdir / "events.jsonl")
     assert any(e["type"] == "metrics" and e.get("gpu") is False for e in events)
-    cell_ends = {(e["rank"], e["cell_index"]) for e in events if e["type"] == "cell" and e["phase"] == "end"}
+    cell_ends = {
+        (e["rank"], e["cell_index"]) for e in events if e["type"] == "cell" and e["phase"] == "end"
+    }
     assert {(0, 6), (1, 6)} <= cell_ends  # the last cell ran on both ranks
 
     checkpoints = trainhub_env.json("checkpoints", job_id)
@@ -107,11 +109,23 @@ def _rank_pid(job_id: str, rank: int) -> int | None:
     return pid
 
 
-def test_killed_rank_is_infrastructure_and_the_retry_resumes_from_the_latest_checkpoint(trainhub_env: Trainhub):
+def test_killed_rank_is_infrastructure_and_the_retry_resumes_from_the_latest_checkpoint(
+    trainhub_env: Trainhub,
+):
     job_id = trainhub_env.submit(
-        "train_ddp.ipynb", "--nproc", "2", "--retry-backoff", "1",
-        "-p", "epochs=3", "-p", "steps_per_epoch=40", "-p", "step_delay=0.05",
-        "-p", "async_checkpoints=false",
+        "train_ddp.ipynb",
+        "--nproc",
+        "2",
+        "--retry-backoff",
+        "1",
+        "-p",
+        "epochs=3",
+        "-p",
+        "steps_per_epoch=40",
+        "-p",
+        "step_delay=0.05",
+        "-p",
+        "async_checkpoints=false",
     )
     ckpts = trainhub_env.job_dir(job_id) / "checkpoints"
     wait_for(lambda: list(ckpts.glob("0*")), 180, "a first checkpoint")
@@ -133,7 +147,9 @@ def test_killed_rank_is_infrastructure_and_the_retry_resumes_from_the_latest_che
 
 
 def test_cancel_stops_every_process(trainhub_env: Trainhub):
-    job_id = trainhub_env.submit("train_ddp.ipynb", "--nproc", "2", "-p", "epochs=50", "-p", "step_delay=0.05")
+    job_id = trainhub_env.submit(
+        "train_ddp.ipynb", "--nproc", "2", "-p", "epochs=50", "-p", "step_delay=0.05"
+    )
     wait_for(lambda: _rank_pid(job_id, 1), 120, "rank 1 to start")
     started = time.monotonic()
     trainhub_env.run("cancel", job_id, "--wait", "--reason", "not needed any more")
@@ -163,8 +179,13 @@ def test_jobs_tell_the_truth_after_the_submitter_is_killed(trainhub_env: Trainhu
         print(job.id, flush=True)
         time.sleep(600)
     """)
-    submitter = subprocess.Popen([sys.executable, "-c", script], cwd=trainhub_env.workspace,
-                                 env=trainhub_env.env, stdout=subprocess.PIPE, text=True)
+    submitter = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=trainhub_env.workspace,
+        env=trainhub_env.env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     job_id = submitter.stdout.readline().strip()
     wait_for(lambda: _rank_pid(job_id, 0), 120, "rank 0 to start")
     submitter.kill()
@@ -176,13 +197,28 @@ def test_jobs_tell_the_truth_after_the_submitter_is_killed(trainhub_env: Trainhu
 
 
 def test_a_job_whose_supervisor_died_does_not_stay_running(trainhub_env: Trainhub):
-    job_id = trainhub_env.submit("train_ddp.ipynb", "--nproc", "2", "-p", "epochs=50",
-                                 "-p", "step_delay=0.05", "--retry-infrastructure", "0")
+    job_id = trainhub_env.submit(
+        "train_ddp.ipynb",
+        "--nproc",
+        "2",
+        "-p",
+        "epochs=50",
+        "-p",
+        "step_delay=0.05",
+        "--retry-infrastructure",
+        "0",
+    )
     wait_for(lambda: _rank_pid(job_id, 1), 120, "rank 1 to start")
-    wait_for(lambda: trainhub_env.describe(job_id)["state"] == "running", 30, "the job to be running")
-    supervisor = next(p for p in psutil.process_iter(["cmdline"])
-                      if p.info["cmdline"] and job_id in p.info["cmdline"]
-                      and "trainhub.backends.local.launcher" in p.info["cmdline"])
+    wait_for(
+        lambda: trainhub_env.describe(job_id)["state"] == "running", 30, "the job to be running"
+    )
+    supervisor = next(
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if p.info["cmdline"]
+        and job_id in p.info["cmdline"]
+        and "trainhub.backends.local.launcher" in p.info["cmdline"]
+    )
     supervisor.kill()
     supervisor.wait(10)
     jobs = {j["id"]: j for j in trainhub_env.json("jobs")["jobs"]}  # reconciles

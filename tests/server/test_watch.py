@@ -11,8 +11,18 @@ from trainhub_server.watch import JobsWatcher
 
 
 def summary(job_id: str, state: JobState, seq: int) -> JobSummary:
-    return JobSummary(id=job_id, name=job_id, user="ada", state=state, priority="normal", gpus=0,
-                      world_size=1, created_at=1700000000.0 + seq, source="a.ipynb", seq=seq)
+    return JobSummary(
+        id=job_id,
+        name=job_id,
+        user="ada",
+        state=state,
+        priority="normal",
+        gpus=0,
+        world_size=1,
+        created_at=1700000000.0 + seq,
+        source="a.ipynb",
+        seq=seq,
+    )
 
 
 async def test_one_snapshot_per_user_and_tick_whatever_the_connections():
@@ -32,7 +42,9 @@ async def test_one_snapshot_per_user_and_tick_whatever_the_connections():
     ticks_before = len(calls)
     await asyncio.sleep(0.2)
     ticks = len(calls) - ticks_before
-    assert ticks >= 4 and calls.count("ada") == calls.count("bob"), calls  # per user, not per connection
+    assert ticks >= 4 and calls.count("ada") == calls.count("bob"), (
+        calls
+    )  # per user, not per connection
     assert len(calls) < 200, "one snapshot per connection"
     step["n"] = 3
     changed = await asyncio.wait_for(subs[0].next(), 2)

@@ -5,11 +5,11 @@ panel there. When it is stopped, nothing it started is left running."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import threading
@@ -111,10 +111,8 @@ class StartedLab:
         started += in_session(self.proc.pid)
         if self.proc.poll() is None:
             self.proc.terminate()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            pass
         _, alive = psutil.wait_procs(started, timeout=30)
         return [*alive, *(p for p in in_session(self.proc.pid) if p not in alive)]
 

@@ -8,20 +8,37 @@ from trainhub.backends.local.torchrun import rank_environment
 from trainhub.jobs.environment import admin_allowed, inherited, is_credential_name, job_environment
 
 SERVER = {
-    "PATH": "/usr/bin", "HOME": "/home/ada", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-    "NCCL_DEBUG": "INFO", "LD_LIBRARY_PATH": "/opt/lib", "VIRTUAL_ENV": "/venv",
-    "JUPYTER_TOKEN": "server-token", "JUPYTERHUB_API_TOKEN": "hub-token", "JPY_API_TOKEN": "t",
-    "JUPYTERHUB_SERVICE_PREFIX": "/user/ada/", "AWS_SECRET_ACCESS_KEY": "s", "GITHUB_TOKEN": "g",
-    "CUDA_API_KEY": "k", "KUBECONFIG": "/home/ada/.kube/config", "RANDOM_SETTING": "x",
-    "TRAINHUB_JOB_ID": "stale", "TORCHELASTIC_RUN_ID": "stale",
+    "PATH": "/usr/bin",
+    "HOME": "/home/ada",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "NCCL_DEBUG": "INFO",
+    "LD_LIBRARY_PATH": "/opt/lib",
+    "VIRTUAL_ENV": "/venv",
+    "JUPYTER_TOKEN": "server-token",
+    "JUPYTERHUB_API_TOKEN": "hub-token",
+    "JPY_API_TOKEN": "t",
+    "JUPYTERHUB_SERVICE_PREFIX": "/user/ada/",
+    "AWS_SECRET_ACCESS_KEY": "s",
+    "GITHUB_TOKEN": "g",
+    "CUDA_API_KEY": "k",
+    "KUBECONFIG": "/home/ada/.kube/config",
+    "RANDOM_SETTING": "x",
+    "TRAINHUB_JOB_ID": "stale",
+    "TORCHELASTIC_RUN_ID": "stale",
 }
 
 
 def test_only_allowlisted_names_are_inherited_and_never_a_credential():
     env = inherited(SERVER)
     assert env == {
-        "PATH": "/usr/bin", "HOME": "/home/ada", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-        "NCCL_DEBUG": "INFO", "LD_LIBRARY_PATH": "/opt/lib", "VIRTUAL_ENV": "/venv",
+        "PATH": "/usr/bin",
+        "HOME": "/home/ada",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "NCCL_DEBUG": "INFO",
+        "LD_LIBRARY_PATH": "/opt/lib",
+        "VIRTUAL_ENV": "/venv",
     }
 
 
@@ -33,9 +50,14 @@ def test_the_admin_extends_the_allowlist_but_not_to_credentials():
 
 
 def test_the_spec_env_reaches_ranks_and_trainhub_sets_its_own_after_it():
-    env = job_environment({"MY_TOKEN": "mine", "TRAINHUB_JOB_ID": "forged"}, job_id="j1",
-                          job_dir="/jobs/j1", attempt=2, resume_from=None,
-                          dataset_paths={"image-net": "/data/in"})
+    env = job_environment(
+        {"MY_TOKEN": "mine", "TRAINHUB_JOB_ID": "forged"},
+        job_id="j1",
+        job_dir="/jobs/j1",
+        attempt=2,
+        resume_from=None,
+        dataset_paths={"image-net": "/data/in"},
+    )
     assert env["MY_TOKEN"] == "mine"  # what the user sets is theirs to pass
     assert env["TRAINHUB_JOB_ID"] == "j1" and env["TRAINHUB_ATTEMPT"] == "2"
     assert env["TRAINHUB_DATASET_IMAGE_NET"] == "/data/in"
@@ -49,8 +71,16 @@ def test_both_backends_give_a_rank_the_same_trainhub_variables():
     job = manifests.job_manifest(rec, team=team, pool=pool, image="img", resume_from="/ckpt/10")
     container = job["spec"]["template"]["spec"]["containers"][0]
     pod_env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    local = rank_environment(SERVER, rec.spec, job_id=rec.id, job_dir=rec.job_dir,
-                             attempt=rec.attempt, gpus=[0], resume_from="/ckpt/10", dataset_paths={})
+    local = rank_environment(
+        SERVER,
+        rec.spec,
+        job_id=rec.id,
+        job_dir=rec.job_dir,
+        attempt=rec.attempt,
+        gpus=[0],
+        resume_from="/ckpt/10",
+        dataset_paths={},
+    )
     assert {k: v for k, v in local.items() if k in pod_env} == pod_env
     assert pod_env["MY_SETTING"] == "1" and pod_env["TRAINHUB_RESUME_FROM"] == "/ckpt/10"
     assert not any(is_credential_name(k) for k in [*pod_env, *local])

@@ -6,6 +6,7 @@ import traceback
 
 import pytest
 
+from trainhub.jobs.states import FailureClass
 from trainhub.outcome.exceptions import (
     PIP_INSTALL_ERROR,
     RULES,
@@ -13,7 +14,6 @@ from trainhub.outcome.exceptions import (
     explain_exception,
     short_type_name,
 )
-from trainhub.jobs.states import FailureClass
 
 CODE, ENV, INFRA = FailureClass.CODE, FailureClass.ENVIRONMENT, FailureClass.INFRASTRUCTURE
 

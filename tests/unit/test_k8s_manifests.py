@@ -30,18 +30,33 @@ def check_golden(name: str, text: str) -> None:
 
 
 def record(**spec_overrides) -> JobRecord:
-    spec = parse_spec({
-        "name": "resnet", "source": {"path": "train.ipynb"}, "team": "vision", "priority": "high",
-        "resources": {"workers": 2, "gpus_per_worker": 4, "cpu": 16, "memory": "64Gi"},
-        "max_runtime": "2h", "env": {"EPOCHS": "3"},
-        "datasets": [{"name": "imagenet", "path": "/datasets/imagenet"},
-                     {"name": "coco", "path": "/shared/vision/datasets/coco"}],
-        **spec_overrides,
-    })
+    spec = parse_spec(
+        {
+            "name": "resnet",
+            "source": {"path": "train.ipynb"},
+            "team": "vision",
+            "priority": "high",
+            "resources": {"workers": 2, "gpus_per_worker": 4, "cpu": 16, "memory": "64Gi"},
+            "max_runtime": "2h",
+            "env": {"EPOCHS": "3"},
+            "datasets": [
+                {"name": "imagenet", "path": "/datasets/imagenet"},
+                {"name": "coco", "path": "/shared/vision/datasets/coco"},
+            ],
+            **spec_overrides,
+        }
+    )
     return JobRecord(
-        id="resnet-0a1b2c3d", name="resnet", user="ada@example.org", team="vision", priority=2,
-        state=JobState.QUEUED, spec=spec, job_dir="/shared/vision/jobs/resnet-0a1b2c3d",
-        gpus=8, created_at=1700000000.0,
+        id="resnet-0a1b2c3d",
+        name="resnet",
+        user="ada@example.org",
+        team="vision",
+        priority=2,
+        state=JobState.QUEUED,
+        spec=spec,
+        job_dir="/shared/vision/jobs/resnet-0a1b2c3d",
+        gpus=8,
+        created_at=1700000000.0,
     )
 
 
@@ -57,8 +72,11 @@ def test_job_objects_golden() -> None:
 
 
 def by_kind(kind: str, namespace: str | None = None) -> list[dict]:
-    return [o for o in render.render(TEAMS) if o["kind"] == kind
-            and (namespace is None or o["metadata"].get("namespace") == namespace)]
+    return [
+        o
+        for o in render.render(TEAMS)
+        if o["kind"] == kind and (namespace is None or o["metadata"].get("namespace") == namespace)
+    ]
 
 
 def test_namespaces_enforce_restricted_pod_security() -> None:
@@ -91,15 +109,23 @@ def test_cluster_queue_carries_cohort_limits_and_preemption() -> None:
     gpu = next(r for r in a100["resources"] if r["name"] == "nvidia.com/gpu")
     assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "4"}
     assert cq["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority"
-    assert cq["spec"]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "team-nlp"}
+    assert cq["spec"]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "team-nlp"
+    }
 
 
 def test_job_pod_is_restricted_and_asks_gpus_as_requests_and_limits() -> None:
     rec = record()
-    job = manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="img:1")
+    job = manifests.job_manifest(
+        rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="img:1"
+    )
     pod = job["spec"]["template"]["spec"]
     c = pod["containers"][0]
-    assert c["resources"]["requests"]["nvidia.com/gpu"] == c["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    assert (
+        c["resources"]["requests"]["nvidia.com/gpu"]
+        == c["resources"]["limits"]["nvidia.com/gpu"]
+        == "4"
+    )
     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert pod["automountServiceAccountToken"] is False
     assert job["spec"]["suspend"] is True and job["spec"]["backoffLimit"] == 0
@@ -111,16 +137,24 @@ def test_job_pod_is_restricted_and_asks_gpus_as_requests_and_limits() -> None:
     assert env["TRAINHUB_DATASET_IMAGENET"] == "/datasets/imagenet"
     assert env["TRAINHUB_DATASET_COCO"] == "/datasets/coco"
     ds = {m["mountPath"]: m for m in c["volumeMounts"]}
-    assert ds["/datasets/imagenet"]["readOnly"] and ds["/datasets/imagenet"]["subPath"] == "ILSVRC2012"
-    assert ds["/datasets/coco"] == {"name": "shared", "mountPath": "/datasets/coco", "readOnly": True,
-                                    "subPath": "datasets/coco"}
+    assert (
+        ds["/datasets/imagenet"]["readOnly"] and ds["/datasets/imagenet"]["subPath"] == "ILSVRC2012"
+    )
+    assert ds["/datasets/coco"] == {
+        "name": "shared",
+        "mountPath": "/datasets/coco",
+        "readOnly": True,
+        "subPath": "datasets/coco",
+    }
     assert job["metadata"]["labels"]["trainhub.io/user"] == "ada-example.org"
     assert job["metadata"]["annotations"]["trainhub.io/user"] == "ada@example.org"
 
 
 def test_single_worker_cpu_job_has_no_gpu_and_rendezvous_on_loopback() -> None:
     rec = record(resources={"workers": 1, "processes_per_worker": 2}, max_runtime=None, datasets=[])
-    job = manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("t4"), image="img:1")
+    job = manifests.job_manifest(
+        rec, team=TEAMS.team("vision"), pool=TEAMS.pool("t4"), image="img:1"
+    )
     c = job["spec"]["template"]["spec"]["containers"][0]
     assert "nvidia.com/gpu" not in yaml.safe_dump(c["resources"])
     assert c["resources"]["requests"]["cpu"] == "2"
@@ -132,35 +166,68 @@ def test_single_worker_cpu_job_has_no_gpu_and_rendezvous_on_loopback() -> None:
 def test_job_dir_off_the_shared_volume_is_refused() -> None:
     rec = record().model_copy(update={"job_dir": "/elsewhere/resnet-0a1b2c3d"})
     with pytest.raises(ValueError, match="not on team vision's shared volume"):
-        manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="img:1")
+        manifests.job_manifest(
+            rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="img:1"
+        )
 
 
 # --- status: Kubernetes objects -> states, sentences, verdicts ------------------------------------
 from trainhub.backends.kubernetes import status  # noqa: E402
 from trainhub.jobs.states import FailureClass  # noqa: E402
 
-CQ = {"metadata": {"name": "vision"},
-      "spec": {"resourceGroups": [{"flavors": [{"name": "a100", "resources": [
-          {"name": "nvidia.com/gpu", "nominalQuota": "8"}]}]}]},
-      "status": {"flavorsReservation": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "total": "6"}]}]}}
+CQ = {
+    "metadata": {"name": "vision"},
+    "spec": {
+        "resourceGroups": [
+            {
+                "flavors": [
+                    {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}]}
+                ]
+            }
+        ]
+    },
+    "status": {
+        "flavorsReservation": [
+            {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "total": "6"}]}
+        ]
+    },
+}
 
 
 def workload(message: str) -> dict:
-    return {"status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
-                                       "message": message}]}}
+    return {
+        "status": {
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "False",
+                    "reason": "Pending",
+                    "message": message,
+                }
+            ]
+        }
+    }
 
 
 def test_wait_reason_names_the_short_quota_with_figures() -> None:
-    wl = workload("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
-                  "in flavor a100, 2 more needed")
-    assert status.wait_reason(wl, CQ) == "waiting for 2 nvidia.com/gpu in pool a100 in ClusterQueue vision (6 of 8 in use)"
+    wl = workload(
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
+        "in flavor a100, 2 more needed"
+    )
+    assert (
+        status.wait_reason(wl, CQ)
+        == "waiting for 2 nvidia.com/gpu in pool a100 in ClusterQueue vision (6 of 8 in use)"
+    )
 
 
 def test_wait_reason_for_a_job_that_can_never_fit() -> None:
-    wl = workload("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor a100, "
-                  "previously considered podsets requests (0) + current podset request (32) > maximum capacity (16)")
+    wl = workload(
+        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor a100, "
+        "previously considered podsets requests (0) + current podset request (32) > maximum capacity (16)"
+    )
     assert status.wait_reason(wl, CQ) == (
-        "asks for 32 nvidia.com/gpu in pool a100, more than ClusterQueue vision can ever get (16); ask for less")
+        "asks for 32 nvidia.com/gpu in pool a100, more than ClusterQueue vision can ever get (16); ask for less"
+    )
 
 
 def test_wait_reason_is_none_once_admitted() -> None:
@@ -173,35 +240,73 @@ def test_job_state_follows_suspend_pods_and_conditions() -> None:
     job = {"spec": {"suspend": True}, "status": {}}
     assert status.job_state(job, []) == JobState.QUEUED
     job["spec"]["suspend"] = False
-    assert status.job_state(job, [{"metadata": {}, "status": {"phase": "Pending"}}]) == JobState.STARTING
-    assert status.job_state(job, [{"metadata": {}, "status": {"phase": "Running"}}]) == JobState.RUNNING
+    assert (
+        status.job_state(job, [{"metadata": {}, "status": {"phase": "Pending"}}])
+        == JobState.STARTING
+    )
+    assert (
+        status.job_state(job, [{"metadata": {}, "status": {"phase": "Running"}}])
+        == JobState.RUNNING
+    )
     job["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
     assert status.job_state(job, []) == JobState.SUCCEEDED
 
 
 def failed_pod(index: int, code: int, reason: str = "Error") -> dict:
-    return {"metadata": {"annotations": {"batch.kubernetes.io/job-completion-index": str(index)}},
-            "status": {"containerStatuses": [{"state": {"terminated": {"exitCode": code, "reason": reason}}}]}}
+    return {
+        "metadata": {"annotations": {"batch.kubernetes.io/job-completion-index": str(index)}},
+        "status": {
+            "containerStatuses": [{"state": {"terminated": {"exitCode": code, "reason": reason}}}]
+        },
+    }
 
 
 def test_failure_verdicts_from_exit_codes_rank_reports_and_deadlines() -> None:
-    job = {"spec": {"activeDeadlineSeconds": 60},
-           "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]}}
+    job = {
+        "spec": {"activeDeadlineSeconds": 60},
+        "status": {
+            "conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]
+        },
+    }
     oom = status.failure_verdict(job, [failed_pod(1, 137, "OOMKilled")], {}, attempt=0)
-    assert (oom.failure_class, oom.reason) == (FailureClass.INFRASTRUCTURE,
-                                               "worker 1 was killed by the kernel's out-of-memory killer")
-    code = status.failure_verdict(job, [failed_pod(0, 1)], {0: {
-        "outcome": "error", "failure_class": "code", "exception": "ZeroDivisionError",
-        "message": "division by zero", "cell_index": 4, "line": 2}}, attempt=1)
-    assert code.failure_class == FailureClass.CODE and code.reason.startswith("ZeroDivisionError in cell 5, line 2")
+    assert (oom.failure_class, oom.reason) == (
+        FailureClass.INFRASTRUCTURE,
+        "worker 1 was killed by the kernel's out-of-memory killer",
+    )
+    code = status.failure_verdict(
+        job,
+        [failed_pod(0, 1)],
+        {
+            0: {
+                "outcome": "error",
+                "failure_class": "code",
+                "exception": "ZeroDivisionError",
+                "message": "division by zero",
+                "cell_index": 4,
+                "line": 2,
+            }
+        },
+        attempt=1,
+    )
+    assert code.failure_class == FailureClass.CODE and code.reason.startswith(
+        "ZeroDivisionError in cell 5, line 2"
+    )
     job["status"]["conditions"][0]["reason"] = "DeadlineExceeded"
     late = status.failure_verdict(job, [], {}, attempt=0)
     assert late.failure_class == FailureClass.CANCELLED and "60 s" in late.reason
 
 
 def test_preemptions_are_counted_from_scheduling_stats() -> None:
-    wl = {"status": {"schedulingStats": {"evictions": [{"reason": "Preempted", "count": 2},
-                                                       {"reason": "PodsReadyTimeout", "count": 1}]}}}
+    wl = {
+        "status": {
+            "schedulingStats": {
+                "evictions": [
+                    {"reason": "Preempted", "count": 2},
+                    {"reason": "PodsReadyTimeout", "count": 1},
+                ]
+            }
+        }
+    }
     assert status.preemptions(wl) == 2
     assert status.preemptions(None) == 0
 
@@ -222,4 +327,7 @@ def test_pip_in_notebooks_is_refused_where_the_backend_cannot_install(tmp_path: 
     from trainhub.jobs.service import JobService
 
     backend = KubernetesBackend(TEAMS, TEAMS.teams[0].name, api_client=object())
-    assert JobService(backend, workspace_root=tmp_path, jobs_root=tmp_path, allow_pip=True).allow_pip is False
+    assert (
+        JobService(backend, workspace_root=tmp_path, jobs_root=tmp_path, allow_pip=True).allow_pip
+        is False
+    )

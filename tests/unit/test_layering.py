@@ -46,7 +46,9 @@ def imported_names(module: str, path: Path, modules: set[str]) -> set[str]:
     module, else x."""
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    skipped = {id(n) for block in ast.walk(tree) if _type_checking_block(block) for n in ast.walk(block)}
+    skipped = {
+        id(n) for block in ast.walk(tree) if _type_checking_block(block) for n in ast.walk(block)
+    }
     names: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -72,7 +74,9 @@ def import_graph() -> dict[str, set[str]]:
     for name, path in modules.items():
         # Importing a.b.c first runs a and a.b: that is the package's own business, not a
         # dependency of the importer, so only the module named counts.
-        graph[name] = {n for n in imported_names(name, path, set(modules)) if n in modules and n != name}
+        graph[name] = {
+            n for n in imported_names(name, path, set(modules)) if n in modules and n != name
+        }
     return graph
 
 
@@ -132,23 +136,35 @@ def test_no_import_cycle_between_modules(top: str) -> None:
 
 
 CORE = [
-    "trainhub", "trainhub.api", "trainhub.cli", "trainhub.jobs.service", "trainhub.rank.runner",
-    "trainhub.bundle.compile", "trainhub.checkpoint", "trainhub.checkpoint.layout", "trainhub.metrics.sampler",
-    "trainhub.backends.local.supervisor", "trainhub.backends.local.admission",
+    "trainhub",
+    "trainhub.api",
+    "trainhub.cli",
+    "trainhub.jobs.service",
+    "trainhub.rank.runner",
+    "trainhub.bundle.compile",
+    "trainhub.checkpoint",
+    "trainhub.checkpoint.layout",
+    "trainhub.metrics.sampler",
+    "trainhub.backends.local.supervisor",
+    "trainhub.backends.local.admission",
 ]
 
 
 def loaded_after(modules: list[str]) -> set[str]:
-    code = "import importlib, json, sys\n" + "".join(
-        f"importlib.import_module({m!r})\n" for m in modules
-    ) + "print(json.dumps(sorted(sys.modules)))"
+    code = (
+        "import importlib, json, sys\n"
+        + "".join(f"importlib.import_module({m!r})\n" for m in modules)
+        + "print(json.dumps(sorted(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return set(json.loads(out.stdout))
 
 
 def test_core_imports_neither_jupyter_server_nor_jupyterhub():
     loaded = loaded_after(CORE)
-    assert not {m for m in loaded if m.split(".")[0] in {"jupyter_server", "jupyterhub", "kubespawner"}}
+    assert not {
+        m for m in loaded if m.split(".")[0] in {"jupyter_server", "jupyterhub", "kubespawner"}
+    }
 
 
 def test_import_trainhub_stays_light():
@@ -156,10 +172,13 @@ def test_import_trainhub_stays_light():
     assert "torch" not in loaded and "pydantic" not in loaded and "IPython" not in loaded
 
 
-@pytest.mark.parametrize(("module", "forbidden"), [
-    ("trainhub_server", "jupyterhub"),
-    ("trainhub_spawner", "jupyter_server"),
-])
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        ("trainhub_server", "jupyterhub"),
+        ("trainhub_spawner", "jupyter_server"),
+    ],
+)
 def test_server_extension_and_spawner_stay_apart(module, forbidden):
     loaded = loaded_after([module])
     assert not {m for m in loaded if m.split(".")[0] == forbidden}

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from trainhub.jobs import lineage
-from trainhub.jobs.spec import Dataset, JobSpec
-from trainhub.jobs.lineage import collect_lineage, dataset_fingerprint, git_state
 from trainhub.bundle.compile import compile_bundle
+from trainhub.jobs import lineage
+from trainhub.jobs.lineage import collect_lineage, dataset_fingerprint, git_state
+from trainhub.jobs.spec import Dataset, JobSpec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
 GIT_ENV = {

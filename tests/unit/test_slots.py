@@ -18,9 +18,19 @@ from trainhub.jobs.states import JobState
 
 
 def cli(home: Path, *args: str, slots: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRAINHUB_HOME": str(home), "TRAINHUB_LOCAL_SLOTS": slots, "TRAINHUB_GPUS": "0"}
-    return subprocess.run([sys.executable, "-m", "trainhub.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "TRAINHUB_HOME": str(home),
+        "TRAINHUB_LOCAL_SLOTS": slots,
+        "TRAINHUB_GPUS": "0",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "trainhub.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_a_process_with_other_settings_reads_the_machines_slots_and_admits_no_more(

@@ -26,11 +26,17 @@ def test_script_source_is_inferred_from_the_file_name():
 
 
 def test_each_bad_field_is_named_with_a_sentence():
-    found = errors({
-        "name": "Bad Name", "source": {"kind": "notebook", "path": "x.py"},
-        "resources": {"gpus_per_worker": 2, "processes_per_worker": 4, "workers": 0},
-        "env": {"RANK": "3"}, "max_runtime": "soon", "priority": "urgent", "surprise": 1,
-    })
+    found = errors(
+        {
+            "name": "Bad Name",
+            "source": {"kind": "notebook", "path": "x.py"},
+            "resources": {"gpus_per_worker": 2, "processes_per_worker": 4, "workers": 0},
+            "env": {"RANK": "3"},
+            "max_runtime": "soon",
+            "priority": "urgent",
+            "surprise": 1,
+        }
+    )
     assert found["name"].startswith("use lower-case letters")
     assert found["source.path"] == "'x.py' is not a notebook (.ipynb)"
     assert "greater than or equal to 1" in found["resources.workers"]
@@ -41,19 +47,31 @@ def test_each_bad_field_is_named_with_a_sentence():
 
 def test_processes_cannot_outnumber_gpus():
     found = errors({**BASE, "resources": {"gpus_per_worker": 2, "processes_per_worker": 4}})
-    assert found["resources"] == "4 processes per worker cannot share 2 GPU(s): use at most one process per GPU"
+    assert (
+        found["resources"]
+        == "4 processes per worker cannot share 2 GPU(s): use at most one process per GPU"
+    )
 
 
 def test_cell_selection_must_name_cells():
-    assert "needs at least one cell index" in errors({**BASE, "source": {"path": "a.ipynb", "cells": {"mode": "indices"}}})["source.cells"]
+    assert (
+        "needs at least one cell index"
+        in errors({**BASE, "source": {"path": "a.ipynb", "cells": {"mode": "indices"}}})[
+            "source.cells"
+        ]
+    )
 
 
 def test_durations_quantities_and_names():
-    assert parse_spec({**BASE, "max_runtime": "1d2h30m"}).max_runtime == timedelta(days=1, hours=2, minutes=30)
+    assert parse_spec({**BASE, "max_runtime": "1d2h30m"}).max_runtime == timedelta(
+        days=1, hours=2, minutes=30
+    )
     assert parse_spec({**BASE, "max_runtime": 90}).max_runtime == timedelta(seconds=90)
     assert parse_quantity("16Gi") == 16 * 2**30 and parse_quantity("2G") == 2 * 10**9
     assert default_name("notebooks/My Fancy_Model v2.ipynb") == "my-fancy-model-v2"
-    assert errors({**BASE, "resources": {"memory": "lots"}})["resources.memory"].startswith("'lots' is not a quantity")
+    assert errors({**BASE, "resources": {"memory": "lots"}})["resources.memory"].startswith(
+        "'lots' is not a quantity"
+    )
 
 
 def test_retry_policy_has_no_retries_for_code():
@@ -61,6 +79,9 @@ def test_retry_policy_has_no_retries_for_code():
 
 
 def test_parameters_must_be_identifiers_and_datasets_unique():
-    assert "is not a Python identifier" in errors({**BASE, "parameters": {"learning rate": 1}})["parameters"]
+    assert (
+        "is not a Python identifier"
+        in errors({**BASE, "parameters": {"learning rate": 1}})["parameters"]
+    )
     ds = [{"name": "imagenet", "path": "/a"}, {"name": "imagenet", "path": "/b"}]
     assert errors({**BASE, "datasets": ds})["datasets"] == "dataset name(s) used twice: imagenet"

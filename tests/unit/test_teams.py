@@ -26,7 +26,9 @@ def test_shipped_teams_file_loads() -> None:
     teams = load_teams(REPO / "hub_config" / "teams.yaml")
     assert [t.name for t in teams.teams] == ["vision", "nlp"]
     assert {p.name: p.node_labels for p in teams.pools} == {
-        "a100": {"trainhub.io/pool": "a100"}, "t4": {"trainhub.io/pool": "t4"}}
+        "a100": {"trainhub.io/pool": "a100"},
+        "t4": {"trainhub.io/pool": "t4"},
+    }
     assert [t.name for t in teams.teams_of(["nlp-interns", "other"])] == ["nlp"]
     assert teams.team("nlp").quota["a100"].borrowing_limit.gpus == 4
 
@@ -40,6 +42,7 @@ def test_unknown_pool_and_image_references() -> None:
     def mutate(d):
         d["teams"][0]["quota"]["h100"] = {"gpus": 8, "cpu": "8", "memory": "8Gi"}
         d["teams"][1]["images"].append("tensorflow")
+
     errors = errors_of(mutate)
     assert errors["teams[0].quota.h100"] == "unknown pool 'h100' (known: a100, t4)"
     assert errors["teams[1].images[2]"].startswith("unknown image 'tensorflow'")
@@ -49,6 +52,7 @@ def test_duplicates_are_refused() -> None:
     def mutate(d):
         d["teams"][1]["namespace"] = d["teams"][0]["namespace"]
         d["pools"].append(copy.deepcopy(d["pools"][0]))
+
     errors = errors_of(mutate)
     assert errors["teams[1].namespace"] == "'team-vision' is already used by teams[0]"
     assert errors["pools[2].name"] == "'a100' is already used by pools[0]"
@@ -76,6 +80,7 @@ def test_bad_quantities_unknown_fields_and_dataset_outside_volume() -> None:
     def mutate(d):
         d["teams"][0]["quota"]["t4"]["memory"] = "lots"
         d["teams"][1]["colour"] = "blue"
+
     errors = errors_of(mutate)
     assert errors["teams[0].quota.t4.memory"].startswith("'lots' is not a quantity")
     assert errors["teams[1].colour"] == "is not a known field"
@@ -99,8 +104,15 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
 
 def test_image_catalog_is_merged(tmp_path: Path) -> None:
     data = copy.deepcopy(BASE)
-    (tmp_path / "catalog.yaml").write_text(yaml.safe_dump({"images": [
-        {"name": "jax", "image": "repo/jax:0.4.35", "frameworks": {"jax": "0.4.35"}}]}))
+    (tmp_path / "catalog.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "images": [
+                    {"name": "jax", "image": "repo/jax:0.4.35", "frameworks": {"jax": "0.4.35"}}
+                ]
+            }
+        )
+    )
     data["image_catalog"] = "catalog.yaml"
     data["teams"][0]["images"].append("jax")
     (tmp_path / "teams.yaml").write_text(yaml.safe_dump(data))

@@ -49,35 +49,70 @@ def test_a_killed_rank_is_infrastructure_and_retriable():
     v = attempt_verdict(attempt=0, rank_results={}, exits=[RankExit(1, -9)])
     assert v.failure_class == FailureClass.INFRASTRUCTURE and v.signal == "SIGKILL" and v.rank == 1
     assert v.reason == "rank 1 was killed by SIGKILL"
-    assert should_retry(v, RetryPolicy(), {}) and not should_retry(v, RetryPolicy(), {"infrastructure": 2})
+    assert should_retry(v, RetryPolicy(), {}) and not should_retry(
+        v, RetryPolicy(), {"infrastructure": 2}
+    )
     oom = attempt_verdict(attempt=0, rank_results={}, exits=[RankExit(0, -9)], oom_killed=True)
     assert "out-of-memory" in oom.reason
 
 
 def test_a_rank_report_wins_over_exit_codes_and_a_stop_wins_over_all():
-    results = {1: {"outcome": "error", "failure_class": "code", "exception": "ValueError",
-                   "message": "bad", "cell_index": 4, "line": 2, "time": 5.0},
-               0: {"outcome": "error", "failure_class": "infrastructure", "exception": "DistNetworkError",
-                   "message": "peer gone", "cell_index": 4, "line": 2, "time": 6.0}}
+    results = {
+        1: {
+            "outcome": "error",
+            "failure_class": "code",
+            "exception": "ValueError",
+            "message": "bad",
+            "cell_index": 4,
+            "line": 2,
+            "time": 5.0,
+        },
+        0: {
+            "outcome": "error",
+            "failure_class": "infrastructure",
+            "exception": "DistNetworkError",
+            "message": "peer gone",
+            "cell_index": 4,
+            "line": 2,
+            "time": 6.0,
+        },
+    }
     v = attempt_verdict(attempt=2, rank_results=results, exits=[RankExit(None, 1)])
     assert v.failure_class == FailureClass.CODE and v.rank == 1 and v.attempt == 2
     assert v.reason == "ValueError in cell 5, line 2 (rank 1): bad"
     assert not should_retry(v, RetryPolicy(), {})
-    stopped = attempt_verdict(attempt=0, rank_results=results, exits=[], stop_reason="cancelled by ana")
+    stopped = attempt_verdict(
+        attempt=0, rank_results=results, exits=[], stop_reason="cancelled by ana"
+    )
     assert stopped.failure_class == FailureClass.CANCELLED and stopped.reason == "cancelled by ana"
 
 
 def test_a_killed_rank_wins_over_the_lost_peer_errors_of_the_others():
-    lost_peer = {0: {"outcome": "error", "failure_class": "infrastructure", "exception": "RuntimeError",
-                     "message": "Connection reset by peer", "cell_index": 5, "line": 7, "time": 6.0}}
+    lost_peer = {
+        0: {
+            "outcome": "error",
+            "failure_class": "infrastructure",
+            "exception": "RuntimeError",
+            "message": "Connection reset by peer",
+            "cell_index": 5,
+            "line": 7,
+            "time": 6.0,
+        }
+    }
     v = attempt_verdict(attempt=0, rank_results=lost_peer, exits=[RankExit(1, -9)])
     assert v.rank == 1 and v.signal == "SIGKILL" and v.reason == "rank 1 was killed by SIGKILL"
     # A code error stays the cause, even when another rank was then killed.
     code = {0: {**lost_peer[0], "failure_class": "code", "exception": "ValueError"}}
-    assert attempt_verdict(attempt=0, rank_results=code, exits=[RankExit(1, -9)]).failure_class == FailureClass.CODE
+    assert (
+        attempt_verdict(attempt=0, rank_results=code, exits=[RankExit(1, -9)]).failure_class
+        == FailureClass.CODE
+    )
     # Without a killed rank the report stands.
     assert attempt_verdict(attempt=0, rank_results=lost_peer, exits=[RankExit(0, 1)]).rank == 0
 
 
 def test_success():
-    assert attempt_verdict(attempt=0, rank_results={0: {"outcome": "ok"}}, exits=[RankExit(None, 0)]) is None
+    assert (
+        attempt_verdict(attempt=0, rank_results={0: {"outcome": "ok"}}, exits=[RankExit(None, 0)])
+        is None
+    )

@@ -67,7 +67,9 @@ class Backend(ABC):
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
         """For a queued job: a sentence saying why it waits, and how many jobs are ahead."""
 
-    def wait_reasons(self, records: Sequence[JobRecord]) -> dict[str, tuple[str | None, int | None]]:
+    def wait_reasons(
+        self, records: Sequence[JobRecord]
+    ) -> dict[str, tuple[str | None, int | None]]:
         """:meth:`wait_reason` for the queued ones among ``records`` (a page of the job list)."""
         return {r.id: self.wait_reason(r) for r in records if r.state == JobState.QUEUED}
 
@@ -78,7 +80,9 @@ class Backend(ABC):
     def check_fits(self, record: JobRecord) -> None:  # noqa: B027 - optional hook
         """Raise :class:`trainhub.errors.OverQuota` when the job could never run."""
 
-    def live_log(self, job_id: str, rank: int, offset: int, length: int) -> tuple[bytes, int] | None:
+    def live_log(
+        self, job_id: str, rank: int, offset: int, length: int
+    ) -> tuple[bytes, int] | None:
         """What the process of ``rank`` printed before it opened its own log in the job directory
         (``logs/rank-<r>.log``), read from the running workload: ``(bytes, next offset)`` in
         that output, or None when the backend has nothing live to show (the default)."""

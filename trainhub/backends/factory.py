@@ -33,7 +33,9 @@ def make_service(workspace: Path | None = None) -> JobService:
 
     backend = backend_class().from_settings(settings.home())
     return JobService(
-        backend, workspace_root=workspace or settings.workspace_root(), jobs_root=backend.jobs_root,
+        backend,
+        workspace_root=workspace or settings.workspace_root(),
+        jobs_root=backend.jobs_root,
         allow_pip=settings.allow_pip(),
     )
 

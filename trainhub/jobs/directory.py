@@ -33,7 +33,9 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def read_jsonl(path: Path, offset: int = 0, limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+def read_jsonl(
+    path: Path, offset: int = 0, limit: int | None = None
+) -> tuple[list[dict[str, Any]], int]:
     """Complete records from byte ``offset``; returns them and the offset to resume from.
 
     A trailing line still being written (no newline yet) is left for the next read.
@@ -135,7 +137,9 @@ class JobDir:
         append_jsonl(self.events, record)
         return record
 
-    def read_events(self, offset: int = 0, limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    def read_events(
+        self, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
         return read_jsonl(self.events, offset, limit)
 
     def iter_events(self) -> Iterator[dict[str, Any]]:

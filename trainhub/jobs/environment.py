@@ -17,15 +17,48 @@ import re
 from collections.abc import Mapping
 
 # What a Python training process needs from its host to behave as it does interactively.
-INHERITED_NAMES = frozenset({
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
-    "HOSTNAME", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYTHONPATH",
-    "PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS", "LD_LIBRARY_PATH", "SSL_CERT_FILE",
-    "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NO_COLOR",
-})
+INHERITED_NAMES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "TMPDIR",
+        "HOSTNAME",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "CONDA_DEFAULT_ENV",
+        "PYTHONPATH",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONWARNINGS",
+        "LD_LIBRARY_PATH",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "NO_COLOR",
+    }
+)
 INHERITED_PREFIXES = (
-    "LC_", "XDG_", "CUDA_", "NVIDIA_", "NCCL_", "GLOO_", "TORCH_", "PYTORCH_", "OMP_", "MKL_",
-    "KMP_", "OPENBLAS_", "PIP_", "HF_",
+    "LC_",
+    "XDG_",
+    "CUDA_",
+    "NVIDIA_",
+    "NCCL_",
+    "GLOO_",
+    "TORCH_",
+    "PYTORCH_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "OPENBLAS_",
+    "PIP_",
+    "HF_",
 )
 # Never inherited: the server's and the hub's own settings, and anything named like a secret.
 _NEVER = re.compile(

@@ -19,7 +19,9 @@ MIB = 1024 * KIB
 
 @dataclass(frozen=True)
 class Limits:
-    request_bytes: int = 1 * MIB  # one REST request body (a spec refers to files, never carries them)
+    request_bytes: int = (
+        1 * MIB
+    )  # one REST request body (a spec refers to files, never carries them)
     parameter_bytes: int = 64 * KIB  # one parameter value, as JSON
     parameters_bytes: int = 256 * KIB  # all parameters together, as JSON
     nesting_depth: int = 32  # lists and objects inside a parameter value or a request body
@@ -40,7 +42,9 @@ def current(environ: dict[str, str] | None = None) -> Limits:
             try:
                 values[f.name] = max(1, int(raw))
             except ValueError:
-                raise ValueError(f"TRAINHUB_LIMIT_{f.name.upper()}={raw!r} is not a whole number") from None
+                raise ValueError(
+                    f"TRAINHUB_LIMIT_{f.name.upper()}={raw!r} is not a whole number"
+                ) from None
     return Limits(**values)
 
 

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from trainhub.backends.base import Backend, Feature
-from trainhub.checkpoint.layout import CheckpointInfo, delete_checkpoint, list_checkpoints, resolve_file
+from trainhub.checkpoint.layout import (
+    CheckpointInfo,
+    delete_checkpoint,
+    list_checkpoints,
+    resolve_file,
+)
 from trainhub.errors import Conflict, NotFound
 from trainhub.jobs import logs
 from trainhub.jobs.directory import JobDir, read_jsonl, write_json_atomic
@@ -34,7 +39,9 @@ from trainhub.jobs.models import (
 from trainhub.jobs.spec import JobSpec, field_error, parse_spec
 from trainhub.jobs.states import JobState
 
-TIMELINE_EVENTS = frozenset({"submitted", "state", "retry", "verdict", "cancel_requested", "pip_install"})
+TIMELINE_EVENTS = frozenset(
+    {"submitted", "state", "retry", "verdict", "cancel_requested", "pip_install"}
+)
 METRIC_KINDS = ("scalars", "gpu", "system")
 
 
@@ -71,8 +78,8 @@ class JobService:
         user: str | None = None,
         resubmitted_from: str | None = None,
     ) -> DescribeJob:
-        from trainhub.jobs.lineage import collect_lineage
         from trainhub.bundle.compile import compile_bundle
+        from trainhub.jobs.lineage import collect_lineage
 
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()
@@ -85,19 +92,34 @@ class JobService:
         try:
             self.backend.check_fits(record)
             manifest = compile_bundle(
-                spec, self.workspace_root, jobdir.bundle,
-                allow_pip=self.allow_pip, max_workspace_bytes=self.max_workspace_bytes,
+                spec,
+                self.workspace_root,
+                jobdir.bundle,
+                allow_pip=self.allow_pip,
+                max_workspace_bytes=self.max_workspace_bytes,
             )
-            write_json_atomic(jobdir.spec, {**spec.model_dump(mode="json"), "id": job_id, "user": user})
-            jobdir.emit("submitted", user=user, host=socket.gethostname(), content_hash=manifest.content_hash)
+            write_json_atomic(
+                jobdir.spec, {**spec.model_dump(mode="json"), "id": job_id, "user": user}
+            )
+            jobdir.emit(
+                "submitted",
+                user=user,
+                host=socket.gethostname(),
+                content_hash=manifest.content_hash,
+            )
             record = self.backend.submit(record)
         except BaseException:
             # Refused or broken: leave nothing half-made behind.
             shutil.rmtree(jobdir.root, ignore_errors=True)
             raise
         # After the hand-off, so that collecting it does not delay the start.
-        lineage = collect_lineage(spec, self.workspace_root, manifest, user=user,
-                                  cache_dir=self.jobs_root.parent / ".cache")
+        lineage = collect_lineage(
+            spec,
+            self.workspace_root,
+            manifest,
+            user=user,
+            cache_dir=self.jobs_root.parent / ".cache",
+        )
         write_json_atomic(jobdir.lineage, lineage)
         return self._describe(self.backend.get(job_id) or record)
 
@@ -112,17 +134,31 @@ class JobService:
             self._check_resume(spec, user)
         self.backend.check_fits(self._new_record(spec, user, f"{spec.name}-validate", "", None))
         with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
-            compile_bundle(spec, self.workspace_root, Path(tmp) / "bundle",
-                           allow_pip=self.allow_pip, max_workspace_bytes=self.max_workspace_bytes)
+            compile_bundle(
+                spec,
+                self.workspace_root,
+                Path(tmp) / "bundle",
+                allow_pip=self.allow_pip,
+                max_workspace_bytes=self.max_workspace_bytes,
+            )
         return spec
 
     @staticmethod
-    def _new_record(spec: JobSpec, user: str, job_id: str, job_dir: str,
-                    resubmitted_from: str | None) -> JobRecord:
+    def _new_record(
+        spec: JobSpec, user: str, job_id: str, job_dir: str, resubmitted_from: str | None
+    ) -> JobRecord:
         return JobRecord(
-            id=job_id, name=spec.name, user=user, team=spec.team, queue=spec.queue,
-            priority=spec.priority.rank, state=JobState.QUEUED, spec=spec, job_dir=job_dir,
-            gpus=spec.resources.total_gpus, created_at=time.time(),
+            id=job_id,
+            name=spec.name,
+            user=user,
+            team=spec.team,
+            queue=spec.queue,
+            priority=spec.priority.rank,
+            state=JobState.QUEUED,
+            spec=spec,
+            job_dir=job_dir,
+            gpus=spec.resources.total_gpus,
+            created_at=time.time(),
             resubmitted_from=resubmitted_from,
         )
 
@@ -134,7 +170,9 @@ class JobService:
             raise field_error("source.path", f"no such file: {spec.source.path}")
         for i, dataset in enumerate(spec.datasets):
             if not Path(dataset.path).exists():
-                raise field_error(f"datasets.{i}.path", f"dataset {dataset.name}: no such path {dataset.path}")
+                raise field_error(
+                    f"datasets.{i}.path", f"dataset {dataset.name}: no such path {dataset.path}"
+                )
 
     def _check_resume(self, spec: JobSpec, user: str) -> None:
         ref = spec.resume_from
@@ -146,7 +184,9 @@ class JobService:
         if ref.step is not None and ref.step not in {c.step for c in infos}:
             raise NotFound(f"Job {ref.job_id} has no checkpoint at step {ref.step}.")
 
-    def resubmit(self, job_id: str, *, user: str | None = None, overrides: dict[str, Any] | None = None) -> DescribeJob:
+    def resubmit(
+        self, job_id: str, *, user: str | None = None, overrides: dict[str, Any] | None = None
+    ) -> DescribeJob:
         """Run the same spec again (optionally changed) as a new job."""
         user = user or getpass.getuser()
         old = self.record(job_id, user)
@@ -154,15 +194,24 @@ class JobService:
         data.update(overrides or {})
         return self.submit(data, user=user, resubmitted_from=job_id)
 
-    def resume(self, job_id: str, step: int | None = None, *, user: str | None = None,
-               overrides: dict[str, Any] | None = None) -> DescribeJob:
+    def resume(
+        self,
+        job_id: str,
+        step: int | None = None,
+        *,
+        user: str | None = None,
+        overrides: dict[str, Any] | None = None,
+    ) -> DescribeJob:
         """A new job with the same spec that starts from one of this job's checkpoints."""
         return self.resubmit(
-            job_id, user=user,
+            job_id,
+            user=user,
             overrides={**(overrides or {}), "resume_from": {"job_id": job_id, "step": step}},
         )
 
-    def cancel(self, job_id: str, *, user: str | None = None, reason: str | None = None) -> DescribeJob:
+    def cancel(
+        self, job_id: str, *, user: str | None = None, reason: str | None = None
+    ) -> DescribeJob:
         user = user or getpass.getuser()
         self.record(job_id, user)
         record = self.backend.cancel(job_id, reason or f"cancelled by {user}")
@@ -180,20 +229,31 @@ class JobService:
 
     def list_jobs(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
         query = query or ListJobsQuery()
-        records = self.backend.list_jobs(user=user, states=query.states, limit=query.limit, before_seq=query.before)
+        records = self.backend.list_jobs(
+            user=user, states=query.states, limit=query.limit, before_seq=query.before
+        )
         total = self.backend.count(user=user, states=query.states)
         next_before = records[-1].seq if len(records) == query.limit else None
         waits = self.backend.wait_reasons(records)
-        return JobPage(jobs=[self._summary(r, waits.get(r.id)) for r in records],
-                       next_before=next_before, total=total)
+        return JobPage(
+            jobs=[self._summary(r, waits.get(r.id)) for r in records],
+            next_before=next_before,
+            total=total,
+        )
 
-    def _summary(self, record: JobRecord, wait: tuple[str | None, int | None] | None = None) -> JobSummary:
+    def _summary(
+        self, record: JobRecord, wait: tuple[str | None, int | None] | None = None
+    ) -> JobSummary:
         reason, ahead = wait if wait is not None else self.backend.wait_reason(record)
         return JobSummary(
             **fields_of(record, JobBase),
-            priority=record.spec.priority.value, world_size=record.spec.resources.world_size,
-            wait_reason=reason, position=ahead,
-            failure_class=record.verdict.failure_class if record.verdict and record.state.terminal else None,
+            priority=record.spec.priority.value,
+            world_size=record.spec.resources.world_size,
+            wait_reason=reason,
+            position=ahead,
+            failure_class=record.verdict.failure_class
+            if record.verdict and record.state.terminal
+            else None,
             source=record.spec.source.path,
         )
 
@@ -206,15 +266,18 @@ class JobService:
             lineage = json.loads(jobdir.lineage.read_text())
         timeline = [e for e in jobdir.iter_events() if e.get("type") in TIMELINE_EVENTS]
         return DescribeJob(
-            **fields_of(self._summary(record), JobSummary), **fields_of(record, JobDetails),
-            lineage=lineage, timeline=timeline,
+            **fields_of(self._summary(record), JobSummary),
+            **fields_of(record, JobDetails),
+            lineage=lineage,
+            timeline=timeline,
         )
 
     def jobdir(self, job_id: str, user: str | None = None) -> JobDir:
         return JobDir(self.record(job_id, user).job_dir)
 
-    def events(self, job_id: str, *, user: str | None = None, offset: int = 0,
-               limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    def events(
+        self, job_id: str, *, user: str | None = None, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
         return self.jobdir(job_id, user).read_events(offset, limit)
 
     def _log_record(self, job_id: str, user: str | None, rank: int) -> JobRecord:
@@ -250,8 +313,15 @@ class JobService:
         """Raw reads of one rank's log, for a :class:`trainhub.jobs.logs.LogFollower`."""
         return self._log_source(self._log_record(job_id, user, rank), rank)
 
-    def log(self, job_id: str, *, user: str | None = None, rank: int = 0, offset: int = 0,
-            length: int = 1 << 20) -> tuple[bytes, int]:
+    def log(
+        self,
+        job_id: str,
+        *,
+        user: str | None = None,
+        rank: int = 0,
+        offset: int = 0,
+        length: int = 1 << 20,
+    ) -> tuple[bytes, int]:
         """Bytes of one rank's log from ``offset`` (whole characters; whole lines when
         ``length`` cuts it) and the offset to continue from."""
         record = self._log_record(job_id, user, rank)
@@ -263,8 +333,15 @@ class JobService:
     def log_ranks(self, job_id: str, *, user: str | None = None) -> list[int]:
         return self.jobdir(job_id, user).log_ranks()
 
-    def metrics(self, job_id: str, kind: str, *, user: str | None = None, offset: int = 0,
-                limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    def metrics(
+        self,
+        job_id: str,
+        kind: str,
+        *,
+        user: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
         if kind not in METRIC_KINDS:
             raise field_error("kind", f"must be one of {', '.join(METRIC_KINDS)}")
         return read_jsonl(self.jobdir(job_id, user).metrics / f"{kind}.jsonl", offset, limit)
@@ -272,7 +349,9 @@ class JobService:
     def checkpoints(self, job_id: str, *, user: str | None = None) -> list[CheckpointInfo]:
         return list_checkpoints(self.jobdir(job_id, user).checkpoints)
 
-    def checkpoint_file(self, job_id: str, step: int, name: str, *, user: str | None = None) -> Path:
+    def checkpoint_file(
+        self, job_id: str, step: int, name: str, *, user: str | None = None
+    ) -> Path:
         return resolve_file(self.jobdir(job_id, user).checkpoints, step, name)
 
     def delete_checkpoint(self, job_id: str, step: int, *, user: str | None = None) -> None:

@@ -32,13 +32,31 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by trainhub or torchrun for every rank; a job may not override them.
 RESERVED_ENV_PREFIXES = ("TRAINHUB_", "TORCHELASTIC_")
 RESERVED_ENV = frozenset(
-    {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
-     "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"}
+    {
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "CUDA_VISIBLE_DEVICES",
+        "NVIDIA_VISIBLE_DEVICES",
+    }
 )
 _DURATION = re.compile(r"^\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*$")
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
-_QUANTITY_UNITS = {None: 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
-                   "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_QUANTITY_UNITS = {
+    None: 1,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
 
 
 class Model(BaseModel):
@@ -86,7 +104,9 @@ class NotebookSource(Model):
 
 class ScriptSource(Model):
     kind: Literal["script"] = "script"
-    path: str = Field(min_length=1, description="Python script path, relative to the workspace root")
+    path: str = Field(
+        min_length=1, description="Python script path, relative to the workspace root"
+    )
     args: list[str] = Field(default_factory=list)
 
     @field_validator("path")
@@ -252,8 +272,10 @@ class JobSpec(Model):
             if limits.non_finite(value):
                 raise ValueError(f"{key}: NaN and infinity are not values a notebook can be given")
             if limits.json_size(value) > bounds.parameter_bytes:
-                raise ValueError(f"{key}: larger than {limits.size_text(bounds.parameter_bytes)}; "
-                                 "pass data as a file in the workspace or a dataset")
+                raise ValueError(
+                    f"{key}: larger than {limits.size_text(bounds.parameter_bytes)}; "
+                    "pass data as a file in the workspace or a dataset"
+                )
         if limits.json_size(v) > bounds.parameters_bytes:
             raise ValueError(f"larger than {limits.size_text(bounds.parameters_bytes)} in all")
         return v
@@ -278,7 +300,9 @@ class JobSpec(Model):
             if not _ENV_NAME.match(key):
                 raise ValueError(f"{key!r} is not a valid environment variable name")
             if key in RESERVED_ENV or key.startswith(RESERVED_ENV_PREFIXES):
-                raise ValueError(f"{key} is set by trainhub for every rank and cannot be overridden")
+                raise ValueError(
+                    f"{key} is set by trainhub for every rank and cannot be overridden"
+                )
         return v
 
     @field_validator("datasets")
@@ -317,13 +341,19 @@ def explain(error: ValidationError) -> SpecError:
         loc = [str(p) for p in item["loc"] if p not in ("notebook", "script")]
         message = item["msg"]
         if message.startswith("Value error, "):
-            message = message[len("Value error, "):]
+            message = message[len("Value error, ") :]
         if item["type"] == "union_tag_invalid":
             message = "kind must be 'notebook' or 'script'"
         elif item["type"] == "extra_forbidden":
             message = "is not a known field"
-        elif item["type"] == "string_pattern_mismatch" and loc and loc[-1] in ("name", "team", "queue"):
-            message = "use lower-case letters, digits and '-', starting and ending with a letter or digit"
+        elif (
+            item["type"] == "string_pattern_mismatch"
+            and loc
+            and loc[-1] in ("name", "team", "queue")
+        ):
+            message = (
+                "use lower-case letters, digits and '-', starting and ending with a letter or digit"
+            )
         errors.append(FieldError(field=".".join(loc) or "spec", message=message))
     return SpecError(errors)
 

@@ -32,6 +32,8 @@ class FailureClass(StrEnum):
 
     CODE = "code"  # an exception raised by the user's own cell or script
     ENVIRONMENT = "environment"  # missing module, CUDA/driver mismatch, bad image, pip failure
-    INFRASTRUCTURE = "infrastructure"  # killed (OOM, node loss), NCCL/rendezvous timeout, lost supervisor
+    INFRASTRUCTURE = (
+        "infrastructure"  # killed (OOM, node loss), NCCL/rendezvous timeout, lost supervisor
+    )
     PREEMPTED = "preempted"  # evicted to make room for more important work
     CANCELLED = "cancelled"  # a person asked for it, or the max runtime ran out

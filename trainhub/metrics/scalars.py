@@ -95,7 +95,12 @@ def _append_scalars(
     path = directory / SCALARS_FILE
     for name, value in values.items():
         record: dict[str, Any] = {
-            "time": now, "step": step, "name": name, "value": value, "rank": rank, "attempt": attempt,
+            "time": now,
+            "step": step,
+            "name": name,
+            "value": value,
+            "rank": rank,
+            "attempt": attempt,
         }
         if not math.isfinite(value):
             # JSON has no NaN; keep the record valid and say what the value was.

@@ -1,7 +1,7 @@
 """Small helpers so the same notebook runs interactively (one process) and as a job (torchrun).
 
-    rank, world = trainhub.rank.distributed.init()      # nccl on GPUs, gloo on CPU
-    model = trainhub.rank.distributed.wrap(model)       # DDP only when there is a process group
+rank, world = trainhub.rank.distributed.init()      # nccl on GPUs, gloo on CPU
+model = trainhub.rank.distributed.wrap(model)       # DDP only when there is a process group
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ def init(backend: str | None = None, timeout_seconds: float = 600) -> tuple[int,
         return 0, 1
     if not dist.is_initialized():
         if backend is None:
-            backend = os.environ.get("TRAINHUB_DIST_BACKEND") or ("nccl" if torch.cuda.is_available() else "gloo")
+            backend = os.environ.get("TRAINHUB_DIST_BACKEND") or (
+                "nccl" if torch.cuda.is_available() else "gloo"
+            )
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
         dist.init_process_group(backend=backend, timeout=timedelta(seconds=timeout_seconds))

@@ -495,11 +495,18 @@ def _flush_checkpoints(status_path: Path) -> bool:
         return True
     except Exception as exc:  # a write that failed (disk full, lost mount) is the platform's side
         say(f"a checkpoint could not be written: {exc}")
-        write_json_atomic(status_path, {
-            "outcome": "error", "failure_class": FailureClass.INFRASTRUCTURE.value,
-            "exception": _type_name(exc), "message": f"a checkpoint could not be written: {exc}",
-            "cell_index": None, "line": None, "traceback": traceback.format_exc(),
-        })
+        write_json_atomic(
+            status_path,
+            {
+                "outcome": "error",
+                "failure_class": FailureClass.INFRASTRUCTURE.value,
+                "exception": _type_name(exc),
+                "message": f"a checkpoint could not be written: {exc}",
+                "cell_index": None,
+                "line": None,
+                "traceback": traceback.format_exc(),
+            },
+        )
         return False
 
 
@@ -547,8 +554,11 @@ def install_requirements(
     from trainhub.jobs.environment import admin_allowed, inherited
 
     # pip runs build hooks of what it installs: they get what a rank gets, not the server's tokens.
-    env = {**inherited(os.environ, admin_allowed()), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-           "PIP_NO_INPUT": "1"}
+    env = {
+        **inherited(os.environ, admin_allowed()),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_INPUT": "1",
+    }
     started = time.monotonic()
     for req in requirements:
         argv = [sys.executable, "-m", "pip", "install", *req.argv]

@@ -40,9 +40,15 @@ def apply_objects(api_client: Any, objs: list[dict[str, Any]]) -> list[Applied]:
             before = None
         try:
             after = client.server_side_apply(
-                resource, body=obj, namespace=namespace, field_manager=FIELD_MANAGER, force_conflicts=True,
+                resource,
+                body=obj,
+                namespace=namespace,
+                field_manager=FIELD_MANAGER,
+                force_conflicts=True,
             ).metadata.resourceVersion
         except ApiException as e:
-            raise RuntimeError(f"applying {_describe(obj)} failed: {e.status} {e.reason}: {e.body}") from None
+            raise RuntimeError(
+                f"applying {_describe(obj)} failed: {e.status} {e.reason}: {e.body}"
+            ) from None
         results.append(Applied(obj["kind"], meta["name"], namespace, before != after))
     return results

@@ -34,8 +34,17 @@ Obj = dict[str, Any]
 
 class KubernetesBackend(Backend):
     name = "kubernetes"
-    features = frozenset({Feature.QUEUES, Feature.PRIORITY, Feature.PREEMPTION, Feature.MULTI_NODE,
-                          Feature.GPUS, Feature.IMAGES, Feature.DATASETS})
+    features = frozenset(
+        {
+            Feature.QUEUES,
+            Feature.PRIORITY,
+            Feature.PREEMPTION,
+            Feature.MULTI_NODE,
+            Feature.GPUS,
+            Feature.IMAGES,
+            Feature.DATASETS,
+        }
+    )
 
     def __init__(
         self,
@@ -73,14 +82,21 @@ class KubernetesBackend(Backend):
         teams = load_teams(env.get("TRAINHUB_TEAMS_FILE", "/etc/trainhub/teams.yaml"))
         team = env.get("TRAINHUB_TEAM") or teams.teams[0].name
         root = env.get("TRAINHUB_JOBS_ROOT")
-        return cls(teams, team, namespace=env.get("TRAINHUB_K8S_NAMESPACE"), queue=env.get("TRAINHUB_K8S_QUEUE"),
-                   jobs_root=Path(root) if root else None)
+        return cls(
+            teams,
+            team,
+            namespace=env.get("TRAINHUB_K8S_NAMESPACE"),
+            queue=env.get("TRAINHUB_K8S_QUEUE"),
+            jobs_root=Path(root) if root else None,
+        )
 
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
         """The team's curated images, and its pools as the queues a job may name."""
         images = [self.teams.image(name) for name in self.team.images]
         return {
-            "images": [{"name": i.name, "image": i.image, "description": i.description} for i in images],
+            "images": [
+                {"name": i.name, "image": i.image, "description": i.description} for i in images
+            ],
             "teams": [{"name": self.team.name, "queues": list(self.team.quota)}],
         }
 
@@ -94,7 +110,9 @@ class KubernetesBackend(Backend):
             pool = self.teams.pool(name)
             if pool.gpus_per_node >= per_worker:
                 return pool
-        raise OverQuota(f"no pool of team {self.team.name} has nodes with {per_worker} GPUs for one worker")
+        raise OverQuota(
+            f"no pool of team {self.team.name} has nodes with {per_worker} GPUs for one worker"
+        )
 
     def image_for(self, record: JobRecord) -> str:
         wanted = record.spec.image
@@ -105,47 +123,79 @@ class KubernetesBackend(Backend):
             if wanted in (image.name, image.image):
                 return image.image
         allowed = ", ".join(self.team.images)
-        raise OverQuota(f"image {wanted!r} is not one of team {self.team.name}'s images ({allowed})")
+        raise OverQuota(
+            f"image {wanted!r} is not one of team {self.team.name}'s images ({allowed})"
+        )
 
     def check_fits(self, record: JobRecord) -> None:
         pool = self.pool_for(record)
         self.image_for(record)
         quota = self.team.quota[pool.name]
-        ceiling = quota.gpus + (quota.borrowing_limit.gpus if quota.borrowing_limit and
-                                quota.borrowing_limit.gpus is not None else sum(
-            t.quota[pool.name].gpus for t in self.teams.teams
-            if t is not self.team and t.cohort and t.cohort == self.team.cohort and pool.name in t.quota))
+        ceiling = quota.gpus + (
+            quota.borrowing_limit.gpus
+            if quota.borrowing_limit and quota.borrowing_limit.gpus is not None
+            else sum(
+                t.quota[pool.name].gpus
+                for t in self.teams.teams
+                if t is not self.team
+                and t.cohort
+                and t.cohort == self.team.cohort
+                and pool.name in t.quota
+            )
+        )
         if record.gpus > ceiling:
-            raise OverQuota(f"{record.gpus} GPUs is more than team {self.team.name} can ever get in pool "
-                            f"{pool.name} ({ceiling})")
+            raise OverQuota(
+                f"{record.gpus} GPUs is more than team {self.team.name} can ever get in pool "
+                f"{pool.name} ({ceiling})"
+            )
         shared = Path(self.team.shared_volume.mount_path)
         for ds in record.spec.datasets:
-            if ds.name not in self.team.datasets and not Path(ds.path).resolve().is_relative_to(shared):
-                raise OverQuota(f"dataset {ds.name}: {ds.path} is neither a dataset of team {self.team.name} "
-                                f"nor on its shared volume {shared}")
+            if ds.name not in self.team.datasets and not Path(ds.path).resolve().is_relative_to(
+                shared
+            ):
+                raise OverQuota(
+                    f"dataset {ds.name}: {ds.path} is neither a dataset of team {self.team.name} "
+                    f"nor on its shared volume {shared}"
+                )
 
     # --- submit / cancel -----------------------------------------------------------------------
     def submit(self, record: JobRecord) -> JobRecord:
-        record = record.model_copy(update={"team": self.team.name, "queue": self.queue,
-                                           "seq": int(record.created_at * 1000)})
+        record = record.model_copy(
+            update={
+                "team": self.team.name,
+                "queue": self.queue,
+                "seq": int(record.created_at * 1000),
+            }
+        )
         pool, image = self.pool_for(record), self.image_for(record)
-        job = manifests.job_manifest(record, team=self.team, pool=pool, image=image,
-                                     resume_from=self._resume_from(record))
+        job = manifests.job_manifest(
+            record, team=self.team, pool=pool, image=image, resume_from=self._resume_from(record)
+        )
         job["metadata"]["namespace"] = self.namespace
         job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = self.queue
         service = manifests.service_manifest(record, self.team)
         service["metadata"]["namespace"] = self.namespace
         self.core.create_namespaced_service(self.namespace, service)  # type: ignore[arg-type]
         try:
-            created = self.api.sanitize_for_serialization(self.batch.create_namespaced_job(self.namespace, job))  # type: ignore[arg-type]
+            created = self.api.sanitize_for_serialization(
+                self.batch.create_namespaced_job(self.namespace, job)
+            )  # type: ignore[arg-type]
         except BaseException:
             self.core.delete_namespaced_service(record.id, self.namespace)
             raise
         owner = manifests.owned_by(service, created)["metadata"]["ownerReferences"]
-        self.core.patch_namespaced_service(record.id, self.namespace, {"metadata": {"ownerReferences": owner}})
+        self.core.patch_namespaced_service(
+            record.id, self.namespace, {"metadata": {"ownerReferences": owner}}
+        )
         jobdir = JobDir(record.job_dir)
-        jobdir.emit("state", state=JobState.QUEUED.value, namespace=self.namespace, queue=self.queue,
-                    pool=pool.name, image=image)
+        jobdir.emit(
+            "state",
+            state=JobState.QUEUED.value,
+            namespace=self.namespace,
+            queue=self.queue,
+            pool=pool.name,
+            image=image,
+        )
         return record
 
     def _resume_from(self, record: JobRecord) -> str | None:
@@ -164,22 +214,34 @@ class KubernetesBackend(Backend):
             return record
         JobDir(record.job_dir).emit("cancel_requested", reason=reason)
         try:
-            self.batch.delete_namespaced_job(job_id, self.namespace, propagation_policy="Foreground")
+            self.batch.delete_namespaced_job(
+                job_id, self.namespace, propagation_policy="Foreground"
+            )
         except ApiException as e:
             if e.status != 404:
                 raise
-        verdict = Verdict(failure_class=FailureClass.CANCELLED, reason=reason, attempt=record.attempt)
+        verdict = Verdict(
+            failure_class=FailureClass.CANCELLED, reason=reason, attempt=record.attempt
+        )
         self._finish(record, JobState.CANCELLED, verdict)
-        return record.model_copy(update={"state": JobState.CANCELLED, "verdict": verdict,
-                                         "cancel_requested": True, "cancel_reason": reason,
-                                         "finished_at": time.time()})
+        return record.model_copy(
+            update={
+                "state": JobState.CANCELLED,
+                "verdict": verdict,
+                "cancel_requested": True,
+                "cancel_reason": reason,
+                "finished_at": time.time(),
+            }
+        )
 
     # --- reads --------------------------------------------------------------------------------
     def get(self, job_id: str) -> JobRecord | None:
         from kubernetes.client import ApiException
 
         try:
-            job = self.api.sanitize_for_serialization(self.batch.read_namespaced_job(job_id, self.namespace))
+            job = self.api.sanitize_for_serialization(
+                self.batch.read_namespaced_job(job_id, self.namespace)
+            )
         except ApiException as e:
             if e.status != 404:
                 raise
@@ -188,8 +250,14 @@ class KubernetesBackend(Backend):
             return None
         return self._observe(job, sync_events=True)
 
-    def list_jobs(self, *, user: str | None, states: Sequence[JobState] | None, limit: int,
-             before_seq: int | None) -> list[JobRecord]:
+    def list_jobs(
+        self,
+        *,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        limit: int,
+        before_seq: int | None,
+    ) -> list[JobRecord]:
         records = self._all(user)
         if states:
             records = [r for r in records if r.state in states]
@@ -206,7 +274,8 @@ class KubernetesBackend(Backend):
         if user is not None:
             selector += f",{USER_LABEL}={label_value(user)}"
         jobs = self.api.sanitize_for_serialization(
-            self.batch.list_namespaced_job(self.namespace, label_selector=selector)).get("items", [])
+            self.batch.list_namespaced_job(self.namespace, label_selector=selector)
+        ).get("items", [])
         live = {j["metadata"]["name"]: self._observe(j) for j in jobs}
         records = [r for r in live.values() if user is None or r.user == user]
         # Jobs whose objects are gone (cancelled, cleaned up) live on in their directories.
@@ -229,7 +298,9 @@ class KubernetesBackend(Backend):
             if not record.state.terminal:
                 self.get(record.id)
 
-    def live_log(self, job_id: str, rank: int, offset: int, length: int) -> tuple[bytes, int] | None:
+    def live_log(
+        self, job_id: str, rank: int, offset: int, length: int
+    ) -> tuple[bytes, int] | None:
         """The log of the pod that runs ``rank`` (worker ``rank // ranks_per_worker``), from byte
         ``offset``, while that pod exists.
 
@@ -250,21 +321,31 @@ class KubernetesBackend(Backend):
         if not pods or length <= 0:
             return None
         # The newest pod of that index: a replacement after preemption, not the one going away.
-        pod = max(pods, key=lambda p: (not p["metadata"].get("deletionTimestamp"),
-                                       p["metadata"].get("creationTimestamp") or ""))
+        pod = max(
+            pods,
+            key=lambda p: (
+                not p["metadata"].get("deletionTimestamp"),
+                p["metadata"].get("creationTimestamp") or "",
+            ),
+        )
         try:
             # The API has no byte offset: read up to offset + length and keep the tail.
             raw = self.core.read_namespaced_pod_log(
-                pod["metadata"]["name"], self.namespace, container=manifests.CONTAINER,
-                limit_bytes=offset + length, _preload_content=False).data  # type: ignore[attr-defined]
+                pod["metadata"]["name"],
+                self.namespace,
+                container=manifests.CONTAINER,
+                limit_bytes=offset + length,
+                _preload_content=False,
+            ).data  # type: ignore[attr-defined]
         except ApiException as e:
             if e.status in (400, 404):  # container waiting to start; pod or its log gone
                 return None
-            raise BackendUnavailable(f"cannot read the log of pod {pod['metadata']['name']}: "
-                                     f"{e.status} {e.reason}") from None
-        data = raw[offset:offset + length]
+            raise BackendUnavailable(
+                f"cannot read the log of pod {pod['metadata']['name']}: {e.status} {e.reason}"
+            ) from None
+        data = raw[offset : offset + length]
         if len(data) == length and (cut := data.rfind(b"\n")) >= 0:
-            data = data[:cut + 1]  # end on a line boundary, as the job directory's logs do
+            data = data[: cut + 1]  # end on a line boundary, as the job directory's logs do
         return data, offset + len(data)
 
     def close(self) -> None:
@@ -272,7 +353,9 @@ class KubernetesBackend(Backend):
 
     # --- observation ----------------------------------------------------------------------------
     def _pods(self, job_id: str) -> list[Obj]:
-        pods = self.core.list_namespaced_pod(self.namespace, label_selector=f"{JOB_ID_LABEL}={job_id}")
+        pods = self.core.list_namespaced_pod(
+            self.namespace, label_selector=f"{JOB_ID_LABEL}={job_id}"
+        )
         return self.api.sanitize_for_serialization(pods).get("items", [])
 
     def _workload(self, job_id: str) -> Obj | None:
@@ -285,10 +368,17 @@ class KubernetesBackend(Backend):
                 return None
             raise
         listed: Obj = self.custom.list_namespaced_custom_object(  # type: ignore[assignment]
-            KUEUE_GROUP, KUEUE_VERSION, self.namespace, "workloads")
+            KUEUE_GROUP, KUEUE_VERSION, self.namespace, "workloads"
+        )
         items = listed["items"]
-        return next((w for w in items if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences", []))),
-                    None)
+        return next(
+            (
+                w
+                for w in items
+                if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences", []))
+            ),
+            None,
+        )
 
     def _cluster_queue(self) -> Obj | None:
         from kubernetes.client import ApiException
@@ -296,7 +386,8 @@ class KubernetesBackend(Backend):
         name = self.team.cluster_queue
         try:
             return self.custom.get_cluster_custom_object(  # type: ignore[return-value]
-                KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", name)
+                KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", name
+            )
         except ApiException:
             return None  # not readable for this account: the sentence goes without figures
 
@@ -306,11 +397,17 @@ class KubernetesBackend(Backend):
         jobdir = JobDir(record.job_dir)
         pods = self._pods(record.id)
         state = status.job_state(job, pods)
-        workload = self._workload(record.id) if state in (JobState.QUEUED, JobState.STARTING) or sync_events else None
+        workload = (
+            self._workload(record.id)
+            if state in (JobState.QUEUED, JobState.STARTING) or sync_events
+            else None
+        )
         self._note_preemptions(record, jobdir, workload)
         verdict = None
         if state == JobState.FAILED:
-            verdict = status.failure_verdict(job, pods, _rank_results(jobdir, record.attempt), attempt=record.attempt)
+            verdict = status.failure_verdict(
+                job, pods, _rank_results(jobdir, record.attempt), attempt=record.attempt
+            )
         last = _last_state(jobdir)
         if last is None or last.get("state") != state.value:
             if state.terminal:
@@ -325,19 +422,34 @@ class KubernetesBackend(Backend):
         if evictions := status.preemptions(workload):
             retries = count_retry(retries, FailureClass.PREEMPTED, used=evictions)
         return record.model_copy(
-            update={"state": state, "verdict": verdict, **times, "retries": retries})
+            update={"state": state, "verdict": verdict, **times, "retries": retries}
+        )
 
     def _record_base(self, job: Obj) -> JobRecord:
         meta = job["metadata"]
-        notes = {k[len(ANNOTATION):]: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION)}
+        notes = {
+            k[len(ANNOTATION) :]: v
+            for k, v in (meta.get("annotations") or {}).items()
+            if k.startswith(ANNOTATION)
+        }
         jobdir = JobDir(notes["job-dir"])
         spec = _read_spec(jobdir)
         return JobRecord(
-            seq=int(float(notes["created-at"]) * 1000), id=meta["name"], name=spec.name, user=notes["user"],
-            team=self.team.name, queue=self.queue, priority=spec.priority.rank, state=JobState.QUEUED,
-            spec=spec, job_dir=str(jobdir.root), gpus=spec.resources.total_gpus,
-            created_at=float(notes["created-at"]), attempt=int(notes.get("attempt", "0")),
-            retries=json.loads(notes.get("retries", "{}")), resubmitted_from=notes.get("resubmitted-from"),
+            seq=int(float(notes["created-at"]) * 1000),
+            id=meta["name"],
+            name=spec.name,
+            user=notes["user"],
+            team=self.team.name,
+            queue=self.queue,
+            priority=spec.priority.rank,
+            state=JobState.QUEUED,
+            spec=spec,
+            job_dir=str(jobdir.root),
+            gpus=spec.resources.total_gpus,
+            created_at=float(notes["created-at"]),
+            attempt=int(notes.get("attempt", "0")),
+            retries=json.loads(notes.get("retries", "{}")),
+            resubmitted_from=notes.get("resubmitted-from"),
         )
 
     def _from_jobdir(self, root: Path) -> JobRecord | None:
@@ -355,13 +467,28 @@ class KubernetesBackend(Backend):
         if not state.terminal:
             # No Job object and no final word in the directory: the Job was removed behind our back.
             state = JobState.FAILED
-            last = {"verdict": {"failure_class": "infrastructure", "reason": "its Job object disappeared"}}
+            last = {
+                "verdict": {
+                    "failure_class": "infrastructure",
+                    "reason": "its Job object disappeared",
+                }
+            }
         submitted = next((e for e in jobdir.iter_events() if e.get("type") == "submitted"), {})
         created = float(submitted.get("time", root.stat().st_mtime))
         return JobRecord(
-            seq=int(created * 1000), id=job_id, name=spec.name, user=user, team=self.team.name, queue=self.queue,
-            priority=spec.priority.rank, state=state, spec=spec, job_dir=str(root), gpus=spec.resources.total_gpus,
-            created_at=created, finished_at=last.get("time"),
+            seq=int(created * 1000),
+            id=job_id,
+            name=spec.name,
+            user=user,
+            team=self.team.name,
+            queue=self.queue,
+            priority=spec.priority.rank,
+            state=state,
+            spec=spec,
+            job_dir=str(root),
+            gpus=spec.resources.total_gpus,
+            created_at=created,
+            finished_at=last.get("time"),
             verdict=Verdict.model_validate(last["verdict"]) if last.get("verdict") else None,
         )
 
@@ -375,18 +502,29 @@ class KubernetesBackend(Backend):
         seen = sum(1 for e in jobdir.iter_events() if e.get("type") == "preempted")
         count = status.preemptions(workload)
         for n in range(seen + 1, count + 1):
-            jobdir.emit("preempted", count=n, reason="Kueue evicted the job to make room for more important "
-                        "work; it waits in the queue to run again")
+            jobdir.emit(
+                "preempted",
+                count=n,
+                reason="Kueue evicted the job to make room for more important "
+                "work; it waits in the queue to run again",
+            )
             jobdir.emit("state", state=JobState.QUEUED.value, attempt=record.attempt)
 
-    def _sync_events(self, record: JobRecord, jobdir: JobDir, job: Obj, pods: list[Obj],
-                     workload: Obj | None) -> None:
+    def _sync_events(
+        self, record: JobRecord, jobdir: JobDir, job: Obj, pods: list[Obj], workload: Obj | None
+    ) -> None:
         """Append the Kubernetes events of the Job, its pods and its Workload not yet recorded."""
         uids = {job["metadata"]["uid"], *(p["metadata"]["uid"] for p in pods)}
         if workload:
             uids.add(workload["metadata"]["uid"])
-        seen = {(e.get("uid"), e.get("count")) for e in jobdir.iter_events() if e.get("type") == "k8s_event"}
-        events = self.api.sanitize_for_serialization(self.core.list_namespaced_event(self.namespace)).get("items", [])
+        seen = {
+            (e.get("uid"), e.get("count"))
+            for e in jobdir.iter_events()
+            if e.get("type") == "k8s_event"
+        }
+        events = self.api.sanitize_for_serialization(
+            self.core.list_namespaced_event(self.namespace)
+        ).get("items", [])
         events.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
         for event in events:
             if (event.get("involvedObject") or {}).get("uid") not in uids:
@@ -445,9 +583,24 @@ def _times(job: Obj) -> dict[str, float | None]:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() if value else None
 
     st = job.get("status", {})
-    admitted = next((c.get("lastTransitionTime") for c in st.get("conditions") or []
-                     if c.get("type") == "Suspended" and c.get("status") == "False"), None)
-    return {"admitted_at": ts(admitted), "started_at": ts(st.get("startTime")),
-            "finished_at": ts(st.get("completionTime")) or next(
-                (ts(c.get("lastTransitionTime")) for c in st.get("conditions") or []
-                 if c.get("type") == "Failed" and c.get("status") == "True"), None)}
+    admitted = next(
+        (
+            c.get("lastTransitionTime")
+            for c in st.get("conditions") or []
+            if c.get("type") == "Suspended" and c.get("status") == "False"
+        ),
+        None,
+    )
+    return {
+        "admitted_at": ts(admitted),
+        "started_at": ts(st.get("startTime")),
+        "finished_at": ts(st.get("completionTime"))
+        or next(
+            (
+                ts(c.get("lastTransitionTime"))
+                for c in st.get("conditions") or []
+                if c.get("type") == "Failed" and c.get("status") == "True"
+            ),
+            None,
+        ),
+    }

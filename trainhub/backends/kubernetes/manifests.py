@@ -43,14 +43,24 @@ def torchrun_args(record: JobRecord, service: str) -> list[str]:
     res = record.spec.resources
     master = "127.0.0.1" if res.workers == 1 else f"{record.id}-0.{service}"
     return [
-        "torchrun", f"--nnodes={res.workers}", f"--nproc-per-node={res.ranks_per_worker}",
-        "--node-rank=$(NODE_RANK)", "--rdzv-backend=static", f"--master-addr={master}",
-        f"--master-port={MASTER_PORT}", "--max-restarts=0", f"--rdzv-id={record.id}-{record.attempt}",
-        "-m", "trainhub.rank.runner", str(PurePosixPath(record.job_dir) / "bundle"),
+        "torchrun",
+        f"--nnodes={res.workers}",
+        f"--nproc-per-node={res.ranks_per_worker}",
+        "--node-rank=$(NODE_RANK)",
+        "--rdzv-backend=static",
+        f"--master-addr={master}",
+        f"--master-port={MASTER_PORT}",
+        "--max-restarts=0",
+        f"--rdzv-id={record.id}-{record.attempt}",
+        "-m",
+        "trainhub.rank.runner",
+        str(PurePosixPath(record.job_dir) / "bundle"),
     ]
 
 
-def _dataset_mounts(record: JobRecord, team: Team) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+def _dataset_mounts(
+    record: JobRecord, team: Team
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
     """(volumes, mounts, paths) for the job's datasets: a team dataset by name is mounted
     read-only at /datasets/<name>; any other dataset path must already be on the shared volume."""
     volumes: list[dict[str, Any]] = []
@@ -65,14 +75,23 @@ def _dataset_mounts(record: JobRecord, team: Team) -> tuple[list[dict[str, Any]]
         target = team.dataset_mount(ds.name)
         if known.claim is not None:
             volume = f"dataset-{ds.name}".replace("_", "-")
-            volumes.append({"name": volume, "persistentVolumeClaim": {"claimName": known.claim, "readOnly": True}})
+            volumes.append(
+                {
+                    "name": volume,
+                    "persistentVolumeClaim": {"claimName": known.claim, "readOnly": True},
+                }
+            )
             mount = {"name": volume, "mountPath": target, "readOnly": True}
             if known.sub_path:
                 mount["subPath"] = known.sub_path
         else:
             assert known.path is not None
-            mount = {"name": "shared", "mountPath": target, "readOnly": True,
-                     "subPath": str(PurePosixPath(known.path).relative_to(shared))}
+            mount = {
+                "name": "shared",
+                "mountPath": target,
+                "readOnly": True,
+                "subPath": str(PurePosixPath(known.path).relative_to(shared)),
+            }
         mounts.append(mount)
         paths[ds.name] = target
     return volumes, mounts, paths
@@ -92,8 +111,11 @@ def _resources(record: JobRecord) -> dict[str, Any]:
 def _annotations(record: JobRecord) -> dict[str, str]:
     """What the JobRecord holds and a Job does not: kept on the Job itself."""
     values: dict[str, Any] = {
-        "user": record.user, "job-dir": record.job_dir, "created-at": repr(record.created_at),
-        "attempt": str(record.attempt), "priority": record.spec.priority.value,
+        "user": record.user,
+        "job-dir": record.job_dir,
+        "created-at": repr(record.created_at),
+        "attempt": str(record.attempt),
+        "priority": record.spec.priority.value,
         "retries": json.dumps(record.retries, sort_keys=True),
     }
     if record.resubmitted_from:
@@ -103,9 +125,13 @@ def _annotations(record: JobRecord) -> dict[str, str]:
 
 def service_manifest(record: JobRecord, team: Team) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": record.id, "namespace": team.namespace,
-                     "labels": {JOB_ID_LABEL: record.id, TEAM_LABEL: team.name}},
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": record.id,
+            "namespace": team.namespace,
+            "labels": {JOB_ID_LABEL: record.id, TEAM_LABEL: team.name},
+        },
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,  # workers find each other before any is Ready
@@ -128,17 +154,34 @@ def job_manifest(
     shared = PurePosixPath(team.shared_volume.mount_path)
     job_dir = PurePosixPath(record.job_dir)
     if not job_dir.is_relative_to(shared):
-        raise ValueError(f"job directory {record.job_dir} is not on team {team.name}'s shared volume {shared}")
+        raise ValueError(
+            f"job directory {record.job_dir} is not on team {team.name}'s shared volume {shared}"
+        )
     labels = {
-        JOB_ID_LABEL: record.id, USER_LABEL: label_value(record.user), TEAM_LABEL: team.name,
-        QUEUE_LABEL: team.local_queue, PRIORITY_LABEL: priority_class_name(spec.priority.value),
+        JOB_ID_LABEL: record.id,
+        USER_LABEL: label_value(record.user),
+        TEAM_LABEL: team.name,
+        QUEUE_LABEL: team.local_queue,
+        PRIORITY_LABEL: priority_class_name(spec.priority.value),
     }
     ds_volumes, ds_mounts, ds_paths = _dataset_mounts(record, team)
-    env = job_environment(spec.env, job_id=record.id, job_dir=record.job_dir,
-                          attempt=record.attempt, resume_from=resume_from, dataset_paths=ds_paths)
+    env = job_environment(
+        spec.env,
+        job_id=record.id,
+        job_dir=record.job_dir,
+        attempt=record.attempt,
+        resume_from=resume_from,
+        dataset_paths=ds_paths,
+    )
     container_env: list[dict[str, Any]] = [
-        {"name": "NODE_RANK", "valueFrom": {"fieldRef": {
-            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
+        {
+            "name": "NODE_RANK",
+            "valueFrom": {
+                "fieldRef": {
+                    "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                }
+            },
+        },
         *({"name": k, "value": v} for k, v in env.items()),
     ]
     container = {
@@ -167,7 +210,10 @@ def job_manifest(
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "securityContext": {
-            "runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS,
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS,
+            "runAsGroup": RUN_AS,
+            "fsGroup": RUN_AS,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "nodeSelector": dict(pool.node_labels),
@@ -186,32 +232,52 @@ def job_manifest(
         "completions": res.workers,
         "parallelism": res.workers,
         "backoffLimit": 0,  # retries are trainhub's (per failure class) and Kueue's (preemption)
-        "podFailurePolicy": {"rules": [
-            # Preemption, eviction, node drain: not the code's fault; told apart from exit codes.
-            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
-            # SIGTERM (128 + 15) from outside: the kubelet stopping a pod of a Job that Kueue
-            # suspended to preempt it carries no DisruptionTarget condition. The runner itself
-            # exits 1 on a code error, so a 143 is never the code's own verdict.
-            {"action": "Ignore", "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [143]}},
-            {"action": "FailJob", "onExitCodes": {"containerName": CONTAINER, "operator": "NotIn", "values": [0]}},
-        ]},
+        "podFailurePolicy": {
+            "rules": [
+                # Preemption, eviction, node drain: not the code's fault; told apart from exit codes.
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                # SIGTERM (128 + 15) from outside: the kubelet stopping a pod of a Job that Kueue
+                # suspended to preempt it carries no DisruptionTarget condition. The runner itself
+                # exits 1 on a code error, so a 143 is never the code's own verdict.
+                {
+                    "action": "Ignore",
+                    "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [143]},
+                },
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {"containerName": CONTAINER, "operator": "NotIn", "values": [0]},
+                },
+            ]
+        },
         "template": {
-            "metadata": {"labels": {JOB_ID_LABEL: record.id, TEAM_LABEL: team.name, ROLE_LABEL: WORKER_ROLE}},
+            "metadata": {
+                "labels": {JOB_ID_LABEL: record.id, TEAM_LABEL: team.name, ROLE_LABEL: WORKER_ROLE}
+            },
             "spec": pod_spec,
         },
     }
     if spec.max_runtime is not None:
         job_spec["activeDeadlineSeconds"] = max(1, int(spec.max_runtime.total_seconds()))
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": record.id, "namespace": team.namespace, "labels": labels,
-                     "annotations": _annotations(record)},
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": record.id,
+            "namespace": team.namespace,
+            "labels": labels,
+            "annotations": _annotations(record),
+        },
         "spec": job_spec,
     }
 
 
 def owned_by(obj: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
     """``obj`` with an owner reference to the created ``job`` (deleting the Job removes it)."""
-    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"],
-           "uid": job["metadata"]["uid"], "controller": False}
+    ref = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": job["metadata"]["name"],
+        "uid": job["metadata"]["uid"],
+        "controller": False,
+    }
     return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [ref]}}

@@ -38,7 +38,9 @@ def priority_class_name(priority: str) -> str:
     return f"trainhub-{priority}"
 
 
-def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+def _meta(
+    name: str, namespace: str | None = None, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if namespace:
         meta["namespace"] = namespace
@@ -75,7 +77,9 @@ def _limit(limits: Limits | None, resource: str) -> float | None:
 
 def _nominal(team: Team, pool: str, resource: str) -> float:
     q = team.quota[pool]
-    return {"gpus": float(q.gpus), "cpu": _cpu(q.cpu), "memory": float(parse_quantity(q.memory))}[resource]
+    return {"gpus": float(q.gpus), "cpu": _cpu(q.cpu), "memory": float(parse_quantity(q.memory))}[
+        resource
+    ]
 
 
 def reachable(teams: Teams, team: Team, resource: str) -> float:
@@ -103,7 +107,11 @@ def namespace(team: Team) -> Manifest:
     for mode in ("enforce", "audit", "warn"):
         labels[f"pod-security.kubernetes.io/{mode}"] = "restricted"
         labels[f"pod-security.kubernetes.io/{mode}-version"] = "latest"
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(team.namespace, labels=labels)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": _meta(team.namespace, labels=labels),
+    }
 
 
 def resource_quota(teams: Teams, team: Team) -> Manifest:
@@ -112,13 +120,19 @@ def resource_quota(teams: Teams, team: Team) -> Manifest:
         "requests.memory": format_bytes(int(reachable(teams, team, "memory"))),
         f"requests.{GPU}": str(int(reachable(teams, team, "gpus"))),
     }
-    return {"apiVersion": "v1", "kind": "ResourceQuota",
-            "metadata": _meta("trainhub-quota", team.namespace), "spec": {"hard": hard}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": _meta("trainhub-quota", team.namespace),
+        "spec": {"hard": hard},
+    }
 
 
 def limit_range(team: Team) -> Manifest:
     return {
-        "apiVersion": "v1", "kind": "LimitRange", "metadata": _meta("trainhub-defaults", team.namespace),
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": _meta("trainhub-defaults", team.namespace),
         "spec": {"limits": [{"type": "Container", "defaultRequest": dict(DEFAULT_REQUESTS)}]},
     }
 
@@ -128,7 +142,11 @@ def notebook_rbac(team: Team) -> list[Manifest]:
     ns = team.namespace
     read = ["get", "list", "watch"]
     rules = [
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": [*read, "create", "delete", "patch"]},
+        {
+            "apiGroups": ["batch"],
+            "resources": ["jobs"],
+            "verbs": [*read, "create", "delete", "patch"],
+        },
         {"apiGroups": [""], "resources": ["services"], "verbs": [*read, "create", "delete"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": read},
         {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
@@ -137,14 +155,29 @@ def notebook_rbac(team: Team) -> list[Manifest]:
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": read},
     ]
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NOTEBOOK_ACCOUNT, ns),
-         "automountServiceAccountToken": True},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": _meta(NOTEBOOK_ACCOUNT, ns), "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": _meta(NOTEBOOK_ACCOUNT, ns),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NOTEBOOK_ACCOUNT},
-         "subjects": [{"kind": "ServiceAccount", "name": NOTEBOOK_ACCOUNT, "namespace": ns}]},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _meta(NOTEBOOK_ACCOUNT, ns),
+            "automountServiceAccountToken": True,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": _meta(NOTEBOOK_ACCOUNT, ns),
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta(NOTEBOOK_ACCOUNT, ns),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": NOTEBOOK_ACCOUNT,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": NOTEBOOK_ACCOUNT, "namespace": ns}],
+        },
     ]
 
 
@@ -154,19 +187,32 @@ def network_policies(team: Team) -> list[Manifest]:
     ns = team.namespace
     workers = {"matchLabels": {ROLE_LABEL: WORKER_ROLE}}
     return [
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-         "metadata": _meta("default-deny-ingress", ns),
-         "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}},
-        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-         "metadata": _meta("job-workers-peers", ns),
-         "spec": {"podSelector": workers, "policyTypes": ["Ingress"],
-                  "ingress": [{"from": [{"podSelector": workers}]}]}},
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": _meta("default-deny-ingress", ns),
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": _meta("job-workers-peers", ns),
+            "spec": {
+                "podSelector": workers,
+                "policyTypes": ["Ingress"],
+                "ingress": [{"from": [{"podSelector": workers}]}],
+            },
+        },
     ]
 
 
 def local_queue(team: Team) -> Manifest:
-    return {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": _meta(team.local_queue, team.namespace),
-            "spec": {"clusterQueue": team.cluster_queue}}
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "LocalQueue",
+        "metadata": _meta(team.local_queue, team.namespace),
+        "spec": {"clusterQueue": team.cluster_queue},
+    }
 
 
 # --- cluster objects ----------------------------------------------------------------------------
@@ -176,14 +222,26 @@ def resource_flavors(teams: Teams) -> list[Manifest]:
         spec: dict[str, Any] = {"nodeLabels": dict(pool.node_labels)}
         if pool.tolerations:
             spec["tolerations"] = [t.manifest() for t in pool.tolerations]
-        out.append({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": _meta(pool.name), "spec": spec})
+        out.append(
+            {
+                "apiVersion": KUEUE_API,
+                "kind": "ResourceFlavor",
+                "metadata": _meta(pool.name),
+                "spec": spec,
+            }
+        )
     return out
 
 
 def priority_classes(teams: Teams) -> list[Manifest]:
     return [
-        {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": _meta(priority_class_name(name)),
-         "value": value, "description": f"trainhub {name} priority"}
+        {
+            "apiVersion": KUEUE_API,
+            "kind": "WorkloadPriorityClass",
+            "metadata": _meta(priority_class_name(name)),
+            "value": value,
+            "description": f"trainhub {name} priority",
+        }
         for name, value in teams.priorities.items()
     ]
 
@@ -201,8 +259,13 @@ def _flavor_resource(team: Team, pool: str, key: str, resource: str) -> dict[str
 
 def cluster_queue(team: Team) -> Manifest:
     flavors = [
-        {"name": pool, "resources": [_flavor_resource(team, pool, key, res)
-                                     for key, res in (("cpu", "cpu"), ("memory", "memory"), ("gpus", GPU))]}
+        {
+            "name": pool,
+            "resources": [
+                _flavor_resource(team, pool, key, res)
+                for key, res in (("cpu", "cpu"), ("memory", "memory"), ("gpus", GPU))
+            ],
+        }
         for pool in team.quota
     ]
     spec: dict[str, Any] = {
@@ -217,22 +280,43 @@ def cluster_queue(team: Team) -> Manifest:
     }
     if team.cohort:
         spec["cohortName"] = team.cohort
-    return {"apiVersion": KUEUE_API, "kind": "ClusterQueue",
-            "metadata": _meta(team.cluster_queue, labels={TEAM_LABEL: team.name}), "spec": spec}
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": _meta(team.cluster_queue, labels={TEAM_LABEL: team.name}),
+        "spec": spec,
+    }
 
 
 def queue_reader(teams: Teams) -> list[Manifest]:
     """Notebooks may read queue objects, to explain why a job waits (which quota is short)."""
     return [
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": _meta(QUEUE_READER),
-         "rules": [{"apiGroups": ["kueue.x-k8s.io"],
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(QUEUE_READER),
+            "rules": [
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
                     "resources": ["clusterqueues", "resourceflavors", "workloadpriorityclasses"],
-                    "verbs": ["get", "list", "watch"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": _meta(QUEUE_READER),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": QUEUE_READER},
-         "subjects": [{"kind": "ServiceAccount", "name": NOTEBOOK_ACCOUNT, "namespace": t.namespace}
-                      for t in teams.teams]},
+                    "verbs": ["get", "list", "watch"],
+                }
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(QUEUE_READER),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": QUEUE_READER,
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": NOTEBOOK_ACCOUNT, "namespace": t.namespace}
+                for t in teams.teams
+            ],
+        },
     ]
 
 
@@ -245,41 +329,70 @@ def require_queue_policy() -> list[Manifest]:
         f"namespaceObject.metadata.labels['{NAMESPACE_QUEUE_LABEL}']"
     )
     return [
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-         "metadata": _meta(REQUIRE_QUEUE_POLICY),
-         "spec": {
-             "failurePolicy": "Fail",
-             "matchConstraints": {"resourceRules": [{
-                 "apiGroups": ["batch"], "apiVersions": ["v1"],
-                 "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]}]},
-             "validations": [{
-                 "expression": expression,
-                 "messageExpression": (
-                     f"'Jobs in this namespace must carry the label {QUEUE_LABEL}=' + "
-                     f"namespaceObject.metadata.labels['{NAMESPACE_QUEUE_LABEL}'] + "
-                     "' so that Kueue admits them within the team quota'"),
-                 "reason": "Forbidden"}],
-         }},
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-         "metadata": _meta(REQUIRE_QUEUE_POLICY),
-         "spec": {"policyName": REQUIRE_QUEUE_POLICY, "validationActions": ["Deny"],
-                  "matchResources": {"namespaceSelector": {"matchLabels": {MANAGED_LABEL: "true"}}}}},
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": _meta(REQUIRE_QUEUE_POLICY),
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": ["batch"],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": ["jobs"],
+                        }
+                    ]
+                },
+                "validations": [
+                    {
+                        "expression": expression,
+                        "messageExpression": (
+                            f"'Jobs in this namespace must carry the label {QUEUE_LABEL}=' + "
+                            f"namespaceObject.metadata.labels['{NAMESPACE_QUEUE_LABEL}'] + "
+                            "' so that Kueue admits them within the team quota'"
+                        ),
+                        "reason": "Forbidden",
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": _meta(REQUIRE_QUEUE_POLICY),
+            "spec": {
+                "policyName": REQUIRE_QUEUE_POLICY,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchLabels": {MANAGED_LABEL: "true"}}},
+            },
+        },
     ]
 
 
 def render(teams: Teams) -> list[Manifest]:
     """Every object, in an order that applies cleanly (namespaces and cluster objects first)."""
     objs: list[Manifest] = [namespace(t) for t in teams.teams]
-    objs += resource_flavors(teams) + priority_classes(teams) + [cluster_queue(t) for t in teams.teams]
+    objs += (
+        resource_flavors(teams) + priority_classes(teams) + [cluster_queue(t) for t in teams.teams]
+    )
     objs += queue_reader(teams) + require_queue_policy()
     for team in teams.teams:
-        objs += [resource_quota(teams, team), limit_range(team), *notebook_rbac(team),
-                 *network_policies(team), local_queue(team)]
+        objs += [
+            resource_quota(teams, team),
+            limit_range(team),
+            *notebook_rbac(team),
+            *network_policies(team),
+            local_queue(team),
+        ]
     return objs
 
 
 def to_yaml(objs: list[Manifest]) -> str:
-    return "".join("---\n" + yaml.safe_dump(o, sort_keys=False, default_flow_style=False) for o in objs)
+    return "".join(
+        "---\n" + yaml.safe_dump(o, sort_keys=False, default_flow_style=False) for o in objs
+    )
 
 
 def file_name(obj: Manifest) -> str:

@@ -13,10 +13,12 @@ from trainhub.outcome.verdict import RankExit, attempt_verdict
 Obj = dict[str, Any]
 
 _SHORT = re.compile(
-    r"insufficient unused quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), (?P<more>\S+) more needed")
+    r"insufficient unused quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), (?P<more>\S+) more needed"
+)
 _NEVER = re.compile(
     r"insufficient quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), previously considered podsets "
-    r"requests \((?P<prev>[^)]*)\) \+ current podset request \((?P<req>[^)]*)\) > maximum capacity \((?P<max>[^)]*)\)")
+    r"requests \((?P<prev>[^)]*)\) \+ current podset request \((?P<req>[^)]*)\) > maximum capacity \((?P<max>[^)]*)\)"
+)
 
 
 def condition(obj: Obj | None, type_: str) -> Obj | None:
@@ -36,13 +38,27 @@ def _quota_figures(cq: Obj | None, flavor: str, resource: str) -> tuple[str | No
     if not cq:
         return None, None
     used = nominal = None
-    for fu in cq.get("status", {}).get("flavorsReservation") or cq.get("status", {}).get("flavorsUsage") or []:
+    for fu in (
+        cq.get("status", {}).get("flavorsReservation")
+        or cq.get("status", {}).get("flavorsUsage")
+        or []
+    ):
         if fu.get("name") == flavor:
-            used = next((r.get("total", "0") for r in fu.get("resources", []) if r.get("name") == resource), None)
+            used = next(
+                (r.get("total", "0") for r in fu.get("resources", []) if r.get("name") == resource),
+                None,
+            )
     for group in cq.get("spec", {}).get("resourceGroups", []):
         for fq in group.get("flavors", []):
             if fq.get("name") == flavor:
-                nominal = next((r.get("nominalQuota") for r in fq.get("resources", []) if r.get("name") == resource), None)
+                nominal = next(
+                    (
+                        r.get("nominalQuota")
+                        for r in fq.get("resources", [])
+                        if r.get("name") == resource
+                    ),
+                    None,
+                )
     return used, nominal
 
 
@@ -52,17 +68,22 @@ def wait_reason(workload: Obj | None, cluster_queue: Obj | None = None) -> str |
         return "waiting for Kueue to pick the job up"
     if is_true(workload, "QuotaReserved") or is_true(workload, "Admitted"):
         return None
-    cq_name = (cluster_queue or {}).get("metadata", {}).get("name") or workload.get("status", {}).get(
-        "admission", {}).get("clusterQueue")
+    cq_name = (cluster_queue or {}).get("metadata", {}).get("name") or workload.get(
+        "status", {}
+    ).get("admission", {}).get("clusterQueue")
     where = f" in ClusterQueue {cq_name}" if cq_name else ""
     message = (condition(workload, "QuotaReserved") or {}).get("message") or ""
     if m := _NEVER.search(message):
         queue = f"ClusterQueue {cq_name}" if cq_name else "its queue"
-        return (f"asks for {m['req']} {m['res']} in pool {m['flavor']}, more than {queue} "
-                f"can ever get ({m['max']}); ask for less")
+        return (
+            f"asks for {m['req']} {m['res']} in pool {m['flavor']}, more than {queue} "
+            f"can ever get ({m['max']}); ask for less"
+        )
     if m := _SHORT.search(message):
         used, nominal = _quota_figures(cluster_queue, m["flavor"], m["res"])
-        figures = f" ({used} of {nominal} in use)" if used is not None and nominal is not None else ""
+        figures = (
+            f" ({used} of {nominal} in use)" if used is not None and nominal is not None else ""
+        )
         return f"waiting for {m['more']} {m['res']} in pool {m['flavor']}{where}{figures}"
     if message:
         return f"waiting for Kueue: {message}"
@@ -72,7 +93,11 @@ def wait_reason(workload: Obj | None, cluster_queue: Obj | None = None) -> str |
 def preemptions(workload: Obj | None) -> int:
     """How many times Kueue evicted this workload to make room (it then requeues it)."""
     stats = (workload or {}).get("status", {}).get("schedulingStats") or {}
-    counted = sum(int(e.get("count", 0)) for e in stats.get("evictions") or [] if e.get("reason") == "Preempted")
+    counted = sum(
+        int(e.get("count", 0))
+        for e in stats.get("evictions") or []
+        if e.get("reason") == "Preempted"
+    )
     if counted:
         return counted
     return int(any(is_true(workload, t) for t in ("Preempted", "Evicted")))
@@ -94,7 +119,11 @@ def job_state(job: Obj, pods: list[Obj]) -> JobState:
 def _terminations(pods: list[Obj]) -> list[tuple[int | None, Obj]]:
     out = []
     for pod in pods:
-        index = pod.get("metadata", {}).get("annotations", {}).get("batch.kubernetes.io/job-completion-index")
+        index = (
+            pod.get("metadata", {})
+            .get("annotations", {})
+            .get("batch.kubernetes.io/job-completion-index")
+        )
         for cs in pod.get("status", {}).get("containerStatuses") or []:
             term = (cs.get("state") or {}).get("terminated")
             if term:
@@ -103,18 +132,27 @@ def _terminations(pods: list[Obj]) -> list[tuple[int | None, Obj]]:
 
 
 def failure_verdict(
-    job: Obj, pods: list[Obj], rank_results: dict[int, dict[str, Any]], *, attempt: int,
+    job: Obj,
+    pods: list[Obj],
+    rank_results: dict[int, dict[str, Any]],
+    *,
+    attempt: int,
 ) -> Verdict:
     """Why a failed Job failed: the ranks' own reports first, then how its containers ended."""
     failed = condition(job, "Failed") or condition(job, "FailureTarget") or {}
     if failed.get("reason") == "DeadlineExceeded":
         limit = job.get("spec", {}).get("activeDeadlineSeconds")
-        return Verdict(failure_class=FailureClass.CANCELLED, attempt=attempt,
-                       reason=f"the job ran out of its maximum runtime ({limit} s)")
+        return Verdict(
+            failure_class=FailureClass.CANCELLED,
+            attempt=attempt,
+            reason=f"the job ran out of its maximum runtime ({limit} s)",
+        )
     terms = _terminations(pods)
     exits = [RankExit(None, int(t.get("exitCode", 1))) for _, t in terms]
     oom = any(t.get("reason") == "OOMKilled" for _, t in terms)
-    verdict = attempt_verdict(attempt=attempt, rank_results=rank_results, exits=exits, oom_killed=oom)
+    verdict = attempt_verdict(
+        attempt=attempt, rank_results=rank_results, exits=exits, oom_killed=oom
+    )
     if verdict is None:
         message = failed.get("message") or "the Job failed"
         return Verdict(failure_class=FailureClass.INFRASTRUCTURE, reason=message, attempt=attempt)

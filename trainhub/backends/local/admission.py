@@ -63,7 +63,9 @@ def free_capacity(capacity: Capacity, active: Iterable[tuple[Sequence[int], int]
     for gpus, slots in active:
         used_gpus.update(gpus)
         used_slots += slots
-    return Free(gpus=[g for g in capacity.gpus if g not in used_gpus], slots=capacity.slots - used_slots)
+    return Free(
+        gpus=[g for g in capacity.gpus if g not in used_gpus], slots=capacity.slots - used_slots
+    )
 
 
 def admit(queue: Iterable[Waiting], free: Free) -> tuple[list[Admission], Waiting | None]:

@@ -101,7 +101,9 @@ class Admitter:
     def free(self, conn: sqlite3.Connection | None = None) -> Free:
         return free_capacity(self.capacity(conn), self.store.holdings(ACTIVE, conn))
 
-    def wait_reasons(self, records: Sequence[JobRecord]) -> dict[str, tuple[str | None, int | None]]:
+    def wait_reasons(
+        self, records: Sequence[JobRecord]
+    ) -> dict[str, tuple[str | None, int | None]]:
         """Why each queued job waits, and how many jobs are ahead of it."""
         queued = [r for r in records if r.state == JobState.QUEUED]
         if not queued:
@@ -123,11 +125,15 @@ class Admitter:
             page = self.store.queue_head(conn, limit=ADMISSION_PAGE, after=after)
             if not page:
                 break
-            waiting = (Waiting(job_id, demand_for(gpus, slots)) for job_id, _, _, gpus, slots in page)
+            waiting = (
+                Waiting(job_id, demand_for(gpus, slots)) for job_id, _, _, gpus, slots in page
+            )
             admissions, blocked = admit(waiting, free)
             now = time.time()
             for a in admissions:
-                self.store.update(conn, a.id, state=JobState.STARTING, admitted_at=now, assigned_gpus=a.gpus)
+                self.store.update(
+                    conn, a.id, state=JobState.STARTING, admitted_at=now, assigned_gpus=a.gpus
+                )
                 admitted.append(a.id)
             if blocked is not None or len(page) < ADMISSION_PAGE:
                 break
@@ -161,8 +167,15 @@ class Admitter:
             if not self._needs_pip(jobdir):
                 plan, _ = attempt_plan(self.store, record, python=self.python, env=env)
                 write_plan(jobdir.root, record.attempt, plan)
-            argv = [self.python, "-m", "trainhub.backends.local.launcher", str(self.home), job_id,
-                    str(jobdir.root)]
+            argv = [
+                self.python,
+                "-m",
+                "trainhub.backends.local.launcher",
+                str(self.home),
+                job_id,
+                str(jobdir.root),
+            ]
             proc = processes.spawn_detached(argv, jobdir.supervisor_log, env=env)
-            self.store.update_local(None, job_id, supervisor_pid=proc.pid,
-                                    supervisor_start=proc.create_time())
+            self.store.update_local(
+                None, job_id, supervisor_pid=proc.pid, supervisor_start=proc.create_time()
+            )

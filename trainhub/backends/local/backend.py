@@ -36,7 +36,9 @@ class LocalBackend(Backend):
         {Feature.MULTI_NODE, Feature.GPUS, Feature.PRIORITY, Feature.PIP_INSTALL, Feature.DATASETS}
     )
 
-    def __init__(self, home: Path | None = None, *, slots: int | None = None, python: str | None = None):
+    def __init__(
+        self, home: Path | None = None, *, slots: int | None = None, python: str | None = None
+    ):
         self.home = Path(home) if home else settings.home()
         self.jobs_root = settings.jobs_root(self.home)
         self.store = Store(settings.database(self.home))
@@ -77,10 +79,17 @@ class LocalBackend(Backend):
             if record.state.terminal:
                 raise Conflict(f"Job {job_id} already {record.state.value}.")
             if record.state == JobState.QUEUED:
-                verdict = Verdict(failure_class=FailureClass.CANCELLED, reason=reason, attempt=record.attempt)
+                verdict = Verdict(
+                    failure_class=FailureClass.CANCELLED, reason=reason, attempt=record.attempt
+                )
                 self.store.update(
-                    conn, job_id, state=JobState.CANCELLED, verdict=verdict.model_dump(),
-                    finished_at=time.time(), cancel_requested=True, cancel_reason=reason,
+                    conn,
+                    job_id,
+                    state=JobState.CANCELLED,
+                    verdict=verdict.model_dump(),
+                    finished_at=time.time(),
+                    cancel_requested=True,
+                    cancel_reason=reason,
                 )
                 queued = True
             else:
@@ -107,7 +116,9 @@ class LocalBackend(Backend):
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
         return self.wait_reasons([record]).get(record.id, (None, None))
 
-    def wait_reasons(self, records: Sequence[JobRecord]) -> dict[str, tuple[str | None, int | None]]:
+    def wait_reasons(
+        self, records: Sequence[JobRecord]
+    ) -> dict[str, tuple[str | None, int | None]]:
         return self.admitter.wait_reasons(records)
 
     def admit_and_launch(self) -> list[str]:
@@ -133,8 +144,11 @@ class LocalBackend(Backend):
         processes.kill_job_processes(record.id, list(local.process_groups))
         jobdir = JobDir(record.job_dir)
         if record.cancel_requested:
-            verdict = Verdict(failure_class=FailureClass.CANCELLED,
-                              reason=record.cancel_reason or "cancelled", attempt=record.attempt)
+            verdict = Verdict(
+                failure_class=FailureClass.CANCELLED,
+                reason=record.cancel_reason or "cancelled",
+                attempt=record.attempt,
+            )
         else:
             verdict = Verdict(
                 failure_class=FailureClass.INFRASTRUCTURE,
@@ -142,29 +156,51 @@ class LocalBackend(Backend):
                 attempt=record.attempt,
             )
         retry = not record.cancel_requested and should_retry(
-            verdict, record.spec.retry, record.retries)
+            verdict, record.spec.retry, record.retries
+        )
         with self.store.transaction() as conn:
             current = self.store.get(record.id, conn)
-            if (current is None or current.state not in ACTIVE
-                    or self.store.local(record.id, conn).supervisor_pid != local.supervisor_pid):
+            if (
+                current is None
+                or current.state not in ACTIVE
+                or self.store.local(record.id, conn).supervisor_pid != local.supervisor_pid
+            ):
                 return  # someone else already dealt with it
             if retry:
                 verdict.retriable = True
                 self.store.update(
-                    conn, record.id, state=JobState.QUEUED, attempt=record.attempt + 1,
+                    conn,
+                    record.id,
+                    state=JobState.QUEUED,
+                    attempt=record.attempt + 1,
                     retries=count_retry(record.retries, verdict.failure_class),
-                    verdict=verdict.model_dump(), assigned_gpus=[],
+                    verdict=verdict.model_dump(),
+                    assigned_gpus=[],
                 )
-                self.store.update_local(conn, record.id, supervisor_pid=None, supervisor_start=None,
-                                        process_groups=[])
+                self.store.update_local(
+                    conn, record.id, supervisor_pid=None, supervisor_start=None, process_groups=[]
+                )
             else:
                 state = JobState.CANCELLED if record.cancel_requested else JobState.FAILED
-                self.store.update(conn, record.id, state=state, verdict=verdict.model_dump(),
-                                  finished_at=time.time())
+                self.store.update(
+                    conn,
+                    record.id,
+                    state=state,
+                    verdict=verdict.model_dump(),
+                    finished_at=time.time(),
+                )
         jobdir.emit("verdict", **verdict.model_dump(mode="json"))
-        jobdir.emit("state", state=(JobState.QUEUED if retry else
-                                    JobState.CANCELLED if record.cancel_requested else JobState.FAILED).value,
-                    reason=verdict.reason)
+        jobdir.emit(
+            "state",
+            state=(
+                JobState.QUEUED
+                if retry
+                else JobState.CANCELLED
+                if record.cancel_requested
+                else JobState.FAILED
+            ).value,
+            reason=verdict.reason,
+        )
 
     def close(self) -> None:
         self.store.close()

@@ -24,7 +24,9 @@ def _note_signal(signum: int, _frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 3:
-        print("usage: python -m trainhub.backends.local.launcher HOME JOB_ID JOB_DIR", file=sys.stderr)
+        print(
+            "usage: python -m trainhub.backends.local.launcher HOME JOB_ID JOB_DIR", file=sys.stderr
+        )
         return 2
     home, job_id, job_dir = args
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -22,7 +22,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def spawn_detached(argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> psutil.Process:
+def spawn_detached(
+    argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None
+) -> psutil.Process:
     """Start ``argv`` in its own session, outliving whoever started it.
 
     A thread reaps it if we outlive it, so long-lived parents (the Jupyter server) keep no
@@ -69,7 +71,9 @@ def descendants() -> list[psutil.Process]:
         return []
 
 
-def terminate_tree(pgids: Sequence[int], grace: float, extra: Iterable[psutil.Process] = ()) -> None:
+def terminate_tree(
+    pgids: Sequence[int], grace: float, extra: Iterable[psutil.Process] = ()
+) -> None:
     """TERM every process group and every descendant, wait ``grace`` seconds, then KILL the rest."""
     signal_groups(pgids, signal.SIGTERM)
     procs = {p.pid: p for p in [*descendants(), *extra]}

@@ -235,7 +235,9 @@ class Store:
             f"UPDATE {table} SET {assignments} WHERE {key} = :_id", {**fields, "_id": job_id}
         )
 
-    def seed_machine_setting(self, name: str, value: str, conn: sqlite3.Connection | None = None) -> None:
+    def seed_machine_setting(
+        self, name: str, value: str, conn: sqlite3.Connection | None = None
+    ) -> None:
         """Set a machine setting unless one is set already (the first process to ask wins)."""
         (conn or self._conn).execute(
             "INSERT OR IGNORE INTO machine (name, value) VALUES (?, ?)", (name, value)
@@ -250,7 +252,11 @@ class Store:
 
     # --- reads --------------------------------------------------------------------------
     def machine_setting(self, name: str, conn: sqlite3.Connection | None = None) -> str | None:
-        row = (conn or self._conn).execute("SELECT value FROM machine WHERE name = ?", (name,)).fetchone()
+        row = (
+            (conn or self._conn)
+            .execute("SELECT value FROM machine WHERE name = ?", (name,))
+            .fetchone()
+        )
         return None if row is None else str(row[0])
 
     def get(self, job_id: str, conn: sqlite3.Connection | None = None) -> JobRecord | None:

@@ -86,7 +86,9 @@ class Supervisor:
             if current is not None and current.cancel_requested:
                 self._stop_reason = current.cancel_reason or "cancelled"
             else:
-                self._stop_reason = f"stopped by {signal.Signals(self.stop_signal or signal.SIGTERM).name}"
+                self._stop_reason = (
+                    f"stopped by {signal.Signals(self.stop_signal or signal.SIGTERM).name}"
+                )
         return self._stop_reason
 
     def _check_deadline(self, started: float) -> None:
@@ -111,15 +113,24 @@ class Supervisor:
             while verdict is None or verdict.retriable:
                 # A retriable failure: back off, then go again.
                 if verdict is not None and not self._back_off(verdict):
-                    verdict = Verdict(failure_class=FailureClass.CANCELLED,
-                                      reason=self.stop_reason or "cancelled", attempt=self.record.attempt)
+                    verdict = Verdict(
+                        failure_class=FailureClass.CANCELLED,
+                        reason=self.stop_reason or "cancelled",
+                        attempt=self.record.attempt,
+                    )
                     break
-                ready = prelaunched[1] if prelaunched and prelaunched[0] == self.record.attempt else None
+                ready = (
+                    prelaunched[1]
+                    if prelaunched and prelaunched[0] == self.record.attempt
+                    else None
+                )
                 prelaunched = None
                 verdict = self._attempt(started, ready)
                 if verdict is None:
                     break
-                verdict.retriable = should_retry(verdict, self.record.spec.retry, self.record.retries)
+                verdict.retriable = should_retry(
+                    verdict, self.record.spec.retry, self.record.retries
+                )
                 self.jobdir.emit("verdict", **verdict.model_dump(mode="json"))
         finally:
             processes.terminate_tree([a.pid for a in self.agents], grace=2)
@@ -166,16 +177,28 @@ class Supervisor:
         self.jobdir.emit("pip_install", phase="end", ok=ok)
         if ok:
             return None
-        return Verdict(failure_class=FailureClass.ENVIRONMENT,
-                       reason=f"%pip install failed: {detail}", attempt=self.record.attempt)
+        return Verdict(
+            failure_class=FailureClass.ENVIRONMENT,
+            reason=f"%pip install failed: {detail}",
+            attempt=self.record.attempt,
+        )
 
-    def _attempt(self, started: float, ready: list[subprocess.Popen[bytes]] | None) -> Verdict | None:
+    def _attempt(
+        self, started: float, ready: list[subprocess.Popen[bytes]] | None
+    ) -> Verdict | None:
         rec = self.record
         res = rec.spec.resources
         attempt = rec.attempt
         # The launcher's processes already wrote to the log; a torchrun summary comes later.
-        log_offset = 0 if ready else (
-            self.jobdir.supervisor_log.stat().st_size if self.jobdir.supervisor_log.exists() else 0)
+        log_offset = (
+            0
+            if ready
+            else (
+                self.jobdir.supervisor_log.stat().st_size
+                if self.jobdir.supervisor_log.exists()
+                else 0
+            )
+        )
         oom_before = oom_kill_count()
         if ready is None:
             plan, resume = attempt_plan(self.store, rec, python=sys.executable, env=os.environ)
@@ -187,13 +210,22 @@ class Supervisor:
             self.sampler = self._start_sampler()
         now = time.time()
         with self.store.transaction() as conn:
-            self.store.update(conn, rec.id, state=JobState.RUNNING,
-                              **({} if rec.started_at else {"started_at": now}))
+            self.store.update(
+                conn,
+                rec.id,
+                state=JobState.RUNNING,
+                **({} if rec.started_at else {"started_at": now}),
+            )
             self.store.update_local(conn, rec.id, process_groups=[a.pid for a in self.agents])
         self.record = self.store.get(rec.id)  # type: ignore[assignment]
-        self.jobdir.emit("state", state=JobState.RUNNING.value, attempt=attempt,
-                         world_size=res.world_size, gpus=rec.assigned_gpus,
-                         **({"resume_from": resume} if resume else {}))
+        self.jobdir.emit(
+            "state",
+            state=JobState.RUNNING.value,
+            attempt=attempt,
+            world_size=res.world_size,
+            gpus=rec.assigned_gpus,
+            **({"resume_from": resume} if resume else {}),
+        )
 
         exit_codes = self._wait_for_agents(started)
         if self.stop_event.is_set():
@@ -201,7 +233,9 @@ class Supervisor:
 
         agent_log = self._read_from(self.jobdir.supervisor_log, log_offset)
         single = res.world_size == 1
-        exits = torchrun_root_causes(agent_log) or [RankExit(0 if single else None, c) for c in exit_codes]
+        exits = torchrun_root_causes(agent_log) or [
+            RankExit(0 if single else None, c) for c in exit_codes
+        ]
         oom_after = oom_kill_count()
         return attempt_verdict(
             attempt=attempt,
@@ -252,12 +286,21 @@ class Supervisor:
 
         latest = list_checkpoints(self.jobdir.checkpoints)
         with self.store.transaction() as conn:
-            self.store.update(conn, rec.id, state=JobState.RETRYING, retries=retries,
-                              attempt=rec.attempt + 1, verdict=verdict.model_dump(mode="json"))
+            self.store.update(
+                conn,
+                rec.id,
+                state=JobState.RETRYING,
+                retries=retries,
+                attempt=rec.attempt + 1,
+                verdict=verdict.model_dump(mode="json"),
+            )
         self.record = self.store.get(rec.id)  # type: ignore[assignment]
         self.jobdir.emit(
-            "retry", attempt=rec.attempt + 1, failure_class=verdict.failure_class.value,
-            reason=verdict.reason, backoff_seconds=delay,
+            "retry",
+            attempt=rec.attempt + 1,
+            failure_class=verdict.failure_class.value,
+            reason=verdict.reason,
+            backoff_seconds=delay,
             resume_step=latest[-1].step if latest else None,
         )
         self.jobdir.emit("state", state=JobState.RETRYING.value, attempt=rec.attempt + 1)
@@ -273,9 +316,16 @@ class Supervisor:
         if verdict is not None:
             verdict.retriable = False
         with self.store.transaction() as conn:
-            self.store.update(conn, self.record.id, state=state, finished_at=time.time(),
-                              verdict=verdict.model_dump(mode="json") if verdict else None)
-        self.jobdir.emit("state", state=state.value, **({"reason": verdict.reason} if verdict else {}))
+            self.store.update(
+                conn,
+                self.record.id,
+                state=state,
+                finished_at=time.time(),
+                verdict=verdict.model_dump(mode="json") if verdict else None,
+            )
+        self.jobdir.emit(
+            "state", state=state.value, **({"reason": verdict.reason} if verdict else {})
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

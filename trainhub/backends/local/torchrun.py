@@ -20,13 +20,24 @@ def torchrun_argv(
     run_id: str,
 ) -> list[str]:
     """One torchrun agent per worker; all workers of a local job rendezvous on loopback."""
-    argv = [python, "-m", "torch.distributed.run", f"--nproc-per-node={nproc_per_worker}",
-            "--max-restarts=0", f"--rdzv-id={run_id}"]
+    argv = [
+        python,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={nproc_per_worker}",
+        "--max-restarts=0",
+        f"--rdzv-id={run_id}",
+    ]
     if workers == 1:
         argv += ["--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{master_port}"]
     else:
-        argv += [f"--nnodes={workers}", f"--node-rank={node_rank}", "--rdzv-backend=static",
-                 "--master-addr=127.0.0.1", f"--master-port={master_port}"]
+        argv += [
+            f"--nnodes={workers}",
+            f"--node-rank={node_rank}",
+            "--rdzv-backend=static",
+            "--master-addr=127.0.0.1",
+            f"--master-port={master_port}",
+        ]
     return [*argv, "-m", "trainhub.rank.runner", bundle]
 
 
@@ -37,9 +48,16 @@ def single_process_env(master_port: int, run_id: str) -> dict[str, str]:
     to the start-up, and the supervisor already watches, stops and classifies the process.
     """
     return {
-        "RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0", "ROLE_RANK": "0",
-        "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": "1",
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(master_port), "TORCHELASTIC_RUN_ID": run_id,
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "GROUP_RANK": "0",
+        "ROLE_RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_WORLD_SIZE": "1",
+        "ROLE_WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(master_port),
+        "TORCHELASTIC_RUN_ID": run_id,
     }
 
 
@@ -70,14 +88,31 @@ def launch_plan(
     slices = gpu_slices(assigned_gpus, res.workers, res.gpus_per_worker)
     plan = LaunchPlan(agents=[])
     for node_rank in range(res.workers):
-        env = rank_environment(base_env, spec, job_id=job_id, job_dir=job_dir, attempt=attempt,
-                               gpus=slices[node_rank], resume_from=resume_from, dataset_paths=datasets)
+        env = rank_environment(
+            base_env,
+            spec,
+            job_id=job_id,
+            job_dir=job_dir,
+            attempt=attempt,
+            gpus=slices[node_rank],
+            resume_from=resume_from,
+            dataset_paths=datasets,
+        )
         if res.world_size == 1:
             env.update(single_process_env(port, run_id))
-            plan["agents"].append({"argv": [python, "-m", "trainhub.rank.runner", bundle], "env": env})
+            plan["agents"].append(
+                {"argv": [python, "-m", "trainhub.rank.runner", bundle], "env": env}
+            )
             continue
-        argv = torchrun_argv(python, bundle, workers=res.workers, node_rank=node_rank,
-                             nproc_per_worker=res.ranks_per_worker, master_port=port, run_id=run_id)
+        argv = torchrun_argv(
+            python,
+            bundle,
+            workers=res.workers,
+            node_rank=node_rank,
+            nproc_per_worker=res.ranks_per_worker,
+            master_port=port,
+            run_id=run_id,
+        )
         plan["agents"].append({"argv": argv, "env": env})
     return plan
 
@@ -99,7 +134,15 @@ def rank_environment(
     dataset_paths: Mapping[str, str],
 ) -> dict[str, str]:
     env = inherited(base, admin_allowed(base))
-    env.update(job_environment(spec.env, job_id=job_id, job_dir=job_dir, attempt=attempt,
-                               resume_from=resume_from, dataset_paths=dataset_paths))
+    env.update(
+        job_environment(
+            spec.env,
+            job_id=job_id,
+            job_dir=job_dir,
+            attempt=attempt,
+            resume_from=resume_from,
+            dataset_paths=dataset_paths,
+        )
+    )
     env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     return env
