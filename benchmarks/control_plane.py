@@ -21,7 +21,8 @@ def start_or_reuse(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
     missing = mod.missing_binaries()
     if missing:
         sys.exit(
-            f"the test control plane is not built ({', '.join(missing)}): bash tests/k8s/cluster/build.sh"
+            f"the test control plane is not built ({', '.join(missing)}): "
+            "bash tests/k8s/cluster/build.sh"
         )
     cluster = mod.Cluster(work / "cluster", die_with_parent=True)
     return cluster.start(), cluster

@@ -34,14 +34,16 @@ THROUGHPUT_ROUNDS = int(os.environ.get("BENCH_THROUGHPUT_ROUNDS", "16"))
 SEQUENTIAL_THROUGHPUT_ROUNDS = int(os.environ.get("BENCH_SEQUENTIAL_THROUGHPUT_ROUNDS", "8"))
 
 FIRST_CELL = """import json, os, time
-open(os.environ["FIRST_CELL_OUT"] + f".{os.environ.get('RANK', '0')}", "w").write(json.dumps(time.time()))"""
+open(os.environ["FIRST_CELL_OUT"] + f".{os.environ.get('RANK', '0')}", "w")\
+.write(json.dumps(time.time()))"""
 
 TRAIN = """import glob, json, os, time
 import torch, torch.nn as nn
 import torch.distributed as dist
 dist.init_process_group("gloo")
 torch.manual_seed(0)
-model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)))
+model = nn.parallel.DistributedDataParallel(\
+nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(128, 256), torch.randint(0, 10, (128,))
 def step():
@@ -69,7 +71,8 @@ for i in range(int(os.environ.get("TRAIN_STEPS", "1500"))):
         marks.append((time.time(), i + 1))
 if dist.get_rank() == 0:
     open(os.environ["TRAIN_OUT"], "w").write(json.dumps(marks))
-dist.barrier()  # leave together: a rank tearing gloo down while its peer still sent was seen to abort
+dist.barrier()  # leave together: a rank tearing gloo down while its peer \
+still sent was seen to abort
 dist.destroy_process_group()"""
 
 SINGLE = [

@@ -371,7 +371,8 @@ def drain(
         {
             "measure": f"{jobs} queued jobs, 3 teams: until all finished",
             "measured": f"{drained:.1f} s",
-            "detail": f"created in {submitted:.1f} s; {jobs / drained:.1f} jobs/s; each runs {run_for}; "
+            "detail": f"created in {submitted:.1f} s; {jobs / drained:.1f} jobs/s; "
+            f"each runs {run_for}; "
             f"{peaks.samples} samples of the Workloads' admissions; {evicted} preemptions; "
             f"{len(failed)} failed" + (f" ({_failure(failed[0])})" if failed else ""),
         }
@@ -385,7 +386,8 @@ def drain(
                 "measured": seen,
                 "compared with": f"quota + borrowing: {limit}",
                 "ratio": f"{seen / limit:.2f}",
-                "detail": f"nominal {nominal}, borrowing limit {borrow if borrow is not None else 'none'}; "
+                "detail": f"nominal {nominal}, "
+                f"borrowing limit {borrow if borrow is not None else 'none'}; "
                 f"{'within' if seen <= limit else 'EXCEEDED'}",
             }
         )

@@ -152,7 +152,8 @@ def main() -> None:
     p95 = rows[0]["p95 ms"]
     verdict = "meets" if p95 <= TARGET_P95_MS else "MISSES"
     print(
-        f"\nfirst page p95 {p95} ms with {jobs} jobs: {verdict} the <= {TARGET_P95_MS:.0f} ms target"
+        f"\nfirst page p95 {p95} ms with {jobs} jobs: "
+        f"{verdict} the <= {TARGET_P95_MS:.0f} ms target"
     )
     print(json.dumps(rows))
 

@@ -45,8 +45,10 @@ function chunks(lines) {
   let size = 0;
   for (let i = 0; i < lines; i++) {
     const line = i % 50 === 0
-      ? `\\x1b[32m2026-01-01 12:00:${String(i % 60).padStart(2, '0')}\\x1b[0m rank 0 step ${i}: loss 0.${i % 997}`
-      : `2026-01-01 12:00:${String(i % 60).padStart(2, '0')} rank 0 step ${i}: loss 0.${i % 997} lr 0.05`;
+      ? `\\x1b[32m2026-01-01 12:00:${String(i % 60).padStart(2, '0')}\\x1b[0m \
+rank 0 step ${i}: loss 0.${i % 997}`
+      : `2026-01-01 12:00:${String(i % 60).padStart(2, '0')} \
+rank 0 step ${i}: loss 0.${i % 997} lr 0.05`;
     buf.push(line); size += line.length + 1;
     if (size >= 1048576) { out.push(buf.join('\\n') + '\\n'); buf = []; size = 0; }
   }
@@ -202,13 +204,16 @@ def main() -> int:
     print("| view                       | lines     | first paint (ms) | rows in DOM |")
     print("|----------------------------|-----------|------------------|-------------|")
     print(
-        f"| one DOM node per line      | {args.naive_lines:>9,} | {n['firstPaint']:>16.0f} | {args.naive_lines:>11,} |"
+        f"| one DOM node per line      | {args.naive_lines:>9,} | "
+        f"{n['firstPaint']:>16.0f} | {args.naive_lines:>11,} |"
     )
     print(
-        f"| virtualized (trainhub)     | {args.naive_lines:>9,} | {vs['firstPaint']:>16.0f} | {vs['rows']:>11,} |"
+        f"| virtualized (trainhub)     | {args.naive_lines:>9,} | "
+        f"{vs['firstPaint']:>16.0f} | {vs['rows']:>11,} |"
     )
     print(
-        f"| virtualized (trainhub)     | {args.lines:>9,} | {v['firstPaint']:>16.0f} | {v['rows']:>11,} |"
+        f"| virtualized (trainhub)     | {args.lines:>9,} | "
+        f"{v['firstPaint']:>16.0f} | {v['rows']:>11,} |"
     )
     print()
     print(

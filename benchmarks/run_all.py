@@ -43,7 +43,8 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
     sections = [
-        f"# Benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, "
+        f"# Benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M')}, "
+        f"{platform.processor() or platform.machine()}, "
         f"Python {platform.python_version()}\n"
     ]
     failed = 0

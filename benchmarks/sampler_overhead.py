@@ -38,7 +38,8 @@ from trainhub.metrics.sampler import MetricsSampler
 
 job, gpus, seconds = JobDir(sys.argv[1]).create(), json.loads(sys.argv[2]), float(sys.argv[3])
 ranks = json.loads(sys.argv[4])
-sampler = None if gpus is None else MetricsSampler(job, gpus, lambda: {int(r): p for r, p in ranks.items()})
+sampler = None if gpus is None else MetricsSampler(\
+job, gpus, lambda: {int(r): p for r, p in ranks.items()})
 wall0, cpu0 = time.monotonic(), time.process_time()
 if sampler is not None:
     sampler.start()
@@ -151,7 +152,8 @@ def main() -> None:
     results = run(seconds)
     columns = list(results[0])
     print(
-        f"Metrics sampler CPU cost at 1 Hz over {seconds:g} s, 2 ranks; target <= {TARGET_PERCENT} % of one core"
+        f"Metrics sampler CPU cost at 1 Hz over {seconds:g} s, 2 ranks; "
+        f"target <= {TARGET_PERCENT} % of one core"
     )
     print(" | ".join(columns))
     for row in results:

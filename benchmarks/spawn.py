@@ -163,7 +163,8 @@ def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
                     timeout=120,
                 )
             print(
-                f"spawn {i + 1}: trainhub {created['trainhub'][-1]:.3f} / {ready['trainhub'][-1]:.2f} s, "
+                f"spawn {i + 1}: trainhub {created['trainhub'][-1]:.3f} / "
+                f"{ready['trainhub'][-1]:.2f} s, "
                 f"plain {created['plain'][-1]:.3f} / {ready['plain'][-1]:.2f} s",
                 file=sys.stderr,
             )

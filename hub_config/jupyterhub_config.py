@@ -57,7 +57,8 @@ if stop_minutes > 0:
         "-m",
         "trainhub_spawner.idle",
         f"--threshold-percent={os.environ.get('TRAINHUB_IDLE_THRESHOLD_PERCENT', '5')}",
-        f"--warn-after-minutes={os.environ.get('TRAINHUB_IDLE_WARN_MINUTES', str(stop_minutes / 2))}",
+        "--warn-after-minutes="
+        f"{os.environ.get('TRAINHUB_IDLE_WARN_MINUTES', str(stop_minutes / 2))}",
         f"--stop-after-minutes={stop_minutes}",
         f"--interval-seconds={os.environ.get('TRAINHUB_IDLE_INTERVAL_SECONDS', '60')}",
         f"--prometheus-url={os.environ.get('TRAINHUB_PROMETHEUS_URL', '')}",

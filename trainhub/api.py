@@ -186,7 +186,8 @@ class Job:
                 time.sleep(interval)
 
     def logs(self, rank: int = 0, follow: bool = False, file: TextIO | None = None) -> str | None:
-        """Print a rank's log (following it live with ``follow=True``); returns it when not following."""
+        """Print a rank's log (following it live with ``follow=True``); returns it when not
+        following."""
         if not follow:
             return "\n".join(self.iter_logs(rank))
         out = file or sys.stdout

@@ -137,7 +137,8 @@ def _describe_text(job: DescribeJob) -> str:
         f"Job:        {job.id}",
         f"State:      {job.state.value}" + (f" (attempt {job.attempt})" if job.attempt else ""),
         f"Source:     {job.source}",
-        f"Resources:  {job.spec.resources.workers} worker(s) x {job.spec.resources.ranks_per_worker} "
+        f"Resources:  {job.spec.resources.workers} worker(s) x "
+        f"{job.spec.resources.ranks_per_worker} "
         f"process(es), {job.gpus} GPU(s)" + (f" {job.assigned_gpus}" if job.assigned_gpus else ""),
         f"Priority:   {job.priority}",
         f"Directory:  {job.job_dir}",
@@ -218,7 +219,10 @@ def _progress(event: dict[str, Any], rank: int) -> str | None:
     if kind == "cell" and event.get("rank") == rank and event.get("phase") == "start":
         return f"cell {event['cell_index'] + 1} started"
     if kind == "retry":
-        return f"retrying ({event['failure_class']}: {event['reason']}) in {event['backoff_seconds']:.0f}s"
+        return (
+            f"retrying ({event['failure_class']}: {event['reason']}) "
+            f"in {event['backoff_seconds']:.0f}s"
+        )
     if kind == "checkpoint":
         return f"checkpoint at step {event.get('step')}"
     return None
@@ -328,7 +332,8 @@ def cmd_admin_apply(args: argparse.Namespace) -> int:
         for result in apply_objects(api, objs):
             where = f"{result.namespace}/" if result.namespace else ""
             print(
-                f"{result.kind} {where}{result.name}: {'applied' if result.changed else 'unchanged'}"
+                f"{result.kind} {where}{result.name}: "
+                f"{'applied' if result.changed else 'unchanged'}"
             )
     finally:
         api.close()

@@ -139,7 +139,8 @@ class Preemption(_Model):
 
 
 class SharedVolume(_Model):
-    """The team's PersistentVolumeClaim holding job directories; mounted at the same path everywhere."""
+    """The team's PersistentVolumeClaim holding job directories; mounted at the same path
+    everywhere."""
 
     claim: str = Field(pattern=DNS_LABEL, max_length=253)
     mount_path: str
@@ -154,7 +155,8 @@ class SharedVolume(_Model):
 
 
 class TeamDataset(_Model):
-    """A dataset a team's jobs may mount read-only: from its own claim, or a path on the shared volume."""
+    """A dataset a team's jobs may mount read-only: from its own claim, or a path on the
+    shared volume."""
 
     claim: str | None = Field(None, pattern=DNS_LABEL, max_length=253)
     sub_path: str | None = None
@@ -282,7 +284,8 @@ class Teams(_Model):
                     errors.append(
                         (
                             f"teams[{i}].datasets.{name}.path",
-                            f"{ds.path!r} is not below the shared volume's mount path {str(mount)!r}",
+                            f"{ds.path!r} is not below the shared volume's mount path "
+                            f"{str(mount)!r}",
                         )
                     )
             biggest = max((p.gpus_per_node for p in self.pools if p.name in team.quota), default=0)
@@ -291,7 +294,8 @@ class Teams(_Model):
                 errors.append(
                     (
                         f"teams[{i}].session_gpus",
-                        f"{too_big[0]} GPUs do not fit on one node of the team's pools (at most {biggest})",
+                        f"{too_big[0]} GPUs do not fit on one node of the team's pools "
+                        f"(at most {biggest})",
                     )
                 )
         if errors:

@@ -32,7 +32,8 @@ STATE_CHECK_S = 1.0  # how often a follower asks whether the job has ended
 
 
 class StreamHandler(TrainhubHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler):
-    """Authenticates and authorizes the upgrade, then runs ``pump`` until it ends or the client goes."""
+    """Authenticates and authorizes the upgrade, then runs ``pump`` until it ends or the client
+    goes."""
 
     _task: asyncio.Task[None] | None = None
 

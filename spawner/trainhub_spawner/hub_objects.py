@@ -5,7 +5,8 @@ namespaces deny all ingress (see ``render.network_policies``). Sessions run in t
 namespaces, so each gets a Role bound to the hub's ServiceAccount, and a NetworkPolicy that
 lets the hub and the proxy (and nothing else) reach the notebook servers:
 
-    python -m trainhub_spawner.hub_objects hub_config/teams.yaml --hub-namespace jhub | kubectl apply -f -
+    python -m trainhub_spawner.hub_objects hub_config/teams.yaml --hub-namespace jhub |
+        kubectl apply -f -
 """
 
 from __future__ import annotations

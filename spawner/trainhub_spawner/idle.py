@@ -91,7 +91,8 @@ def warning_sentence(user: str, gpus: int, state: IdleState, now: float, policy:
     left = max(policy.stop_after_minutes - idle, 0)
     gpu_word = "GPU" if gpus == 1 else "GPUs"
     return (
-        f"{user}'s server has used less than {policy.threshold_percent:g}% of its {gpus} {gpu_word} "
+        f"{user}'s server has used less than {policy.threshold_percent:g}% "
+        f"of its {gpus} {gpu_word} "
         f"for {idle:.0f} minutes; it will be stopped in {left:.0f} minutes unless it gets busy"
     )
 
@@ -153,7 +154,8 @@ class IdleGpuCuller(Application):
     prometheus_url = Unicode("", help="Prometheus holding DCGM exporter metrics.").tag(config=True)
     utilization_query = Unicode(
         'avg(DCGM_FI_DEV_GPU_UTIL{{namespace="{namespace}",pod="{pod}"}})',
-        help="PromQL giving a session's GPU utilization in percent; {namespace} and {pod} are filled in.",
+        help="PromQL giving a session's GPU utilization in percent; "
+        "{namespace} and {pod} are filled in.",
     ).tag(config=True)
     warning_webhook = Unicode(
         "",

@@ -121,7 +121,10 @@ def _pip_problem(command: str) -> str | None:
                 continue
             if arg.startswith("-") or arg.startswith(("/", ".")) or "==" in arg:
                 continue
-            return f"pip install {arg!r} is not pinned: give an exact version (==) or a constraints file"
+            return (
+                f"pip install {arg!r} is not pinned: "
+                "give an exact version (==) or a constraints file"
+            )
     return None
 
 

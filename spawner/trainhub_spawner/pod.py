@@ -179,7 +179,10 @@ def pod_deviation(pod: dict[str, Any], session: Session, namespace: str) -> str 
         return f"sessions of team {team.name} run in namespace {team.namespace}, not {namespace}"
     spec = pod.get("spec") or {}
     if spec.get("serviceAccountName", NOTEBOOK_ACCOUNT) != NOTEBOOK_ACCOUNT:
-        return f"sessions run as the {NOTEBOOK_ACCOUNT} service account, not {spec['serviceAccountName']}"
+        return (
+            f"sessions run as the {NOTEBOOK_ACCOUNT} service account, "
+            f"not {spec['serviceAccountName']}"
+        )
     containers = spec.get("containers") or []
     notebook = next((c for c in containers if c.get("name") == "notebook"), None)
     if notebook is None:

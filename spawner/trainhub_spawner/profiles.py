@@ -70,7 +70,8 @@ def profile_list(teams: Teams, groups: list[str]) -> list[dict[str, Any]]:
                 {
                     "display_name": f"{team.name} · {pool.name}",
                     "slug": profile_slug(team, pool),
-                    "description": f"Team {team.name} on {_pool_title(pool)}; namespace {team.namespace}",
+                    "description": f"Team {team.name} on {_pool_title(pool)}; "
+                    f"namespace {team.namespace}",
                     "default": not profiles,
                     "profile_options": {
                         "image": {

@@ -104,7 +104,8 @@ def teams_data(suffix: str, shared: Path) -> dict[str, Any]:
 
 
 def shared_claim(core: Any, ns: str, path: Path) -> None:
-    """A PersistentVolume bound to the team's 'shared' claim, so that session pods can be scheduled."""
+    """A PersistentVolume bound to the team's 'shared' claim, so that session pods can be
+    scheduled."""
     path.mkdir(parents=True, exist_ok=True)
     core.create_persistent_volume(
         {
@@ -158,7 +159,7 @@ def service_account_kubeconfig(
     return out
 
 
-# --- a fake Prometheus (the idle service's utilization source) -------------------------------------
+# --- a fake Prometheus (the idle service's utilization source) ----------------------------------
 class Utilization:
     """Answers PromQL instant queries for DCGM_FI_DEV_GPU_UTIL: busy unless told otherwise."""
 
@@ -212,7 +213,7 @@ class Utilization:
         self.server.server_close()
 
 
-# --- the hub -----------------------------------------------------------------------------------------
+# --- the hub --------------------------------------------------------------------------------------
 TEST_CONFIG = """
 import sys
 c = get_config()
@@ -235,7 +236,8 @@ c.ConfigurableHTTPProxy.command = [{chp!r}]
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_api_port}"
 c.ConfigurableHTTPProxy.auth_token = {proxy_token!r}
 c.ConfigurableHTTPProxy.pid_file = "{dir}/proxy.pid"
-c.JupyterHub.services = list(c.JupyterHub.get("services", [])) + [{{"name": "test-admin", "api_token": {admin_token!r}}}]
+c.JupyterHub.services = list(c.JupyterHub.get("services", [])) + [\
+{{"name": "test-admin", "api_token": {admin_token!r}}}]
 c.JupyterHub.load_roles = list(c.JupyterHub.get("load_roles", [])) + [
     {{"name": "test-admin", "scopes": ["admin:users", "admin:servers", "tokens", "list:users"],
       "services": ["test-admin"]}}]

@@ -3,7 +3,8 @@
 kwok runs no containers, so when the hub asks where a Running pod serves, this starts the
 real ``jupyterhub-singleuser`` on 127.0.0.1 from that pod's own spec (its command, args
 and env, JUPYTERHUB_* included) and answers with the port it chose. Only the listening
-address, HOME (and --allow-root where the tests run as root) differ from the pod. One server per pod uid, recorded under
+address, HOME (and --allow-root where the tests run as root) differ from the pod. One server
+per pod uid, recorded under
 $TRAINHUB_TEST_PODS_DIR, so a restarted hub finds the same server again.
 """
 

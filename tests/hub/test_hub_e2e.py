@@ -182,7 +182,8 @@ def test_an_over_quota_spawn_is_refused_with_the_sentence(hub_world: HubWorld) -
         ),
         (
             {"profile": "vision.a100", "image": "ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4"},
-            "image 'ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4' is not one of team vision's curated images",
+            "image 'ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4' "
+            "is not one of team vision's curated images",
         ),
         ({"profile": "nlp.a100", "gpus": "1"}, "profile 'nlp.a100' is not offered to you"),
         (

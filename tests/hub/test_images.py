@@ -64,8 +64,10 @@ def test_catalog_versions_must_match_what_the_dockerfile_builds(tmp_path: Path) 
         .replace('cuda: "12.4", python', 'cuda: "12.4", triton: "3.1", python')
     )
     assert check_catalog(images) == [
-        f"pytorch: the catalog says triton 3.1, but {images}/pytorch/Dockerfile declares no ARG TRITON_VERSION",
-        f"pytorch-nlp: the catalog says transformers 4.47, but {images}/pytorch-nlp/Dockerfile builds 4.46.3",
+        f"pytorch: the catalog says triton 3.1, but {images}/pytorch/Dockerfile "
+        "declares no ARG TRITON_VERSION",
+        "pytorch-nlp: the catalog says transformers 4.47, but "
+        f"{images}/pytorch-nlp/Dockerfile builds 4.46.3",
     ]
     (images / "base" / "Dockerfile").unlink()
     assert f"base: no Dockerfile at {images}/base/Dockerfile" in check_catalog(images)
@@ -73,7 +75,8 @@ def test_catalog_versions_must_match_what_the_dockerfile_builds(tmp_path: Path) 
 
 def test_a_bad_catalog_names_the_field(tmp_path: Path) -> None:
     (tmp_path / "catalog.yaml").write_text(
-        "images:\n  - {name: a, image: 'x/a:latest'}\n  - {name: a, image: 'x/a:1'}\n  - {name: B, image: 'x:1'}\n"
+        "images:\n  - {name: a, image: 'x/a:latest'}\n"
+        "  - {name: a, image: 'x/a:1'}\n  - {name: B, image: 'x:1'}\n"
     )
     problems = check_catalog(tmp_path)
     assert any("images[0].image: 'x/a:latest' is not pinned" in p for p in problems)
@@ -109,7 +112,8 @@ def test_a_good_dockerfile_has_no_findings() -> None:
     [
         (
             ("FROM python:${PY}-slim", "FROM python:latest"),
-            "2: FROM python:latest: pin the base image by a tag other than 'latest' or by an @sha256: digest",
+            "2: FROM python:latest: pin the base image by a tag other than 'latest' "
+            "or by an @sha256: digest",
         ),
         (("FROM python:${PY}-slim", "FROM python"), "2: FROM python: pin the base image"),
         (

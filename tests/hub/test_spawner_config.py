@@ -114,7 +114,7 @@ def test_hub_objects_let_the_hub_run_sessions_in_each_team_namespace_only() -> N
     assert policy["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 8888}]
 
 
-# --- the real KubeSpawner manifest -----------------------------------------------------------------
+# --- the real KubeSpawner manifest --------------------------------------------------------------
 @pytest.fixture
 def spawner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     kubeconfig = tmp_path / "kubeconfig"

@@ -152,7 +152,10 @@ def test_job_beyond_quota_waits_with_a_reason(team: Team) -> None:
     team.wait_state(first, JobState.RUNNING)
     second = team.submit("more", gpus=4)
 
-    expected = f"waiting for 4 nvidia.com/gpu in pool {team.ns}-a100 in ClusterQueue {team.ns} (8 of 8 in use)"
+    expected = (
+        f"waiting for 4 nvidia.com/gpu in pool {team.ns}-a100 "
+        f"in ClusterQueue {team.ns} (8 of 8 in use)"
+    )
 
     def reason() -> str | None:
         # Kueue refreshes the ClusterQueue's usage figures a moment after it admits.

@@ -136,7 +136,8 @@ def test_service_account_and_rbac_are_real(k8s_namespace: K8sNamespace) -> None:
 
 
 def _kueue_queues(k8s_namespace: K8sNamespace, gpus: int) -> str:
-    """ResourceFlavor + ClusterQueue (for this namespace only) + LocalQueue; returns the LocalQueue."""
+    """ResourceFlavor + ClusterQueue (for this namespace only) + LocalQueue; returns the
+    LocalQueue."""
     co = client.CustomObjectsApi(k8s_namespace.api)
     ns = k8s_namespace.name
     flavor, cq = f"{ns}-a100", f"{ns}-cq"

@@ -1,4 +1,5 @@
-"""The rank runner as torchrun starts it: a real ``python -m trainhub.rank.runner`` process per rank."""
+"""The rank runner as torchrun starts it: a real ``python -m trainhub.rank.runner`` process
+per rank."""
 
 from __future__ import annotations
 
@@ -163,7 +164,8 @@ def test_matplotlib_figures_are_saved_as_images(tmp_path):
     job = cells_job(
         tmp_path,
         [
-            "import matplotlib, matplotlib.pyplot as plt\nprint('backend', matplotlib.get_backend())",
+            "import matplotlib, matplotlib.pyplot as plt\n"
+            "print('backend', matplotlib.get_backend())",
             "plt.plot([1, 2, 3])\nplt.show()",
             "fig, ax = plt.subplots()\nax.plot([3, 2, 1])\ndisplay(fig)\nplt.close(fig)",
         ],

@@ -1,4 +1,5 @@
-"""trainhub.checkpoint (save/latest/load) and trainhub.checkpoint.layout (browsing) on real files and torch."""
+"""trainhub.checkpoint (save/latest/load) and trainhub.checkpoint.layout (browsing) on real
+files and torch."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Golden files of the cluster objects rendered from a teams file and of one job's objects.
 
-Regenerate after an intended change: TRAINHUB_UPDATE_GOLDEN=1 pytest tests/unit/test_k8s_manifests.py
+Regenerate after an intended change:
+TRAINHUB_UPDATE_GOLDEN=1 pytest tests/unit/test_k8s_manifests.py
 """
 
 from __future__ import annotations
@@ -222,11 +223,14 @@ def test_wait_reason_names_the_short_quota_with_figures() -> None:
 
 def test_wait_reason_for_a_job_that_can_never_fit() -> None:
     wl = workload(
-        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor a100, "
-        "previously considered podsets requests (0) + current podset request (32) > maximum capacity (16)"
+        "couldn't assign flavors to pod set main: "
+        "insufficient quota for nvidia.com/gpu in flavor a100, "
+        "previously considered podsets requests (0) + current podset request (32) "
+        "> maximum capacity (16)"
     )
     assert status.wait_reason(wl, CQ) == (
-        "asks for 32 nvidia.com/gpu in pool a100, more than ClusterQueue vision can ever get (16); ask for less"
+        "asks for 32 nvidia.com/gpu in pool a100, "
+        "more than ClusterQueue vision can ever get (16); ask for less"
     )
 
 

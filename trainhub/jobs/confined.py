@@ -77,7 +77,8 @@ def open_dir(job_dir: Path, relative: str | os.PathLike[str] = ".") -> int:
 
 
 def open_fd(job_dir: Path, relative: str | os.PathLike[str]) -> int:
-    """A read-only descriptor of the job's regular file ``relative`` (FileNotFoundError if absent)."""
+    """A read-only descriptor of the job's regular file ``relative`` (FileNotFoundError if
+    absent)."""
     parts = _parts(relative)
     if not parts:
         raise NotAJobFile("the job directory is not a file")

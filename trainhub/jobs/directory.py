@@ -107,7 +107,8 @@ class JobDir:
 
     @property
     def status(self) -> Path:
-        """Per-attempt, per-rank outcome files written by the runner (``status/<attempt>/rank-<r>.json``)."""
+        """Per-attempt, per-rank outcome files written by the runner
+        (``status/<attempt>/rank-<r>.json``)."""
         return self.root / "status"
 
     @property

@@ -34,7 +34,8 @@ def log(step: int | None = None, *, rank0_only: bool = True, **scalars: Any) -> 
     ``step`` defaults to one more than the last step logged in this process (0 at first).
     Values must be numbers or one-element tensors/arrays. A NaN or infinite value (a
     diverging loss) is recorded as ``value: null`` with ``nonfinite: "nan"`` — the moment a
-    run diverges is what a researcher most needs to see, so it never stops the training. With ``rank0_only`` (the
+    run diverges is what a researcher most needs to see, so it never stops the training.
+    With ``rank0_only`` (the
     default) only global rank 0 writes, since every data-parallel rank computes the same
     figures; pass False to record each rank's own value.
     """

@@ -486,7 +486,8 @@ class Cluster:
                 f"--service-account-key-file={pki / 'service-account.pub'}",
                 f"--service-account-signing-key-file={pki / 'service-account.key'}",
                 "--allow-privileged=true",
-                # The kubernetes Service cannot have a loopback endpoint; nothing in-cluster needs it.
+                # The kubernetes Service cannot have a loopback endpoint; nothing in-cluster
+                # needs it.
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
                 f"--cert-dir={pki}",
@@ -753,7 +754,8 @@ class Cluster:
             if proc is not None and proc.poll() is not None:
                 raise ClusterError(
                     f"{component} exited with status {proc.returncode} while waiting for {what}; "
-                    f"last lines of {self.logs / (component + '.log')}:\n{tail(self.logs / (component + '.log'))}"
+                    f"last lines of {self.logs / (component + '.log')}:\n"
+                    f"{tail(self.logs / (component + '.log'))}"
                 )
             try:
                 if check():
@@ -764,7 +766,8 @@ class Cluster:
                 raise ClusterError(
                     f"timed out waiting for {what}"
                     + (f" (last error: {last_err})" if last_err else "")
-                    + f"; last lines of {self.logs / (component + '.log')}:\n{tail(self.logs / (component + '.log'))}"
+                    + f"; last lines of {self.logs / (component + '.log')}:\n"
+                    f"{tail(self.logs / (component + '.log'))}"
                 )
             time.sleep(0.25)
 

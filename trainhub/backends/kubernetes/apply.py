@@ -1,4 +1,5 @@
-"""Server-side apply of rendered objects (``trainhub admin apply``): idempotent, one field manager."""
+"""Server-side apply of rendered objects (``trainhub admin apply``): idempotent, one field
+manager."""
 
 from __future__ import annotations
 

@@ -77,7 +77,8 @@ class KubernetesBackend(Backend):
 
     @classmethod
     def from_env(cls) -> KubernetesBackend:
-        """TRAINHUB_TEAMS_FILE, TRAINHUB_TEAM, TRAINHUB_K8S_NAMESPACE, TRAINHUB_K8S_QUEUE, TRAINHUB_JOBS_ROOT."""
+        """TRAINHUB_TEAMS_FILE, TRAINHUB_TEAM, TRAINHUB_K8S_NAMESPACE, TRAINHUB_K8S_QUEUE,
+        TRAINHUB_JOBS_ROOT."""
         env = os.environ
         teams = load_teams(env.get("TRAINHUB_TEAMS_FILE", "/etc/trainhub/teams.yaml"))
         team = env.get("TRAINHUB_TEAM") or teams.teams[0].name
@@ -102,7 +103,8 @@ class KubernetesBackend(Backend):
 
     # --- choosing ------------------------------------------------------------------------------
     def pool_for(self, record: JobRecord) -> Pool:
-        """The pool named by the spec's queue, else the team's first pool whose nodes hold a worker."""
+        """The pool named by the spec's queue, else the team's first pool whose nodes
+        hold a worker."""
         per_worker = record.spec.resources.gpus_per_worker
         if record.spec.queue and record.spec.queue in self.team.quota:
             return self.teams.pool(record.spec.queue)
@@ -392,7 +394,8 @@ class KubernetesBackend(Backend):
             return None  # not readable for this account: the sentence goes without figures
 
     def _observe(self, job: Obj, *, sync_events: bool = False) -> JobRecord:
-        """The record of a live Job; writes state changes (and optionally its events) to the job dir."""
+        """The record of a live Job; writes state changes (and optionally its events) to the
+        job dir."""
         record = self._record_base(job)
         jobdir = JobDir(record.job_dir)
         pods = self._pods(record.id)

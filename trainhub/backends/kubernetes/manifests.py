@@ -234,7 +234,8 @@ def job_manifest(
         "backoffLimit": 0,  # retries are trainhub's (per failure class) and Kueue's (preemption)
         "podFailurePolicy": {
             "rules": [
-                # Preemption, eviction, node drain: not the code's fault; told apart from exit codes.
+                # Preemption, eviction, node drain: not the code's fault; told apart from exit
+                # codes.
                 {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
                 # SIGTERM (128 + 15) from outside: the kubelet stopping a pod of a Job that Kueue
                 # suspended to preempt it carries no DisruptionTarget condition. The runner itself

@@ -183,7 +183,8 @@ def notebook_rbac(team: Team) -> list[Manifest]:
 
 def network_policies(team: Team) -> list[Manifest]:
     """Nothing may connect into the namespace's pods, except a job's workers to one another
-    (rendezvous, NCCL). Outbound traffic (DNS, storage, registries) is left to the cluster's policy."""
+    (rendezvous, NCCL). Outbound traffic (DNS, storage, registries) is left to the cluster's
+    policy."""
     ns = team.namespace
     workers = {"matchLabels": {ROLE_LABEL: WORKER_ROLE}}
     return [

@@ -13,11 +13,14 @@ from trainhub.outcome.verdict import RankExit, attempt_verdict
 Obj = dict[str, Any]
 
 _SHORT = re.compile(
-    r"insufficient unused quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), (?P<more>\S+) more needed"
+    r"insufficient unused quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), "
+    r"(?P<more>\S+) more needed"
 )
 _NEVER = re.compile(
-    r"insufficient quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), previously considered podsets "
-    r"requests \((?P<prev>[^)]*)\) \+ current podset request \((?P<req>[^)]*)\) > maximum capacity \((?P<max>[^)]*)\)"
+    r"insufficient quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), "
+    r"previously considered podsets "
+    r"requests \((?P<prev>[^)]*)\) \+ current podset request \((?P<req>[^)]*)\) "
+    r"> maximum capacity \((?P<max>[^)]*)\)"
 )
 
 

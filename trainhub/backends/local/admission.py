@@ -86,7 +86,10 @@ def never_fits(demand: Demand, capacity: Capacity) -> str | None:
     """A sentence when the job could not run on this machine even if it were idle."""
     if demand.gpus > len(capacity.gpus):
         have = len(capacity.gpus)
-        return f"needs {_n(demand.gpus, 'GPU')}, but this machine has {have or 'no'} GPU{'s' if have != 1 else ''}"
+        return (
+            f"needs {_n(demand.gpus, 'GPU')}, "
+            f"but this machine has {have or 'no'} GPU{'s' if have != 1 else ''}"
+        )
     if demand.slots > capacity.slots:
         return (
             f"needs {_n(demand.slots, 'CPU slot')} (one per rank), but this machine offers "

@@ -1,4 +1,5 @@
-"""The launcher of one local job: ``python -m trainhub.backends.local.launcher HOME JOB_ID JOB_DIR``.
+"""The launcher of one local job:
+``python -m trainhub.backends.local.launcher HOME JOB_ID JOB_DIR``.
 
 Started detached by the admitting process, which has already worked out what to start
 (``launch.json`` in the job directory, see :mod:`trainhub.backends.local.plan`). It starts the
