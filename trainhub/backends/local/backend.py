@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from trainhub import settings
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.local import processes
+from trainhub.backends.local.admission import Capacity
 from trainhub.backends.local.admitter import ACTIVE, Admitter, demand_of
 from trainhub.backends.local.store import LocalJob, Store
 from trainhub.errors import Conflict, NotFound
@@ -49,6 +50,11 @@ class LocalBackend(Backend):
     @classmethod
     def from_settings(cls, home: Path, **kwargs: Any) -> LocalBackend:
         return cls(home, **kwargs)
+
+    @property
+    def capacity(self) -> Capacity:
+        """This machine's GPUs and CPU slots (the dialog's limits come from it)."""
+        return self.admitter.capacity()
 
     def check_fits(self, record: JobRecord) -> None:
         self.admitter.check_fits(record)
