@@ -89,6 +89,9 @@ def _env(home: Path, workspace: Path) -> dict[str, str]:
         TRAINHUB_WORKSPACE=str(workspace),
         TRAINHUB_GPUS="0",
         PYTHONPATH=str(Path(__file__).resolve().parents[1]),
+        # A job inherits only an allowlist of the submitter's environment: name what the
+        # benchmark's notebooks read.
+        TRAINHUB_JOB_ENV_ALLOW="FIRST_CELL_OUT,TRAIN_GATE,TRAIN_STEPS,TRAIN_OUT",
     )
     return env
 
