@@ -27,6 +27,7 @@ SUITES = {
     "checkpoint_throughput": ("benchmarks.checkpoint_throughput", {}, {"repeats": 3}),
     "sampler_overhead": ("benchmarks.sampler_overhead", {}, {"seconds": 8}),
     "log_latency": ("benchmarks.log_latency", {}, {}),
+    "job_streams": ("benchmarks.job_streams", {}, {"seconds": 10}),
     "list_endpoint": ("benchmarks.list_endpoint", {}, {"requests": 60}),
     "spawn": ("benchmarks.spawn", {}, {"spawns": 3}),
     "kueue": ("benchmarks.kueue", {}, {"jobs": 100}),
