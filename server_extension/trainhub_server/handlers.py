@@ -7,6 +7,8 @@ tests/server/test_auth.py fails when one is not.
 from __future__ import annotations
 
 import json
+import threading
+from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
@@ -51,6 +53,15 @@ class TrainhubAPIHandler(TrainhubHandlerMixin, APIHandler):
         if overrides is not None and not isinstance(overrides, dict):
             raise field_error("overrides", "must be an object of JobSpec fields")
         return overrides
+
+    @cached_property
+    def abandoned(self) -> threading.Event:
+        """Set once the client has gone away: a submit not yet handed to the backend stops."""
+        return threading.Event()
+
+    def on_connection_close(self) -> None:
+        self.abandoned.set()
+        super().on_connection_close()
 
     def reply(self, payload: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -99,7 +110,10 @@ class JobsHandler(TrainhubAPIHandler):
             await self.calls.call(dry_run, self.service, body, user=self.owner)
             self.reply({"valid": True})
             return
-        self.reply(await self.calls.call(self.service.submit, body, user=self.owner), 201)
+        described = await self.calls.call(
+            self.service.submit, body, user=self.owner, abandoned=self.abandoned
+        )
+        self.reply(described, 201)
 
 
 class JobHandler(TrainhubAPIHandler):
@@ -130,7 +144,11 @@ class ResubmitHandler(TrainhubAPIHandler):
     async def post(self, job_id: str) -> None:
         overrides = self.overrides(self.body_json())
         described = await self.calls.call(
-            self.service.resubmit, job_id, user=self.owner, overrides=overrides
+            self.service.resubmit,
+            job_id,
+            user=self.owner,
+            overrides=overrides,
+            abandoned=self.abandoned,
         )
         self.reply(described, 201)
 
@@ -221,16 +239,18 @@ class CheckpointFileHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str, step: str, name: str) -> None:
-        path = await self.calls.call(
-            self.service.checkpoint_file, job_id, int(step), name, user=self.owner
+        f, filename, size = await self.calls.call(
+            self.service.open_checkpoint_file, job_id, int(step), name, user=self.owner
         )
         # Always a download, never rendered: the browser must not guess a type.
         self.set_header("Content-Type", "application/octet-stream")
         self.set_header("X-Content-Type-Options", "nosniff")
-        self.set_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(path.name)}")
-        with open(path, "rb") as f:
-            self.set_header("Content-Length", str(path.stat().st_size))
-            while chunk := await self.calls.read(f.read, DOWNLOAD_CHUNK):
+        self.set_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(filename)}")
+        with f:  # opened without following links: the file checked is the file sent
+            self.set_header("Content-Length", str(size))
+            left = size  # no more than announced, should the file grow meanwhile
+            while left and (chunk := await self.calls.read(f.read, min(left, DOWNLOAD_CHUNK))):
+                left -= len(chunk)
                 self.write(chunk)
                 await self.flush()
         self.finish(set_content_type="application/octet-stream")
@@ -242,7 +262,12 @@ class CheckpointResumeHandler(TrainhubAPIHandler):
     async def post(self, job_id: str, step: str) -> None:
         overrides = self.overrides(self.body_json())
         described = await self.calls.call(
-            self.service.resume, job_id, int(step), user=self.owner, overrides=overrides
+            self.service.resume,
+            job_id,
+            int(step),
+            user=self.owner,
+            overrides=overrides,
+            abandoned=self.abandoned,
         )
         self.reply(described, 201)
 

@@ -21,7 +21,7 @@ from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from trainhub.jobs.confined import NotAJobFile
-from trainhub.jobs.directory import JobDir
+from trainhub.jobs.directory import EVENTS, JobDir
 from trainhub.jobs.logs import LogFollower
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub_server.base import TrainhubHandlerMixin, field_error
@@ -144,7 +144,8 @@ class LogStreamHandler(JobFollower):
 class EventsStreamHandler(JobFollower):
     async def setup(self, job_id: str) -> None:  # type: ignore[override]
         await super().setup(job_id)
-        self.tail = JsonlTail(self.jobdir.events, self.offset or 0)
+        self.tail = JsonlTail(self.jobdir, EVENTS, self.offset or 0)
+        await self.calls.read(self.tail.check)  # a link or FIFO: 400 before the upgrade
 
     async def drain(self, *, final: bool) -> None:
         while events := await self.calls.read(self.tail.read):
@@ -158,7 +159,8 @@ class MetricsStreamHandler(JobFollower):
         if kind not in METRIC_KINDS:
             raise field_error("kind", f"must be one of {', '.join(METRIC_KINDS)}")
         await super().setup(job_id)
-        self.tail = JsonlTail(self.jobdir.metrics / f"{kind}.jsonl", self.offset or 0)
+        self.tail = JsonlTail(self.jobdir, f"metrics/{kind}.jsonl", self.offset or 0)
+        await self.calls.read(self.tail.check)
 
     async def drain(self, *, final: bool) -> None:
         while records := await self.calls.read(self.tail.read):

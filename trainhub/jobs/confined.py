@@ -6,7 +6,8 @@ user's job, ``lineage.json`` by a FIFO that blocks whoever opens it. Whatever th
 reads, streams, downloads or deletes in a job directory therefore goes through here: every
 component is opened relative to the one before it with ``O_NOFOLLOW`` (as ``openat`` does),
 so no link is followed anywhere on the way, and only regular files and real directories are
-accepted. Files are opened non-blocking, so a FIFO is seen and refused instead of waited on.
+accepted. Files are opened non-blocking, so a FIFO is seen and refused instead of waited on
+(for reading and for appending alike: the server appends events to job directories too).
 
 The job directory itself is named by trainhub (``<jobs root>/<id>``); the jobs root above it
 is the server's own and is trusted, links included.
@@ -25,6 +26,9 @@ from typing import BinaryIO
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_APPEND_FLAGS = (
+    os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+)
 
 
 class NotAJobFile(ValueError):
@@ -53,6 +57,7 @@ def _refusal(name: str, mode: int | None = None) -> NotAJobFile:
 
 def _open_dir(job_dir: Path, parts: list[str]) -> int:
     """A descriptor of ``job_dir/parts...``, every component opened without following links."""
+    job_dir = Path(os.path.abspath(job_dir))  # "." or "job/.." still name a directory
     fd = os.open(job_dir.parent, _DIR_FLAGS & ~os.O_NOFOLLOW)  # the trusted jobs root
     try:
         for i, part in enumerate([job_dir.name, *parts]):
@@ -76,21 +81,21 @@ def open_dir(job_dir: Path, relative: str | os.PathLike[str] = ".") -> int:
     return _open_dir(job_dir, _parts(relative))
 
 
-def open_fd(job_dir: Path, relative: str | os.PathLike[str]) -> int:
-    """A read-only descriptor of the job's regular file ``relative`` (FileNotFoundError if
-    absent)."""
+def _open_file(job_dir: Path, relative: str | os.PathLike[str], flags: int) -> int:
     parts = _parts(relative)
     if not parts:
         raise NotAJobFile("the job directory is not a file")
     parent = _open_dir(job_dir, parts[:-1])
     try:
         try:
-            fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=parent)
+            fd = os.open(parts[-1], flags, 0o644, dir_fd=parent)
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise _refusal(str(relative)) from None
             if e.errno == errno.EISDIR:
                 raise _refusal(str(relative), stat.S_IFDIR) from None
+            if e.errno == errno.ENXIO:  # a FIFO no one reads, opened for writing
+                raise _refusal(str(relative), stat.S_IFIFO) from None
             raise
     finally:
         os.close(parent)
@@ -101,16 +106,52 @@ def open_fd(job_dir: Path, relative: str | os.PathLike[str]) -> int:
     return fd
 
 
+def open_fd(job_dir: Path, relative: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of the job's regular file ``relative`` (FileNotFoundError if
+    absent)."""
+    return _open_file(job_dir, relative, _FILE_FLAGS)
+
+
+def append(job_dir: Path, relative: str | os.PathLike[str], data: bytes) -> None:
+    """Append ``data`` to the job's regular file ``relative`` in one ``write`` (created when
+    absent; its folder must exist). A link, FIFO or device in its place is refused."""
+    fd = _open_file(job_dir, relative, _APPEND_FLAGS)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def opened(job_dir: Path, relative: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """``with opened(job_dir, "logs/rank-0.log") as f:`` — a binary file object, unbuffered."""
-    with os.fdopen(open_fd(job_dir, relative), "rb", buffering=0) as f:
-        yield f  # type: ignore[misc]
+    with opened_file(job_dir, relative) as f:
+        yield f
 
 
-def read_bytes(job_dir: Path, relative: str | os.PathLike[str]) -> bytes:
+def opened_file(job_dir: Path, relative: str | os.PathLike[str]) -> BinaryIO:
+    """The job's regular file ``relative``, open for reading (unbuffered); the caller closes it."""
+    return os.fdopen(open_fd(job_dir, relative), "rb", buffering=0)  # type: ignore[return-value]
+
+
+def read_bytes(
+    job_dir: Path, relative: str | os.PathLike[str], *, limit: int | None = None
+) -> bytes:
+    """The whole file; with ``limit``, a file over ``limit`` bytes is refused (ValueError)
+    rather than read into memory."""
     with opened(job_dir, relative) as f:
-        return f.read()
+        if limit is None:
+            return f.read()
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise ValueError(
+                f"{relative} holds {size} bytes, over the {limit} bytes trainhub reads of it"
+            )
+        chunks, left = [], limit  # the file may grow meanwhile: read no more than the limit
+        while left and (chunk := f.read(left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
 
 def read_range(job_dir: Path, relative: str | os.PathLike[str], offset: int, length: int) -> bytes:

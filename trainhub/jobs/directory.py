@@ -11,7 +11,9 @@ Writers are separate processes (supervisor, every rank), so appends use O_APPEND
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import tempfile
 import time
@@ -22,34 +24,44 @@ from typing import Any
 from trainhub.jobs import confined, logs
 
 EVENTS = "events.jsonl"
+SPEC = "spec.json"
+LINEAGE = "lineage.json"
+# A JSON document of the job directory (spec, lineage) is read whole: past this it is refused.
+MAX_JSON_BYTES = 64 << 20
+log = logging.getLogger(__name__)
+
+
+def _jsonl_line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    """Append one record to ``path``, a file the writer's own folder holds (a rank's scalars, the
+    supervisor's samples): a link, FIFO or device in the file's place is refused, never
+    followed or waited on."""
+    path = Path(path)
+    confined.append(path.parent, path.name, _jsonl_line(record))
 
 
 def read_jsonl(
-    path: Path, offset: int = 0, limit: int | None = None
+    job_dir: Path, relative: str, offset: int = 0, limit: int | None = None
 ) -> tuple[list[dict[str, Any]], int]:
-    """Complete records from byte ``offset``; returns them and the offset to resume from.
+    """Complete records of the job's file ``relative`` from byte ``offset``; returns them and
+    the offset to resume from. Read through :mod:`trainhub.jobs.confined`: a link, FIFO or
+    directory anywhere on the way is refused (:class:`confined.NotAJobFile`).
 
     A trailing line still being written (no newline yet) is left for the next read.
     """
     records: list[dict[str, Any]] = []
     try:
-        with open(path, "rb") as f:
+        with confined.opened(job_dir, relative) as raw, io.BufferedReader(raw) as f:
             f.seek(offset)
-            for raw in f:
-                if not raw.endswith(b"\n") or (limit is not None and len(records) >= limit):
+            for line in f:
+                if not line.endswith(b"\n") or (limit is not None and len(records) >= limit):
                     break
-                offset += len(raw)
+                offset += len(line)
                 try:
-                    records.append(json.loads(raw))
+                    records.append(json.loads(line))
                 except json.JSONDecodeError:
                     continue  # a torn line from a killed writer; skip it, keep the rest
     except FileNotFoundError:
@@ -79,7 +91,7 @@ class JobDir:
     # --- paths --------------------------------------------------------------------------
     @property
     def spec(self) -> Path:
-        return self.root / "spec.json"
+        return self.root / SPEC
 
     @property
     def bundle(self) -> Path:
@@ -87,7 +99,7 @@ class JobDir:
 
     @property
     def lineage(self) -> Path:
-        return self.root / "lineage.json"
+        return self.root / LINEAGE
 
     @property
     def logs(self) -> Path:
@@ -131,20 +143,62 @@ class JobDir:
             d.mkdir(parents=True, exist_ok=True)
         return self
 
+    # --- documents ----------------------------------------------------------------------
+    def read_json(self, relative: str) -> Any:
+        """A JSON document of the job, read without following links (FileNotFoundError when
+        absent; :class:`confined.NotAJobFile` for a link, FIFO or directory; ValueError naming
+        the file when it is not JSON or over :data:`MAX_JSON_BYTES`)."""
+        raw = confined.read_bytes(self.root, relative, limit=MAX_JSON_BYTES)
+        try:
+            return json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{relative} of the job is not valid JSON: {e}") from None
+
+    def read_spec(self) -> dict[str, Any]:
+        data = self.read_json(SPEC)
+        if not isinstance(data, dict):
+            raise ValueError(f"{SPEC} of the job is not a JSON object")
+        return data
+
+    def read_lineage(self) -> dict[str, Any] | None:
+        """The job's lineage; None until the submitter has written it."""
+        try:
+            data = self.read_json(LINEAGE)
+        except FileNotFoundError:
+            return None
+        if not isinstance(data, dict):
+            raise ValueError(f"{LINEAGE} of the job is not a JSON object")
+        return data
+
     # --- events ---------------------------------------------------------------------------
     def emit(self, type: str, **fields: Any) -> dict[str, Any]:
-        """Append one event: ``{"time": <epoch s>, "type": ..., **fields}``."""
+        """Append one event: ``{"time": <epoch s>, "type": ..., **fields}``.
+
+        A job that replaced its events file by a link, FIFO or directory does not get it
+        written through: the event is dropped with a warning, so whoever records it (the
+        server's reconcile, a cancel) goes on for every other job. Reading the file then
+        names the refusal.
+        """
         record = {"time": round(time.time(), 3), "type": type, **fields}
-        append_jsonl(self.events, record)
+        try:
+            confined.append(self.root, EVENTS, _jsonl_line(record))
+        except confined.NotAJobFile as e:
+            log.warning("trainhub: event %s of %s not recorded: %s", type, self.root.name, e)
         return record
 
     def read_events(
         self, offset: int = 0, limit: int | None = None
     ) -> tuple[list[dict[str, Any]], int]:
-        return read_jsonl(self.events, offset, limit)
+        return read_jsonl(self.root, EVENTS, offset, limit)
 
     def iter_events(self) -> Iterator[dict[str, Any]]:
         yield from self.read_events()[0]
+
+    def read_metrics(
+        self, file: str, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Records of ``metrics/<file>`` (e.g. ``scalars.jsonl``) from byte ``offset``."""
+        return read_jsonl(self.root, f"metrics/{file}", offset, limit)
 
     # --- logs -------------------------------------------------------------------------------
     def log_ranks(self) -> list[int]:

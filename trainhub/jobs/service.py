@@ -8,13 +8,15 @@ answers reads from the job directory. Another user's job is reported as not foun
 from __future__ import annotations
 
 import getpass
+import os
 import secrets
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from trainhub.backends.base import Backend, Feature
 from trainhub.checkpoint.layout import (
@@ -24,8 +26,8 @@ from trainhub.checkpoint.layout import (
     resolve_file,
 )
 from trainhub.errors import Conflict, NotFound
-from trainhub.jobs import logs
-from trainhub.jobs.directory import JobDir, read_jsonl, write_json_atomic
+from trainhub.jobs import confined, logs
+from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.models import (
     DescribeJob,
     JobBase,
@@ -43,6 +45,18 @@ TIMELINE_EVENTS = frozenset(
     {"submitted", "state", "retry", "verdict", "cancel_requested", "pip_install"}
 )
 METRIC_KINDS = ("scalars", "gpu", "system")
+
+
+class SubmitAbandoned(Conflict):
+    """The submit was given up (its client went away, or its time ran out) before the job was
+    handed to the backend; no job was made."""
+
+
+def _check_wanted(abandoned: threading.Event | None) -> None:
+    if abandoned is not None and abandoned.is_set():
+        raise SubmitAbandoned(
+            "The submit was given up before the job was created; no job was made."
+        )
 
 
 def _ranks_text(world: int) -> str:
@@ -77,10 +91,14 @@ class JobService:
         *,
         user: str | None = None,
         resubmitted_from: str | None = None,
+        abandoned: threading.Event | None = None,
     ) -> DescribeJob:
+        """Make a job. ``abandoned``, once set (the client went away, the server's time limit
+        passed), stops the submit up to the hand-off to the backend: no job is made after it."""
         from trainhub.bundle.compile import compile_bundle
         from trainhub.jobs.lineage import collect_lineage
 
+        _check_wanted(abandoned)
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()
         self._check_paths(spec)
@@ -107,6 +125,8 @@ class JobService:
                 host=socket.gethostname(),
                 content_hash=manifest.content_hash,
             )
+            # The last moment to give up: after this the backend has the job.
+            _check_wanted(abandoned)
             record = self.backend.submit(record)
         except BaseException:
             # Refused or broken: leave nothing half-made behind.
@@ -185,14 +205,19 @@ class JobService:
             raise NotFound(f"Job {ref.job_id} has no checkpoint at step {ref.step}.")
 
     def resubmit(
-        self, job_id: str, *, user: str | None = None, overrides: dict[str, Any] | None = None
+        self,
+        job_id: str,
+        *,
+        user: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        abandoned: threading.Event | None = None,
     ) -> DescribeJob:
         """Run the same spec again (optionally changed) as a new job."""
         user = user or getpass.getuser()
         old = self.record(job_id, user)
         data = old.spec.model_dump(mode="json")
         data.update(overrides or {})
-        return self.submit(data, user=user, resubmitted_from=job_id)
+        return self.submit(data, user=user, resubmitted_from=job_id, abandoned=abandoned)
 
     def resume(
         self,
@@ -201,12 +226,14 @@ class JobService:
         *,
         user: str | None = None,
         overrides: dict[str, Any] | None = None,
+        abandoned: threading.Event | None = None,
     ) -> DescribeJob:
         """A new job with the same spec that starts from one of this job's checkpoints."""
         return self.resubmit(
             job_id,
             user=user,
             overrides={**(overrides or {}), "resume_from": {"job_id": job_id, "step": step}},
+            abandoned=abandoned,
         )
 
     def cancel(
@@ -258,12 +285,10 @@ class JobService:
         )
 
     def _describe(self, record: JobRecord) -> DescribeJob:
+        # Read without following links: a job that swapped its files for links or FIFOs is
+        # refused with an error naming the file, never read through.
         jobdir = JobDir(record.job_dir)
-        lineage = None
-        if jobdir.lineage.exists():
-            import json
-
-            lineage = json.loads(jobdir.lineage.read_text())
+        lineage = jobdir.read_lineage()
         timeline = [e for e in jobdir.iter_events() if e.get("type") in TIMELINE_EVENTS]
         return DescribeJob(
             **fields_of(self._summary(record), JobSummary),
@@ -344,7 +369,7 @@ class JobService:
     ) -> tuple[list[dict[str, Any]], int]:
         if kind not in METRIC_KINDS:
             raise field_error("kind", f"must be one of {', '.join(METRIC_KINDS)}")
-        return read_jsonl(self.jobdir(job_id, user).metrics / f"{kind}.jsonl", offset, limit)
+        return self.jobdir(job_id, user).read_metrics(f"{kind}.jsonl", offset, limit)
 
     def checkpoints(self, job_id: str, *, user: str | None = None) -> list[CheckpointInfo]:
         return list_checkpoints(self.jobdir(job_id, user).checkpoints)
@@ -353,6 +378,16 @@ class JobService:
         self, job_id: str, step: int, name: str, *, user: str | None = None
     ) -> Path:
         return resolve_file(self.jobdir(job_id, user).checkpoints, step, name)
+
+    def open_checkpoint_file(
+        self, job_id: str, step: int, name: str, *, user: str | None = None
+    ) -> tuple[BinaryIO, str, int]:
+        """(file, its name, its size) of a checkpoint file, for a download: opened without
+        following links, so what is checked is what is sent."""
+        checkpoints = self.jobdir(job_id, user).checkpoints
+        path = resolve_file(checkpoints, step, name)
+        f = confined.opened_file(checkpoints, f"{path.parent.name}/{path.name}")
+        return f, path.name, os.fstat(f.fileno()).st_size
 
     def delete_checkpoint(self, job_id: str, step: int, *, user: str | None = None) -> None:
         delete_checkpoint(self.jobdir(job_id, user).checkpoints, step)

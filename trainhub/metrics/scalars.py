@@ -16,7 +16,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from trainhub.jobs.directory import JobDir, append_jsonl, read_jsonl
+from trainhub.jobs.directory import JobDir, append_jsonl
 
 SCALARS_FILE = "scalars.jsonl"
 METRIC_FILES = {"gpu": "gpu.jsonl", "system": "system.jsonl", "scalars": SCALARS_FILE}
@@ -158,16 +158,15 @@ def read_metrics(
         raise ValueError(f"limit must be a positive number of records, got {limit!r}")
     if names is not None and kind != "scalars":
         raise ValueError(f"names selects training scalars; it does not apply to {kind!r} metrics")
-    path = job_dir.metrics / filename
     if names is None:
-        return read_jsonl(path, offset, limit)
+        return job_dir.read_metrics(filename, offset, limit)
 
     wanted = set(names)
     matched: list[dict[str, Any]] = []
     while limit is None or len(matched) < limit:
         # Read no more than still wanted, so the offset never skips past an unreturned match.
-        batch, next_offset = read_jsonl(
-            path, offset, None if limit is None else limit - len(matched)
+        batch, next_offset = job_dir.read_metrics(
+            filename, offset, None if limit is None else limit - len(matched)
         )
         matched += [record for record in batch if record.get("name") in wanted]
         if next_offset == offset:
