@@ -8,10 +8,12 @@ so a job reads the same after its Job object is gone.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,8 @@ from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USE
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.checkpoint.layout import resume_checkpoint
 from trainhub.errors import BackendUnavailable, NotFound, OverQuota
+from trainhub.jobs import confined
+from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import JobSpec
@@ -30,6 +34,7 @@ from trainhub.teams import Pool, Team, Teams, load_teams
 
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
 Obj = dict[str, Any]
+log = logging.getLogger(__name__)
 
 
 class KubernetesBackend(Backend):
@@ -278,12 +283,22 @@ class KubernetesBackend(Backend):
         jobs = self.api.sanitize_for_serialization(
             self.batch.list_namespaced_job(self.namespace, label_selector=selector)
         ).get("items", [])
-        live = {j["metadata"]["name"]: self._observe(j) for j in jobs}
-        records = [r for r in live.values() if user is None or r.user == user]
+        # One job that swapped its files for links or FIFOs is left out of the list (asking
+        # for it names the refusal); it never takes the list of every other job down with it.
+        seen: set[str] = set()
+        records = []
+        for job in jobs:
+            seen.add(job["metadata"]["name"])
+            with _refusals_logged(job["metadata"]["name"]):
+                record = self._observe(job)
+                if user is None or record.user == user:
+                    records.append(record)
         # Jobs whose objects are gone (cancelled, cleaned up) live on in their directories.
         if self.jobs_root.is_dir():
             for path in self.jobs_root.iterdir():
-                if path.name not in live and (path / "spec.json").exists():
+                if path.name in seen or not path.is_dir() or path.is_symlink():
+                    continue
+                with _refusals_logged(path.name):
                     rec = self._from_jobdir(path)
                     if rec is not None and (user is None or rec.user == user):
                         records.append(rec)
@@ -456,9 +471,13 @@ class KubernetesBackend(Backend):
         )
 
     def _from_jobdir(self, root: Path) -> JobRecord | None:
+        """The record a job directory keeps; None when it holds no readable spec, an error
+        naming the file when the job replaced it by a link, a FIFO or a directory."""
         jobdir = JobDir(root)
         try:
-            data = json.loads(jobdir.spec.read_text())
+            data = jobdir.read_spec()
+        except NotAJobFile:
+            raise
         except (OSError, ValueError):
             return None
         job_id, user = data.pop("id", root.name), data.pop("user", "")
@@ -477,7 +496,7 @@ class KubernetesBackend(Backend):
                 }
             }
         submitted = next((e for e in jobdir.iter_events() if e.get("type") == "submitted"), {})
-        created = float(submitted.get("time", root.stat().st_mtime))
+        created = float(submitted.get("time", os.stat(root, follow_symlinks=False).st_mtime))
         return JobRecord(
             seq=int(created * 1000),
             id=job_id,
@@ -554,8 +573,16 @@ def _index(pod: Obj) -> int | None:
     return int(value) if value is not None else None
 
 
+@contextlib.contextmanager
+def _refusals_logged(job_id: str) -> Iterator[None]:
+    try:
+        yield
+    except NotAJobFile as e:
+        log.warning("trainhub: job %s left out of the list: %s", job_id, e)
+
+
 def _read_spec(jobdir: JobDir) -> JobSpec:
-    data = json.loads(jobdir.spec.read_text())
+    data = jobdir.read_spec()
     data.pop("id", None)
     data.pop("user", None)
     return JobSpec.model_validate(data)
@@ -571,9 +598,13 @@ def _last_state(jobdir: JobDir) -> dict[str, Any] | None:
 
 def _rank_results(jobdir: JobDir, attempt: int) -> dict[int, dict[str, Any]]:
     results = {}
-    for path in (jobdir.status / str(attempt)).glob("rank-*.json"):
-        try:
-            results[int(path.stem.split("-", 1)[1])] = json.loads(path.read_text())
+    folder = f"status/{attempt}"
+    for name, is_dir in confined.entries(jobdir.root, folder):
+        stem, _, rank = name.removesuffix(".json").partition("-")
+        if is_dir or not name.endswith(".json") or stem != "rank" or not rank.isdigit():
+            continue
+        try:  # a rank's result the job replaced by a link or FIFO counts as missing
+            results[int(rank)] = jobdir.read_json(f"{folder}/{name}")
         except (ValueError, OSError):
             continue
     return results
