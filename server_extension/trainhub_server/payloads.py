@@ -1,14 +1,132 @@
-"""What the config endpoint answers, and the dry run of a submit (pure apart from the backend)."""
+"""What each endpoint takes and answers beyond the job models, as pydantic models (the OpenAPI
+document is generated from them), the config endpoint's answer and the dry run of a submit."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from annotated_types import Le
+from pydantic import BaseModel, ConfigDict, Field
 
 from trainhub.backends.base import Backend
+from trainhub.checkpoint.layout import CheckpointInfo
+from trainhub.jobs import limits as job_limits
 from trainhub.jobs.service import JobService
-from trainhub.jobs.spec import JobSpec, Resources
+from trainhub.jobs.spec import FieldError, JobSpec, Resources
+from trainhub.jobs.states import JobState
+from trainhub_server.base import MAX_INTEGER
+
+LOG_CHUNK_DEFAULT = 1 << 20
+LOG_CHUNK_MOST = 16 << 20
+
+
+class Query(BaseModel):
+    """Query parameters: each field is one parameter, named as in the URL."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class ListJobsParams(Query):
+    state: list[JobState] | None = Field(None, description="Only jobs in these states")
+    limit: int = Field(50, ge=1, le=500)
+    before: int | None = Field(
+        None, ge=0, le=MAX_INTEGER, description="seq to page from (next_before of a page)"
+    )
+
+
+class SubmitParams(Query):
+    dry_run: bool = Field(False, description="Only validate: spec, paths, capacity, bundle")
+
+
+class RecordsParams(Query):
+    offset: int = Field(0, ge=0, le=MAX_INTEGER, description="Byte offset to read from")
+    limit: int | None = Field(None, ge=1, le=MAX_INTEGER, description="At most this many")
+
+
+class LogParams(Query):
+    offset: int = Field(0, ge=0, le=MAX_INTEGER, description="Byte offset to read from")
+    length: int = Field(
+        LOG_CHUNK_DEFAULT,
+        ge=1,
+        le=MAX_INTEGER,
+        description=f"Bytes to read at most (more than {LOG_CHUNK_MOST} reads {LOG_CHUNK_MOST})",
+    )
+
+
+class NotebookParams(Query):
+    path: str = Field(min_length=1, description="Notebook path relative to the server root")
+
+
+class CancelRequest(BaseModel):
+    reason: str | None = Field(None, max_length=job_limits.Limits().reason_chars)
+
+
+class ChangeRequest(BaseModel):
+    """The body of a resubmit or a resume: JobSpec fields to change (top-level keys replace)."""
+
+    overrides: dict[str, Any] | None = None
+
+
+class Error(BaseModel):
+    """Every 4xx and 5xx answer; a validation error (400) names each bad field."""
+
+    message: str
+    errors: list[FieldError] = Field(default_factory=list)
+
+
+class ConfigLimits(BaseModel):
+    model_config = ConfigDict(extra="allow")  # an admin's limits may add keys
+
+    max_workers: int
+    max_processes_per_worker: int
+    max_gpus_per_worker: int
+
+
+class ServerConfig(BaseModel):
+    backend: str
+    features: list[str]
+    images: list[dict[str, Any]]
+    teams: list[dict[str, Any]]
+    limits: ConfigLimits
+    user: str
+    allow_pip: bool
+
+
+class DryRun(BaseModel):
+    valid: Literal[True] = True
+
+
+class EventPage(BaseModel):
+    events: list[dict[str, Any]]
+    next_offset: int
+
+
+class LogRanks(BaseModel):
+    ranks: list[int]
+
+
+class LogChunk(BaseModel):
+    text: str = Field(description="Whole UTF-8 characters, cut back to a line when full")
+    offset: int
+    next_offset: int
+
+
+class MetricPage(BaseModel):
+    records: list[dict[str, Any]]
+    next_offset: int
+
+
+class CheckpointList(BaseModel):
+    checkpoints: list[CheckpointInfo] = Field(description="Complete checkpoints, oldest first")
+
+
+class NotebookParameters(BaseModel):
+    parameters: dict[str, Any] = Field(
+        description="name -> JSON value, or its source text when it is not a JSON literal"
+    )
+    cell_index: int | None
+    source_text: list[str] = Field(description="Names whose value is source text")
+
 
 LIMIT_FIELDS = {
     "max_workers": "workers",

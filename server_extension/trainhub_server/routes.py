@@ -1,5 +1,5 @@
-"""Every trainhub route, written once: the server registers these and openapi.yaml documents
-them (tests/server/test_openapi.py keeps the two equal)."""
+"""Every trainhub route, written once: the server registers these and trainhub_server.openapi
+documents them (tests/server/test_openapi.py keeps the two equal)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tornado.websocket import WebSocketHandler
 
 from trainhub_server import handlers as h
 from trainhub_server import websockets as ws
+from trainhub_server.openapi_handler import OpenAPIHandler
 
 API_PREFIX = "trainhub/api"
 PARAMETERS = {
@@ -25,6 +26,7 @@ HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 # Order matters: tornado takes the first match, so "jobs/stream" precedes "jobs/{job_id}".
 ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("config", h.ConfigHandler),
+    ("openapi.json", OpenAPIHandler),
     ("jobs", h.JobsHandler),
     ("jobs/stream", ws.JobsStreamHandler),
     ("jobs/{job_id}", h.JobHandler),

@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -91,7 +92,11 @@ class CellSelection(Model):
 
 class NotebookSource(Model):
     kind: Literal["notebook"] = "notebook"
-    path: str = Field(min_length=1, description="Notebook path, relative to the workspace root")
+    path: str = Field(
+        min_length=1,
+        description="Notebook path, relative to the workspace root",
+        json_schema_extra={"pattern": r"\.ipynb$"},  # checked by _ipynb, with a sentence
+    )
     cells: CellSelection = Field(default_factory=CellSelection)
 
     @field_validator("path")
@@ -105,7 +110,9 @@ class NotebookSource(Model):
 class ScriptSource(Model):
     kind: Literal["script"] = "script"
     path: str = Field(
-        min_length=1, description="Python script path, relative to the workspace root"
+        min_length=1,
+        description="Python script path, relative to the workspace root",
+        json_schema_extra={"pattern": r"\.py$"},  # checked by _py, with a sentence
     )
     args: list[str] = Field(default_factory=list)
 
@@ -234,6 +241,24 @@ def parse_duration(value: Any) -> timedelta | None:
     return timedelta(seconds=seconds)
 
 
+# What parse_duration takes, for the API's documents (the default longest runtime).
+MAX_RUNTIME_SCHEMA = {
+    "anyOf": [
+        {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": limits.Limits().max_runtime_days * 86400,
+        },
+        {
+            "type": "string",
+            "pattern": r"^\s*(\d+(\.\d+)?|(\d+d)?\s*(\d+h)?\s*(\d+m)?\s*(\d+s)?)\s*$",
+        },
+        {"type": "null"},
+    ],
+    "description": "Seconds, or a duration such as 90m, 2h or 1d12h",
+}
+
+
 class JobSpec(Model):
     """What to run, on what, and under which rules. Submitted as ``CreateJob`` over REST."""
 
@@ -247,7 +272,9 @@ class JobSpec(Model):
     team: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
     queue: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
     priority: Priority = Priority.NORMAL
-    max_runtime: timedelta | None = None
+    max_runtime: Annotated[
+        timedelta | None, WithJsonSchema(MAX_RUNTIME_SCHEMA, mode="validation")
+    ] = None
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     env: dict[str, str] = Field(default_factory=dict)
     datasets: list[Dataset] = Field(default_factory=list)

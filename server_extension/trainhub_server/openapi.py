@@ -1,0 +1,372 @@
+"""The OpenAPI 3.1 document of the REST API, built from the pydantic models the server validates
+with and answers in, plus the table of operations below.
+
+``python -m trainhub_server.openapi`` rewrites the checked-in ``openapi.yaml`` from it
+(tests/server/test_openapi.py fails while that copy is stale); the server serves the same
+document at ``trainhub/api/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from trainhub.checkpoint.layout import CheckpointInfo
+from trainhub.jobs.models import DescribeJob, JobPage
+from trainhub.jobs.service import METRIC_KINDS
+from trainhub.jobs.spec import JobSpec
+from trainhub_server.base import MAX_INTEGER
+from trainhub_server.payloads import (
+    CancelRequest,
+    ChangeRequest,
+    CheckpointList,
+    DryRun,
+    Error,
+    EventPage,
+    ListJobsParams,
+    LogChunk,
+    LogParams,
+    LogRanks,
+    MetricPage,
+    NotebookParameters,
+    NotebookParams,
+    Query,
+    RecordsParams,
+    ServerConfig,
+    SubmitParams,
+)
+
+OPENAPI_VERSION = "3.1.0"
+API_VERSION = "0.1.0"
+DOCUMENT_FILE = Path(__file__).with_name("openapi.yaml")
+REF = "#/components/schemas/{model}"
+JSON = "application/json"
+
+DESCRIPTION = """\
+The REST and websocket API of the trainhub Jupyter Server extension, under
+`<base_url>trainhub/api/`. Every route needs an authenticated Jupyter user who is authorized
+for the `trainhub` resource (403 otherwise). A job of another user answers 404.
+
+Every error answers the `Error` schema: a sentence in `message`; a validation error (400)
+names each bad field in `errors`. Limits on request sizes (413) and values are those of a
+default installation; an administrator may change them (`TRAINHUB_LIMIT_<NAME>`).
+
+Websocket routes (`x-websocket: true`) are GET upgrades. They resume from `?offset=N` (bytes)
+and every message carries `next_offset`; reconnecting from the last `next_offset` loses
+nothing. Job followers send `{"type": "end"}` once the job has ended and all is sent, then
+close.
+"""
+
+PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "job_id": {"type": "string", "minLength": 1},
+    "rank": {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER},
+    "kind": {"type": "string", "enum": list(METRIC_KINDS)},
+    "step": {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER},
+    "name": {"type": "string", "minLength": 1, "description": "A file of the checkpoint"},
+}
+
+ERRORS = {
+    400: "Invalid request; each bad field is named",
+    403: "Not authorized, or the job could never fit the machine or the quota",
+    404: "No such job, log, checkpoint or file (also another user's)",
+    409: "The request does not fit the job's state",
+    413: "The request body is over the size limit",
+    503: "The backend is unavailable",
+}
+
+
+@dataclass(frozen=True)
+class Operation:
+    summary: str
+    response: type[BaseModel] | None = None  # None: an empty answer (or a websocket)
+    status: int = 200
+    query: type[Query] | None = None
+    body: type[BaseModel] | None = None
+    body_required: bool = False
+    errors: tuple[int, ...] = ()
+    websocket: bool = False
+    download: bool = False
+    # Further successful answers: status -> (description, model).
+    also: dict[int, tuple[str, type[BaseModel]]] = field(default_factory=dict)
+
+
+JOB = (400, 404)  # every route below jobs/{job_id} may refuse the id or not find it
+CHANGE = (*JOB, 403, 409, 413)
+
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("/config", "get"): Operation(
+        "What this server offers: backend, features, images, teams, limits, user",
+        ServerConfig,
+    ),
+    ("/openapi.json", "get"): Operation("This document"),
+    ("/jobs", "get"): Operation(
+        "The user's jobs, newest first", JobPage, query=ListJobsParams, errors=(400,)
+    ),
+    ("/jobs", "post"): Operation(
+        "Submit a notebook or script as a job",
+        DescribeJob,
+        status=201,
+        query=SubmitParams,
+        body=JobSpec,
+        body_required=True,
+        errors=(400, 404, 409, 413),
+        also={200: ("The dry run passed", DryRun)},
+    ),
+    ("/jobs/stream", "get"): Operation(
+        "Websocket: {type: job, job: JobSummary} for each of the user's jobs that changes "
+        "(all once on connect)",
+        websocket=True,
+    ),
+    ("/jobs/{job_id}", "get"): Operation(
+        "One job with spec, lineage, state, wait reason, position, timeline and verdict",
+        DescribeJob,
+        errors=JOB,
+    ),
+    ("/jobs/{job_id}/cancel", "post"): Operation(
+        "Cancel a job (queued jobs at once; running ones are stopped)",
+        DescribeJob,
+        body=CancelRequest,
+        errors=(*JOB, 409, 413),
+    ),
+    ("/jobs/{job_id}/resubmit", "post"): Operation(
+        "Run the same spec again as a new job, optionally changed",
+        DescribeJob,
+        status=201,
+        body=ChangeRequest,
+        errors=CHANGE,
+    ),
+    ("/jobs/{job_id}/events", "get"): Operation(
+        "Events (state changes, cell progress, retries, verdicts) from a byte offset",
+        EventPage,
+        query=RecordsParams,
+        errors=JOB,
+    ),
+    ("/jobs/{job_id}/events/stream", "get"): Operation(
+        "Websocket: {events: [...], next_offset} as events are appended; then {type: end}",
+        websocket=True,
+        query=RecordsParams,
+        errors=JOB,
+    ),
+    ("/jobs/{job_id}/logs", "get"): Operation("The ranks that have a log", LogRanks, errors=JOB),
+    ("/jobs/{job_id}/logs/{rank}", "get"): Operation(
+        "A byte range of one rank's log: whole UTF-8 characters, cut back to a line boundary "
+        "when full; 400 when the job replaced the log by a link, FIFO or directory; 404 names "
+        "the ranks of the job for one it does not have",
+        LogChunk,
+        query=LogParams,
+        errors=JOB,
+    ),
+    ("/jobs/{job_id}/logs/{rank}/stream", "get"): Operation(
+        "Websocket: LogChunk messages (whole lines, a partial one after 0.5 s, whole UTF-8 "
+        "characters; coalesced every ~50 ms); then {type: end}",
+        websocket=True,
+        query=RecordsParams,
+        errors=JOB,
+    ),
+    ("/jobs/{job_id}/metrics/{kind}", "get"): Operation(
+        "Metric records from a byte offset", MetricPage, query=RecordsParams, errors=JOB
+    ),
+    ("/jobs/{job_id}/metrics/{kind}/stream", "get"): Operation(
+        "Websocket: {records: [...], next_offset} as records are appended; then {type: end}",
+        websocket=True,
+        query=RecordsParams,
+        errors=JOB,
+    ),
+    ("/jobs/{job_id}/checkpoints", "get"): Operation(
+        "Complete checkpoints, oldest step first", CheckpointList, errors=JOB
+    ),
+    ("/jobs/{job_id}/checkpoints/{step}", "get"): Operation(
+        "One checkpoint's manifest", CheckpointInfo, errors=JOB
+    ),
+    ("/jobs/{job_id}/checkpoints/{step}", "delete"): Operation(
+        "Delete a checkpoint", status=204, errors=(*JOB, 409)
+    ),
+    ("/jobs/{job_id}/checkpoints/{step}/files/{name}", "get"): Operation(
+        "Download a checkpoint file (Content-Disposition attachment, X-Content-Type-Options "
+        "nosniff); names leading outside the checkpoint are refused (400)",
+        download=True,
+        errors=JOB,
+    ),
+    ("/jobs/{job_id}/checkpoints/{step}/resume", "post"): Operation(
+        "A new job with the same spec that starts from this checkpoint",
+        DescribeJob,
+        status=201,
+        body=ChangeRequest,
+        errors=CHANGE,
+    ),
+    ("/notebook/parameters", "get"): Operation(
+        "Values assigned in the notebook's cell tagged `parameters` (to prefill the submit dialog)",
+        NotebookParameters,
+        query=NotebookParams,
+        errors=(400, 404),
+    ),
+}
+
+
+def _schemas() -> tuple[dict[tuple[type[BaseModel], str], dict[str, Any]], dict[str, Any]]:
+    """The models' schemas: references by (model, mode), and components/schemas."""
+    wanted: set[tuple[type[BaseModel], str]] = {(Error, "serialization")}
+    for op in OPERATIONS.values():
+        if op.body is not None:
+            wanted.add((op.body, "validation"))
+        if op.response is not None:
+            wanted.add((op.response, "serialization"))
+        wanted.update((model, "serialization") for _, model in op.also.values())
+    ordered = sorted(wanted, key=lambda item: (item[0].__name__, item[1]))
+    refs, top = models_json_schema(ordered, ref_template=REF)  # type: ignore[arg-type]
+    # A model that reads differently from how it is written (JobSpec's max_runtime) comes in
+    # two: "JobSpec" as a request sends it, "JobSpecAnswered" as the server answers it.
+    renamed = _renamed(top.get("$defs", {}))
+    return _renamed(refs), renamed  # type: ignore[return-value]
+
+
+def _renamed(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {_name(k): _renamed(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_renamed(v) for v in node]
+    if isinstance(node, str):
+        return _name(node)
+    return node
+
+
+def _name(text: Any) -> Any:
+    if isinstance(text, str):
+        if text.endswith("-Input"):
+            return text.removesuffix("-Input")
+        if text.endswith("-Output"):
+            return text.removesuffix("-Output") + "Answered"
+    return text
+
+
+def _present(schema: dict[str, Any]) -> dict[str, Any]:
+    """A query parameter is absent or has a value: ``X | None`` is documented as ``X``."""
+    schema = {k: v for k, v in schema.items() if k != "title"}
+    choices = [s for s in schema.get("anyOf", []) if s != {"type": "null"}]
+    if "anyOf" in schema and len(choices) == 1:
+        del schema["anyOf"]
+        schema = {**choices[0], **schema}
+    if schema.get("default", 0) is None:
+        del schema["default"]
+    return schema
+
+
+def _query_parameters(model: type[Query], schemas: dict[str, Any]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema(ref_template=REF, mode="validation")
+    schemas.update(schema.get("$defs", {}))
+    required = set(schema.get("required", []))
+    parameters = []
+    for name, prop in schema["properties"].items():
+        prop = _present(prop)
+        description = prop.pop("description", None)
+        parameter: dict[str, Any] = {"name": name, "in": "query", "schema": prop}
+        if description:
+            parameter["description"] = description
+        if name in required:
+            parameter["required"] = True
+        if _is_array(prop):
+            parameter.update(style="form", explode=True)
+        parameters.append(parameter)
+    return parameters
+
+
+def _is_array(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "array" or any(
+        s.get("type") == "array" for s in schema.get("anyOf", [])
+    )
+
+
+def _path_parameters(path: str) -> list[dict[str, Any]]:
+    names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
+    return [
+        {"name": name, "in": "path", "required": True, "schema": PATH_PARAMETERS[name]}
+        for name in names
+    ]
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {JSON: {"schema": schema}}}
+
+
+def _operation(
+    path: str,
+    op: Operation,
+    refs: dict[tuple[type[BaseModel], str], dict[str, Any]],
+    schemas: dict[str, Any],
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"summary": op.summary}
+    query = _query_parameters(op.query, schemas) if op.query else []
+    parameters = _path_parameters(path) + query
+    if parameters:
+        out["parameters"] = parameters
+    if op.websocket:
+        out["x-websocket"] = True
+    if op.body is not None:
+        out["requestBody"] = {
+            "required": op.body_required,
+            "content": {JSON: {"schema": refs[(op.body, "validation")]}},
+        }
+    responses: dict[str, Any] = {}
+    if op.websocket:
+        responses["101"] = {"description": "Switching to the websocket protocol"}
+    elif op.download:
+        responses["200"] = {
+            "description": "The file",
+            "content": {"application/octet-stream": {"schema": {"type": "string"}}},
+        }
+    elif op.response is not None:
+        responses[str(op.status)] = _json(
+            HTTPStatus(op.status).phrase, refs[(op.response, "serialization")]
+        )
+    elif path == "/openapi.json":
+        responses["200"] = _json("The OpenAPI document", {"type": "object"})
+    else:
+        responses[str(op.status)] = {"description": HTTPStatus(op.status).phrase}
+    for status, (description, model) in op.also.items():
+        responses[str(status)] = _json(description, refs[(model, "serialization")])
+    error = refs[(Error, "serialization")]
+    for status in sorted({*op.errors, 403}):
+        responses[str(status)] = _json(ERRORS[status], error)
+    out["responses"] = responses
+    return out
+
+
+def build() -> dict[str, Any]:
+    """The whole document (a pure function of the models and the table above)."""
+    refs, schemas = _schemas()
+    paths: dict[str, dict[str, Any]] = {}
+    for (path, method), op in OPERATIONS.items():
+        paths.setdefault(path, {})[method] = _operation(path, op, refs, schemas)
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": "trainhub server API",
+            "version": API_VERSION,
+            "description": DESCRIPTION,
+        },
+        "servers": [{"url": "/trainhub/api"}],
+        "paths": paths,
+        "components": {"schemas": dict(sorted(schemas.items()))},
+    }
+
+
+def render(document: dict[str, Any]) -> str:
+    header = "# Generated by `python -m trainhub_server.openapi` from the server's models.\n"
+    return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+
+
+def main() -> int:
+    DOCUMENT_FILE.write_text(render(build()))
+    print(DOCUMENT_FILE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
