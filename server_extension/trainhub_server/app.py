@@ -18,7 +18,7 @@ from trainhub.backends.base import Backend
 from trainhub.jobs.models import JobSummary
 from trainhub.jobs.service import JobService
 from trainhub_server import routes, watch
-from trainhub_server.calls import ServiceCalls
+from trainhub_server.calls import DEFAULT_TIME_LIMIT_S, ServiceCalls
 from trainhub_server.watch import JobsWatcher
 
 
@@ -61,6 +61,11 @@ class TrainhubExtension(ExtensionApp):
     reconcile_interval = Float(
         5.0, help="Seconds between reconciles of the backend (0: never)."
     ).tag(config=True)
+    call_time_limit = Float(
+        DEFAULT_TIME_LIMIT_S,
+        help="Seconds a request may wait for the job service (reading a job's files, the "
+        "backend) before it ends with a 503; other requests never wait behind it.",
+    ).tag(config=True)
 
     service: JobService
     calls: ServiceCalls
@@ -91,7 +96,7 @@ class TrainhubExtension(ExtensionApp):
             jobs_root=jobs_root,
             allow_pip=self.allow_pip,
         )
-        self.calls = ServiceCalls(self.service)
+        self.calls = ServiceCalls(self.service, time_limit=self.call_time_limit)
         self.jobs_watcher = JobsWatcher(self._job_snapshot)
         self.log.info("trainhub: %s backend, jobs in %s", backend.name, jobs_root)
 

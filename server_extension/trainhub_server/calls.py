@@ -1,40 +1,181 @@
-"""Running job-service calls off the event loop.
+"""Running job-service calls off the event loop, side by side, each within a time limit.
 
-The local backend's store keeps one SQLite connection with explicit transactions, which two
-threads must never interleave, so every service call runs on one dedicated thread, in order.
-Plain reads of a job directory (log tails) need no store and run on a small separate pool,
-so a slow submit never holds up a live log.
+No request may stall another: a call that hangs (a file that never answers, a cluster that
+does not reply) must hold up neither the event loop nor anyone else's calls. So calls run on
+a few worker threads at once (the local store gives each thread its own SQLite connection,
+and SQLite keeps their transactions apart), and each call has a time limit. Past it the
+request ends with a 503 that says so, and the thread still stuck in the call is written off:
+a fresh one takes its place, so stuck calls never use up the workers. Plain reads of a job
+directory (log tails, downloads) have a pool of their own, so a burst of service calls never
+delays a live log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import queue
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from trainhub.errors import BackendUnavailable
 from trainhub.jobs.service import JobService
 
 T = TypeVar("T")
 
+DEFAULT_TIME_LIMIT_S = 60.0
+# Beyond this many calls stuck at once, new calls are refused at once instead of piling up
+# threads: something is badly wrong (a dead file system) and the server says so.
+MAX_STUCK = 64
+
+
+class CallTimedOut(BackendUnavailable):
+    """A service call did not finish within the server's time limit."""
+
+
+class _Work:
+    __slots__ = ("fn", "future", "written_off")
+
+    def __init__(self, fn: Callable[[], Any]):
+        self.fn = fn
+        self.future: Future[Any] = Future()
+        self.written_off = False
+
+
+class Workers:
+    """Daemon threads taking work from one queue; up to ``size`` of them, started as work
+    comes. A thread whose work is written off (past its time limit) leaves the count, so
+    another takes its place, and ends once that work returns, if ever; being a daemon it never
+    holds the process at exit."""
+
+    def __init__(self, size: int, name: str):
+        self.size = size
+        self.name = name
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._live = 0  # threads that take work, written-off ones not counted
+        self._waiting = 0  # threads waiting for work
+        self._queued = 0  # work not taken yet
+        self._stuck = 0  # written-off threads still in their call
+        self._started = 0
+        self._closed = False
+
+    @property
+    def stuck(self) -> int:
+        return self._stuck
+
+    def submit(self, fn: Callable[[], Any]) -> _Work:
+        work = _Work(fn)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the trainhub server is shutting down")
+            self._queued += 1
+            self._queue.put(work)
+            self._start_if_short()
+        return work
+
+    def write_off(self, work: _Work) -> None:
+        """Give up on ``work``: if it has not started it never will; if it runs, its thread
+        no longer counts and another is started for the work waiting."""
+        with self._lock:
+            if work.future.done() or work.written_off:
+                return
+            work.written_off = True
+            if work.future.running():
+                self._live -= 1
+                self._stuck += 1
+                self._start_if_short()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            for _ in range(self._live):
+                self._queue.put(None)
+
+    def _start_if_short(self) -> None:
+        if self._waiting < self._queued and self._live < self.size:
+            self._live += 1
+            self._started += 1
+            name = f"{self.name}-{self._started}"
+            threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                self._waiting += 1
+            work = self._queue.get()
+            with self._lock:
+                self._waiting -= 1
+                if work is None:
+                    return
+                self._queued -= 1
+                if work.written_off or not work.future.set_running_or_notify_cancel():
+                    continue
+            try:
+                result = work.fn()
+            except BaseException as e:
+                work.future.set_exception(e)
+            else:
+                work.future.set_result(result)
+            del work.fn
+            with self._lock:
+                if work.written_off:  # replaced meanwhile: this thread is one too many now
+                    self._stuck -= 1
+                    return
+
 
 class ServiceCalls:
-    def __init__(self, service: JobService, file_workers: int = 4):
+    def __init__(
+        self,
+        service: JobService,
+        *,
+        workers: int = 8,
+        file_workers: int = 4,
+        time_limit: float = DEFAULT_TIME_LIMIT_S,
+    ):
         self.service = service
-        self._serial = ThreadPoolExecutor(1, thread_name_prefix="trainhub-service")
-        self._files = ThreadPoolExecutor(file_workers, thread_name_prefix="trainhub-files")
+        self.time_limit = time_limit
+        self._calls = Workers(workers, "trainhub-service")
+        self._files = Workers(file_workers, "trainhub-files")
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn`` (a service or backend method) on the service thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._serial, functools.partial(fn, *args, **kwargs))
+        """Run ``fn`` (a service or backend method) on a worker thread. A call given
+        ``abandoned=`` (a ``threading.Event``) sees it set when its time runs out, so work not
+        yet committed (a submit) stops there."""
+        return await self._run(self._calls, fn, args, kwargs)
 
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a file read that does not touch the store."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._files, functools.partial(fn, *args, **kwargs))
+        return await self._run(self._files, fn, args, kwargs)
+
+    async def _run(
+        self, workers: Workers, fn: Callable[..., T], args: Any, kwargs: dict[str, Any]
+    ) -> T:
+        if workers.stuck >= MAX_STUCK:
+            raise CallTimedOut(
+                f"The trainhub server has {workers.stuck} requests stuck (a file system or the "
+                "cluster does not answer); it takes no more until they end."
+            )
+        work = workers.submit(functools.partial(fn, *args, **kwargs))
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(work.future), self.time_limit)
+        except TimeoutError:
+            abandoned = kwargs.get("abandoned")
+            if isinstance(abandoned, threading.Event):
+                abandoned.set()
+            workers.write_off(work)
+            raise CallTimedOut(
+                f"The request did not finish within {self.time_limit:g} seconds (a file of the "
+                "job or the backend did not answer), so the server gave up on it; other "
+                "requests go on. A submit stopped here makes no job unless it had already "
+                "reached the backend: look at the job list before submitting again."
+            ) from None
+        except asyncio.CancelledError:
+            workers.write_off(work)  # the request went away: nobody waits for the result
+            raise
 
     def shutdown(self) -> None:
-        self._serial.shutdown(wait=True, cancel_futures=True)
-        self._files.shutdown(wait=True, cancel_futures=True)
+        self._calls.shutdown()
+        self._files.shutdown()

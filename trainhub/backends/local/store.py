@@ -3,13 +3,20 @@
 Many processes share it: the CLI, the Jupyter server, and one supervisor per running job.
 Admission happens inside ``BEGIN IMMEDIATE`` transactions, so two submitters can never both
 see the same free GPU.
+
+Each thread gets a connection of its own: SQLite keeps transactions apart per connection, so
+the server can answer requests side by side (a transaction is never interleaved with another
+thread's statements), and two of its threads wait on each other exactly as two processes do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
+import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -114,14 +121,39 @@ def _where(
     return (" WHERE " + " AND ".join(terms) if terms else ""), args
 
 
+class _ThreadConnection:
+    """One thread's connection, closed when that thread ends (its thread-local values go with
+    it) or when the store is closed."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.close()
+
+
 class Store:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = self._connect()
+        self._local = threading.local()
+        self._held: weakref.WeakSet[_ThreadConnection] = weakref.WeakSet()
+        self._held_lock = threading.Lock()
         with self._conn:
             self._conn.executescript(SCHEMA)
         self._migrate()
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The calling thread's connection, opened on its first use."""
+        held = getattr(self._local, "held", None)
+        if held is None:
+            held = _ThreadConnection(self._connect())
+            self._local.held = held
+            with self._held_lock:
+                self._held.add(held)
+        return held.conn
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: we issue BEGIN ourselves, so writers take the lock up front.
@@ -155,7 +187,10 @@ class Store:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
-        self._conn.close()
+        with self._held_lock:
+            held = list(self._held)
+        for h in held:
+            h.conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
