@@ -16,6 +16,8 @@ import os
 import re
 from collections.abc import Mapping
 
+from trainhub.jobs import limits
+
 # What a Python training process needs from its host to behave as it does interactively.
 INHERITED_NAMES = frozenset(
     {
@@ -116,6 +118,8 @@ def job_environment(
         # NVML numbers GPUs in PCI bus order; make CUDA agree so the indices mean the same GPUs.
         CUDA_DEVICE_ORDER="PCI_BUS_ID",
     )
+    # The rank caps its own log; an admin's lower (or higher) caps go with the job.
+    env.update(limits.rank_settings())
     if resume_from:
         env["TRAINHUB_RESUME_FROM"] = resume_from
     for name, path in dataset_paths.items():

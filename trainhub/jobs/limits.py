@@ -30,6 +30,10 @@ class Limits:
     env_vars: int = 256  # variables in the spec's env
     env_value_bytes: int = 32 * KIB  # one env value
     max_runtime_days: int = 366  # the longest max_runtime a job may ask for
+    # What one rank may write to logs/rank-<r>.log, so a runaway print cannot fill the disk
+    # that every job's directory shares; more is dropped after a marker line.
+    log_line_bytes: int = 64 * KIB  # one line (up to a newline or carriage return)
+    log_file_bytes: int = 512 * MIB  # one rank's log file, all attempts together
 
 
 def current(environ: dict[str, str] | None = None) -> Limits:
@@ -46,6 +50,23 @@ def current(environ: dict[str, str] | None = None) -> Limits:
                     f"TRAINHUB_LIMIT_{f.name.upper()}={raw!r} is not a whole number"
                 ) from None
     return Limits(**values)
+
+
+# Read inside each rank (trainhub.rank.logcap), so they travel with the job's environment.
+RANK_LIMITS = ("log_line_bytes", "log_file_bytes")
+
+
+def rank_settings(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The ``TRAINHUB_LIMIT_<NAME>`` settings of the rank-side limits that ``environ`` sets,
+    checked, for a job's environment; unset ones take their defaults inside the rank."""
+    env = os.environ if environ is None else environ
+    bounds = current(env)
+    names = (f"TRAINHUB_LIMIT_{name.upper()}" for name in RANK_LIMITS)
+    return {
+        name: str(getattr(bounds, name.removeprefix("TRAINHUB_LIMIT_").lower()))
+        for name in names
+        if env.get(name)
+    }
 
 
 def nesting_depth(value: Any) -> int:

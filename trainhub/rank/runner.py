@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 from trainhub.bundle.layout import WORKSPACE
 from trainhub.bundle.schema import BundleCell, BundleManifest, cell_label, read_cells, read_manifest
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
 from trainhub.outcome.exceptions import explain_exception
+from trainhub.rank.logcap import capped_output
 
 MAX_TRACEBACK_CHARS = 64 * 1024
 PIP_TIMEOUT_S = 3600.0
@@ -73,19 +74,20 @@ class Failure:
 
 
 def redirect_output(log_path: Path) -> None:
-    """Point fds 1 and 2 at the rank log, so C code and child processes write there too."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    """Point fds 1 and 2 at the rank log, so C code and child processes write there too,
+    within the log limits (:mod:`trainhub.rank.logcap`: from here on this is a child process)."""
+    capped_output(log_path)
     null = os.open(os.devnull, os.O_RDONLY)  # input() fails at once instead of hanging a rank
     os.dup2(null, 0)
     os.close(null)
-    for stream in (sys.stdout, sys.stderr):
-        cast(io.TextIOWrapper, stream).reconfigure(line_buffering=True, errors="backslashreplace")
+    # New stream objects: the old ones may have found fd 1 seekable (a file) and now it is a pipe.
+    encoding = sys.stdout.encoding or "utf-8"
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        stream = open(  # noqa: SIM115 - lives as long as the process
+            fd, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False
+        )
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
 
 
 def say(message: str) -> None:
