@@ -366,24 +366,42 @@ def test_size_cap_names_the_largest_files(tmp_path):
     assert message.index("big.bin") < message.index("medium.bin")
 
 
-def test_symlink_out_of_the_workspace_is_refused(tmp_path):
+def test_symlink_out_of_the_workspace_is_left_out_with_a_note(tmp_path):
     ws = tmp_path / "ws"
     write_notebook(ws / "nb.ipynb", ["x = 1"])
     (tmp_path / "outside.txt").write_text("secret")
     (ws / "leak.txt").symlink_to(tmp_path / "outside.txt")
-    with pytest.raises(
-        BundleError, match=r"leak\.txt is a symbolic link to .*outside\.txt, outside the workspace"
-    ):
-        compile_(ws, notebook_spec("nb.ipynb"))
+    (ws / "gone.txt").symlink_to(tmp_path / "absent.txt")
+    (ws / "kept.txt").write_text("kept")
+    manifest, bundle = compile_(ws, notebook_spec("nb.ipynb"))
+    assert files_in(bundle / "workspace") == {"kept.txt"}
+    assert "leak.txt is a link out of the workspace; left out" in manifest.warnings
+    assert "gone.txt is a link out of the workspace; left out" in manifest.warnings
+    # The note never says where a link leads, or whether that exists.
+    assert not any(str(tmp_path) in w or "outside" in w or "absent" in w for w in manifest.warnings)
+    assert not any(b"secret" in p.read_bytes() for p in bundle.rglob("*") if p.is_file())
 
 
-def test_symlinked_directory_out_of_the_workspace_is_refused(tmp_path):
+def test_symlinked_directory_out_of_the_workspace_is_left_out_with_a_note(tmp_path):
+    # A link at the workspace root (a home directory's ~/data) must not stop every notebook
+    # next to it from being submitted.
     ws = tmp_path / "ws"
     write_notebook(ws / "nb.ipynb", ["x = 1"])
     (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "big.bin").write_bytes(b"\0" * 100)
     (ws / "data").symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(BundleError, match="data is a symbolic link"):
-        compile_(ws, notebook_spec("nb.ipynb"))
+    manifest, bundle = compile_(ws, notebook_spec("nb.ipynb"))
+    assert files_in(bundle / "workspace") == set()
+    assert manifest.warnings == ["data is a link to a directory; not followed"]
+
+
+def test_a_fifo_in_the_workspace_is_left_out_rather_than_read(tmp_path):
+    ws = tmp_path / "ws"
+    write_notebook(ws / "nb.ipynb", ["x = 1"])
+    os.mkfifo(ws / "pipe")
+    manifest, bundle = compile_(ws, notebook_spec("nb.ipynb"))
+    assert files_in(bundle / "workspace") == set()
+    assert manifest.warnings == ["pipe is not a regular file; left out"]
 
 
 def test_ignored_symlink_out_of_the_workspace_is_harmless(tmp_path):

@@ -2,13 +2,16 @@
 
 Inside a git work tree git itself decides what is ignored; elsewhere the .gitignore files from
 the workspace root down (nested ones included) are read with ``pathspec``'s gitignore rules.
-Links never lead out of the workspace; version control, caches, checkpoints and job
-directories stay behind, and the total size is capped.
+A link is never followed out of the workspace: it is left out with a note in the bundle's
+warnings, as a link to a directory is (a link to a file inside is copied as that file).
+Version control, caches, checkpoints and job directories stay behind, and the total size is
+capped.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,7 +34,8 @@ def collect_workspace(
     """Files under ``top`` to copy, keyed by their POSIX path relative to ``root``.
 
     Honours .gitignore (through git itself inside a repository), never follows a link out
-    of ``root``, and leaves out .git, caches, checkpoints and job directories.
+    of ``root`` (nor one to a directory), noting each in ``warnings``, and leaves out .git,
+    caches, checkpoints and job directories.
     """
     warnings = warnings if warnings is not None else []
     skip = {Path(p) for p in skip}
@@ -47,19 +51,17 @@ def collect_workspace(
         for name in sorted(dirnames):
             path = here / name
             rel_top = path.relative_to(top).as_posix()
-            if name in _ALWAYS_SKIPPED_DIRS or path in skip or _is_job_output(path):
+            if name in _ALWAYS_SKIPPED_DIRS or path in skip:
                 continue
             if matcher is not None and matcher.ignored(path, is_dir=True):
                 continue
             if tracked is not None and rel_top not in tracked_dirs and rel_top not in tracked:
                 continue  # ignored by git (a tracked link to a directory is listed as a file)
             if path.is_symlink():
-                _check_link(path, root)
-                warnings.append(
-                    f"{path.relative_to(root).as_posix()} is a link to a directory; not followed"
-                )
+                warnings.append(f"{_rel(path, root)} is a link to a directory; not followed")
                 continue
-            kept.append(name)
+            if not _is_job_output(path):
+                kept.append(name)
         dirnames[:] = kept
         for name in sorted(filenames):
             path = here / name
@@ -68,24 +70,37 @@ def collect_workspace(
                 continue
             if matcher is not None and matcher.ignored(path, is_dir=False):
                 continue
-            if path.is_symlink():
-                _check_link(path, root)
-                if not path.exists():
-                    warnings.append(
-                        f"{path.relative_to(root).as_posix()} is a broken link; left out"
-                    )
-                    continue
-            found[path.relative_to(root).as_posix()] = path
+            source = _regular_file(path, root, warnings)
+            if source is not None:
+                found[_rel(path, root)] = source
     return found
 
 
-def _check_link(path: Path, root: Path) -> None:
-    target = path.resolve()
-    if not target.is_relative_to(root):
-        raise BundleError(
-            f"{path.relative_to(root).as_posix()} is a symbolic link to {target}, outside the "
-            "workspace; copy what it points to into the workspace or remove the link"
-        )
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _regular_file(path: Path, root: Path, warnings: list[str]) -> Path | None:
+    """The file to copy for ``path``: itself, or for a link the file inside the workspace it
+    names. A link out of the workspace, a broken link, a FIFO or a device is left out with a
+    note that never says where a link leads (that would tell what exists outside)."""
+    source = path
+    if path.is_symlink():
+        source = path.resolve()
+        if not source.is_relative_to(root):
+            warnings.append(f"{_rel(path, root)} is a link out of the workspace; left out")
+            return None
+        if not source.exists():
+            warnings.append(f"{_rel(path, root)} is a broken link; left out")
+            return None
+    try:
+        regular = stat.S_ISREG(source.stat().st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        warnings.append(f"{_rel(path, root)} is not a regular file; left out")
+        return None
+    return source
 
 
 def _is_job_output(path: Path) -> bool:
