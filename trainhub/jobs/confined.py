@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_JOB_FOLDERS = frozenset({"bundle", "checkpoints", "logs", "metrics", "outputs", "status"})
 _APPEND_FLAGS = (
     os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 )
@@ -55,6 +56,12 @@ def _refusal(name: str, mode: int | None = None) -> NotAJobFile:
     return NotAJobFile(f"{name} is {kind}; trainhub reads only the job's own regular files")
 
 
+def _root_name(job_dir: Path) -> str:
+    """How a refusal names the folder reads start from: the job directory, or one of its
+    folders (checkpoints are read from ``checkpoints/``, samples written into ``metrics/``)."""
+    return job_dir.name if job_dir.name in _JOB_FOLDERS else "the job directory"
+
+
 def _open_dir(job_dir: Path, parts: list[str]) -> int:
     """A descriptor of ``job_dir/parts...``, every component opened without following links."""
     job_dir = Path(os.path.abspath(job_dir))  # "." or "job/.." still name a directory
@@ -66,7 +73,7 @@ def _open_dir(job_dir: Path, parts: list[str]) -> int:
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
                     mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
-                    raise _refusal("/".join(parts[:i]) or "the job directory", mode) from None
+                    raise _refusal("/".join(parts[:i]) or _root_name(job_dir), mode) from None
                 raise
             os.close(fd)
             fd = child
