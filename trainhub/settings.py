@@ -46,3 +46,10 @@ def allow_pip() -> bool:
 
 def workspace_root() -> Path:
     return Path(os.environ.get("TRAINHUB_WORKSPACE") or os.getcwd()).resolve()
+
+
+def dataset_roots() -> list[Path]:
+    """TRAINHUB_DATASET_ROOTS: directories (separated by ``:``) below which a job may name
+    datasets, besides the workspace; a path elsewhere is refused without being looked at."""
+    raw = os.environ.get("TRAINHUB_DATASET_ROOTS", "")
+    return [Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p.strip()]

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from trainhub import settings
 from trainhub.backends.base import Backend, Feature
 from trainhub.checkpoint.layout import (
     CheckpointInfo,
@@ -27,6 +28,7 @@ from trainhub.checkpoint.layout import (
 )
 from trainhub.errors import Conflict, NotFound
 from trainhub.jobs import confined, logs
+from trainhub.jobs.datasets import check_dataset_paths
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.models import (
     DescribeJob,
@@ -188,11 +190,12 @@ class JobService:
             raise field_error("source.path", f"{spec.source.path} is outside the workspace")
         if not path.is_file():
             raise field_error("source.path", f"no such file: {spec.source.path}")
-        for i, dataset in enumerate(spec.datasets):
-            if not Path(dataset.path).exists():
-                raise field_error(
-                    f"datasets.{i}.path", f"dataset {dataset.name}: no such path {dataset.path}"
-                )
+        check_dataset_paths(spec.datasets, self.dataset_roots())
+
+    def dataset_roots(self) -> list[Path]:
+        """The workspace first, then the admin's roots, then those the backend mounts."""
+        extra = getattr(self.backend, "dataset_roots", ())  # a cluster team's volumes
+        return [self.workspace_root, *settings.dataset_roots(), *extra]
 
     def _check_resume(self, spec: JobSpec, user: str) -> None:
         ref = spec.resume_from

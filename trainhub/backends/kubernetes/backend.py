@@ -106,6 +106,12 @@ class KubernetesBackend(Backend):
             "teams": [{"name": self.team.name, "queues": list(self.team.quota)}],
         }
 
+    @property
+    def dataset_roots(self) -> list[Path]:
+        """Where a session sees the team's data: its shared volume and its datasets' mounts."""
+        mounts = [self.team.dataset_mount(name) for name in self.team.datasets]
+        return [Path(self.team.shared_volume.mount_path), *map(Path, mounts)]
+
     # --- choosing ------------------------------------------------------------------------------
     def pool_for(self, record: JobRecord) -> Pool:
         """The pool named by the spec's queue, else the team's first pool whose nodes
