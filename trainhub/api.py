@@ -36,6 +36,7 @@ def build_spec(
     cell_tags: list[str] | None = None,
     args: list[str] | None = None,
     parameters: dict[str, Any] | None = None,
+    allow_new_parameters: bool = False,
     workers: int = 1,
     processes_per_worker: int | None = None,
     gpus_per_worker: int = 0,
@@ -68,6 +69,7 @@ def build_spec(
         "name": name or default_name(source),
         "source": src,
         "parameters": parameters or {},
+        "allow_new_parameters": allow_new_parameters,
         "resources": {
             "workers": workers,
             "processes_per_worker": processes_per_worker,

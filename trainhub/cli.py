@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from datetime import datetime
@@ -72,6 +73,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         cell_tags=args.cell_tags,
         args=args.args,
         parameters=_kv(args.param, "--param"),
+        allow_new_parameters=args.allow_new_parameter,
         workers=args.workers,
         processes_per_worker=args.processes_per_worker,
         gpus_per_worker=args.gpus_per_worker,
@@ -84,7 +86,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         max_runtime=args.max_runtime,
         retry=retry or None,
         env=_kv(args.env, "--env"),
-        datasets=_kv(args.dataset, "--dataset"),
+        # A path on the command line means one from here; a job needs it absolute.
+        datasets={k: os.path.abspath(v) for k, v in _kv(args.dataset, "--dataset").items()},
         tags=args.tag,
     )
     job = service().submit(spec)
@@ -380,6 +383,11 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="parameter injected after the 'parameters' cell (JSON value)",
+    )
+    s.add_argument(
+        "--allow-new-parameter",
+        action="store_true",
+        help="set -p names the notebook's 'parameters' cell does not assign (refused otherwise)",
     )
     s.add_argument("--workers", type=int, default=1)
     s.add_argument("--processes-per-worker", "--nproc", type=int)

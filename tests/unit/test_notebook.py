@@ -143,6 +143,7 @@ def test_parameters_are_injected_after_the_parameters_cell(workspace):
         "layers": [1, 2],
         "gamma": float("inf"),
     }
+    spec.allow_new_parameters = True
     manifest, bundle = compile_(workspace, spec)
     cells = read_cells(bundle)
     assert [(c.cell_index, c.injected) for c in cells] == [
@@ -160,10 +161,51 @@ def test_parameters_are_injected_after_the_parameters_cell(workspace):
         [1, 2],
         float("inf"),
     )
-    # name, layers, gamma are not assigned in the parameters cell: warned, not refused
+    # name, layers, gamma are not assigned in the parameters cell: allowed, so warned
     unknown = [w for w in manifest.warnings if "is not assigned in cell 3" in w]
     assert sorted(w.split("'")[1] for w in unknown) == ["gamma", "layers", "name"]
     assert manifest.parameters["lr"] == 0.5
+
+
+def test_a_parameter_the_notebook_does_not_assign_is_refused_naming_those_it_does(
+    workspace, tmp_path
+):
+    spec = notebook_spec("select.ipynb")
+    spec.parameters = {"lr": 0.5, "learning_rate": 0.1}
+    with pytest.raises(BundleError) as err:
+        compile_(workspace, spec, tmp_path / "refused")
+    assert str(err.value) == (
+        "parameters.learning_rate: learning_rate is not assigned in cell 3 (parameters), which "
+        "assigns epochs, lr; to set it anyway, submit with allow_new_parameters "
+        "(trainhub submit --allow-new-parameter)"
+    )
+    assert not (tmp_path / "refused").exists()
+    spec.allow_new_parameters = True
+    manifest, _ = compile_(workspace, spec, tmp_path / "allowed")
+    assert manifest.parameters == {"lr": 0.5, "learning_rate": 0.1}
+
+
+def test_a_notebook_of_another_kernel_is_refused_naming_the_kernel(tmp_path):
+    ws = tmp_path / "ws"
+    write_notebook(ws / "nb.ipynb", ["x <- 1"])
+    doc = json.loads((ws / "nb.ipynb").read_text())
+    doc["metadata"] = {
+        "kernelspec": {"name": "ir", "display_name": "R", "language": "R"},
+        "language_info": {"name": "R"},
+    }
+    (ws / "nb.ipynb").write_text(json.dumps(doc))
+    with pytest.raises(BundleError) as err:
+        compile_(ws, notebook_spec("nb.ipynb"))
+    assert str(err.value) == (
+        "nb.ipynb is a notebook for the 'R' kernel (R); trainhub runs Python notebooks only"
+    )
+    doc["metadata"] = {"language_info": {"name": "julia"}}
+    (ws / "nb.ipynb").write_text(json.dumps(doc))
+    with pytest.raises(BundleError, match=r"'julia' kernel \(julia\)"):
+        compile_(ws, notebook_spec("nb.ipynb"))
+    doc["metadata"] = {"kernelspec": {"name": "python3", "language": "python"}}
+    (ws / "nb.ipynb").write_text(json.dumps(doc))
+    compile_(ws, notebook_spec("nb.ipynb"))  # a Python one compiles
 
 
 def test_parameters_without_a_parameters_cell_go_first(tmp_path):

@@ -78,6 +78,23 @@ def test_retry_policy_has_no_retries_for_code():
     assert "code" not in RetryPolicy.model_fields
 
 
+def test_parameter_names_are_identifiers_not_keywords_and_values_finite():
+    def refused(parameters) -> str:
+        return errors({**BASE, "parameters": parameters})["parameters"]
+
+    assert (
+        refused({"class": 1})
+        == "'class' is a Python keyword; a parameter is assigned as a variable"
+    )
+    assert "is not a Python identifier" in refused({"2fast": 1})
+    for value in (float("nan"), float("inf"), -float("inf"), [1.0, {"a": float("nan")}]):
+        assert (
+            refused({"lr": value}) == "lr: NaN and infinity are not values a notebook can be given"
+        )
+    spec = parse_spec({**BASE, "parameters": {"lr": 1e308, "klass": 1, "_x": [0.5]}})
+    assert spec.parameters["lr"] == 1e308 and not spec.allow_new_parameters
+
+
 def test_parameters_must_be_identifiers_and_datasets_unique():
     assert (
         "is not a Python identifier"

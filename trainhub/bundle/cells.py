@@ -61,7 +61,23 @@ def read_notebook(path: Path, raw: bytes | None = None) -> Notebook:
             raise BundleError(
                 f"{path.name}: {cell_label(index)} (index {index}) has an invalid source"
             )
+    _check_python(path.name, doc.get("metadata"))
     return Notebook(cells=doc["cells"], nbformat=major)
+
+
+def _check_python(name: str, metadata: Any) -> None:
+    """Ranks run cells in a Python interpreter; a notebook of another kernel is refused."""
+    metadata = metadata if isinstance(metadata, dict) else {}
+    kernelspec = metadata.get("kernelspec") if isinstance(metadata.get("kernelspec"), dict) else {}
+    info = metadata.get("language_info") if isinstance(metadata.get("language_info"), dict) else {}
+    language = kernelspec.get("language") or info.get("name")
+    if not isinstance(language, str) or language.strip().lower() in ("python", "python3", ""):
+        return
+    kernel = kernelspec.get("display_name") or kernelspec.get("name") or language
+    raise BundleError(
+        f"{name} is a notebook for the {str(kernel)[:80]!r} kernel ({language[:40]}); "
+        "trainhub runs Python notebooks only"
+    )
 
 
 # --- cell selection -----------------------------------------------------------------------
@@ -174,9 +190,18 @@ def assigned_names(source: str) -> set[str] | None:
 
 
 def inject_parameters(
-    notebook: Any, cells: list[BundleCell], parameters: dict[str, Any], warnings: list[str]
+    notebook: Any,
+    cells: list[BundleCell],
+    parameters: dict[str, Any],
+    warnings: list[str],
+    *,
+    allow_new: bool = False,
 ) -> list[BundleCell]:
-    """Insert the parameters cell right after the cell tagged ``parameters`` (papermill's rule)."""
+    """Insert the parameters cell right after the cell tagged ``parameters`` (papermill's rule).
+
+    A name that cell does not assign is refused, naming those it does, unless ``allow_new``:
+    a typo would otherwise run the whole job with the notebook's default.
+    """
     if not parameters:
         return cells
     injected = BundleCell(
@@ -200,14 +225,28 @@ def inject_parameters(
             f"{cell_label(at)} (parameters) could not be parsed to check parameter names"
         )
     else:
-        for name in parameters:
-            if name not in known:
-                warnings.append(
-                    f"parameter '{name}' is not assigned in {cell_label(at)} (parameters); "
-                    "it is set anyway"
-                )
+        unknown = [name for name in parameters if name not in known]
+        if unknown and not allow_new:
+            raise BundleError(unknown_parameters(unknown, known, cell_label(at)))
+        for name in unknown:
+            warnings.append(
+                f"parameter '{name}' is not assigned in {cell_label(at)} (parameters); "
+                "it is set anyway"
+            )
     position = next(
         (k for k, c in enumerate(cells) if c.cell_index is not None and c.cell_index > at),
         len(cells),
     )
     return [*cells[:position], injected, *cells[position:]]
+
+
+def unknown_parameters(unknown: list[str], known: set[str], where: str) -> str:
+    """The refusal of parameters the notebook does not assign: the field is the first of them."""
+    names = ", ".join(unknown)
+    verb = "is" if len(unknown) == 1 else "are"
+    assigned = ", ".join(sorted(known)) if known else "nothing"
+    return (
+        f"parameters.{unknown[0]}: {names} {verb} not assigned in {where} (parameters), which "
+        f"assigns {assigned}; to set {'it' if len(unknown) == 1 else 'them'} anyway, submit "
+        "with allow_new_parameters (trainhub submit --allow-new-parameter)"
+    )

@@ -118,7 +118,9 @@ def _compile_cells(
     notebook = read_notebook(entry, raw)
     selected = select_cells(notebook, spec.source.cells, spec.source.path, warnings)
     cells, requirements = extract_pip(selected, spec.source.path, allow_pip=allow_pip)
-    cells = inject_parameters(notebook, cells, spec.parameters, warnings)
+    cells = inject_parameters(
+        notebook, cells, spec.parameters, warnings, allow_new=spec.allow_new_parameters
+    )
     return hashlib.sha256(raw).hexdigest(), cells, requirements
 
 

@@ -267,6 +267,11 @@ class JobSpec(Model):
     parameters: dict[str, Any] = Field(
         default_factory=dict, description="Injected after the cell tagged 'parameters'"
     )
+    allow_new_parameters: bool = Field(
+        False,
+        description="Set parameters the notebook's 'parameters' cell does not assign (refused "
+        "otherwise, naming those it does)",
+    )
     resources: Resources = Field(default_factory=Resources)
     image: str | None = Field(None, description="Container image; recorded in the lineage locally")
     team: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
