@@ -45,7 +45,7 @@ def compile_bundle(
     entry = _resolve_entry(root, spec.source.path)
     bundle_dir = Path(bundle_dir)
     if bundle_dir.exists() and any(bundle_dir.iterdir()):
-        raise BundleError(f"bundle directory {bundle_dir} is not empty")
+        raise BundleError(f"the bundle directory {bundle_dir.name} is not empty")
     entry_rel = entry.relative_to(root).as_posix()
     workdir = entry.relative_to(root).parent.as_posix()
     warnings: list[str] = []
@@ -129,7 +129,7 @@ def _resolve_entry(root: Path, relative: str) -> Path:
         raise BundleError(f"source.path {relative!r} must be relative to the workspace root")
     entry = (root / relative).resolve()
     if not entry.is_relative_to(root):
-        raise BundleError(f"source.path {relative!r} is outside the workspace {root}")
+        raise BundleError(f"source.path {relative!r} is outside the workspace")
     if not entry.is_file():
-        raise BundleError(f"source.path {relative!r}: no such file in the workspace {root}")
+        raise BundleError(f"source.path {relative!r}: no such file in the workspace")
     return entry

@@ -131,7 +131,7 @@ def resolve_requirement(
     def inside(path_text: str) -> Path:
         path = (top / Path(path_text).expanduser()).resolve()
         if not path.is_relative_to(root):
-            raise BundleError(f"{where}: {path_text!r} is outside the workspace {root}")
+            raise BundleError(f"{where}: {path_text!r} is outside the workspace")
         return path
 
     argv: list[str] = []
