@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,19 @@ AUTH_RESOURCE = "trainhub"
 # The largest integer a browser's JSON numbers hold exactly; sequence numbers and byte offsets
 # stay far below it, and SQLite's and the OS's 64-bit integers never overflow on one.
 MAX_INTEGER = 2**53
+# Parts of a path that are whole numbers. Routes take any text there, so that a bad one is
+# refused naming it (400) rather than by the server's page for unknown URLs.
+PATH_INTEGERS = ("rank", "step")
+
+
+def whole_number(name: str, raw: str) -> int:
+    """``raw`` as a whole number from 0 to MAX_INTEGER, or a refusal naming ``name``."""
+    if not (raw.isascii() and raw.isdigit()):
+        raise field_error(name, f"must be a whole number, 0 or more, got {raw[:40]!r}")
+    value = int(raw[:20])  # a longer string of digits is over the bound anyway
+    if len(raw) > 20 or value > MAX_INTEGER:
+        raise field_error(name, f"must be at most {MAX_INTEGER}")
+    return value
 
 
 class TrainhubHandlerMixin(ExtensionHandlerMixin):
@@ -44,6 +58,17 @@ class TrainhubHandlerMixin(ExtensionHandlerMixin):
         """Whose jobs this request may see: another user's job answers 404."""
         return self.app.job_owner(self.current_user)  # type: ignore[attr-defined]
 
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
+        prepared = super().prepare(*args, **kwargs)  # type: ignore[misc]
+        if inspect.isawaitable(prepared):
+            await prepared
+        if self.current_user is None:  # type: ignore[attr-defined]
+            return  # refused as unauthenticated, before any input is looked at
+        for name in PATH_INTEGERS:
+            if name in self.path_kwargs:  # type: ignore[attr-defined]
+                raw = self.path_kwargs[name]  # type: ignore[attr-defined]
+                self.path_kwargs[name] = str(whole_number(name, raw))  # type: ignore[attr-defined]
+
     def int_argument(
         self, name: str, default: int | None = None, *, minimum: int = 0
     ) -> int | None:
@@ -60,11 +85,21 @@ class TrainhubHandlerMixin(ExtensionHandlerMixin):
             raise field_error(name, f"must be at most {MAX_INTEGER}")
         return value
 
+    def request_field(self) -> str | None:
+        """What a refusal that names no field is about: the last part of the path that names
+        something (the rank whose log, the file of a checkpoint), else the first query
+        argument."""
+        named = list(getattr(self, "path_kwargs", None) or {})
+        if named:
+            return named[-1]
+        arguments = list(self.request.query_arguments)  # type: ignore[attr-defined]
+        return arguments[0] if arguments else None
+
     # --- the one error-mapping place -----------------------------------------------------
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc_info = kwargs.get("exc_info")
         exc = exc_info[1] if exc_info else None
-        status, body, _ = error_response(exc, status_code)
+        status, body, _ = error_response(exc, status_code, field=self.request_field())
         self.set_status(status)  # type: ignore[attr-defined]
         self.set_header("Content-Type", "application/json")  # type: ignore[attr-defined]
         self.finish(json.dumps(body))  # type: ignore[attr-defined]

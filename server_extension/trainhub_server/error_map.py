@@ -28,9 +28,13 @@ def _bundle_field(message: str) -> str:
 
 
 def error_response(
-    exc: BaseException | None, status: int = 500
+    exc: BaseException | None, status: int = 500, *, field: str | None = None
 ) -> tuple[int, dict[str, Any], bool]:
-    """(status, JSON body, expected) for an exception; ``expected`` ones are not logged as bugs."""
+    """(status, JSON body, expected) for an exception; ``expected`` ones are not logged as bugs.
+
+    ``field`` names what of the request a refusal that names no field is about (the part of
+    the path that chose the file that was refused, say).
+    """
     if isinstance(exc, ValidationError):
         exc = explain(exc)
     if isinstance(exc, SpecError):
@@ -54,7 +58,9 @@ def error_response(
     if isinstance(exc, BackendUnavailable):
         return 503, {"message": str(exc)}, True
     if isinstance(exc, ValueError):
-        return 400, {"message": str(exc), "errors": []}, True
+        message = str(exc)
+        errors = [{"field": field, "message": message}] if field else []
+        return 400, {"message": message, "errors": errors}, True
     if isinstance(exc, HTTPError):
         return (
             exc.status_code,

@@ -22,6 +22,7 @@ from trainhub.jobs import limits
 from trainhub.jobs.models import ListJobsQuery
 from trainhub.jobs.states import JobState
 from trainhub_server.base import TrainhubHandlerMixin, dump, field_error
+from trainhub_server.nesting import too_deep
 from trainhub_server.parameters import notebook_parameters
 from trainhub_server.payloads import config_payload, dry_run
 
@@ -40,8 +41,8 @@ class TrainhubAPIHandler(TrainhubHandlerMixin, APIHandler):
             raise TooLarge(f"The request body is over {limits.size_text(bounds.request_bytes)}.")
         try:
             body = json.loads(raw)
-        except RecursionError:
-            raise field_error("body", f"nests deeper than {bounds.nesting_depth} levels") from None
+        except RecursionError:  # deeper than the parser goes: find the field without it
+            raise field_error(*too_deep(raw, bounds.nesting_depth)) from None
         except ValueError as e:
             raise field_error("body", f"is not valid JSON: {e}") from None
         if not isinstance(body, dict):

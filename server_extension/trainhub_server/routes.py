@@ -14,11 +14,12 @@ from trainhub_server import websockets as ws
 from trainhub_server.openapi_handler import OpenAPIHandler
 
 API_PREFIX = "trainhub/api"
+# Any text in each part: the handlers check it and refuse a bad one naming it (400).
 PARAMETERS = {
     "job_id": r"[^/]+",
-    "rank": r"\d+",
-    "kind": r"[a-z]+",
-    "step": r"\d+",
+    "rank": r"[^/]+",
+    "kind": r"[^/]+",
+    "step": r"[^/]+",
     "name": r"[^/]+",
 }
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")

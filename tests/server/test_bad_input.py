@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.server.conftest import spec
+from tests.server.conftest import insert_job, spec
+from trainhub.jobs.directory import JobDir
+from trainhub.jobs.service import JobService
+from trainhub.jobs.states import JobState
 
 
 async def jobs_count(api: Any) -> int:
@@ -66,3 +69,83 @@ async def test_a_long_cancel_reason_is_refused(api: Any) -> None:
     assert status == 400 and error["errors"][0]["field"] == "reason", error
     status, _, _ = await api("POST", "jobs", job["id"], "cancel", body={"reason": "done"})
     assert status == 200
+
+
+def fields(error: dict[str, Any]) -> list[str]:
+    return [e["field"] for e in error.get("errors", [])]
+
+
+async def test_parameters_nested_past_what_the_parser_takes_name_the_parameter(api: Any) -> None:
+    before = await jobs_count(api)
+    deep = "[" * 5000 + "]" * 5000
+    body = json.dumps(spec(parameters={"lr": "DEEP"})).replace('"DEEP"', deep)
+    status, error, _ = await api("POST", "jobs", body=body)
+    assert status == 400, error
+    assert error["errors"] == [
+        {"field": "parameters", "message": "lr: nests deeper than 32 levels"}
+    ], error
+    status, error, _ = await api("POST", "jobs", body='{"a": ' + deep + "}")
+    assert status == 400 and fields(error) == ["a"], error
+    assert await jobs_count(api) == before
+
+
+async def test_numbers_and_names_in_the_path_are_checked_and_named(
+    api: Any, server_service: JobService
+) -> None:
+    job = insert_job(server_service, state=JobState.SUCCEEDED, name="paths").id
+    cases = [
+        ("GET", ("logs", "abc"), "rank"),
+        ("GET", ("logs", "-1"), "rank"),
+        ("GET", ("logs", str(2**70)), "rank"),
+        ("GET", ("logs", "1e3"), "rank"),
+        ("GET", ("checkpoints", "x1"), "step"),
+        ("DELETE", ("checkpoints", "-5"), "step"),
+        ("GET", ("checkpoints", "1.5", "files", "state.pt"), "step"),
+        ("POST", ("checkpoints", "9" * 30, "resume"), "step"),
+        ("GET", ("metrics", "GPU"), "kind"),
+        ("GET", ("metrics", "0"), "kind"),
+    ]
+    for method, parts, field in cases:
+        status, error, headers = await api(method, "jobs", job, *parts)
+        assert status == 400, (parts, status, error)
+        assert headers["Content-Type"].startswith("application/json")
+        assert fields(error) == [field], (parts, error)
+    status, log, _ = await api("GET", "jobs", job, "logs", "0")  # the same routes still serve
+    assert status == 200 and log["offset"] == 0, log
+
+
+async def test_a_rank_log_that_is_a_directory_names_the_rank(
+    api: Any, server_service: JobService
+) -> None:
+    record = insert_job(server_service, state=JobState.SUCCEEDED, name="dirlog")
+    JobDir(record.job_dir).rank_log(0).mkdir(parents=True)
+    status, error, _ = await api("GET", "jobs", record.id, "logs", "0")
+    assert status == 400, error
+    assert fields(error) == ["rank"] and "is a directory" in error["errors"][0]["message"]
+
+
+async def test_a_checkpoint_file_name_leading_out_names_the_name(
+    api: Any, server_service: JobService
+) -> None:
+    record = insert_job(server_service, state=JobState.SUCCEEDED, name="ckname")
+    step = JobDir(record.job_dir).checkpoints / "0000000001"
+    step.mkdir(parents=True)
+    (step / "manifest.json").write_text(json.dumps({"step": 1, "time": 0.0, "files": []}))
+    status, error, _ = await api("GET", "jobs", record.id, "checkpoints", "1", "files", "..")
+    assert status == 400 and fields(error) == ["name"], error
+
+
+async def test_offsets_past_what_a_file_system_holds_read_nothing(
+    api: Any, finished_job: str
+) -> None:
+    offset = str(2**53)  # the largest the API takes; no file system seeks that far
+    for kind in ("events", "metrics/scalars"):
+        status, page, _ = await api(
+            "GET", "jobs", finished_job, *kind.split("/"), params={"offset": offset}
+        )
+        assert status == 200, (kind, page)
+        assert page["next_offset"] == 2**53 and not (page.get("events") or page.get("records"))
+    status, chunk, _ = await api(
+        "GET", "jobs", finished_job, "logs", "0", params={"offset": offset}
+    )
+    assert status == 200 and chunk["text"] == "" and chunk["next_offset"] == 2**53, chunk

@@ -55,6 +55,9 @@ def read_jsonl(
     records: list[dict[str, Any]] = []
     try:
         with confined.opened(job_dir, relative) as raw, io.BufferedReader(raw) as f:
+            # Past the end there is nothing yet; a seek past what a file system holds fails.
+            if offset >= os.fstat(raw.fileno()).st_size:
+                return records, offset
             f.seek(offset)
             for line in f:
                 if not line.endswith(b"\n") or (limit is not None and len(records) >= limit):
