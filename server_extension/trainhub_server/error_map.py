@@ -13,8 +13,16 @@ from typing import Any
 from pydantic import ValidationError
 from tornado.web import HTTPError
 
+from trainhub import settings
 from trainhub.bundle.errors import BundleError
-from trainhub.errors import BackendUnavailable, Conflict, NotFound, OverQuota, TooLarge
+from trainhub.errors import (
+    BackendUnavailable,
+    Conflict,
+    NotFound,
+    OverQuota,
+    TooLarge,
+    scrub_paths,
+)
 from trainhub.jobs.spec import SpecError, explain
 
 INTERNAL_MESSAGE = "The trainhub server hit an internal error; the details are in the server log."
@@ -31,6 +39,22 @@ def error_response(
     exc: BaseException | None, status: int = 500, *, field: str | None = None
 ) -> tuple[int, dict[str, Any], bool]:
     """(status, JSON body, expected) for an exception; ``expected`` ones are not logged as bugs.
+
+    No sentence carries a path of the server's: one left in a message (an OS error's, a
+    path a user sent back) is cut to its last part, but for the dataset roots users are told.
+    """
+    code, body, expected = _response(exc, status, field=field)
+    keep = [str(root) for root in settings.dataset_roots()]
+    body["message"] = scrub_paths(str(body.get("message", "")), keep)
+    for error in body.get("errors") or []:
+        error["message"] = scrub_paths(str(error.get("message", "")), keep)
+    return code, body, expected
+
+
+def _response(
+    exc: BaseException | None, status: int = 500, *, field: str | None = None
+) -> tuple[int, dict[str, Any], bool]:
+    """(status, JSON body, expected) for an exception, before paths are scrubbed.
 
     ``field`` names what of the request a refusal that names no field is about (the part of
     the path that chose the file that was refused, say).
