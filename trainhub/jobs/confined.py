@@ -15,8 +15,10 @@ is the server's own and is trusted, links included.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import secrets
 import shutil
 import stat
 from collections.abc import Iterator
@@ -26,6 +28,7 @@ from typing import BinaryIO
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _JOB_FOLDERS = frozenset({"bundle", "checkpoints", "logs", "metrics", "outputs", "status"})
 _APPEND_FLAGS = (
     os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -134,6 +137,34 @@ def opened(job_dir: Path, relative: str | os.PathLike[str]) -> Iterator[BinaryIO
     """``with opened(job_dir, "logs/rank-0.log") as f:`` — a binary file object, unbuffered."""
     with opened_file(job_dir, relative) as f:
         yield f
+
+
+def replace(
+    job_dir: Path, relative: str | os.PathLike[str], data: bytes, *, mode: int = 0o644
+) -> None:
+    """Write the job's file ``relative`` whole: a new file in its (real) folder, renamed over
+    the name, so whatever the job left there (a link, a FIFO) is replaced, never written
+    through or waited on."""
+    parts = _parts(relative)
+    if not parts:
+        raise NotAJobFile("the job directory is not a file")
+    parent = _open_dir(job_dir, parts[:-1])
+    temp = f".{parts[-1]}.{secrets.token_hex(4)}"
+    try:
+        fd = os.open(temp, _NEW_FLAGS, mode, dir_fd=parent)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=parent)
+        raise
+    finally:
+        os.close(parent)
 
 
 def opened_file(job_dir: Path, relative: str | os.PathLike[str]) -> BinaryIO:

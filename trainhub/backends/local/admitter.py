@@ -30,8 +30,10 @@ from trainhub.backends.local.admission import (
 )
 from trainhub.backends.local.plan import attempt_plan, write_plan
 from trainhub.backends.local.store import Store
+from trainhub.bundle.layout import REQUIREMENTS
 from trainhub.bundle.requirements import load_requirements
 from trainhub.errors import OverQuota
+from trainhub.jobs import confined
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
@@ -150,7 +152,12 @@ class Admitter:
     @staticmethod
     def _needs_pip(jobdir: JobDir) -> bool:
         try:
+            # The admitting process may be the server answering another user: a requirements
+            # file the job replaced by a link or a FIFO is refused before anything opens it.
+            confined.size(jobdir.root, f"bundle/{REQUIREMENTS}")
             return bool(load_requirements(jobdir.bundle))
+        except FileNotFoundError:
+            return False
         except ValueError:  # unreadable: the ranks start, and the runner names the file
             return False
 

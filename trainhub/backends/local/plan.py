@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from trainhub.backends.local import processes
 from trainhub.backends.local.startup import PLAN
 from trainhub.backends.local.store import Store
 from trainhub.backends.local.torchrun import LaunchPlan, launch_plan
 from trainhub.checkpoint.layout import resume_checkpoint
+from trainhub.jobs import confined
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import JobSpec
@@ -51,7 +53,7 @@ def attempt_plan(
 
 
 def write_plan(job_dir: str | os.PathLike[str], attempt: int, plan: LaunchPlan) -> None:
-    """For the launcher; readable only by the user, as it holds the job's environment."""
-    fd = os.open(os.path.join(job_dir, PLAN), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump({"attempt": attempt, **plan}, f)
+    """For the launcher; readable only by the user, as it holds the job's environment. Written
+    without following links: a job retried after its supervisor died may have left one there."""
+    data = json.dumps({"attempt": attempt, **plan}).encode()
+    confined.replace(Path(job_dir), PLAN, data, mode=0o600)
