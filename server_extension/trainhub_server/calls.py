@@ -16,6 +16,7 @@ import asyncio
 import functools
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -36,11 +37,12 @@ class CallTimedOut(BackendUnavailable):
 
 
 class _Work:
-    __slots__ = ("fn", "future", "written_off")
+    __slots__ = ("fn", "future", "thread", "written_off")
 
     def __init__(self, fn: Callable[[], Any]):
         self.fn = fn
         self.future: Future[Any] = Future()
+        self.thread: threading.Thread | None = None
         self.written_off = False
 
 
@@ -61,6 +63,7 @@ class Workers:
         self._stuck = 0  # written-off threads still in their call
         self._started = 0
         self._closed = False
+        self._threads: set[threading.Thread] = set()  # those that take work
 
     @property
     def stuck(self) -> int:
@@ -86,22 +89,38 @@ class Workers:
             if work.future.running():
                 self._live -= 1
                 self._stuck += 1
+                self._threads.discard(work.thread)  # not waited for at shutdown
                 self._start_if_short()
 
-    def shutdown(self) -> None:
+    def shutdown(self, wait_s: float = 10.0) -> None:
+        """Stop taking work; wait up to ``wait_s`` for the calls running (not the stuck ones),
+        so that what they use (the store) is closed only after them."""
         with self._lock:
             self._closed = True
             for _ in range(self._live):
                 self._queue.put(None)
+            threads = list(self._threads)
+        deadline = time.monotonic() + wait_s
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def _start_if_short(self) -> None:
         if self._waiting < self._queued and self._live < self.size:
             self._live += 1
             self._started += 1
             name = f"{self.name}-{self._started}"
-            threading.Thread(target=self._run, name=name, daemon=True).start()
+            thread = threading.Thread(target=self._run, name=name, daemon=True)
+            self._threads.add(thread)
+            thread.start()
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+
+    def _serve(self) -> None:
         while True:
             with self._lock:
                 self._waiting += 1
@@ -113,6 +132,7 @@ class Workers:
                 self._queued -= 1
                 if work.written_off or not work.future.set_running_or_notify_cancel():
                     continue
+                work.thread = threading.current_thread()
             try:
                 result = work.fn()
             except BaseException as e:
