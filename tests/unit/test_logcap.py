@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainhub.jobs import limits
+from trainhub.jobs.environment import job_environment
 from trainhub.rank.logcap import LogCap, file_marker, line_marker
 
 
@@ -67,3 +68,18 @@ def test_the_defaults_are_documented_settings(monkeypatch):
     monkeypatch.delenv("TRAINHUB_LIMIT_LOG_FILE_BYTES", raising=False)
     monkeypatch.setenv("TRAINHUB_LIMIT_LOG_LINE_BYTES", "4096")
     assert limits.rank_settings() == {"TRAINHUB_LIMIT_LOG_LINE_BYTES": "4096"}
+
+
+def test_an_admins_caps_travel_with_every_job(monkeypatch):
+    def env() -> dict[str, str]:
+        return job_environment(
+            {}, job_id="j", job_dir="/j", attempt=0, resume_from=None, dataset_paths={}
+        )
+
+    monkeypatch.delenv("TRAINHUB_LIMIT_LOG_LINE_BYTES", raising=False)
+    monkeypatch.delenv("TRAINHUB_LIMIT_LOG_FILE_BYTES", raising=False)
+    assert not any(name.startswith("TRAINHUB_LIMIT_") for name in env())
+    monkeypatch.setenv("TRAINHUB_LIMIT_LOG_FILE_BYTES", "1048576")
+    monkeypatch.setenv("TRAINHUB_LIMIT_TAGS", "3")  # a submit-side limit stays behind
+    assert env()["TRAINHUB_LIMIT_LOG_FILE_BYTES"] == "1048576"
+    assert "TRAINHUB_LIMIT_TAGS" not in env()
