@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jupyter_server.extension.handler import ExtensionHandlerMixin
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from trainhub.jobs.spec import field_error
+from trainhub.jobs.spec import FieldError, SpecError, field_error
 from trainhub_server.error_map import error_response
 
 if TYPE_CHECKING:
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from trainhub_server.calls import ServiceCalls
 
 AUTH_RESOURCE = "trainhub"
+Q = TypeVar("Q", bound=BaseModel)
 # The largest integer a browser's JSON numbers hold exactly; sequence numbers and byte offsets
 # stay far below it, and SQLite's and the OS's 64-bit integers never overflow on one.
 MAX_INTEGER = 2**53
@@ -69,21 +70,24 @@ class TrainhubHandlerMixin(ExtensionHandlerMixin):
                 raw = self.path_kwargs[name]  # type: ignore[attr-defined]
                 self.path_kwargs[name] = str(whole_number(name, raw))  # type: ignore[attr-defined]
 
-    def int_argument(
-        self, name: str, default: int | None = None, *, minimum: int = 0
-    ) -> int | None:
-        raw = self.get_argument(name, None)  # type: ignore[attr-defined]
-        if raw is None or raw == "":
-            return default
+    def query(self, model: type[Q]) -> Q:
+        """The query arguments, validated by ``model`` (one field per argument, as the API's
+        document says); a bad one is refused naming it. An empty argument counts as absent."""
+        values: dict[str, Any] = {}
+        for name in model.model_fields:
+            given = [v for v in self.get_arguments(name) if v != ""]  # type: ignore[attr-defined]
+            if given:
+                repeated = name in getattr(model, "repeated", ())
+                values[name] = given if repeated else given[-1]
         try:
-            value = int(raw)
-        except ValueError:
-            raise field_error(name, f"must be an integer, got {raw!r}") from None
-        if value < minimum:
-            raise field_error(name, f"must be {minimum} or more")
-        if value > MAX_INTEGER:
-            raise field_error(name, f"must be at most {MAX_INTEGER}")
-        return value
+            return model.model_validate(values)
+        except ValidationError as e:
+            raise SpecError(
+                [
+                    FieldError(field=str(item["loc"][0]), message=item["msg"])
+                    for item in e.errors(include_url=False)
+                ]
+            ) from None
 
     def request_field(self) -> str | None:
         """What a refusal that names no field is about: the last part of the path that names

@@ -20,11 +20,19 @@ from trainhub.checkpoint.layout import read_manifest
 from trainhub.errors import TooLarge
 from trainhub.jobs import limits
 from trainhub.jobs.models import ListJobsQuery
-from trainhub.jobs.states import JobState
 from trainhub_server.base import TrainhubHandlerMixin, dump, field_error
 from trainhub_server.nesting import too_deep
 from trainhub_server.parameters import notebook_parameters
-from trainhub_server.payloads import config_payload, dry_run
+from trainhub_server.payloads import (
+    LOG_CHUNK_MOST,
+    ListJobsParams,
+    LogParams,
+    NotebookParams,
+    RecordsParams,
+    SubmitParams,
+    config_payload,
+    dry_run,
+)
 
 DOWNLOAD_CHUNK = 1 << 20
 
@@ -90,24 +98,15 @@ class JobsHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        raw_states = self.get_arguments("state")
-        try:
-            states = [JobState(s) for s in raw_states] or None
-        except ValueError:
-            allowed = ", ".join(s.value for s in JobState)
-            raise field_error("state", f"must be one of {allowed}") from None
-        query = ListJobsQuery(
-            states=states,
-            limit=self.int_argument("limit", 50, minimum=1),
-            before=self.int_argument("before"),
-        )
+        params = self.query(ListJobsParams)
+        query = ListJobsQuery(states=params.state, limit=params.limit, before=params.before)
         self.reply(await self.calls.call(self.service.list_jobs, query, user=self.owner))
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
         body = self.body_json(required=True)
-        if self.get_argument("dry_run", "0").lower() in {"1", "true", "yes"}:
+        if self.query(SubmitParams).dry_run:
             await self.calls.call(dry_run, self.service, body, user=self.owner)
             self.reply({"valid": True})
             return
@@ -158,12 +157,9 @@ class EventsHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str) -> None:
+        params = self.query(RecordsParams)
         events, next_offset = await self.calls.call(
-            self.service.events,
-            job_id,
-            user=self.owner,
-            offset=self.int_argument("offset", 0),
-            limit=self.int_argument("limit", None, minimum=1),
+            self.service.events, job_id, user=self.owner, offset=params.offset, limit=params.limit
         )
         self.reply({"events": events, "next_offset": next_offset})
 
@@ -181,15 +177,15 @@ class LogHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str, rank: str) -> None:
-        offset = self.int_argument("offset", 0)
-        length = self.int_argument("length", 1 << 20, minimum=1)
+        params = self.query(LogParams)
+        offset = params.offset
         data, next_offset = await self.calls.call(
             self.service.log,
             job_id,
             user=self.owner,
             rank=int(rank),
             offset=offset,
-            length=min(length, 16 << 20),
+            length=min(params.length, LOG_CHUNK_MOST),
         )
         # The data ends on a character boundary: only bytes that are not UTF-8 are replaced.
         self.reply(
@@ -201,13 +197,14 @@ class MetricsHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str, kind: str) -> None:
+        params = self.query(RecordsParams)
         records, next_offset = await self.calls.call(
             self.service.metrics,
             job_id,
             kind,
             user=self.owner,
-            offset=self.int_argument("offset", 0),
-            limit=self.int_argument("limit", None, minimum=1),
+            offset=params.offset,
+            limit=params.limit,
         )
         self.reply({"records": records, "next_offset": next_offset})
 
@@ -277,5 +274,5 @@ class NotebookParametersHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        path = self.get_argument("path", "")
+        path = self.query(NotebookParams).path
         self.reply(await self.calls.read(notebook_parameters, self.service.workspace_root, path))

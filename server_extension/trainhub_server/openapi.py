@@ -40,6 +40,7 @@ from trainhub_server.payloads import (
     Query,
     RecordsParams,
     ServerConfig,
+    StreamParams,
     SubmitParams,
 )
 
@@ -151,7 +152,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("/jobs/{job_id}/events/stream", "get"): Operation(
         "Websocket: {events: [...], next_offset} as events are appended; then {type: end}",
         websocket=True,
-        query=RecordsParams,
+        query=StreamParams,
         errors=JOB,
     ),
     ("/jobs/{job_id}/logs", "get"): Operation("The ranks that have a log", LogRanks, errors=JOB),
@@ -167,7 +168,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Websocket: LogChunk messages (whole lines, a partial one after 0.5 s, whole UTF-8 "
         "characters; coalesced every ~50 ms); then {type: end}",
         websocket=True,
-        query=RecordsParams,
+        query=StreamParams,
         errors=JOB,
     ),
     ("/jobs/{job_id}/metrics/{kind}", "get"): Operation(
@@ -176,7 +177,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("/jobs/{job_id}/metrics/{kind}/stream", "get"): Operation(
         "Websocket: {records: [...], next_offset} as records are appended; then {type: end}",
         websocket=True,
-        query=RecordsParams,
+        query=StreamParams,
         errors=JOB,
     ),
     ("/jobs/{job_id}/checkpoints", "get"): Operation(

@@ -3,7 +3,7 @@ document is generated from them), the config endpoint's answer and the dry run o
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from annotated_types import Le
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,12 +21,16 @@ LOG_CHUNK_MOST = 16 << 20
 
 
 class Query(BaseModel):
-    """Query parameters: each field is one parameter, named as in the URL."""
+    """Query parameters: each field is one parameter, named as in the URL; those in
+    ``repeated`` may be given more than once (``?state=a&state=b``)."""
 
     model_config = ConfigDict(extra="ignore")
+    repeated: ClassVar[frozenset[str]] = frozenset()
 
 
 class ListJobsParams(Query):
+    repeated = frozenset({"state"})
+
     state: list[JobState] | None = Field(None, description="Only jobs in these states")
     limit: int = Field(50, ge=1, le=500)
     before: int | None = Field(
@@ -38,13 +42,15 @@ class SubmitParams(Query):
     dry_run: bool = Field(False, description="Only validate: spec, paths, capacity, bundle")
 
 
-class RecordsParams(Query):
+class StreamParams(Query):
     offset: int = Field(0, ge=0, le=MAX_INTEGER, description="Byte offset to read from")
+
+
+class RecordsParams(StreamParams):
     limit: int | None = Field(None, ge=1, le=MAX_INTEGER, description="At most this many")
 
 
-class LogParams(Query):
-    offset: int = Field(0, ge=0, le=MAX_INTEGER, description="Byte offset to read from")
+class LogParams(StreamParams):
     length: int = Field(
         LOG_CHUNK_DEFAULT,
         ge=1,

@@ -25,6 +25,7 @@ from trainhub.jobs.directory import EVENTS, JobDir
 from trainhub.jobs.logs import LogFollower
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub_server.base import TrainhubHandlerMixin, field_error
+from trainhub_server.payloads import StreamParams
 from trainhub_server.tails import JsonlTail
 
 END = {"type": "end"}
@@ -96,7 +97,7 @@ class JobFollower(StreamHandler):
     job_id: str
 
     async def setup(self, job_id: str, *args: Any) -> None:
-        self.offset = self.int_argument("offset", 0)
+        self.offset = self.query(StreamParams).offset
         self.job_id = job_id
         self.jobdir = await self.calls.call(self.service.jobdir, job_id, self.owner)
 
@@ -127,7 +128,7 @@ class LogStreamHandler(JobFollower):
     interval = 0.05
 
     async def setup(self, job_id: str, rank: str) -> None:  # type: ignore[override]
-        self.offset = self.int_argument("offset", 0)
+        self.offset = self.query(StreamParams).offset
         self.job_id = job_id
         self.jobdir = await self.calls.call(
             self.service.log_dir, job_id, user=self.owner, rank=int(rank)

@@ -149,3 +149,25 @@ async def test_offsets_past_what_a_file_system_holds_read_nothing(
         "GET", "jobs", finished_job, "logs", "0", params={"offset": offset}
     )
     assert status == 200 and chunk["text"] == "" and chunk["next_offset"] == 2**53, chunk
+
+
+async def test_query_arguments_are_checked_by_the_documented_models(
+    api: Any, finished_job: str
+) -> None:
+    before = await jobs_count(api)
+    status, error, _ = await api("POST", "jobs", body=spec(), params={"dry_run": "maybe"})
+    assert status == 400 and fields(error) == ["dry_run"], error  # never a real submit
+    cases = [
+        (("jobs",), {"limit": "0"}, "limit"),
+        (("jobs",), {"limit": "501"}, "limit"),
+        (("jobs",), {"state": "sleeping"}, "state"),
+        (("jobs", finished_job, "events"), {"offset": "-1"}, "offset"),
+        (("jobs", finished_job, "events"), {"limit": "ten"}, "limit"),
+        (("jobs", finished_job, "metrics", "scalars"), {"offset": "1.5"}, "offset"),
+        (("jobs", finished_job, "logs", "0"), {"length": "0"}, "length"),
+        (("notebook", "parameters"), {}, "path"),
+    ]
+    for parts, params, field in cases:
+        status, error, _ = await api("GET", *parts, params=params)
+        assert status == 400 and fields(error) == [field], (parts, params, error)
+    assert await jobs_count(api) == before
