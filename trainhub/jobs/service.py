@@ -383,11 +383,6 @@ class JobService:
     def checkpoints(self, job_id: str, *, user: str | None = None) -> list[CheckpointInfo]:
         return list_checkpoints(self.jobdir(job_id, user).checkpoints)
 
-    def checkpoint_file(
-        self, job_id: str, step: int, name: str, *, user: str | None = None
-    ) -> Path:
-        return resolve_file(self.jobdir(job_id, user).checkpoints, step, name)
-
     def open_checkpoint_file(
         self, job_id: str, step: int, name: str, *, user: str | None = None
     ) -> tuple[BinaryIO, str, int]:
