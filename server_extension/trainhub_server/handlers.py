@@ -1,4 +1,4 @@
-"""REST handlers: thin, each one a service call off the event loop (contract: openapi.yaml).
+"""REST handlers: thin, each one a service call off the event loop (contract: openapi.py).
 
 Every method is ``@tornado.web.authenticated`` and ``@authorized`` on the "trainhub" resource;
 tests/server/test_auth.py fails when one is not.
@@ -9,22 +9,26 @@ from __future__ import annotations
 import json
 import threading
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
+from pydantic import BaseModel, ValidationError
 from tornado import web
 
 from trainhub.checkpoint.layout import read_manifest
 from trainhub.errors import TooLarge
 from trainhub.jobs import limits
 from trainhub.jobs.models import ListJobsQuery
+from trainhub.jobs.spec import explain
 from trainhub_server.base import TrainhubHandlerMixin, dump, field_error
 from trainhub_server.nesting import too_deep
 from trainhub_server.parameters import notebook_parameters
 from trainhub_server.payloads import (
     LOG_CHUNK_MOST,
+    CancelRequest,
+    ChangeRequest,
     ListJobsParams,
     LogParams,
     NotebookParams,
@@ -35,6 +39,7 @@ from trainhub_server.payloads import (
 )
 
 DOWNLOAD_CHUNK = 1 << 20
+M = TypeVar("M", bound=BaseModel)
 
 
 class TrainhubAPIHandler(TrainhubHandlerMixin, APIHandler):
@@ -57,11 +62,13 @@ class TrainhubAPIHandler(TrainhubHandlerMixin, APIHandler):
             raise field_error("body", "must be a JSON object")
         return body
 
-    def overrides(self, body: dict[str, Any]) -> dict[str, Any] | None:
-        overrides = body.get("overrides")
-        if overrides is not None and not isinstance(overrides, dict):
-            raise field_error("overrides", "must be an object of JobSpec fields")
-        return overrides
+    def body_as(self, model: type[M]) -> M:
+        """The JSON body validated by ``model`` (as the API's document says), naming a bad
+        field."""
+        try:
+            return model.model_validate(self.body_json())
+        except ValidationError as e:
+            raise explain(e) from None
 
     @cached_property
     def abandoned(self) -> threading.Event:
@@ -127,12 +134,7 @@ class CancelHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def post(self, job_id: str) -> None:
-        reason = self.body_json().get("reason")
-        if reason is not None and not isinstance(reason, str):
-            raise field_error("reason", "must be text")
-        most = limits.current().reason_chars
-        if reason is not None and len(reason) > most:
-            raise field_error("reason", f"must be at most {most} characters")
+        reason = self.body_as(CancelRequest).reason
         self.reply(
             await self.calls.call(self.service.cancel, job_id, user=self.owner, reason=reason)
         )
@@ -142,7 +144,7 @@ class ResubmitHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def post(self, job_id: str) -> None:
-        overrides = self.overrides(self.body_json())
+        overrides = self.body_as(ChangeRequest).overrides
         described = await self.calls.call(
             self.service.resubmit,
             job_id,
@@ -258,7 +260,7 @@ class CheckpointResumeHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def post(self, job_id: str, step: str) -> None:
-        overrides = self.overrides(self.body_json())
+        overrides = self.body_as(ChangeRequest).overrides
         described = await self.calls.call(
             self.service.resume,
             job_id,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from annotated_types import Le
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trainhub.backends.base import Backend
 from trainhub.checkpoint.layout import CheckpointInfo
@@ -64,13 +64,25 @@ class NotebookParams(Query):
 
 
 class CancelRequest(BaseModel):
-    reason: str | None = Field(None, max_length=job_limits.Limits().reason_chars)
+    reason: str | None = Field(
+        None,
+        json_schema_extra={"maxLength": job_limits.Limits().reason_chars},  # by default
+        description="Why, in a sentence, kept with the job",
+    )
+
+    @field_validator("reason")
+    @classmethod
+    def _short(cls, v: str | None) -> str | None:
+        most = job_limits.current().reason_chars  # the limit in force, which an admin may set
+        if v is not None and len(v) > most:
+            raise ValueError(f"must be at most {most} characters")
+        return v
 
 
 class ChangeRequest(BaseModel):
     """The body of a resubmit or a resume: JobSpec fields to change (top-level keys replace)."""
 
-    overrides: dict[str, Any] | None = None
+    overrides: dict[str, Any] | None = Field(None, description="JobSpec fields to change")
 
 
 class Error(BaseModel):

@@ -171,3 +171,20 @@ async def test_query_arguments_are_checked_by_the_documented_models(
         status, error, _ = await api("GET", *parts, params=params)
         assert status == 400 and fields(error) == [field], (parts, params, error)
     assert await jobs_count(api) == before
+
+
+async def test_cancel_and_change_bodies_are_checked_by_the_documented_models(
+    api: Any, server_service: JobService
+) -> None:
+    job = insert_job(server_service, state=JobState.SUCCEEDED, name="bodies").id
+    before = await jobs_count(api)
+    for parts, body, field in [
+        (("cancel",), {"reason": 5}, "reason"),
+        (("cancel",), {"reason": ["a"]}, "reason"),
+        (("resubmit",), {"overrides": "x"}, "overrides"),
+        (("resubmit",), {"overrides": [1]}, "overrides"),
+        (("checkpoints", "1", "resume"), {"overrides": 3}, "overrides"),
+    ]:
+        status, error, _ = await api("POST", "jobs", job, *parts, body=body)
+        assert status == 400 and fields(error) == [field], (parts, body, error)
+    assert await jobs_count(api) == before
