@@ -7,6 +7,8 @@
 # Everything lands in ${TRAINHUB_CACHE:-$HOME/.cache/trainhub}/k8s/:
 #   go/{path,modcache,cache}   private GOPATH, GOMODCACHE and GOCACHE, shared by all keys
 #   <key>/bin/                 etcd kube-apiserver kube-controller-manager kube-scheduler kwok kueue
+#                              and the real node's kubelet kube-proxy coredns pause
+#                              trainhub-device-plugin (each built when missing, on its own)
 #   <key>/kueue/crds/          Kueue CRDs copied from the module
 #   <key>/kueue/webhook.yaml   Kueue's webhook configurations (service-based; cluster.py rewrites them)
 #   <key>/src/                 the generated Go module used to build the Kubernetes binaries
@@ -23,16 +25,44 @@ key="k8s-${K8S_VERSION}_kueue-${KUEUE_VERSION}_kwok-${KWOK_VERSION}"
 dir="$cache_root/$key"
 bin="$dir/bin"
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kueue)
+# The real node's binaries: each one is complete once it is in bin/ (moved there whole),
+# so adding one builds only that one, never the control plane again.
+node_binaries=(kubelet kube-proxy coredns pause trainhub-device-plugin)
+# Debian packages the real node runs on (command or file each one provides).
+node_packages=(containerd:containerd runc:runc iptables:iptables conntrack:conntrack
+  containernetworking-plugins:/usr/lib/cni/bridge busybox-static:/bin/busybox iproute2:ip)
+deviceplugin_src="$here/deviceplugin"
+# The device plugin is rebuilt when its source changes (cluster.py compares the same hash).
+deviceplugin_hash() {
+  (cd "$deviceplugin_src" && LC_ALL=C find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) \
+    | sha256sum | cut -c1-16
+}
 
 if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$dir"
   exit 0
 fi
 
+# --- Debian packages of the real node ---------------------------------------------
+need_apt=()
+for entry in "${node_packages[@]}"; do
+  pkg="${entry%%:*}" what="${entry#*:}"
+  if [[ "$what" == /* ]]; then [[ -e "$what" ]] || need_apt+=("$pkg")
+  else command -v "$what" >/dev/null || need_apt+=("$pkg"); fi
+done
+if ((${#need_apt[@]})); then
+  echo "[build.sh] installing Debian packages for the real node: ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # Another installer may hold the dpkg lock for a while: wait for it.
+  apt-get -o DPkg::Lock::Timeout=900 update -qq \
+    && apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${need_apt[@]}"
+fi
+
 complete() {
   [[ -f "$dir/.complete" ]] || return 1
-  for b in "${binaries[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
-  return 0
+  for b in "${binaries[@]}" "${node_binaries[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
+  [[ "$(cat "$bin/coredns.version" 2>/dev/null)" == "$COREDNS_VERSION" ]] || return 1
+  [[ "$(cat "$bin/trainhub-device-plugin.source" 2>/dev/null)" == "$(deviceplugin_hash)" ]]
 }
 if complete; then
   echo "k8s test binaries already built: $bin"
@@ -61,7 +91,7 @@ step() { echo "[build.sh +$((SECONDS - started))s] $*"; }
 # module consumer cannot use; the same replace list, rewritten to the published
 # k8s.io/* v0.X.Y tags, is generated from its own go.mod.
 k8s_missing=0
-for b in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
   [[ -x "$bin/$b" ]] || k8s_missing=1
 done
 src="$dir/src"
@@ -106,7 +136,9 @@ step "resolving the module graph"
 (cd "$src" && run "$GO" get -tool \
   "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" \
   "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" \
-  "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" && run "$GO" mod tidy)
+  "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" \
+  "k8s.io/kubernetes/cmd/kubelet@$K8S_VERSION" \
+  "k8s.io/kubernetes/cmd/kube-proxy@$K8S_VERSION" && run "$GO" mod tidy)
 k8s_minor="${K8S_VERSION#v1.}"; k8s_minor="${k8s_minor%%.*}"
 k8s_ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -124,8 +156,12 @@ build_k8s etcd ./etcd
 build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build_k8s kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 build_k8s kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+build_k8s kubelet k8s.io/kubernetes/cmd/kubelet
+build_k8s kube-proxy k8s.io/kubernetes/cmd/kube-proxy
 
 fi
+
+k8s_dir="$(cd /tmp && "$GO" mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
 
 # --- kwok: go install at the pinned tag, with its own go.mod ------------------------
 if [[ -x "$bin/kwok" ]]; then
@@ -171,6 +207,78 @@ else
   mv "$bin/kueue.tmp" "$bin/kueue"
 fi
 
+# --- the real node: pause, CoreDNS, the device plugin -------------------------------
+# pause: the sandbox container of every pod, Kubernetes' own pause.c (build/pause in the
+# k8s.io/kubernetes module), compiled static as its Makefile does.
+pause_tag="$(sed -n 's/^TAG ?= //p' "$k8s_dir/build/pause/Makefile")"
+if [[ -x "$bin/pause" ]]; then
+  step "pause already built"
+else
+  step "building pause $pause_tag (k8s.io/kubernetes@$K8S_VERSION/build/pause/linux/pause.c)"
+  run "${CC:-cc}" -Os -Wall -Werror -static "-DVERSION=v$pause_tag-trainhub" \
+    -o "$bin/pause.tmp" "$k8s_dir/build/pause/linux/pause.c"
+  mv "$bin/pause.tmp" "$bin/pause"
+fi
+echo "$pause_tag" > "$dir/pause.version"
+
+# CoreDNS: a main with the plugins the cluster's DNS uses (CoreDNS' documented way to
+# choose plugins), in a module of its own requiring github.com/coredns/coredns.
+if [[ -x "$bin/coredns" && "$(cat "$bin/coredns.version" 2>/dev/null)" == "$COREDNS_VERSION" ]]; then
+  step "coredns already built"
+else
+  step "building coredns (github.com/coredns/coredns@$COREDNS_VERSION)"
+  csrc="$dir/src-coredns"
+  rm -rf "$csrc"
+  mkdir -p "$csrc"
+  cat > "$csrc/go.mod" <<GOMOD
+// Generated by tests/k8s/cluster/build.sh; do not edit.
+module trainhub.test/coredns
+
+go 1.26.0
+GOMOD
+  cat > "$csrc/main.go" <<'GOSRC'
+// CoreDNS with the plugins of the test cluster's DNS, in CoreDNS' own order (plugin.cfg).
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func init() {
+	dnsserver.Directives = []string{"bind", "ready", "health", "errors", "log", "cache", "kubernetes"}
+}
+
+func main() { coremain.Run() }
+GOSRC
+  (cd "$csrc" && run "$GO" get "github.com/coredns/coredns@$COREDNS_VERSION" && run "$GO" mod tidy)
+  (cd "$csrc" && run "$GO" build -trimpath \
+    -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" \
+    -o "$bin/coredns.tmp" .)
+  mv "$bin/coredns.tmp" "$bin/coredns"
+  echo "$COREDNS_VERSION" > "$bin/coredns.version"
+fi
+
+# The device plugin: source in tests/k8s/cluster/deviceplugin (its own go.mod/go.sum).
+dp_hash="$(deviceplugin_hash)"
+if [[ -x "$bin/trainhub-device-plugin" && "$(cat "$bin/trainhub-device-plugin.source" 2>/dev/null)" == "$dp_hash" ]]; then
+  step "trainhub-device-plugin already built"
+else
+  step "building trainhub-device-plugin ($deviceplugin_src)"
+  (cd "$deviceplugin_src" && run "$GO" build -trimpath -ldflags "-s -w" \
+    -o "$bin/trainhub-device-plugin.tmp" .)
+  mv "$bin/trainhub-device-plugin.tmp" "$bin/trainhub-device-plugin"
+  echo "$dp_hash" > "$bin/trainhub-device-plugin.source"
+fi
+
 # --- manifests out of the module cache ----------------------------------------------
 rm -rf "$dir/kueue" "$dir/kwok"
 mkdir -p "$dir/kueue/crds" "$dir/kueue/crd-patches" "$dir/kwok/stages"
@@ -194,6 +302,8 @@ staging=v0.${K8S_VERSION#v1.}
 etcd=$etcd_version
 kueue=$KUEUE_VERSION
 kwok=$KWOK_VERSION
+coredns=$COREDNS_VERSION
+pause=$pause_tag
 go=$("$GO" env GOVERSION)
 VERS
 touch "$dir/.complete"

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """A real Kubernetes control plane with Kueue and kwok GPU nodes, on 127.0.0.1.
 
-    python tests/k8s/cluster/cluster.py start --dir DIR   # prints the admin kubeconfig path
+    python tests/k8s/cluster/cluster.py start --dir DIR [--real-node]  # prints the kubeconfig
     python tests/k8s/cluster/cluster.py status --dir DIR
+    python tests/k8s/cluster/cluster.py import-image --dir DIR ARCHIVE [--base-name NAME]
     python tests/k8s/cluster/cluster.py stop --dir DIR [--clean]
+
+--real-node adds one real node (containerd, kubelet, kube-proxy, CoreDNS, a fake-GPU
+device plugin; see node.py) beside the kwok nodes.
 
 Components (binaries built by build.sh into the cache, see README.md): etcd,
 kube-apiserver (own CA, client-cert admin, RBAC+Node authorization, service-account
@@ -24,6 +28,7 @@ import base64
 import contextlib
 import datetime
 import functools
+import importlib.util
 import ipaddress
 import json
 import os
@@ -73,6 +78,18 @@ NODE_POOLS = (
 
 class ClusterError(RuntimeError):
     """The control plane could not be started; the message names the component."""
+
+
+def _load_node() -> Any:
+    """node.py, loaded by path like this file (tests load cluster.py by path too)."""
+    name = "trainhub_tests_k8s_node"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "node.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -305,7 +322,8 @@ class Cluster:
 
     # ---- public API
 
-    def start(self, timeout: float = 180.0) -> Path:
+    def start(self, timeout: float = 180.0, real_node: bool = False) -> Path:
+        """Start the control plane (and, with real_node, the real node); the kubeconfig."""
         missing = missing_binaries(self.base)
         if missing:
             raise ClusterError(
@@ -329,6 +347,8 @@ class Cluster:
             self._install_kueue_api()
             self._start_kwok(deadline)
             self._start_kueue(deadline)
+            if real_node:
+                self._start_node(deadline)
         except BaseException:
             self.stop()
             raise
@@ -336,16 +356,52 @@ class Cluster:
         self._save()
         return self.kubeconfig
 
+    def start_node(self, timeout: float = 180.0) -> None:
+        """Add the real node to this running control plane (started by this object)."""
+        try:
+            self._start_node(time.monotonic() + timeout)
+        except BaseException:
+            self.stop_node()
+            raise
+
+    def stop_node(self) -> list[str]:
+        """Stop the real node; what it left on the machine (empty when all is gone)."""
+        if not self.state.get("node") and self.state_file.exists():
+            self.state = json.loads(self.state_file.read_text())
+        return _load_node().RealNode(self).stop()
+
+    def node_leftovers(self) -> list[str]:
+        return _load_node().RealNode(self).leftovers()
+
+    def import_image(
+        self, archive: str | os.PathLike[str], base_name: str | None = None
+    ) -> list[str]:
+        """Import an OCI/docker image archive into the real node's containerd; its image names."""
+        try:
+            return _load_node().RealNode(self).import_image(archive, base_name)
+        except _load_node().NodeError as e:
+            raise ClusterError(str(e)) from None
+
+    def _start_node(self, deadline: float) -> None:
+        node = _load_node()
+        try:
+            node.RealNode(self).start(deadline)
+        except node.NodeError as e:
+            raise ClusterError(str(e)) from None
+
     def stop(self, clean: bool = False) -> None:
         if not self.state.get("processes") and self.state_file.exists():
             self.state = json.loads(self.state_file.read_text())
+        if self.state.get("node"):
+            left = self.stop_node()
+            if left:
+                print(
+                    "cluster.py: the real node left behind:\n  " + "\n  ".join(left),
+                    file=sys.stderr,
+                )
         procs = self.state.get("processes", {})
         for name in reversed(COMPONENTS):
-            p = procs.get(name)
-            if p and pid_alive(p["pid"], p["argv0"]):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(p["pid"], signal.SIGTERM)
-                self._wait_exit(name, p, 15.0)
+            self._stop_process(name, procs.get(name))
         self.state["processes"] = {}
         self.state["ready"] = False
         if self.dir.exists():
@@ -363,6 +419,7 @@ class Cluster:
                 for n, p in state.get("processes", {}).items()
             },
             "ports": state.get("ports", {}),
+            "node": state.get("node"),
         }
 
     # ---- steps
@@ -479,6 +536,8 @@ class Cluster:
                 f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
                 f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
                 f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+                # The real node's hostname does not resolve; its InternalIP does.
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
                 "--authorization-mode=Node,RBAC",
                 "--anonymous-auth=false",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
@@ -714,7 +773,13 @@ class Cluster:
 
     # ---- processes
 
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+    def _spawn(
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        pass_fds: tuple[int, ...] = (),
+    ) -> None:
         with open(self.logs / f"{name}.log", "ab") as log:
             proc = subprocess.Popen(
                 argv,
@@ -725,10 +790,27 @@ class Cluster:
                 env=env,
                 start_new_session=True,  # outlives the CLI; stop() ends it by PID
                 preexec_fn=_parent_death_signal if self.die_with_parent else None,
+                pass_fds=pass_fds,
             )
         self._popen[name] = proc
         self.state["processes"][name] = {"pid": proc.pid, "argv0": argv[0]}
         self._save()
+
+    def _alive(self, p: dict[str, Any]) -> bool:
+        return pid_alive(p["pid"], p["argv0"])
+
+    def _stop_process(self, name: str, p: dict[str, Any] | None) -> None:
+        if p and pid_alive(p["pid"], p["argv0"]):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p["pid"], signal.SIGTERM)
+            self._wait_exit(name, p, 15.0)
+
+    @staticmethod
+    def _free_port() -> int:
+        return free_port()
+
+    def _write_kubeconfig(self, path: Path, crt: Path, key: Path, user: str) -> None:
+        write_kubeconfig(path, self.server, self.pki.ca_crt, crt, key, user)
 
     def _wait_exit(self, name: str, p: dict[str, Any], grace: float) -> None:
         proc = self._popen.get(name)
@@ -904,21 +986,29 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("start", "stop", "status"):
+    for name in ("start", "stop", "status", "import-image"):
         sp = sub.add_parser(name)
         sp.add_argument("--dir", required=True, help="working directory of this cluster")
         if name == "start":
             sp.add_argument(
                 "--timeout", type=float, default=180.0, help="seconds to wait for readiness"
             )
+            sp.add_argument(
+                "--real-node", action="store_true", help="also start the real node (node.py)"
+            )
         if name == "stop":
             sp.add_argument("--clean", action="store_true", help="also remove DIR")
+        if name == "import-image":
+            sp.add_argument("archive", help="OCI or docker image archive (tar)")
+            sp.add_argument(
+                "--base-name", help="image name for an OCI archive whose ref.name is a tag"
+            )
     args = ap.parse_args(argv)
     cluster = Cluster(args.dir)
     if args.cmd == "start":
         t0 = time.monotonic()
         try:
-            kubeconfig = cluster.start(timeout=args.timeout)
+            kubeconfig = cluster.start(timeout=args.timeout, real_node=args.real_node)
         except ClusterError as e:
             print(f"cluster.py: {e}", file=sys.stderr)
             return 1
@@ -926,6 +1016,13 @@ def main(argv: list[str] | None = None) -> int:
         print(kubeconfig)
     elif args.cmd == "stop":
         cluster.stop(clean=args.clean)
+    elif args.cmd == "import-image":
+        try:
+            names = cluster.import_image(args.archive, args.base_name)
+        except ClusterError as e:
+            print(f"cluster.py: {e}", file=sys.stderr)
+            return 1
+        print("\n".join(names))
     else:
         print(json.dumps(cluster.status(), indent=2))
     return 0

@@ -1,0 +1,325 @@
+"""The real node beside the kwok nodes: containerd + kubelet run pods, kube-proxy and CoreDNS
+serve Services, the device plugin hands out fake GPUs, and Kueue admits onto it."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from kubernetes import client
+
+from tests.k8s.test_cluster import KUEUE, _condition, _workloads, wait_for
+
+if TYPE_CHECKING:
+    from tests.fixtures.k8s import K8sNamespace, RealNode
+
+
+def real_pod(node: RealNode, name: str, script: str, gpus: int = 0, **spec: Any) -> dict[str, Any]:
+    """A busybox pod meant for the real node (its selector and toleration) running `script`."""
+    resources: dict[str, Any] = {"requests": {"cpu": "10m", "memory": "16Mi"}}
+    if gpus:
+        resources["limits"] = {"nvidia.com/gpu": str(gpus)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "nodeSelector": {"type": node.labels["type"]},
+            "tolerations": [node.toleration],
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": node.images["busybox"],
+                    "imagePullPolicy": "Never",
+                    "command": ["/bin/sh", "-c", script],
+                    "resources": resources,
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def finished(core: client.CoreV1Api, ns: str, name: str, timeout: float = 90.0) -> Any:
+    """The pod once it Succeeded (its events in the failure message otherwise)."""
+
+    def done() -> Any:
+        pod = core.read_namespaced_pod(name, ns)
+        return pod if pod.status.phase in ("Succeeded", "Failed") else None
+
+    try:
+        pod = wait_for(f"pod {name} to finish", done, timeout=timeout)
+    except AssertionError:
+        events = core.list_namespaced_event(ns, field_selector=f"involvedObject.name={name}")
+        raise AssertionError(
+            f"pod {name} did not finish: " + "; ".join(e.message or "" for e in events.items)
+        ) from None
+    log = core.read_namespaced_pod_log(name, ns)
+    assert pod.status.phase == "Succeeded", f"pod {name} {pod.status.phase}; log:\n{log}"
+    return pod, log
+
+
+def test_real_node_is_ready_beside_kwok_nodes(
+    k8s_real_node: RealNode, k8s_namespace: K8sNamespace
+) -> None:
+    core = client.CoreV1Api(k8s_namespace.api)
+    node = core.read_node(k8s_real_node.name)
+    assert any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+    assert node.status.node_info.kubelet_version == "v1.35.3"
+    assert node.status.node_info.container_runtime_version.startswith("containerd://")
+    assert node.status.allocatable["nvidia.com/gpu"] == "2"
+    assert [(t.key, t.effect) for t in node.spec.taints] == [
+        ("trainhub.io/real-node", "NoSchedule")
+    ]
+    assert {k: node.metadata.labels[k] for k in k8s_real_node.labels} == k8s_real_node.labels
+    kwok = core.list_node(label_selector="type=kwok").items
+    assert sorted(n.metadata.name for n in kwok) == [
+        "kwok-a100-0",
+        "kwok-a100-1",
+        "kwok-t4-0",
+        "kwok-t4-1",
+    ]
+
+
+def test_pod_runs_to_completion_and_its_log_is_read_through_the_apiserver(
+    k8s_real_node: RealNode, k8s_namespace: K8sNamespace
+) -> None:
+    core = client.CoreV1Api(k8s_namespace.api)
+    ns = k8s_namespace.name
+    core.create_namespaced_pod(
+        ns, real_pod(k8s_real_node, "hello", 'echo "hello from $(hostname)"; cat /proc/1/cgroup')
+    )
+    pod, log = finished(core, ns, "hello")
+    assert pod.spec.node_name == k8s_real_node.name
+    assert "hello from hello" in log
+    # cgroup v1 with the cgroupfs driver: the container sits under the node's cgroup root.
+    assert re.search(r"^\d+:memory:/trainhub-node-\d+/kubepods/", log, re.M), log
+    prefix = k8s_real_node.subnet.rsplit(".", 1)[0] + "."
+    assert pod.status.pod_ip.startswith(prefix)
+
+
+def test_untolerating_pods_stay_off_the_real_node(
+    k8s_real_node: RealNode, k8s_namespace: K8sNamespace
+) -> None:
+    core = client.CoreV1Api(k8s_namespace.api)
+    body = real_pod(k8s_real_node, "no-toleration", "true")
+    del body["spec"]["tolerations"]
+    core.create_namespaced_pod(k8s_namespace.name, body)
+
+    def unschedulable() -> Any:
+        pod = core.read_namespaced_pod("no-toleration", k8s_namespace.name)
+        return [c for c in pod.status.conditions or [] if c.reason == "Unschedulable"]
+
+    (cond,) = wait_for("scheduler to refuse the pod", unschedulable)
+    assert "untolerated taint" in cond.message
+
+
+def test_pod_reaches_a_service_by_name_through_cluster_dns_and_kube_proxy(
+    k8s_real_node: RealNode, k8s_namespace: K8sNamespace
+) -> None:
+    core = client.CoreV1Api(k8s_namespace.api)
+    ns = k8s_namespace.name
+    server = real_pod(
+        k8s_real_node,
+        "web",
+        "mkdir -p /www && echo served-by-web > /www/index.html && httpd -f -p 8080 -h /www",
+    )
+    server["spec"]["restartPolicy"] = "Always"
+    core.create_namespaced_pod(ns, server)
+    core.create_namespaced_service(
+        ns,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+        },
+    )
+    cluster_ip = core.read_namespaced_service("web", ns).spec.cluster_ip
+    wait_for(
+        "web Running",
+        lambda: core.read_namespaced_pod("web", ns).status.phase == "Running",
+    )
+    # busybox-static cannot use glibc's resolver (no NSS modules in the image): nslookup
+    # asks the nameserver itself, and wget connects to the address (and port: no service
+    # name lookup either) it found; its -T option crashes that build, hence timeout.
+    script = (
+        "cat /etc/resolv.conf; nslookup web > /tmp/ns; cat /tmp/ns; "
+        "ip=$(awk '/^Address: /{a=$2} END{print a}' /tmp/ns); "
+        "for i in $(seq 1 20); do timeout 5 wget -q -O- http://$ip:80/ && exit 0; sleep 1; done; "
+        "exit 1"
+    )
+    core.create_namespaced_pod(ns, real_pod(k8s_real_node, "client", script))
+    _, log = finished(core, ns, "client")
+    assert f"nameserver {k8s_real_node.gateway}" in log
+    assert f"search {ns}.svc.cluster.local svc.cluster.local cluster.local" in log
+    assert re.search(rf"Name:\s+web\.{ns}\.svc\.cluster\.local\s+Address: {cluster_ip}", log), log
+    assert "served-by-web" in log  # through the ClusterIP: kube-proxy's rules
+
+
+def test_gpu_pod_gets_its_device_and_the_fake_nvml_library(
+    k8s_real_node: RealNode, k8s_namespace: K8sNamespace
+) -> None:
+    core = client.CoreV1Api(k8s_namespace.api)
+    ns = k8s_namespace.name
+    core.create_namespaced_resource_quota(
+        ns,
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "gpus"},
+            "spec": {"hard": {"requests.nvidia.com/gpu": "1"}},
+        },
+    )
+    wait_for(
+        "quota counted",
+        lambda: core.read_namespaced_resource_quota("gpus", ns).status.hard,
+    )
+    script = (
+        'echo "visible=$NVIDIA_VISIBLE_DEVICES cuda=$CUDA_VISIBLE_DEVICES"; '
+        "wc -c < /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1; cat $FAKE_NVML_STATE; "
+        "echo end-of-state; sleep 600"
+    )
+    core.create_namespaced_pod(ns, real_pod(k8s_real_node, "gpu", script, gpus=1))
+
+    def log_written() -> str:
+        pod = core.read_namespaced_pod("gpu", ns)
+        if pod.status.phase != "Running":
+            return ""
+        log = core.read_namespaced_pod_log("gpu", ns)
+        return log if "end-of-state" in log else ""
+
+    log = wait_for("the GPU pod's log", log_written, timeout=90)
+    fleet = dict(line.split("=", 1) for line in k8s_real_node.nvml_state.read_text().splitlines())
+    uuids = [fleet[f"gpu{i}.uuid"] for i in range(int(fleet["gpu_count"]))]
+    visible = re.search(r"visible=(\S+) cuda=(\S+)", log)
+    assert visible and visible.group(1) in uuids and visible.group(2) == "0", log
+    assert f"\n{k8s_real_node.nvml_library.stat().st_size}\n" in log
+    # NVML in the pod sees its own GPU only, with the node's values for it.
+    assert "gpu_count=1" in log and f"gpu0.uuid={visible.group(1)}" in log
+
+    # The quota counts the running pod's device: a second GPU pod is refused.
+    with pytest.raises(client.ApiException) as refused:
+        core.create_namespaced_pod(ns, real_pod(k8s_real_node, "gpu2", "true", gpus=1))
+    assert refused.value.status == 403 and "exceeded quota" in refused.value.body
+    core.delete_namespaced_pod("gpu", ns, grace_period_seconds=0)
+
+
+def test_kueue_admits_a_gpu_job_onto_the_real_node(
+    k8s_real_node: RealNode, k8s_namespace: K8sNamespace
+) -> None:
+    co = client.CustomObjectsApi(k8s_namespace.api)
+    batch = client.BatchV1Api(k8s_namespace.api)
+    core = client.CoreV1Api(k8s_namespace.api)
+    ns = k8s_namespace.name
+    flavor, cq = f"{ns}-real", f"{ns}-cq"
+    co.create_cluster_custom_object(
+        *KUEUE,
+        "resourceflavors",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": flavor},
+            "spec": {
+                "nodeLabels": {"type": k8s_real_node.labels["type"]},
+                "nodeTaints": [k8s_real_node.taint],
+                "tolerations": [k8s_real_node.toleration],
+            },
+        },
+    )
+    k8s_namespace.delete_cluster_object(*KUEUE, "resourceflavors", flavor)
+    co.create_cluster_custom_object(
+        *KUEUE,
+        "clusterqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                        "flavors": [
+                            {
+                                "name": flavor,
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "1"},
+                                    {"name": "memory", "nominalQuota": "1Gi"},
+                                    {"name": "nvidia.com/gpu", "nominalQuota": "2"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+    )
+    k8s_namespace.delete_cluster_object(*KUEUE, "clusterqueues", cq)
+    co.create_namespaced_custom_object(
+        *KUEUE,
+        ns,
+        "localqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "team"},
+            "spec": {"clusterQueue": cq},
+        },
+    )
+    template = real_pod(k8s_real_node, "train", 'echo "gpus=$NVIDIA_VISIBLE_DEVICES"', gpus=2)
+    # Kueue injects the flavor's node labels and tolerations: the Job names neither.
+    del template["spec"]["nodeSelector"], template["spec"]["tolerations"]
+    template.pop("apiVersion"), template.pop("kind")
+    template["metadata"] = {"labels": {"app": "train"}}
+    batch.create_namespaced_job(
+        ns,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+            "spec": {"suspend": True, "backoffLimit": 0, "template": template},
+        },
+    )
+    wait_for(
+        "Job Complete",
+        lambda: any(
+            c.type == "Complete" and c.status == "True"
+            for c in (batch.read_namespaced_job("train", ns).status.conditions or [])
+        ),
+        timeout=120,
+    )
+    (pod,) = core.list_namespaced_pod(ns, label_selector="job-name=train").items
+    assert pod.spec.node_name == k8s_real_node.name
+    log = core.read_namespaced_pod_log(pod.metadata.name, ns)
+    assert re.fullmatch(r"gpus=GPU-\S+,GPU-\S+\n", log), log
+    wait_for(
+        "Workload Finished",
+        lambda: all(_condition(w, "Finished") for w in _workloads(k8s_namespace)),
+    )
+
+
+def test_stopping_the_node_leaves_nothing_behind(
+    k8s_real_node: RealNode, k8s_namespace: K8sNamespace
+) -> None:
+    cluster = k8s_real_node.cluster
+    if cluster is None:
+        pytest.skip("the cluster was given (TRAINHUB_TEST_KUBECONFIG): not ours to stop")
+    core = client.CoreV1Api(k8s_namespace.api)
+    ns = k8s_namespace.name
+    # A pod still running when the node stops: its network, mounts and cgroups must go too.
+    core.create_namespaced_pod(ns, real_pod(k8s_real_node, "sleeper", "sleep 3600"))
+    wait_for(
+        "sleeper Running",
+        lambda: core.read_namespaced_pod("sleeper", ns).status.phase == "Running",
+    )
+    assert cluster.node_leftovers()  # the check sees a running node
+    t0 = time.monotonic()
+    assert cluster.stop_node() == []
+    assert time.monotonic() - t0 < 60
+    cluster.start_node()  # for the tests that follow in this package
+    assert core.read_node(k8s_real_node.name).status.allocatable["nvidia.com/gpu"] == "2"
