@@ -197,6 +197,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         [sys.executable, "-m", "jupyter_server"],
         env=env,
         cwd=workspace,
+        stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -229,7 +230,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         backend.close()
         yield server
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(20)
         except subprocess.TimeoutExpired:
