@@ -718,8 +718,10 @@ class RealNode:
                 capture_output=True,
                 text=True,
             )
-        for cached in Path("/var/lib/cni/results").glob(f"{conflist['name']}-{container_id}-*"):
-            cached.unlink(missing_ok=True)
+        # containerd's CNI library caches each result, the pod's loopback one included.
+        for network in (conflist["name"], "cni-loopback"):
+            for cached in Path("/var/lib/cni/results").glob(f"{network}-{container_id}-*"):
+                cached.unlink(missing_ok=True)
 
     def _shim_pids(self) -> list[int]:
         pids = []
