@@ -72,10 +72,10 @@ class TrainhubHandlerMixin(ExtensionHandlerMixin):
 
     def query(self, model: type[Q]) -> Q:
         """The query arguments, validated by ``model`` (one field per argument, as the API's
-        document says); a bad one is refused naming it. An empty argument counts as absent."""
+        document says); a bad one, an empty one included, is refused naming it."""
         values: dict[str, Any] = {}
         for name in model.model_fields:
-            given = [v for v in self.get_arguments(name) if v != ""]  # type: ignore[attr-defined]
+            given = self.get_arguments(name)  # type: ignore[attr-defined]
             if given:
                 repeated = name in getattr(model, "repeated", ())
                 values[name] = given if repeated else given[-1]

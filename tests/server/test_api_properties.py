@@ -282,10 +282,16 @@ def exercise(
         case=operation.as_strategy(generation_mode=mode),
         user=st.sampled_from(USERS),
         job=st.one_of(st.none(), st.sampled_from(sorted(server.jobs.values()))),
+        real_source=st.booleans(),
     )
-    def run(case: Any, user: str, job: str | None) -> None:
+    def run(case: Any, user: str, job: str | None, real_source: bool) -> None:
         if job is not None and "job_id" in (case.path_parameters or {}):
             case.path_parameters["job_id"] = job
+        source = case.body.get("source") if isinstance(case.body, dict) else None
+        if real_source and isinstance(source, dict):
+            # A notebook that exists takes a submit past the path checks, into the bundle and
+            # the queue (where it waits behind the held machine).
+            source.update(kind="notebook", path=NOTEBOOK)
         headers = server.headers(user)
         calls.append(1)
         where = f"{operation.label} ({mode.value}, as {user})"

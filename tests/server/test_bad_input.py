@@ -161,6 +161,8 @@ async def test_query_arguments_are_checked_by_the_documented_models(
         (("jobs",), {"limit": "0"}, "limit"),
         (("jobs",), {"limit": "501"}, "limit"),
         (("jobs",), {"state": "sleeping"}, "state"),
+        (("jobs",), {"state": ""}, "state"),
+        (("jobs",), {"before": ""}, "before"),
         (("jobs", finished_job, "events"), {"offset": "-1"}, "offset"),
         (("jobs", finished_job, "events"), {"limit": "ten"}, "limit"),
         (("jobs", finished_job, "metrics", "scalars"), {"offset": "1.5"}, "offset"),
