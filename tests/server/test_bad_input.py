@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+from tornado.httpclient import HTTPClientError
+
 from tests.server.conftest import insert_job, spec
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.service import JobService
@@ -190,3 +193,19 @@ async def test_cancel_and_change_bodies_are_checked_by_the_documented_models(
         status, error, _ = await api("POST", "jobs", job, *parts, body=body)
         assert status == 400 and fields(error) == [field], (parts, body, error)
     assert await jobs_count(api) == before
+
+
+async def test_websocket_paths_and_offsets_are_checked_before_the_upgrade(
+    jp_ws_fetch: Any, server_service: JobService
+) -> None:
+    job = insert_job(server_service, state=JobState.SUCCEEDED, name="wsinput").id
+    for parts, params, field in [
+        (("logs", "abc", "stream"), None, "rank"),
+        (("logs", "0", "stream"), {"offset": "-3"}, "offset"),
+        (("metrics", "GPU", "stream"), None, "kind"),
+        (("events", "stream"), {"offset": "x"}, "offset"),
+    ]:
+        with pytest.raises(HTTPClientError) as refused:
+            await jp_ws_fetch("trainhub", "api", "jobs", job, *parts, params=params)
+        assert refused.value.code == 400, parts
+        assert fields(json.loads(refused.value.response.body)) == [field], parts
