@@ -3,13 +3,20 @@ serve Services, the device plugin hands out fake GPUs, and Kueue admits onto it.
 
 from __future__ import annotations
 
+import io
+import json
 import re
+import subprocess
+import sys
+import tarfile
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from kubernetes import client
 
+from tests.fixtures.k8s import CLUSTER_PY
 from tests.k8s.test_cluster import KUEUE, _condition, _workloads, wait_for
 
 if TYPE_CHECKING:
@@ -301,6 +308,52 @@ def test_kueue_admits_a_gpu_job_onto_the_real_node(
         "Workload Finished",
         lambda: all(_condition(w, "Finished") for w in _workloads(k8s_namespace)),
     )
+
+
+def test_an_image_archive_imported_with_cluster_py_runs_on_the_node(
+    k8s_real_node: RealNode, k8s_namespace: K8sNamespace, tmp_path: Path
+) -> None:
+    # A docker archive under a new name: the busybox image's, with its RepoTags changed.
+    ref = f"trainhub.test/imported:{k8s_namespace.name[-6:]}"
+    archive = tmp_path / "imported.tar"
+    with tarfile.open(k8s_real_node.busybox_archive) as tin, tarfile.open(archive, "w") as tout:
+        for member in tin.getmembers():
+            data = tin.extractfile(member).read()  # type: ignore[union-attr]
+            if member.name == "manifest.json":
+                manifest = json.loads(data)
+                manifest[0]["RepoTags"] = [ref]
+                data = json.dumps(manifest).encode()
+                member.size = len(data)
+            tout.addfile(member, io.BytesIO(data))
+    cli = subprocess.run(
+        [
+            sys.executable,
+            str(CLUSTER_PY),
+            "import-image",
+            "--dir",
+            str(k8s_real_node.cluster_dir),
+            str(archive),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.split() == [ref]
+    core = client.CoreV1Api(k8s_namespace.api)
+    body = real_pod(k8s_real_node, "imported", "echo imported-image-runs")
+    body["spec"]["containers"][0]["image"] = ref
+    core.create_namespaced_pod(k8s_namespace.name, body)
+    _, log = finished(core, k8s_namespace.name, "imported")
+    assert log == "imported-image-runs\n"
+
+    missing = subprocess.run(
+        [sys.executable, str(CLUSTER_PY), "import-image", "--dir", str(tmp_path), str(archive)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 1 and "no real node running" in missing.stderr
 
 
 def test_stopping_the_node_leaves_nothing_behind(

@@ -933,6 +933,28 @@ class Cluster:
         )
 
 
+def import_image(
+    cluster_dir: str | os.PathLike[str],
+    archive: str | os.PathLike[str],
+    base_name: str | None = None,
+) -> list[str]:
+    """Import an OCI/docker image archive into the real node of the cluster in cluster_dir.
+
+    The node's containerd (state.json: node.containerd.address, namespace "k8s.io") is the
+    one the kubelet uses; returns the image names imported."""
+    return Cluster(cluster_dir).import_image(archive, base_name)
+
+
+def containerd_endpoint(cluster_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """{"address": containerd's socket, "namespace": "k8s.io"} of the cluster's real node."""
+    state_file = Path(cluster_dir) / "state.json"
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    endpoint = state.get("node", {}).get("containerd")
+    if not endpoint:
+        raise ClusterError(f"no real node running in {cluster_dir}")
+    return endpoint
+
+
 def _parent_death_signal() -> None:
     """In the child before exec: SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG).
 

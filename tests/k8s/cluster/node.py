@@ -349,6 +349,8 @@ class RealNode:
             [shutil.which("containerd") or "containerd", f"--config={path}", "--log-level=info"],
             pass_fds=(lock,),
         )
+        # For image builders: where to import images so that the kubelet sees them.
+        self.state["containerd"] = {"address": str(self.sock), "namespace": CONTAINERD_NAMESPACE}
         self.cluster._wait(
             "containerd",
             lambda: self._ctr("version", check=False).returncode == 0,
@@ -385,6 +387,7 @@ class RealNode:
         archive, ref = images.busybox_image(self.cluster.base.parent / "images")
         self.import_image(archive)
         self.state["images"]["busybox"] = ref
+        self.state["busybox_archive"] = str(archive)
         self.cluster._save()
 
     def _write_cni(self) -> None:
