@@ -209,3 +209,21 @@ async def test_websocket_paths_and_offsets_are_checked_before_the_upgrade(
             await jp_ws_fetch("trainhub", "api", "jobs", job, *parts, params=params)
         assert refused.value.code == 400, parts
         assert fields(json.loads(refused.value.response.body)) == [field], parts
+
+
+async def test_numbers_past_a_float_s_range_are_refused_naming_the_field(api: Any) -> None:
+    before = await jobs_count(api)
+    cases = [
+        (spec(resources={"memory": "9" * 400 + "Ti"}), "resources.memory", "not a quantity"),
+        (spec(resources={"memory": "9" * 400}), "resources.memory", "not a quantity"),
+        (spec(max_runtime=10**400), "max_runtime", "at most 366 days"),
+        (spec(max_runtime="9" * 400), "max_runtime", "at most 366 days"),
+        (spec(max_runtime="9" * 5000 + "d"), "max_runtime", "at most 366 days"),
+        (spec(max_runtime=True), "max_runtime", "not a duration"),
+    ]
+    for body, field, words in cases:
+        status, error, _ = await api("POST", "jobs", body=body)
+        assert status == 400, (field, status, str(error)[:300])
+        messages = {e["field"]: e["message"] for e in error["errors"]}
+        assert field in messages and words in messages[field], error
+    assert await jobs_count(api) == before

@@ -143,11 +143,15 @@ Source = Annotated[
 def parse_quantity(value: str | int | float) -> int:
     """'16Gi' -> bytes; plain numbers are bytes."""
     if isinstance(value, int | float):
-        return int(value)
-    m = _QUANTITY.match(value.strip())
-    if not m:
-        raise ValueError(f"{value!r} is not a quantity such as 512Mi, 16Gi or 2G")
-    return int(float(m.group(1)) * _QUANTITY_UNITS[m.group(2)])
+        number = float(value) if isinstance(value, float) else value
+    else:
+        m = _QUANTITY.match(value.strip())
+        if not m:
+            raise ValueError(f"{value!r} is not a quantity such as 512Mi, 16Gi or 2G")
+        number = float(m.group(1)) * _QUANTITY_UNITS[m.group(2)]
+    if isinstance(number, float) and not math.isfinite(number):  # digits past a float's range
+        raise ValueError(f"{str(value)[:40]!r} is not a quantity a machine could have")
+    return int(number)
 
 
 class Resources(Model):
@@ -221,8 +225,10 @@ class CheckpointRef(Model):
 def parse_duration(value: Any) -> timedelta | None:
     if value is None or isinstance(value, timedelta):
         return value
+    if isinstance(value, bool):  # JSON's true is not a number of seconds
+        raise ValueError(f"{value!r} is not a duration such as 90m, 2h or 1d12h")
     if isinstance(value, int | float):
-        seconds = float(value)
+        seconds = float(min(value, 10**18))  # an int past a float's range is still too long
     else:
         text = str(value).strip()
         if text.replace(".", "", 1).isdigit():
@@ -230,10 +236,15 @@ def parse_duration(value: Any) -> timedelta | None:
         else:
             m = _DURATION.match(text)
             if not text or not m or not any(m.groups()):
-                raise ValueError(f"{value!r} is not a duration such as 90m, 2h or 1d12h")
-            d, h, mi, s = (int(g or 0) for g in m.groups())
+                raise ValueError(f"{str(value)[:40]!r} is not a duration such as 90m, 2h or 1d12h")
+            # More digits than any runtime has are too long, however many there are.
+            d, h, mi, s = (int(g[:18]) if g else 0 for g in m.groups())
             seconds = d * 86400 + h * 3600 + mi * 60 + s
-    if not math.isfinite(seconds) or seconds <= 0:
+            if any(g and len(g) > 18 for g in m.groups()):
+                seconds = math.inf
+    if math.isnan(seconds):
+        raise ValueError(f"{value!r} is not a duration such as 90m, 2h or 1d12h")
+    if seconds <= 0:
         raise ValueError("must be longer than zero")
     longest = limits.current().max_runtime_days
     if seconds > longest * 86400:
