@@ -14,11 +14,13 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from trainhub.checkpoint.layout import CheckpointInfo
+from trainhub.datasets.catalog import DatasetInfo
 from trainhub.jobs.logs import LogFollower, split_lines
 from trainhub.jobs.models import DescribeJob, JobPage, ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import default_name
 from trainhub.jobs.states import JobState
+from trainhub.usage.models import UsageBy, UsageQuery, UsageReport
 
 
 def service() -> JobService:
@@ -49,11 +51,14 @@ def build_spec(
     max_runtime: str | float | None = None,
     retry: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
-    datasets: dict[str, str] | list[dict[str, Any]] | None = None,
+    datasets: dict[str, str] | list[str | dict[str, Any]] | None = None,
     tags: list[str] | None = None,
     resume_from: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON form of a JobSpec from keyword arguments (validated on submit)."""
+    """The JSON form of a JobSpec from keyword arguments (validated on submit).
+
+    ``datasets``: names (``["imagenet"]``, those ``trainhub.datasets_available()`` lists), or
+    ``{name: path}`` / ``[{"name": ..., "path": ...}]`` for paths of one's own."""
     if source.endswith(".py"):
         src: dict[str, Any] = {"kind": "script", "path": source, "args": list(args or [])}
     else:
@@ -110,6 +115,11 @@ def submit(source: str | None = None, *, wait: bool = False, **fields: Any) -> J
     return job
 
 
+def datasets_available() -> list[DatasetInfo]:
+    """The datasets the user's team may ask for by name."""
+    return service().datasets().datasets
+
+
 def get_job(job_id: str) -> Job:
     return Job(job_id)
 
@@ -117,6 +127,15 @@ def get_job(job_id: str) -> Job:
 def jobs(states: list[str] | None = None, limit: int = 50) -> JobPage:
     query = ListJobsQuery(states=[JobState(s) for s in states] if states else None, limit=limit)
     return service().list_jobs(query)
+
+
+def usage(
+    since: str = "30d", by: str = "user", *, user: str | None = None, recompute: bool = False
+) -> UsageReport:
+    """GPU, CPU and time usage of the jobs that ended since ``since`` (``30d``, ``12h``, a
+    date), grouped ``by`` user, team, pool or day; every user's jobs unless ``user``."""
+    query = UsageQuery(since=since, by=UsageBy(by))
+    return service().usage(query, user=user, recompute=recompute)
 
 
 class Job:

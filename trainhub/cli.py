@@ -52,6 +52,16 @@ def _elapsed(job: JobSummary) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
+def _datasets(items: list[str]) -> list[Any]:
+    """``--dataset imagenet`` asks for a dataset by name; ``--dataset NAME=PATH`` names a path
+    of one's own (from here: a job needs it absolute)."""
+    out: list[Any] = []
+    for item in items:
+        name, sep, path = item.partition("=")
+        out.append({"name": name, "path": os.path.abspath(path)} if sep else item)
+    return out
+
+
 # --- verbs ----------------------------------------------------------------------------------
 def cmd_submit(args: argparse.Namespace) -> int:
     from trainhub.api import build_spec, service
@@ -86,8 +96,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         max_runtime=args.max_runtime,
         retry=retry or None,
         env=_kv(args.env, "--env"),
-        # A path on the command line means one from here; a job needs it absolute.
-        datasets={k: os.path.abspath(v) for k, v in _kv(args.dataset, "--dataset").items()},
+        datasets=_datasets(args.dataset),
         tags=args.tag,
     )
     job = service().submit(spec)
@@ -304,6 +313,27 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_datasets(args: argparse.Namespace) -> int:
+    """The datasets the user's team may ask for by name (as the REST API lists them)."""
+    from trainhub.api import service
+
+    listing = service().datasets()
+    if args.json:
+        _print_json(listing)
+        return 0
+    if not listing.datasets:
+        print("no datasets by name here (see `trainhub datasets --help`)", file=sys.stderr)
+        return 0
+    rows = [("NAME", "ACCESS", "OWNER", "PATH", "DESCRIPTION")]
+    for d in listing.datasets:
+        access = "read-only" if d.read_only else "read-write"
+        rows.append((d.name, access, d.owner or "-", d.path, d.description))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    return 0
+
+
 def cmd_admin_render(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -357,6 +387,22 @@ def cmd_slots(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_usage(args: argparse.Namespace) -> int:
+    """GPU, CPU and time usage of the jobs that ended in a period, grouped (every user's jobs
+    the store holds, unless --user)."""
+    from trainhub.api import usage
+    from trainhub.usage.report import csv_text, table
+
+    report = usage(since=args.since, by=args.by, user=args.user, recompute=args.recompute)
+    if args.json:
+        _print_json(report)
+    elif args.csv:
+        sys.stdout.write(csv_text(report))
+    else:
+        print(table(report))
+    return 0
+
+
 def _user() -> str:
     import getpass
 
@@ -404,7 +450,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--retry-environment", type=int)
     s.add_argument("--retry-backoff", type=float, help="seconds before the first retry")
     s.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
-    s.add_argument("--dataset", action="append", default=[], metavar="NAME=PATH")
+    s.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a dataset by name (`trainhub datasets` lists them), or NAME=PATH for a path "
+        "in the workspace or below TRAINHUB_DATASET_ROOTS",
+    )
     s.add_argument("--tag", action="append", default=[])
     s.add_argument("-f", "--follow", action="store_true", help="then follow rank 0's log")
     s.add_argument("--json", action="store_true")
@@ -446,9 +499,32 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--wait", action="store_true", help="until every process has ended")
     c.set_defaults(func=cmd_cancel)
 
+    d = sub.add_parser(
+        "datasets",
+        help="list the datasets your team may ask for by name",
+        description="Datasets by name: on a cluster the teams file's, locally those of "
+        "$TRAINHUB_HOME/datasets.yaml (or TRAINHUB_DATASETS_FILE) that TRAINHUB_TEAM may read.",
+    )
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=cmd_datasets)
+
     sl = sub.add_parser("slots", help="show or set this machine's CPU slots for CPU-only ranks")
     sl.add_argument("count", type=int, nargs="?", help="the new number of slots (at least 1)")
     sl.set_defaults(func=cmd_slots)
+
+    u = sub.add_parser("usage", help="GPU, CPU and time usage of ended jobs, grouped")
+    u.add_argument("--since", default="30d", help="a span back from now (30d, 12h) or a date")
+    u.add_argument("--by", choices=["user", "team", "pool", "day"], default="user")
+    u.add_argument("--user", help="only this user's jobs (default: every user's)")
+    u.add_argument(
+        "--recompute",
+        action="store_true",
+        help="derive every ended job's row again (after changing TRAINHUB_WASTE_UTILIZATION_PCT)",
+    )
+    out = u.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument("--csv", action="store_true")
+    u.set_defaults(func=cmd_usage)
 
     a = sub.add_parser("admin", help="cluster objects from the teams file (for administrators)")
     asub = a.add_subparsers(dest="admin_verb", required=True)

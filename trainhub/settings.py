@@ -53,3 +53,34 @@ def dataset_roots() -> list[Path]:
     datasets, besides the workspace; a path elsewhere is refused without being looked at."""
     raw = os.environ.get("TRAINHUB_DATASET_ROOTS", "")
     return [Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p.strip()]
+
+
+WASTE_UTILIZATION_ENV = "TRAINHUB_WASTE_UTILIZATION_PCT"
+
+
+def waste_utilization_pct() -> float:
+    """TRAINHUB_WASTE_UTILIZATION_PCT: GPU utilization (%, default 10) under which allocated GPU
+    time counts as waste in usage accounting."""
+    raw = os.environ.get(WASTE_UTILIZATION_ENV, "").strip()
+    if not raw:
+        return 10.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 100:
+        raise ValueError(f"{WASTE_UTILIZATION_ENV}={raw!r}: expected a percentage from 0 to 100")
+    return value
+
+
+def datasets_file(base: Path | None = None) -> Path:
+    """TRAINHUB_DATASETS_FILE, else ``datasets.yaml`` in the data directory: the datasets the
+    local backend offers by name (:mod:`trainhub.datasets.catalog`)."""
+    explicit = os.environ.get("TRAINHUB_DATASETS_FILE")
+    return Path(explicit).expanduser() if explicit else (base or home()) / "datasets.yaml"
+
+
+def team() -> str | None:
+    """TRAINHUB_TEAM: the team whose datasets this installation's user may read (on a cluster
+    the spawner sets it for each session)."""
+    return os.environ.get("TRAINHUB_TEAM") or None

@@ -12,8 +12,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
+from trainhub.datasets.catalog import Catalog
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
+from trainhub.usage.models import UsageBy, UsageGroup
 
 
 class Feature(StrEnum):
@@ -73,6 +75,10 @@ class Backend(ABC):
         """:meth:`wait_reason` for the queued ones among ``records`` (a page of the job list)."""
         return {r.id: self.wait_reason(r) for r in records if r.state == JobState.QUEUED}
 
+    def dataset_catalog(self) -> Catalog:
+        """The datasets this backend's user may ask for by name."""
+        return Catalog()
+
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
         """What the submit dialog may offer: ``{"images": [...], "teams": [...]}``."""
         return {"images": [], "teams": []}
@@ -87,6 +93,21 @@ class Backend(ABC):
         (``logs/rank-<r>.log``), read from the running workload: ``(bytes, next offset)`` in
         that output, or None when the backend has nothing live to show (the default)."""
         return None
+
+    def usage(
+        self,
+        by: UsageBy,
+        since: float,
+        *,
+        user: str | None = None,
+        team: str | None = None,
+        recompute: bool = False,
+    ) -> list[UsageGroup]:
+        """Usage of the jobs that ended since ``since``, grouped (only ``user``'s, only
+        ``team``'s when given); ``recompute`` derives every ended job's row again."""
+        from trainhub.errors import BackendUnavailable
+
+        raise BackendUnavailable(f"The {self.name} backend keeps no usage accounting yet.")
 
     def reconcile(self) -> None:  # noqa: B027 - optional hook
         """Bring stored state in line with reality (dead processes, vanished pods)."""

@@ -26,6 +26,7 @@ from trainhub.checkpoint.layout import (
     list_checkpoints,
     resolve_file,
 )
+from trainhub.datasets.catalog import DatasetList, Readable
 from trainhub.errors import Conflict, NotFound
 from trainhub.jobs import confined, logs
 from trainhub.jobs.datasets import check_dataset_paths
@@ -42,6 +43,7 @@ from trainhub.jobs.models import (
 )
 from trainhub.jobs.spec import JobSpec, field_error, parse_spec
 from trainhub.jobs.states import JobState
+from trainhub.usage.models import UsageBy, UsageQuery, UsageReport, since_time
 
 TIMELINE_EVENTS = frozenset(
     {"submitted", "state", "retry", "verdict", "cancel_requested", "pip_install"}
@@ -103,7 +105,7 @@ class JobService:
         _check_wanted(abandoned)
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()
-        self._check_paths(spec)
+        spec, named = self._check_paths(spec)
         if spec.resume_from is not None:
             self._check_resume(spec, user)
         job_id = f"{spec.name}-{secrets.token_hex(4)}"
@@ -141,6 +143,7 @@ class JobService:
             manifest,
             user=user,
             cache_dir=self.jobs_root.parent / ".cache",
+            dataset_views={n: (r.view_path, r.entry.content_hash) for n, r in named.items()},
         )
         write_json_atomic(jobdir.lineage, lineage)
         return self._describe(self.backend.get(job_id) or record)
@@ -151,7 +154,7 @@ class JobService:
 
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()
-        self._check_paths(spec)
+        spec, _ = self._check_paths(spec)
         if spec.resume_from is not None:
             self._check_resume(spec, user)
         self.backend.check_fits(self._new_record(spec, user, f"{spec.name}-validate", "", None))
@@ -184,13 +187,21 @@ class JobService:
             resubmitted_from=resubmitted_from,
         )
 
-    def _check_paths(self, spec: JobSpec) -> None:
+    def _check_paths(self, spec: JobSpec) -> tuple[JobSpec, dict[str, Readable]]:
+        """The spec with its datasets by name resolved (a name the user's team may not read is
+        refused naming those it may), and those datasets; every path checked."""
         path = (self.workspace_root / spec.source.path).resolve()
         if not path.is_relative_to(self.workspace_root):
             raise field_error("source.path", f"{spec.source.path} is outside the workspace")
         if not path.is_file():
             raise field_error("source.path", f"no such file: {spec.source.path}")
+        spec, named = self.backend.dataset_catalog().resolve(spec)
         check_dataset_paths(spec.datasets, self.dataset_roots())
+        return spec, named
+
+    def datasets(self) -> DatasetList:
+        """The datasets the user's team may ask for by name."""
+        return DatasetList(datasets=self.backend.dataset_catalog().infos())
 
     def dataset_roots(self) -> list[Path]:
         """The workspace first, then the admin's roots, then those the backend mounts."""
@@ -395,6 +406,37 @@ class JobService:
 
     def delete_checkpoint(self, job_id: str, step: int, *, user: str | None = None) -> None:
         delete_checkpoint(self.jobdir(job_id, user).checkpoints, step)
+
+    # --- usage ----------------------------------------------------------------------------
+    def usage(
+        self,
+        query: UsageQuery | None = None,
+        *,
+        user: str | None = None,
+        team: str | None = None,
+        recompute: bool = False,
+    ) -> UsageReport:
+        """GPU, CPU and time usage of the jobs that ended since ``query.since``.
+
+        ``user`` (a signed-in user): only that user's own jobs; grouped by team, the totals of
+        ``team`` (the user's own team, every member's jobs in it) and none of another team's.
+        Without ``user`` (an operator's CLI on the store): every job.
+        """
+        query = query or UsageQuery()
+        since = since_time(query.since)
+        if user is not None and query.by == UsageBy.TEAM:
+            if team is None:  # no team of one's own: one's own jobs by the team they named
+                groups = self.backend.usage(query.by, since, user=user)
+            else:
+                groups = self.backend.usage(query.by, since, team=team)
+        else:
+            groups = self.backend.usage(query.by, since, user=user, recompute=recompute)
+        return UsageReport(
+            by=query.by,
+            since=since,
+            waste_utilization_pct=settings.waste_utilization_pct(),
+            groups=groups,
+        )
 
     def reconcile(self) -> None:
         self.backend.reconcile()

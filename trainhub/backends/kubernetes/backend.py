@@ -12,16 +12,19 @@ import contextlib
 import json
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from trainhub import settings
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.kubernetes import manifests, status
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.checkpoint.layout import resume_checkpoint
+from trainhub.datasets.catalog import Catalog, Readable
 from trainhub.errors import BackendUnavailable, NotFound, OverQuota
 from trainhub.jobs import confined
 from trainhub.jobs.confined import NotAJobFile
@@ -30,7 +33,11 @@ from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import count_retry
-from trainhub.teams import Pool, Team, Teams, load_teams
+from trainhub.teams import Pool, Team, TeamDataset, Teams, load_teams
+from trainhub.usage.compute import job_usage
+from trainhub.usage.kueue import workload_times
+from trainhub.usage.models import UsageBy, UsageGroup
+from trainhub.usage.store import UsageStore
 
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
 Obj = dict[str, Any]
@@ -109,8 +116,28 @@ class KubernetesBackend(Backend):
     @property
     def dataset_roots(self) -> list[Path]:
         """Where a session sees the team's data: its shared volume and its datasets' mounts."""
-        mounts = [self.team.dataset_mount(name) for name in self.team.datasets]
+        mounts = [self.team.dataset_mount(name) for name in self.readable_datasets()]
         return [Path(self.team.shared_volume.mount_path), *map(Path, mounts)]
+
+    def readable_datasets(self) -> dict[str, TeamDataset]:
+        return {n: ds for n, (_, ds) in self.teams.readable_datasets(self.team.name).items()}
+
+    def dataset_catalog(self) -> Catalog:
+        """The datasets the team may read: its ranks find each at /datasets/<name>; a session
+        sees a claim there too (the spawner mounts it), a path dataset where it lies."""
+        return Catalog(
+            (
+                Readable(
+                    name,
+                    ds,
+                    rank_path=self.team.dataset_mount(name),
+                    view_path=ds.path or self.team.dataset_mount(name),
+                    team=owner.name,
+                )
+                for name, (owner, ds) in self.teams.readable_datasets(self.team.name).items()
+            ),
+            team=self.team.name,
+        )
 
     # --- choosing ------------------------------------------------------------------------------
     def pool_for(self, record: JobRecord) -> Pool:
@@ -163,9 +190,9 @@ class KubernetesBackend(Backend):
             )
         shared = Path(self.team.shared_volume.mount_path)
         for ds in record.spec.datasets:
-            if ds.name not in self.team.datasets and not Path(ds.path).resolve().is_relative_to(
-                shared
-            ):
+            if ds.catalog or ds.path is None:
+                continue  # by name: resolved against the datasets the team may read
+            if not Path(ds.path).resolve().is_relative_to(shared):
                 raise OverQuota(
                     f"dataset {ds.name}: {ds.path} is neither a dataset of team {self.team.name} "
                     f"nor on its shared volume {shared}"
@@ -182,7 +209,12 @@ class KubernetesBackend(Backend):
         )
         pool, image = self.pool_for(record), self.image_for(record)
         job = manifests.job_manifest(
-            record, team=self.team, pool=pool, image=image, resume_from=self._resume_from(record)
+            record,
+            team=self.team,
+            pool=pool,
+            image=image,
+            resume_from=self._resume_from(record),
+            datasets=self.readable_datasets(),
         )
         job["metadata"]["namespace"] = self.namespace
         job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = self.queue
@@ -321,6 +353,32 @@ class KubernetesBackend(Backend):
             if not record.state.terminal:
                 self.get(record.id)
 
+    def usage(
+        self,
+        by: UsageBy,
+        since: float,
+        *,
+        user: str | None = None,
+        team: str | None = None,
+        recompute: bool = False,
+    ) -> list[UsageGroup]:
+        """Rows derived afresh from the team's ended jobs (records, Kueue's times kept in the
+        final state event, the in-pod sampler's files), aggregated in an in-memory table."""
+        if team is not None and team != self.team.name:
+            return []
+        rows = [
+            job_usage(r, threshold_pct=settings.waste_utilization_pct())
+            for r in self._all(user)
+            if r.state.terminal and (r.finished_at or 0) >= since
+        ]
+        conn = sqlite3.connect(":memory:")
+        try:
+            usage = UsageStore(lambda: conn)
+            usage.record(rows)
+            return usage.report(by, since, user=user, team=team)
+        finally:
+            conn.close()
+
     def live_log(
         self, job_id: str, rank: int, offset: int, length: int
     ) -> tuple[bytes, int] | None:
@@ -421,9 +479,12 @@ class KubernetesBackend(Backend):
         jobdir = JobDir(record.job_dir)
         pods = self._pods(record.id)
         state = status.job_state(job, pods)
+        # As a job ends its Workload is read once more: Kueue's admission time goes into the
+        # final state event, which outlives the Job (usage accounting reads it from there).
+        finishing = state.terminal and (_last_state(jobdir) or {}).get("state") != state.value
         workload = (
             self._workload(record.id)
-            if state in (JobState.QUEUED, JobState.STARTING) or sync_events
+            if state in (JobState.QUEUED, JobState.STARTING) or sync_events or finishing
             else None
         )
         self._note_preemptions(record, jobdir, workload)
@@ -432,15 +493,15 @@ class KubernetesBackend(Backend):
             verdict = status.failure_verdict(
                 job, pods, _rank_results(jobdir, record.attempt), attempt=record.attempt
             )
+        times = _times(job, workload)
         last = _last_state(jobdir)
         if last is None or last.get("state") != state.value:
             if state.terminal:
-                self._finish(record, state, verdict)
+                self._finish(record, state, verdict, times)
             else:
                 jobdir.emit("state", state=state.value, attempt=record.attempt)
         if sync_events:
             self._sync_events(record, jobdir, job, pods, workload)
-        times = _times(job)
         # Kueue requeues a preempted job itself: each of its evictions is a preemption retry used.
         retries = record.retries
         if evictions := status.preemptions(workload):
@@ -516,12 +577,23 @@ class KubernetesBackend(Backend):
             job_dir=str(root),
             gpus=spec.resources.total_gpus,
             created_at=created,
-            finished_at=last.get("time"),
+            admitted_at=_time_of(last, "admitted_at"),
+            started_at=_time_of(last, "started_at"),
+            finished_at=_time_of(last, "finished_at") or last.get("time"),
             verdict=Verdict.model_validate(last["verdict"]) if last.get("verdict") else None,
         )
 
-    def _finish(self, record: JobRecord, state: JobState, verdict: Verdict | None) -> None:
+    def _finish(
+        self,
+        record: JobRecord,
+        state: JobState,
+        verdict: Verdict | None,
+        times: dict[str, float | None] | None = None,
+    ) -> None:
         fields: dict[str, Any] = {"state": state.value, "attempt": record.attempt}
+        fields.update(
+            {k: v for k, v in (times or {}).items() if k in _KEPT_TIMES and v is not None}
+        )
         if verdict is not None:
             fields.update(reason=verdict.reason, verdict=verdict.model_dump(mode="json"))
         JobDir(record.job_dir).emit("state", **fields)
@@ -616,7 +688,17 @@ def _rank_results(jobdir: JobDir, attempt: int) -> dict[int, dict[str, Any]]:
     return results
 
 
-def _times(job: Obj) -> dict[str, float | None]:
+# Times the final state event keeps for a record read back from the job directory.
+_KEPT_TIMES = ("admitted_at", "started_at", "finished_at")
+
+
+def _time_of(event: dict[str, Any], name: str) -> float | None:
+    value = event.get(name)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _times(job: Obj, workload: Obj | None = None) -> dict[str, float | None]:
+    """Admitted (Kueue's Workload when read, else the Job's unsuspension), started, finished."""
     from datetime import datetime
 
     def ts(value: str | None) -> float | None:
@@ -632,9 +714,10 @@ def _times(job: Obj) -> dict[str, float | None]:
         None,
     )
     return {
-        "admitted_at": ts(admitted),
+        "admitted_at": workload_times(workload).admitted_at or ts(admitted),
         "started_at": ts(st.get("startTime")),
         "finished_at": ts(st.get("completionTime"))
+        or workload_times(workload).finished_at
         or next(
             (
                 ts(c.get("lastTransitionTime"))

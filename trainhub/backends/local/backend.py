@@ -17,15 +17,17 @@ from typing import Any, ClassVar
 
 from trainhub import settings
 from trainhub.backends.base import Backend, Feature
-from trainhub.backends.local import processes
+from trainhub.backends.local import accounting, processes
 from trainhub.backends.local.admission import Capacity
 from trainhub.backends.local.admitter import ACTIVE, Admitter, demand_of
 from trainhub.backends.local.store import LocalJob, Store
+from trainhub.datasets.catalog import Catalog, load_datasets_file, local_catalog
 from trainhub.errors import Conflict, NotFound
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import count_retry, should_retry
+from trainhub.usage.models import UsageBy, UsageGroup
 
 # A job admitted by a process that died before it could launch the supervisor is relaunched.
 LAUNCH_GRACE_SECONDS = 30.0
@@ -50,6 +52,16 @@ class LocalBackend(Backend):
     @classmethod
     def from_settings(cls, home: Path, **kwargs: Any) -> LocalBackend:
         return cls(home, **kwargs)
+
+    def dataset_catalog(self) -> Catalog:
+        """The local datasets file, read anew each time (an edit holds at once)."""
+        source = settings.datasets_file(self.home)
+        return local_catalog(
+            load_datasets_file(source),
+            team=settings.team(),
+            roots=settings.dataset_roots(),
+            source=str(source),
+        )
 
     @property
     def capacity(self) -> Capacity:
@@ -129,6 +141,20 @@ class LocalBackend(Backend):
 
     def admit_and_launch(self) -> list[str]:
         return self.admitter.admit_and_launch()
+
+    def usage(
+        self,
+        by: UsageBy,
+        since: float,
+        *,
+        user: str | None = None,
+        team: str | None = None,
+        recompute: bool = False,
+    ) -> list[UsageGroup]:
+        accounting.backfill(
+            self.store, threshold_pct=settings.waste_utilization_pct(), recompute=recompute
+        )
+        return accounting.usage_store(self.store).report(by, since, user=user, team=team)
 
     # --- reconcile ----------------------------------------------------------------------
     def reconcile(self) -> None:

@@ -186,6 +186,10 @@ class Store:
     def _version(conn: sqlite3.Connection) -> int:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
+    def connection(self) -> sqlite3.Connection:
+        """The calling thread's connection, for tables kept beside the jobs (usage rows)."""
+        return self._conn
+
     def close(self) -> None:
         with self._held_lock:
             held = list(self._held)
@@ -375,6 +379,14 @@ class Store:
             f"{_SELECT_JOBS}{where} ORDER BY jobs.seq DESC LIMIT ?", [*args, limit]
         )
         return [self._record(r) for r in rows]
+
+    def ended_without(self, table: str, key: str) -> list[str]:
+        """Ids of ended jobs that have no row in ``table`` (keyed by job id in ``key``)."""
+        rows = self._conn.execute(
+            f"SELECT id FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled')"
+            f" AND NOT EXISTS (SELECT 1 FROM {table} WHERE {table}.{key} = jobs.id)"
+        )
+        return [r[0] for r in rows]
 
     def count(self, *, user: str | None = None, states: Sequence[JobState] | None = None) -> int:
         where, args = _where(user=user, states=states)

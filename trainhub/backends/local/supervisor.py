@@ -22,6 +22,7 @@ import psutil
 
 from trainhub import settings
 from trainhub.backends.local import processes
+from trainhub.backends.local.accounting import record_usage
 from trainhub.backends.local.admitter import Admitter
 from trainhub.backends.local.plan import attempt_plan, resume_path
 from trainhub.backends.local.startup import become_subreaper, start_plan
@@ -138,7 +139,17 @@ class Supervisor:
                 self.sampler.stop()
         self._finish(verdict)
         self.admitter.admit_and_launch()
+        self._record_usage()
         return 0
+
+    def _record_usage(self) -> None:
+        """The job's usage row; a report backfills it if this fails, so it never fails the job."""
+        try:
+            record_usage(
+                self.store, [self.record.id], threshold_pct=settings.waste_utilization_pct()
+            )
+        except Exception as error:
+            self.jobdir.emit("usage", error=f"Usage accounting failed: {error!r}.")
 
     def _start_sampler(self):
         try:

@@ -1,0 +1,214 @@
+"""One job's usage row, derived from its record and its job directory.
+
+:func:`usage_row` is pure: the record, the events and the sampler's records in, the row out.
+:func:`job_usage` reads the job directory for it (confined: a file the job replaced by a link
+or FIFO counts as absent, and the row is then built from the record alone).
+
+- GPU-seconds allocated: ``gpus`` x the length of each attempt, from its ``running`` state
+  event to the next state change (or the record's started/finished times when the
+  directory has none).
+- GPU-seconds busy: each GPU sample stands for the sampling interval before it (the median
+  gap between that GPU's samples) at its utilization, clipped to the attempts.
+- GPU-seconds wasted: the sampled GPU-seconds whose utilization was under the threshold.
+- CPU-seconds: the ranks' samples (``cpu_percent`` of one core, children included) likewise.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from itertools import pairwise
+from typing import Any
+
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.states import JobState
+from trainhub.usage.models import utc_day
+
+DEFAULT_INTERVAL = 1.0  # the supervisor's sampling interval, when samples cannot tell
+_ENDS_ATTEMPT = frozenset(s.value for s in JobState if s != JobState.RUNNING)
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    job_id: str
+    user: str
+    team: str
+    pool: str
+    state: str
+    failure_class: str | None
+    gpus: int
+    created_at: float
+    admitted_at: float | None
+    started_at: float | None
+    finished_at: float
+    day: str  # UTC day the job ended (the report groups by it)
+    wall_s: float
+    queue_wait_s: float
+    gpu_allocated_s: float
+    gpu_busy_s: float
+    gpu_waste_s: float
+    gpu_sampled_s: float
+    cpu_s: float
+    attempts: int
+    retries: int
+    waste_utilization_pct: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def attempt_spans(
+    events: Iterable[Mapping[str, Any]], started_at: float | None, finished_at: float
+) -> list[tuple[float, float]]:
+    """(start, end) of each attempt: a ``running`` state event opens one, the next other
+    state event (retrying, queued after a preemption, a terminal state) closes it."""
+    spans: list[tuple[float, float]] = []
+    opened: float | None = None
+    for event in events:
+        if event.get("type") != "state" or not isinstance(event.get("time"), int | float):
+            continue
+        state = event.get("state")
+        if state == JobState.RUNNING.value:
+            if opened is None:
+                opened = float(event["time"])
+        elif state in _ENDS_ATTEMPT and opened is not None:
+            spans.append((opened, max(opened, float(event["time"]))))
+            opened = None
+    if opened is not None:
+        spans.append((opened, max(opened, finished_at)))
+    if not spans and started_at is not None:
+        spans.append((started_at, max(started_at, finished_at)))
+    return spans
+
+
+def _interval(times: Sequence[float]) -> float:
+    gaps = [b - a for a, b in pairwise(times) if b > a]
+    return statistics.median(gaps) if gaps else DEFAULT_INTERVAL
+
+
+def _covered(t: float, step: float, spans: Sequence[tuple[float, float]]) -> float:
+    """Seconds of ``[t - step, t]`` inside the spans: a reading at ``t`` (NVML's utilization,
+    psutil's CPU percentage) describes the interval before it."""
+    return sum(max(0.0, min(t, end) - max(t - step, start)) for start, end in spans)
+
+
+def _series(
+    samples: Iterable[Mapping[str, Any]], key: str, value: str
+) -> dict[Any, list[tuple[float, float | None]]]:
+    """(time, value) per ``key`` (a GPU, a rank), in time order."""
+    out: dict[Any, list[tuple[float, float | None]]] = defaultdict(list)
+    for s in samples:
+        t, v = s.get("time"), s.get(value)
+        if not isinstance(t, int | float) or s.get(key) is None:
+            continue
+        out[s[key]].append((float(t), float(v) if isinstance(v, int | float) else None))
+    for series in out.values():
+        series.sort(key=lambda p: p[0])
+    return out
+
+
+def gpu_seconds(
+    gpu_samples: Iterable[Mapping[str, Any]],
+    spans: Sequence[tuple[float, float]],
+    threshold_pct: float,
+) -> tuple[float, float, float]:
+    """(busy, wasted, sampled) GPU-seconds of the samples inside ``spans``; a sample whose
+    utilization NVML could not read counts in none of them."""
+    busy = waste = sampled = 0.0
+    for series in _series(gpu_samples, "gpu", "utilization").values():
+        step = _interval([t for t, _ in series])
+        for t, utilization in series:
+            seconds = _covered(t, step, spans)
+            if utilization is None or not seconds:
+                continue
+            sampled += seconds
+            busy += seconds * min(max(utilization, 0.0), 100.0) / 100
+            if utilization < threshold_pct:
+                waste += seconds
+    return busy, waste, sampled
+
+
+def cpu_seconds(
+    system_samples: Iterable[Mapping[str, Any]], spans: Sequence[tuple[float, float]]
+) -> float:
+    """CPU-seconds of the ranks (the machine's own records, ``rank: null``, are left out)."""
+    total = 0.0
+    for series in _series(system_samples, "rank", "cpu_percent").values():
+        step = _interval([t for t, _ in series])
+        total += sum(
+            _covered(t, step, spans) * percent / 100 for t, percent in series if percent is not None
+        )
+    return total
+
+
+def usage_row(
+    record: JobRecord,
+    events: Iterable[Mapping[str, Any]] = (),
+    gpu_samples: Iterable[Mapping[str, Any]] = (),
+    system_samples: Iterable[Mapping[str, Any]] = (),
+    *,
+    threshold_pct: float,
+    finished_at: float | None = None,
+) -> UsageRow:
+    """The usage row of an ended job. ``finished_at`` stands in for a record without one."""
+    end = record.finished_at or finished_at or record.started_at or record.created_at
+    spans = attempt_spans(list(events), record.started_at, end)
+    allocated_each = sum(e - s for s, e in spans)
+    allocated = record.gpus * allocated_each
+    busy, waste, sampled = (
+        gpu_seconds(gpu_samples, spans, threshold_pct) if record.gpus else (0.0, 0.0, 0.0)
+    )
+    # Samples stand for an interval each: never report more than was allocated.
+    busy, waste, sampled = (min(x, allocated) for x in (busy, waste, sampled))
+    admitted = record.admitted_at if record.admitted_at is not None else end
+    return UsageRow(
+        job_id=record.id,
+        user=record.user,
+        team=record.team or record.spec.team or "",
+        pool=record.spec.queue or record.queue or "",
+        state=record.state.value,
+        failure_class=record.verdict.failure_class.value if record.verdict else None,
+        gpus=record.gpus,
+        created_at=record.created_at,
+        admitted_at=record.admitted_at,
+        started_at=record.started_at,
+        finished_at=end,
+        day=utc_day(end),
+        wall_s=max(0.0, end - record.started_at) if record.started_at else 0.0,
+        queue_wait_s=max(0.0, admitted - record.created_at),
+        gpu_allocated_s=allocated,
+        gpu_busy_s=busy,
+        gpu_waste_s=waste,
+        gpu_sampled_s=sampled,
+        cpu_s=cpu_seconds(system_samples, spans),
+        attempts=len(spans),
+        retries=sum(record.retries.values()),
+        waste_utilization_pct=threshold_pct,
+    )
+
+
+def job_usage(record: JobRecord, *, threshold_pct: float) -> UsageRow:
+    """:func:`usage_row` from the job's directory."""
+    from trainhub.jobs.directory import JobDir
+    from trainhub.metrics.sampler import GPU_FILE, SYSTEM_FILE
+
+    jobdir = JobDir(record.job_dir)
+
+    def records(read: Any, *args: Any) -> list[dict[str, Any]]:
+        try:
+            return read(*args)[0]
+        except (OSError, ValueError):  # refused (a link, a FIFO) or unreadable: absent
+            return []
+
+    events = records(jobdir.read_events)
+    return usage_row(
+        record,
+        events,
+        records(jobdir.read_metrics, GPU_FILE) if record.gpus else [],
+        records(jobdir.read_metrics, SYSTEM_FILE),
+        threshold_pct=threshold_pct,
+        finished_at=time.time(),
+    )

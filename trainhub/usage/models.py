@@ -1,0 +1,83 @@
+"""The usage report's vocabulary: how to group, since when, and what each group sums."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+DEFAULT_SINCE = "30d"
+_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
+_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+class UsageBy(StrEnum):
+    USER = "user"
+    TEAM = "team"
+    POOL = "pool"
+    DAY = "day"  # the UTC day the job ended
+
+
+def since_time(since: str, now: float | None = None) -> float:
+    """Epoch seconds of ``since``: a span back from now (``30d``, ``12h``, ``90m``, ``2w``) or
+    a UTC date (``2026-11-01``). A ValueError names what is accepted."""
+    now = time.time() if now is None else now
+    if m := _SPAN.match(since):
+        return now - float(m[1]) * _SECONDS[m[2]]
+    try:
+        day = datetime.strptime(since.strip(), "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError(
+            f"{since!r} is neither a span back from now (30d, 12h, 90m, 2w) nor a date (YYYY-MM-DD)"
+        ) from None
+    return day.timestamp()
+
+
+def utc_day(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+
+
+class UsageQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    since: str = Field(
+        DEFAULT_SINCE,
+        description="Jobs that ended since: a span back from now (30d, 12h, 90m, 2w) or a "
+        "UTC date (YYYY-MM-DD)",
+    )
+    by: UsageBy = Field(UsageBy.USER, description="Group by user, team, pool or UTC day")
+
+    @field_validator("since")
+    @classmethod
+    def _since(cls, v: str) -> str:
+        since_time(v)
+        return v
+
+
+class UsageGroup(BaseModel):
+    """Sums over the ended jobs of one group (seconds throughout)."""
+
+    key: str
+    jobs: int
+    succeeded: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    gpu_allocated_s: float = 0.0
+    gpu_busy_s: float = 0.0
+    gpu_waste_s: float = 0.0
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    queue_wait_s: float = 0.0
+    retries: int = 0
+
+
+class UsageReport(BaseModel):
+    by: UsageBy
+    since: float = Field(description="Epoch seconds: jobs that ended at or after it")
+    waste_utilization_pct: float = Field(
+        description="GPU utilization (%) under which allocated GPU time counts as waste"
+    )
+    groups: list[UsageGroup] = Field(default_factory=list)
