@@ -20,6 +20,8 @@ _LAZY = {
     "log": ("trainhub.metrics.scalars", "log"),
     "checkpoint": ("trainhub.checkpoint", None),
     "distributed": ("trainhub.rank.distributed", None),
+    "datasets": ("trainhub.datasets", None),
+    "datasets_available": ("trainhub.api", "datasets_available"),
     "JobSpec": ("trainhub.jobs.spec", "JobSpec"),
 }
 
@@ -32,14 +34,16 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
     "log",
     "checkpoint",
     "distributed",
+    "datasets",
+    "datasets_available",
     "JobSpec",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
-    from trainhub import checkpoint, distributed
-    from trainhub.api import Job, get_job, jobs, submit
+    from trainhub import checkpoint, datasets, distributed
+    from trainhub.api import Job, datasets_available, get_job, jobs, submit
     from trainhub.jobs.spec import JobSpec
     from trainhub.metrics.scalars import log
 

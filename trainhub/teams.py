@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trainhub.datasets.catalog import DatasetEntry, check_names, mount_path
 from trainhub.jobs.spec import parse_quantity
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -154,27 +155,8 @@ class SharedVolume(_Model):
         return str(p)
 
 
-class TeamDataset(_Model):
-    """A dataset a team's jobs may mount read-only: from its own claim, or a path on the
-    shared volume."""
-
-    claim: str | None = Field(None, pattern=DNS_LABEL, max_length=253)
-    sub_path: str | None = None
-    path: str | None = Field(None, description="Absolute path below the shared volume's mount path")
-    read_only: bool = True
-
-    @model_validator(mode="after")
-    def _one_source(self) -> TeamDataset:
-        if (self.claim is None) == (self.path is None):
-            raise ValueError("give either 'claim' (with an optional 'sub_path') or 'path'")
-        if self.path is not None and self.sub_path is not None:
-            raise ValueError("'sub_path' goes with 'claim', not with 'path'")
-        for value in (self.sub_path, self.path):
-            if value is not None and ".." in PurePosixPath(value).parts:
-                raise ValueError(f"{value!r} must not contain '..'")
-        if not self.read_only:
-            raise ValueError("datasets are mounted read-only; write results to the job directory")
-        return self
+# A team's dataset has the one schema of a declared dataset (trainhub.datasets.catalog).
+TeamDataset = DatasetEntry
 
 
 class Team(_Model):
@@ -215,11 +197,7 @@ class Team(_Model):
     @field_validator("datasets")
     @classmethod
     def _dataset_names(cls, v: dict[str, TeamDataset]) -> dict[str, TeamDataset]:
-        for name in v:
-            if not re.match(r"^[a-z0-9][a-z0-9_-]{0,62}$", name):
-                raise ValueError(
-                    f"dataset name {name!r}: use lower-case letters, digits, '-' and '_'"
-                )
+        check_names(v)
         return v
 
     @property
@@ -227,7 +205,7 @@ class Team(_Model):
         return self.name
 
     def dataset_mount(self, name: str) -> str:
-        return f"/datasets/{name}"
+        return mount_path(name)
 
 
 class Teams(_Model):
@@ -288,6 +266,7 @@ class Teams(_Model):
                             f"{str(mount)!r}",
                         )
                     )
+                errors += _dataset_readers(self, i, team, name, ds)
             biggest = max((p.gpus_per_node for p in self.pools if p.name in team.quota), default=0)
             too_big = [n for n in team.session_gpus if n > biggest]
             if too_big:
@@ -321,6 +300,16 @@ class Teams(_Model):
                 return image
         raise KeyError(f"no image {name!r} (known: {_known(i.name for i in self.images)})")
 
+    def readable_datasets(self, team: str) -> dict[str, tuple[Team, TeamDataset]]:
+        """The datasets team ``team`` may read: its own, and those other teams share with it
+        (``teams: [...]``), each with the team that declared it."""
+        found: dict[str, tuple[Team, TeamDataset]] = {}
+        for owner in self.teams:
+            for name, ds in owner.datasets.items():
+                if owner.name == team or team in ds.teams:
+                    found.setdefault(name, (owner, ds))
+        return dict(sorted(found.items()))
+
     def teams_of(self, groups: list[str]) -> list[Team]:
         """The teams a JupyterHub user with these groups belongs to."""
         return [t for t in self.teams if set(t.groups) & set(groups)]
@@ -330,6 +319,30 @@ class _ReferenceErrors(ValueError):
     def __init__(self, errors: list[tuple[str, str]]):
         self.errors = errors
         super().__init__("; ".join(f"{p}: {m}" for p, m in errors))
+
+
+def _dataset_readers(
+    teams: Teams, i: int, team: Team, name: str, ds: TeamDataset
+) -> list[tuple[str, str]]:
+    """A dataset shared with other teams: known teams, a claim (another team's pods do not
+    mount this team's shared volume), and no name a reader already has."""
+    errors: list[tuple[str, str]] = []
+    where = f"teams[{i}].datasets.{name}.teams"
+    known = {t.name for t in teams.teams}
+    for reader in ds.teams:
+        if reader not in known:
+            errors.append((where, f"unknown team {reader!r} (known: {_known(known)})"))
+        elif reader != team.name and name in teams.team(reader).datasets:
+            errors.append((where, f"team {reader} already has a dataset named {name!r}"))
+    if ds.path is not None and set(ds.teams) - {team.name}:
+        errors.append(
+            (
+                where,
+                "a path dataset lies on this team's shared volume, which other teams' pods do "
+                "not mount; share it through a claim",
+            )
+        )
+    return errors
 
 
 def _known(names: Any) -> str:

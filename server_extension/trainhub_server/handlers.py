@@ -101,6 +101,13 @@ class ConfigHandler(TrainhubAPIHandler):
         self.reply(payload)
 
 
+class DatasetsHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.reply(await self.calls.call(self.service.datasets))
+
+
 class JobsHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from trainhub.checkpoint.layout import CheckpointInfo
+from trainhub.datasets.catalog import DatasetList
 from trainhub.jobs.models import DescribeJob, JobPage
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub.jobs.spec import JobSpec
@@ -107,6 +108,11 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         ServerConfig,
     ),
     ("/openapi.json", "get"): Operation("This document"),
+    ("/datasets", "get"): Operation(
+        "The datasets the user's team may ask for by name (a job's `datasets: [name]`)",
+        DatasetList,
+        errors=(503,),
+    ),
     ("/jobs", "get"): Operation(
         "The user's jobs, newest first", JobPage, query=ListJobsParams, errors=(400,)
     ),

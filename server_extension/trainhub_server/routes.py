@@ -28,6 +28,7 @@ HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("config", h.ConfigHandler),
     ("openapi.json", OpenAPIHandler),
+    ("datasets", h.DatasetsHandler),
     ("jobs", h.JobsHandler),
     ("jobs/stream", ws.JobsStreamHandler),
     ("jobs/{job_id}", h.JobHandler),

@@ -41,8 +41,8 @@ def record(**spec_overrides) -> JobRecord:
             "max_runtime": "2h",
             "env": {"EPOCHS": "3"},
             "datasets": [
-                {"name": "imagenet", "path": "/datasets/imagenet"},
-                {"name": "coco", "path": "/shared/vision/datasets/coco"},
+                {"name": "imagenet", "path": "/datasets/imagenet", "catalog": True},
+                {"name": "coco", "path": "/datasets/coco", "catalog": True},
             ],
             **spec_overrides,
         }

@@ -20,9 +20,11 @@ def within(path: Path, roots: Iterable[Path]) -> bool:
 
 
 def check_dataset_paths(datasets: Sequence[Dataset], roots: Sequence[Path]) -> None:
-    """Refuse, naming the field, a dataset path outside ``roots`` (links resolved first), then
-    one that does not exist."""
+    """Refuse, naming the field, a dataset path of the user's own outside ``roots`` (links
+    resolved first), then one that does not exist."""
     for i, dataset in enumerate(datasets):
+        if dataset.catalog or dataset.path is None:
+            continue  # a dataset by name: its declaration placed it (trainhub.datasets.catalog)
         field = f"datasets.{i}.path"
         if not os.path.isabs(dataset.path):
             raise field_error(

@@ -16,6 +16,7 @@ import os
 import re
 from collections.abc import Mapping
 
+from trainhub import datasets
 from trainhub.jobs import limits
 
 # What a Python training process needs from its host to behave as it does interactively.
@@ -96,7 +97,7 @@ def inherited(base: Mapping[str, str], extra: frozenset[str] = frozenset()) -> d
 
 def dataset_variable(name: str) -> str:
     """``TRAINHUB_DATASET_<NAME>``: where a rank finds the dataset it asked for by name."""
-    return f"TRAINHUB_DATASET_{name.upper().replace('-', '_')}"
+    return datasets.variable(name)
 
 
 def job_environment(
@@ -124,4 +125,6 @@ def job_environment(
         env["TRAINHUB_RESUME_FROM"] = resume_from
     for name, path in dataset_paths.items():
         env[dataset_variable(name)] = path
+    if dataset_paths:  # what trainhub.datasets.path() tells a name it was not asked for
+        env[datasets.NAMES_VARIABLE] = ",".join(dataset_paths)
     return env

@@ -2,7 +2,8 @@
 
 Collected once at submission by the caller, who writes it to ``lineage.json``. Everything
 here is cheap and has no side effects: git runs with a timeout, torch is not imported, and
-datasets are fingerprinted from directory metadata, never by reading their contents.
+datasets are fingerprinted from directory metadata, and read only when a declared dataset asks
+for a content hash (streamed, bounded: :mod:`trainhub.datasets.fingerprint`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from trainhub.bundle.schema import BundleManifest
+from trainhub.datasets.fingerprint import fingerprint
 from trainhub.jobs.directory import write_json_atomic
 from trainhub.jobs.spec import Dataset, JobSpec
 
@@ -40,7 +43,11 @@ def collect_lineage(
     *,
     user: str | None = None,
     cache_dir: Path | None = None,
+    dataset_views: Mapping[str, tuple[str | None, bool]] | None = None,
 ) -> dict[str, Any]:
+    """``dataset_views``: for each dataset asked for by name, where the submitting side sees it
+    and whether it asks for a content hash."""
+    views = dataset_views or {}
     root = Path(workspace_root).resolve()
     entry_dir = (root / manifest.entry).parent
     return {
@@ -74,7 +81,14 @@ def collect_lineage(
         },
         "packages": installed_distributions(cache_dir),
         "torch": torch_versions(),
-        "datasets": [dataset_fingerprint(d) for d in spec.datasets],
+        "datasets": [
+            dataset_fingerprint(
+                d,
+                view_path=views[d.name][0] if d.name in views else None,
+                with_hash=views[d.name][1] if d.name in views else False,
+            )
+            for d in spec.datasets
+        ],
     }
 
 
@@ -225,49 +239,26 @@ def torch_versions() -> dict[str, Any] | None:
 # --- datasets ----------------------------------------------------------------------------------
 
 
-def dataset_fingerprint(dataset: Dataset) -> dict[str, Any]:
-    """Name, path and a cheap fingerprint: file count, total bytes, newest modification time."""
+def dataset_fingerprint(
+    dataset: Dataset, *, view_path: str | None = None, with_hash: bool = False
+) -> dict[str, Any]:
+    """Name, path and fingerprint (:func:`trainhub.datasets.fingerprint.fingerprint`) of one
+    dataset, read at ``view_path`` where the submitting side sees it elsewhere than the ranks
+    (a cluster's mount)."""
     record: dict[str, Any] = {
         "name": dataset.name,
         "path": dataset.path,
         "read_only": dataset.read_only,
+        "by_name": dataset.catalog,
     }
-    path = Path(dataset.path)
+    where = view_path or dataset.path
+    if where is None:
+        record["error"] = "not visible where the job was submitted"
+        return record
     try:
-        top = path.stat()
+        record["fingerprint"] = fingerprint(
+            where, with_hash=with_hash, max_entries=MAX_DATASET_ENTRIES
+        )
     except OSError as e:
         record["error"] = f"cannot read {dataset.path}: {e.strerror or e}"
-        return record
-    files, size, newest, truncated = 0, 0, top.st_mtime, False
-    if path.is_file():
-        files, size = 1, top.st_size
-    else:
-        pending = [str(path)]
-        seen = 0
-        while pending and not truncated:
-            try:
-                entries = list(os.scandir(pending.pop()))
-            except OSError:
-                continue
-            for entry in entries:
-                seen += 1
-                if seen > MAX_DATASET_ENTRIES:
-                    truncated = True
-                    break
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                newest = max(newest, st.st_mtime)
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
-                    files += 1
-                    size += st.st_size
-    record["fingerprint"] = {
-        "files": files,
-        "bytes": size,
-        "newest_mtime": datetime.fromtimestamp(newest, UTC).isoformat(timespec="seconds"),
-        "truncated": truncated,
-    }
     return record

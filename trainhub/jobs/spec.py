@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -60,6 +61,16 @@ _QUANTITY_UNITS = {
 }
 
 
+def _no_nul(value: str) -> str:
+    if "\x00" in value:  # no path, argument or environment value can hold one
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
+# Text that reaches a file name, a process's arguments or its environment.
+Text = Annotated[str, AfterValidator(_no_nul)]
+
+
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, str_strip_whitespace=True)
 
@@ -92,7 +103,7 @@ class CellSelection(Model):
 
 class NotebookSource(Model):
     kind: Literal["notebook"] = "notebook"
-    path: str = Field(
+    path: Text = Field(
         min_length=1,
         description="Notebook path, relative to the workspace root",
         json_schema_extra={"pattern": r"\.ipynb$"},  # checked by _ipynb, with a sentence
@@ -109,12 +120,12 @@ class NotebookSource(Model):
 
 class ScriptSource(Model):
     kind: Literal["script"] = "script"
-    path: str = Field(
+    path: Text = Field(
         min_length=1,
         description="Python script path, relative to the workspace root",
         json_schema_extra={"pattern": r"\.py$"},  # checked by _py, with a sentence
     )
-    args: list[str] = Field(default_factory=list)
+    args: list[Text] = Field(default_factory=list)
 
     @field_validator("path")
     @classmethod
@@ -210,9 +221,23 @@ class RetryPolicy(Model):
 
 
 class Dataset(Model):
+    """A dataset by name (one the user's team may read: ``trainhub datasets``), or a path of the
+    user's own in the workspace or below the dataset roots, given a name."""
+
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")
-    path: str = Field(min_length=1)
+    path: str | None = Field(
+        None, min_length=1, description="None: the team's dataset of this name"
+    )
     read_only: bool = True
+    catalog: bool = Field(
+        False,
+        description="Set by trainhub: asked for by name; path is where the ranks find it",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _by_name(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
 
 
 class CheckpointRef(Model):
@@ -284,7 +309,7 @@ class JobSpec(Model):
         "otherwise, naming those it does)",
     )
     resources: Resources = Field(default_factory=Resources)
-    image: str | None = Field(None, description="Container image; recorded in the lineage locally")
+    image: Text | None = Field(None, description="Container image; recorded in the lineage locally")
     team: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
     queue: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
     priority: Priority = Priority.NORMAL
@@ -292,8 +317,11 @@ class JobSpec(Model):
         timedelta | None, WithJsonSchema(MAX_RUNTIME_SCHEMA, mode="validation")
     ] = None
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    env: dict[str, str] = Field(default_factory=dict)
-    datasets: list[Dataset] = Field(default_factory=list)
+    env: dict[str, Text] = Field(default_factory=dict)
+    datasets: list[Dataset] = Field(
+        default_factory=list,
+        description="Datasets by name ('imagenet' or {name: imagenet}), or {name, path}",
+    )
     tags: list[Annotated[str, Field(min_length=1, max_length=63)]] = Field(default_factory=list)
     resume_from: CheckpointRef | None = None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -21,7 +22,7 @@ from trainhub.backends.kubernetes.render import (
 )
 from trainhub.jobs.environment import job_environment
 from trainhub.jobs.models import JobRecord
-from trainhub.teams import Pool, Team
+from trainhub.teams import Pool, Team, TeamDataset
 
 JOB_ID_LABEL = "trainhub.io/job-id"
 USER_LABEL = "trainhub.io/user"
@@ -59,17 +60,21 @@ def torchrun_args(record: JobRecord, service: str) -> list[str]:
 
 
 def _dataset_mounts(
-    record: JobRecord, team: Team
+    record: JobRecord, team: Team, readable: Mapping[str, TeamDataset]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
-    """(volumes, mounts, paths) for the job's datasets: a team dataset by name is mounted
-    read-only at /datasets/<name>; any other dataset path must already be on the shared volume."""
+    """(volumes, mounts, paths) for the job's datasets: one asked for by name is mounted
+    read-only (the volume and the mount) at /datasets/<name>; a path of the user's own must
+    already be on the shared volume."""
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
     paths: dict[str, str] = {}
     shared = PurePosixPath(team.shared_volume.mount_path)
     for ds in record.spec.datasets:
-        known = team.datasets.get(ds.name)
+        known = readable.get(ds.name) if ds.catalog else None
         if known is None:
+            if ds.catalog:
+                raise ValueError(f"dataset {ds.name} is not one team {team.name} may read")
+            assert ds.path is not None
             paths[ds.name] = ds.path  # checked by the backend to lie on the shared volume
             continue
         target = team.dataset_mount(ds.name)
@@ -148,7 +153,9 @@ def job_manifest(
     pool: Pool,
     image: str,
     resume_from: str | None = None,
+    datasets: Mapping[str, TeamDataset] | None = None,
 ) -> dict[str, Any]:
+    """``datasets``: those the team may read by name (default: its own)."""
     spec = record.spec
     res = spec.resources
     shared = PurePosixPath(team.shared_volume.mount_path)
@@ -164,7 +171,8 @@ def job_manifest(
         QUEUE_LABEL: team.local_queue,
         PRIORITY_LABEL: priority_class_name(spec.priority.value),
     }
-    ds_volumes, ds_mounts, ds_paths = _dataset_mounts(record, team)
+    readable = team.datasets if datasets is None else datasets
+    ds_volumes, ds_mounts, ds_paths = _dataset_mounts(record, team, readable)
     env = job_environment(
         spec.env,
         job_id=record.id,

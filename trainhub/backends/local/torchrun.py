@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from trainhub.backends.local.readonly import wrap
 from trainhub.jobs.environment import admin_allowed, inherited, job_environment
 from trainhub.jobs.spec import JobSpec
 
@@ -81,10 +82,12 @@ def launch_plan(
     port: int,
     resume_from: str | None,
 ) -> LaunchPlan:
-    """argv and environment of each process to start for one attempt."""
+    """argv and environment of each process to start for one attempt; each starts with the
+    job's read-only datasets behind read-only mounts (:mod:`~trainhub.backends.local.readonly`)."""
     res = spec.resources
     run_id = f"{job_id}-{attempt}"
-    datasets = {d.name: d.path for d in spec.datasets}
+    datasets = {d.name: d.path for d in spec.datasets if d.path is not None}
+    read_only = [d.path for d in spec.datasets if d.path is not None and d.read_only]
     slices = gpu_slices(assigned_gpus, res.workers, res.gpus_per_worker)
     plan = LaunchPlan(agents=[])
     for node_rank in range(res.workers):
@@ -100,9 +103,8 @@ def launch_plan(
         )
         if res.world_size == 1:
             env.update(single_process_env(port, run_id))
-            plan["agents"].append(
-                {"argv": [python, "-m", "trainhub.rank.runner", bundle], "env": env}
-            )
+            argv = [python, "-m", "trainhub.rank.runner", bundle]
+            plan["agents"].append({"argv": wrap(python, job_dir, read_only, argv), "env": env})
             continue
         argv = torchrun_argv(
             python,
@@ -113,7 +115,7 @@ def launch_plan(
             master_port=port,
             run_id=run_id,
         )
-        plan["agents"].append({"argv": argv, "env": env})
+        plan["agents"].append({"argv": wrap(python, job_dir, read_only, argv), "env": env})
     return plan
 
 
