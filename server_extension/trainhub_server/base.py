@@ -92,12 +92,15 @@ class TrainhubHandlerMixin(ExtensionHandlerMixin):
     def request_field(self) -> str | None:
         """What a refusal that names no field is about: the last part of the path that names
         something (the rank whose log, the file of a checkpoint), else the first query
-        argument."""
+        argument, else the body."""
         named = list(getattr(self, "path_kwargs", None) or {})
         if named:
             return named[-1]
-        arguments = list(self.request.query_arguments)  # type: ignore[attr-defined]
-        return arguments[0] if arguments else None
+        request = self.request  # type: ignore[attr-defined]
+        arguments = list(request.query_arguments)
+        if arguments:
+            return arguments[0]
+        return "body" if request.body else None
 
     # --- the one error-mapping place -----------------------------------------------------
     def write_error(self, status_code: int, **kwargs: Any) -> None:

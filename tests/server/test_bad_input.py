@@ -227,3 +227,24 @@ async def test_numbers_past_a_float_s_range_are_refused_naming_the_field(api: An
         messages = {e["field"]: e["message"] for e in error["errors"]}
         assert field in messages and words in messages[field], error
     assert await jobs_count(api) == before
+
+
+async def test_a_nul_character_is_refused_naming_the_field(api: Any) -> None:
+    before = await jobs_count(api)
+    cases = [
+        (spec(source={"path": "tiny\x00.ipynb"}), "source.path"),
+        (spec(source={"kind": "script", "path": "x\x00.py"}), "source.path"),
+        (spec(source={"kind": "script", "path": "x.py", "args": ["a\x00"]}), "source.args.0"),
+        (spec(env={"A": "x\x00y"}), "env.A"),
+        (spec(image="python\x00"), "image"),
+    ]
+    for body, field in cases:
+        status, error, _ = await api("POST", "jobs", body=body)
+        assert status == 400, (field, status, error)
+        assert fields(error) == [field] and "NUL" in error["errors"][0]["message"], error
+    # Wherever else a refusal comes from, it names at least the body.
+    status, error, _ = await api(
+        "POST", "jobs", body=spec(datasets=[{"name": "d", "path": "/tmp/\x00"}])
+    )
+    assert status == 400 and fields(error), error
+    assert await jobs_count(api) == before
