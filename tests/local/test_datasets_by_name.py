@@ -137,9 +137,7 @@ def test_a_dataset_of_another_team_is_refused_before_anything_starts(
     assert trainhub_env.json("jobs")["total"] == 0
 
 
-def test_a_path_of_ones_own_still_works_and_is_read_only_too(
-    trainhub_env: Trainhub, with_datasets
-):
+def test_a_path_of_ones_own_still_works_and_is_read_only_too(trainhub_env: Trainhub, with_datasets):
     own = trainhub_env.workspace / "mine"
     own.mkdir()
     (own / "x.txt").write_text("mine")
