@@ -501,7 +501,7 @@ def bench_admission() -> dict:
         for _ in range(200):
             t0 = time.perf_counter()
             with backend.store.transaction() as conn:
-                admitted = backend._admit(conn)
+                admitted = backend.admitter.admit(conn)
             samples.append(time.perf_counter() - t0)
             assert admitted == []
         samples.sort()

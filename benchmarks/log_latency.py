@@ -111,7 +111,7 @@ class JupyterServer:
             stdout=subprocess.DEVNULL,
             stderr=open(self.home / "server.log", "wb"),
         )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # a loaded 2-core machine imports slowly
         while True:
             try:
                 self.get("trainhub/api/config")
