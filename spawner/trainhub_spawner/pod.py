@@ -9,13 +9,14 @@ settings. GPU requests equal limits; node selector and tolerations come from the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
 
 from trainhub.backends.kubernetes.render import GPU, NOTEBOOK_ACCOUNT, TEAM_LABEL
-from trainhub.teams import Teams
+from trainhub.teams import TeamDataset, Teams
 from trainhub_spawner.profiles import Session
 
 TEAMS_FILE = "/etc/trainhub/teams.yaml"
@@ -65,10 +66,13 @@ def session_overrides(
     teams_configmap: str | None = TEAMS_CONFIGMAP,
     uid: int = 1000,
     gid: int = 100,
+    datasets: Mapping[str, TeamDataset] | None = None,
 ) -> dict[str, Any]:
     """KubeSpawner trait name -> value for this session's pod.
 
-    ``teams_configmap`` None means the teams file is baked into the image at ``teams_file``."""
+    ``teams_configmap`` None means the teams file is baked into the image at ``teams_file``.
+    ``datasets``: those the team may read (``Teams.readable_datasets``; default its own): each
+    claim is mounted read-only at /datasets/<name>, as in the team's job pods."""
     team, pool = session.team, session.pool
     shared = team.shared_volume
     volumes: list[dict[str, Any]] = [
@@ -92,7 +96,7 @@ def session_overrides(
                 "readOnly": True,
             }
         )
-    for name, ds in team.datasets.items():
+    for name, ds in (team.datasets if datasets is None else datasets).items():
         if ds.claim is None:
             continue  # a path dataset is already on the shared volume
         volumes.append(

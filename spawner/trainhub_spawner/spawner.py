@@ -146,6 +146,10 @@ class TrainHubSpawner(KubeSpawner):
             teams_configmap=self.teams_configmap or None,
             uid=self.session_uid,
             gid=self.session_gid,
+            datasets={
+                name: ds
+                for name, (_, ds) in self.teams().readable_datasets(session.team.name).items()
+            },
         )
         # Merge onto what the admin configured, never onto an earlier session of this server
         # (a GPU session after a CPU one must not keep NVIDIA_VISIBLE_DEVICES=void).

@@ -190,3 +190,24 @@ def test_the_manifest_check_accepts_the_session_pod_and_names_each_deviation() -
 def test_a_cpu_or_gpu_pod_matches_its_session(gpus: int) -> None:
     s = resolve_session(TEAMS, ["vision"], {"profile": "vision.t4", "gpus": str(gpus)})
     assert pod_deviation(_pod(gpus), s, "team-vision") is None
+
+
+def test_a_session_mounts_the_claims_shared_with_its_team_read_only() -> None:
+    data = yaml.safe_load((Path(__file__).parents[2] / "hub_config" / "teams.yaml").read_text())
+    data["teams"][1]["datasets"]["c4"]["teams"] = ["vision"]
+    teams = parse_teams(data)
+    s = resolve_session(teams, ["vision"], {"profile": "vision.t4", "gpus": "0"})
+    readable = {n: ds for n, (_, ds) in teams.readable_datasets("vision").items()}
+    o = session_overrides(s, datasets=readable)
+    mounts = {m["mountPath"]: m for m in o["volume_mounts"]}
+    assert mounts["/datasets/c4"] == {
+        "name": "dataset-c4",
+        "mountPath": "/datasets/c4",
+        "readOnly": True,
+    }
+    assert {
+        "name": "dataset-c4",
+        "persistentVolumeClaim": {"claimName": "c4-corpus", "readOnly": True},
+    } in o["volumes"]
+    # Without them (the default) only the team's own claims are mounted.
+    assert "/datasets/c4" not in {m["mountPath"] for m in session_overrides(s)["volume_mounts"]}
