@@ -168,9 +168,9 @@ def test_the_listing_says_what_the_rest_api_shows() -> None:
     assert [i.model_dump() for i in infos] == [
         {
             "name": "c4",
-            "description": "",
+            "description": "Colossal Clean Crawled Corpus, English",
             "read_only": True,
-            "owner": "",
+            "owner": "nlp-data@example.org",
             "team": "nlp",
             "path": "/datasets/c4",
         }
