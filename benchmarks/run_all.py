@@ -31,6 +31,7 @@ SUITES = {
     "list_endpoint": ("benchmarks.list_endpoint", {}, {"requests": 60}),
     "spawn": ("benchmarks.spawn", {}, {"spawns": 3}),
     "kueue": ("benchmarks.kueue", {}, {"jobs": 100}),
+    "usage_report": ("benchmarks.usage_report", {}, {"repeats": 10}),
 }
 
 

@@ -17,11 +17,13 @@ from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
 
+from trainhub import settings
 from trainhub.checkpoint.layout import read_manifest
 from trainhub.errors import TooLarge
 from trainhub.jobs import limits
 from trainhub.jobs.models import ListJobsQuery
 from trainhub.jobs.spec import explain
+from trainhub.usage.models import UsageQuery
 from trainhub_server.base import TrainhubHandlerMixin, dump, field_error
 from trainhub_server.nesting import too_deep
 from trainhub_server.parameters import notebook_parameters
@@ -34,6 +36,7 @@ from trainhub_server.payloads import (
     NotebookParams,
     RecordsParams,
     SubmitParams,
+    UsageParams,
     config_payload,
     dry_run,
 )
@@ -128,6 +131,19 @@ class JobsHandler(TrainhubAPIHandler):
             self.service.submit, body, user=self.owner, abandoned=self.abandoned
         )
         self.reply(described, 201)
+
+
+class UsageHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        params = self.query(UsageParams)
+        query = UsageQuery(since=params.since, by=params.by)
+        # The user's own jobs; the team totals only of the team this session belongs to.
+        report = await self.calls.call(
+            self.service.usage, query, user=self.owner, team=settings.team()
+        )
+        self.reply(report)
 
 
 class JobHandler(TrainhubAPIHandler):

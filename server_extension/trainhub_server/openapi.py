@@ -23,6 +23,7 @@ from trainhub.datasets.catalog import DatasetList
 from trainhub.jobs.models import DescribeJob, JobPage
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub.jobs.spec import JobSpec
+from trainhub.usage.models import UsageReport
 from trainhub_server.base import MAX_INTEGER
 from trainhub_server.payloads import (
     CancelRequest,
@@ -43,6 +44,7 @@ from trainhub_server.payloads import (
     ServerConfig,
     StreamParams,
     SubmitParams,
+    UsageParams,
 )
 
 OPENAPI_VERSION = "3.1.0"
@@ -213,6 +215,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         NotebookParameters,
         query=NotebookParams,
         errors=(400, 404),
+    ),
+    ("/usage", "get"): Operation(
+        "GPU, CPU and time usage of the jobs that ended in a period, grouped: the user's own "
+        "jobs; grouped by team, the totals of the user's own team and of no other",
+        UsageReport,
+        query=UsageParams,
+        errors=(400, 503),
     ),
 }
 

@@ -14,6 +14,7 @@ from trainhub.jobs import limits as job_limits
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import FieldError, JobSpec, Resources
 from trainhub.jobs.states import JobState
+from trainhub.usage.models import DEFAULT_SINCE, UsageBy, since_time
 from trainhub_server.base import MAX_INTEGER
 
 LOG_CHUNK_DEFAULT = 1 << 20
@@ -36,6 +37,25 @@ class ListJobsParams(Query):
     before: int | None = Field(
         None, ge=0, le=MAX_INTEGER, description="seq to page from (next_before of a page)"
     )
+
+
+class UsageParams(Query):
+    since: str = Field(
+        DEFAULT_SINCE,
+        description="Jobs that ended since: a span back from now (30d, 12h, 90m, 2w) or a "
+        "UTC date (YYYY-MM-DD)",
+    )
+    by: UsageBy = Field(
+        UsageBy.USER,
+        description="Group by user, team, pool or UTC day. The signed-in user's own jobs; "
+        "by team, the totals of the user's own team",
+    )
+
+    @field_validator("since")
+    @classmethod
+    def _since(cls, v: str) -> str:
+        since_time(v)
+        return v
 
 
 class SubmitParams(Query):

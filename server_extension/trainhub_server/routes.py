@@ -46,6 +46,7 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("jobs/{job_id}/checkpoints/{step}/files/{name}", h.CheckpointFileHandler),
     ("jobs/{job_id}/checkpoints/{step}/resume", h.CheckpointResumeHandler),
     ("notebook/parameters", h.NotebookParametersHandler),
+    ("usage", h.UsageHandler),
 ]
 
 

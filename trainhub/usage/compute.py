@@ -64,7 +64,8 @@ def attempt_spans(
     events: Iterable[Mapping[str, Any]], started_at: float | None, finished_at: float
 ) -> list[tuple[float, float]]:
     """(start, end) of each attempt: a ``running`` state event opens one, the next other
-    state event (retrying, queued after a preemption, a terminal state) closes it."""
+    state event (retrying, queued after a preemption, a terminal state) closes it; nothing
+    lasts past ``finished_at``."""
     spans: list[tuple[float, float]] = []
     opened: float | None = None
     for event in events:
@@ -81,7 +82,8 @@ def attempt_spans(
         spans.append((opened, max(opened, finished_at)))
     if not spans and started_at is not None:
         spans.append((started_at, max(started_at, finished_at)))
-    return spans
+    # The record's end is the end: the final state event is written just after it.
+    return [(start, min(end, finished_at)) for start, end in spans if start < finished_at]
 
 
 def _interval(times: Sequence[float]) -> float:

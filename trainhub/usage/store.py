@@ -1,6 +1,6 @@
 """The usage rows of ended jobs, kept in a SQLite table beside the jobs, and the report over
-them: one ``GROUP BY`` with indexes on the end time (and the user, the team), so a report
-over 100,000 jobs stays well under a second.
+them: one ``GROUP BY`` over an index on the end time that holds every summed column (and
+indexes by user and by team), so a report over 100,000 jobs stays within 200 ms.
 
 The table lives in whatever database the backend keeps (the local backend's store); the rows
 are a cache of what :func:`trainhub.usage.compute.job_usage` derives from a job's record and
@@ -41,7 +41,11 @@ CREATE TABLE IF NOT EXISTS usage (
     retries                INTEGER NOT NULL,
     waste_utilization_pct  REAL NOT NULL
 );
-CREATE INDEX IF NOT EXISTS usage_by_end ON usage (finished_at);
+-- Covers every report over all users: a range of end times read from the index alone.
+CREATE INDEX IF NOT EXISTS usage_report ON usage (
+    finished_at, user, team, pool, day, state, gpu_allocated_s, gpu_busy_s, gpu_waste_s, cpu_s,
+    wall_s, queue_wait_s, retries
+);
 CREATE INDEX IF NOT EXISTS usage_by_user ON usage (user, finished_at);
 CREATE INDEX IF NOT EXISTS usage_by_team ON usage (team, finished_at);
 """
@@ -82,6 +86,8 @@ class UsageStore:
     """Usage rows over a connection the caller provides (one per thread, as the store's)."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection]):
+        """Creates the table and its indexes when missing; never inside a transaction
+        (``executescript`` commits whatever is open)."""
         self._connection = connection
         self._connection().executescript(SCHEMA)
 
@@ -103,6 +109,9 @@ class UsageStore:
                 for r in conn.execute(f"SELECT job_id FROM usage WHERE job_id IN ({marks})", part)
             )
         return found
+
+    def count(self) -> int:
+        return int(self._connection().execute("SELECT COUNT(*) FROM usage").fetchone()[0])
 
     def row(self, job_id: str) -> dict[str, Any] | None:
         cur = self._connection().execute("SELECT * FROM usage WHERE job_id = ?", (job_id,))
@@ -132,8 +141,11 @@ class UsageStore:
             terms.append("team = ?")
             args.append(team)
         order = "key" if by == UsageBy.DAY else "SUM(gpu_allocated_s) DESC, key"
+        # Over every user the covering index is read alone; the planner would rather walk the
+        # index of the group's column to skip a sort, and look up every row in the table.
+        source = "usage" if user or team else "usage INDEXED BY usage_report"
         rows = self._connection().execute(
-            f"SELECT {key} AS key, {_SUMS} FROM usage WHERE {' AND '.join(terms)}"
+            f"SELECT {key} AS key, {_SUMS} FROM {source} WHERE {' AND '.join(terms)}"
             f" GROUP BY {key} ORDER BY {order}",
             args,
         )

@@ -1,8 +1,8 @@
 """Usage rows of the local backend's jobs, kept in its store beside the jobs.
 
-The supervisor records a job's row as it ends; whatever else ends a job (a cancel while
-queued, a reconcile after a lost supervisor) or ended it before accounting existed is
-filled in by :func:`backfill`, which every report runs first.
+The supervisor writes a job's row in the transaction that ends it; whatever else ends a job
+(a cancel while queued, a reconcile after a lost supervisor) or ended it before accounting
+existed is filled in by :func:`backfill`, which every report runs first.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from trainhub.backends.local.store import Store
+from trainhub.jobs.states import TERMINAL_STATES
 from trainhub.usage.compute import job_usage
 from trainhub.usage.store import UsageStore
 
@@ -37,11 +38,11 @@ def record_usage(store: Store, job_ids: list[str], *, threshold_pct: float) -> i
 
 def backfill(store: Store, *, threshold_pct: float, recompute: bool = False) -> int:
     """Rows for the ended jobs that have none (every ended job with ``recompute``)."""
-    usage_store(store)  # the table exists before it is asked about
+    usage = usage_store(store)  # the table exists before it is asked about
     if recompute:
-        from trainhub.jobs.states import TERMINAL_STATES
-
         ids = [r.id for r in store.list_jobs(states=list(TERMINAL_STATES), limit=-1)]
+    elif store.count(states=list(TERMINAL_STATES)) == usage.count():
+        return 0  # every ended job has its row (two index counts, not a join of both tables)
     else:
         ids = store.ended_without("usage", "job_id")
     return record_usage(store, ids, threshold_pct=threshold_pct)

@@ -22,7 +22,7 @@ import psutil
 
 from trainhub import settings
 from trainhub.backends.local import processes
-from trainhub.backends.local.accounting import record_usage
+from trainhub.backends.local.accounting import usage_store
 from trainhub.backends.local.admitter import Admitter
 from trainhub.backends.local.plan import attempt_plan, resume_path
 from trainhub.backends.local.startup import become_subreaper, start_plan
@@ -33,6 +33,7 @@ from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import backoff, count_retry, should_retry
 from trainhub.outcome.verdict import RankExit, attempt_verdict, torchrun_root_causes
+from trainhub.usage.compute import UsageRow, job_usage
 
 CANCEL_GRACE_SECONDS = float(os.environ.get("TRAINHUB_CANCEL_GRACE", "10"))
 POLL_SECONDS = 0.2
@@ -139,17 +140,7 @@ class Supervisor:
                 self.sampler.stop()
         self._finish(verdict)
         self.admitter.admit_and_launch()
-        self._record_usage()
         return 0
-
-    def _record_usage(self) -> None:
-        """The job's usage row; a report backfills it if this fails, so it never fails the job."""
-        try:
-            record_usage(
-                self.store, [self.record.id], threshold_pct=settings.waste_utilization_pct()
-            )
-        except Exception as error:
-            self.jobdir.emit("usage", error=f"Usage accounting failed: {error!r}.")
 
     def _start_sampler(self):
         try:
@@ -326,17 +317,30 @@ class Supervisor:
             state = JobState.FAILED
         if verdict is not None:
             verdict.retriable = False
+        ended = {
+            "state": state,
+            "finished_at": time.time(),
+            "verdict": verdict.model_dump(mode="json") if verdict else None,
+        }
+        usage = self._usage_row(self.record.model_copy(update={**ended, "verdict": verdict}))
+        rows = usage_store(self.store) if usage is not None else None  # its table, made outside
         with self.store.transaction() as conn:
-            self.store.update(
-                conn,
-                self.record.id,
-                state=state,
-                finished_at=time.time(),
-                verdict=verdict.model_dump(mode="json") if verdict else None,
-            )
+            self.store.update(conn, self.record.id, **ended)
+            # In the same transaction: whoever sees the job ended sees its usage row too.
+            if rows is not None and usage is not None:
+                rows.record([usage], conn)
         self.jobdir.emit(
             "state", state=state.value, **({"reason": verdict.reason} if verdict else {})
         )
+
+    def _usage_row(self, ended: JobRecord) -> UsageRow | None:
+        """The ended job's usage row; a report backfills it when this fails, so accounting
+        never stands in the way of finishing a job."""
+        try:
+            return job_usage(ended, threshold_pct=settings.waste_utilization_pct())
+        except Exception as error:
+            self.jobdir.emit("usage", error=f"Usage accounting failed: {error!r}.")
+            return None
 
 
 def main(argv: list[str] | None = None) -> int:

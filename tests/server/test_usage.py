@@ -1,0 +1,151 @@
+"""GET /trainhub/api/usage as two users: each sees their own jobs, and team totals only of the
+team their session belongs to; another user's figures never appear."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import pytest
+
+from tests.server.conftest import spec
+from tests.server.token_users import TOKENS_VARIABLE, TokenUsers, tokens_text
+from trainhub.backends.local.backend import LocalBackend
+from trainhub.jobs.directory import JobDir, append_jsonl
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.service import JobService
+from trainhub.jobs.spec import parse_spec
+from trainhub.jobs.states import JobState
+
+TOKENS = {"token-of-ada": "ada", "token-of-bob": "bob"}
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config: dict[str, Any], monkeypatch) -> dict[str, Any]:
+    monkeypatch.setenv(TOKENS_VARIABLE, tokens_text(TOKENS))
+    return {
+        **jp_server_config,
+        "ServerApp": {**jp_server_config["ServerApp"], "identity_provider_class": TokenUsers},
+    }
+
+
+@pytest.fixture
+def as_user(jp_fetch: Any) -> Any:
+    async def call(user: str, **params: str) -> tuple[int, Any]:
+        token = next(t for t, u in TOKENS.items() if u == user)
+        response = await jp_fetch(
+            "trainhub",
+            "api",
+            "usage",
+            params=params,
+            headers={"Authorization": f"token {token}"},
+            raise_error=False,
+        )
+        return response.code, json.loads(response.body)
+
+    return call
+
+
+def ended_job(
+    service: JobService, user: str, team: str, gpus: int, seconds: float, utilization: float
+) -> JobRecord:
+    """An ended job with a job directory the sampler could have written: ``gpus`` GPUs at
+    ``utilization`` for ``seconds``."""
+    backend: LocalBackend = service.backend  # type: ignore[assignment]
+    job_id = f"{user}-{team}-{os.urandom(4).hex()}"
+    jobdir = JobDir(service.jobs_root / job_id).create()
+    end = time.time() - 60
+    start = end - seconds
+    for t in range(1, int(seconds) + 1):
+        for gpu in range(gpus):
+            append_jsonl(
+                jobdir.metrics / "gpu.jsonl",
+                {"time": start + t, "gpu": gpu, "utilization": utilization},
+            )
+    record = JobRecord(
+        id=job_id,
+        name="usage",
+        user=user,
+        team=team,
+        priority=1,
+        state=JobState.SUCCEEDED,
+        spec=parse_spec(spec(team=team)),
+        job_dir=str(jobdir.root),
+        gpus=gpus,
+        created_at=start - 10,
+        admitted_at=start - 1,
+        started_at=start,
+        finished_at=end,
+    )
+    with backend.store.transaction() as conn:
+        backend.store.insert(conn, record)
+    return record
+
+
+def groups(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {g["key"]: g for g in report["groups"]}
+
+
+async def test_each_user_sees_their_own_usage_and_only_their_own_teams_totals(
+    as_user: Any, server_service: JobService, monkeypatch
+) -> None:
+    ada_vision = ended_job(server_service, "ada", "vision", gpus=2, seconds=100, utilization=50)
+    ada_nlp = ended_job(server_service, "ada", "nlp", gpus=1, seconds=40, utilization=5)
+    ended_job(server_service, "bob", "vision", gpus=1, seconds=30, utilization=100)
+    ended_job(server_service, "bob", "nlp", gpus=4, seconds=80, utilization=0)
+
+    status, report = await as_user("ada")
+    assert status == 200, report
+    assert report["by"] == "user" and report["waste_utilization_pct"] == 10
+    (mine,) = report["groups"]
+    assert (mine["key"], mine["jobs"]) == ("ada", 2)
+    assert mine["gpu_allocated_s"] == pytest.approx(2 * 100 + 40)
+    assert mine["gpu_busy_s"] == pytest.approx(2 * 100 * 0.5 + 40 * 0.05)
+    assert mine["gpu_waste_s"] == pytest.approx(40)  # the 5 % job only
+    assert mine["queue_wait_s"] == pytest.approx(2 * 9)
+
+    _, bobs = await as_user("bob", by="pool")
+    assert sum(g["jobs"] for g in bobs["groups"]) == 2
+    assert sum(g["gpu_allocated_s"] for g in bobs["groups"]) == pytest.approx(30 + 4 * 80)
+
+    # A session of team vision: its team's totals (every member's jobs in it), no other team's.
+    monkeypatch.setenv("TRAINHUB_TEAM", "vision")
+    _, by_team = await as_user("ada", by="team")
+    assert list(groups(by_team)) == ["vision"]
+    vision = groups(by_team)["vision"]
+    assert vision["jobs"] == 2
+    assert vision["gpu_allocated_s"] == pytest.approx(2 * 100 + 30)
+    assert vision["gpu_busy_s"] == pytest.approx(2 * 100 * 0.5 + 30 * 1.0)
+    _, bobs_team = await as_user("bob", by="team")
+    assert bobs_team["groups"] == by_team["groups"]
+    # Grouped otherwise, the team's session still shows the user's own jobs alone.
+    _, days = await as_user("ada", by="day")
+    assert sum(g["jobs"] for g in days["groups"]) == 2
+
+    # Without a team of one's own, by team groups one's own jobs by the team they named.
+    monkeypatch.delenv("TRAINHUB_TEAM")
+    _, own = await as_user("ada", by="team")
+    assert {k: g["jobs"] for k, g in groups(own).items()} == {"vision": 1, "nlp": 1}
+    assert groups(own)["nlp"]["gpu_allocated_s"] == pytest.approx(
+        ada_nlp.gpus * (ada_nlp.finished_at - ada_nlp.started_at)
+    )
+    assert groups(own)["vision"]["gpu_allocated_s"] == pytest.approx(
+        ada_vision.gpus * (ada_vision.finished_at - ada_vision.started_at)
+    )
+
+    # Nothing ended in the last minute (the jobs ended a minute ago).
+    _, recent = await as_user("ada", since="1m")
+    assert recent["groups"] == []
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [({"since": "soon"}, "since"), ({"by": "month"}, "by"), ({"since": ""}, "since")],
+)
+async def test_a_bad_argument_is_refused_naming_it(as_user: Any, params, field) -> None:
+    status, body = await as_user("ada", **params)
+
+    assert status == 400, body
+    assert field in json.dumps(body)
