@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    GetJsonSchemaHandler,
     Tag,
     ValidationError,
     WithJsonSchema,
@@ -29,6 +30,7 @@ from pydantic import (
 from trainhub.jobs import limits
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DATASET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 MAX_NAME_LENGTH = 40  # leaves room for the id suffix inside a 63-character Kubernetes name
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by trainhub or torchrun for every rank; a job may not override them.
@@ -224,7 +226,7 @@ class Dataset(Model):
     """A dataset by name (one the user's team may read: ``trainhub datasets``), or a path of the
     user's own in the workspace or below the dataset roots, given a name."""
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")
+    name: str = Field(pattern=DATASET_NAME)
     path: str | None = Field(
         None, min_length=1, description="None: the team's dataset of this name"
     )
@@ -238,6 +240,15 @@ class Dataset(Model):
     @classmethod
     def _by_name(cls, value: Any) -> Any:
         return {"name": value} if isinstance(value, str) else value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: Any, handler: GetJsonSchemaHandler) -> Any:
+        """What a request may send: a name alone, or the object (answers carry the object)."""
+        schema = handler(core)
+        if handler.mode != "validation":
+            return schema
+        name = {"type": "string", "pattern": DATASET_NAME, "description": "A dataset by name"}
+        return {"anyOf": [name, handler.resolve_ref_schema(schema)]}
 
 
 class CheckpointRef(Model):
