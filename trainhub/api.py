@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from pydantic import ValidationError
+
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.datasets.catalog import DatasetInfo
 from trainhub.jobs.logs import LogFollower, split_lines
@@ -20,7 +22,7 @@ from trainhub.jobs.models import DescribeJob, JobPage, ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import default_name
 from trainhub.jobs.states import JobState
-from trainhub.usage.models import UsageBy, UsageQuery, UsageReport
+from trainhub.usage.models import UsageQuery, UsageReport
 
 
 def service() -> JobService:
@@ -134,7 +136,15 @@ def usage(
 ) -> UsageReport:
     """GPU, CPU and time usage of the jobs that ended since ``since`` (``30d``, ``12h``, a
     date), grouped ``by`` user, team, pool or day; every user's jobs unless ``user``."""
-    query = UsageQuery(since=since, by=UsageBy(by))
+    try:
+        query = UsageQuery(since=since, by=by)  # type: ignore[arg-type]
+    except ValidationError as e:  # one line naming the argument, not pydantic's report
+        raise ValueError(
+            "; ".join(
+                f"{'.'.join(map(str, err['loc']))}: {err['msg'].removeprefix('Value error, ')}"
+                for err in e.errors()
+            )
+        ) from None
     return service().usage(query, user=user, recompute=recompute)
 
 
