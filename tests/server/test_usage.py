@@ -1,5 +1,6 @@
 """GET /trainhub/api/usage as two users: each sees their own jobs, and team totals only of the
-team their session belongs to; another user's figures never appear."""
+team their session belongs to; another user's figures never appear. The users have names no
+other server test uses, because the session's store is shared."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import JobState
 
-TOKENS = {"token-of-ada": "ada", "token-of-bob": "bob"}
+TOKENS = {"token-of-una": "una", "token-of-ivo": "ivo"}
 
 
 @pytest.fixture
@@ -91,52 +92,52 @@ def groups(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 async def test_each_user_sees_their_own_usage_and_only_their_own_teams_totals(
     as_user: Any, server_service: JobService, monkeypatch
 ) -> None:
-    ada_vision = ended_job(server_service, "ada", "vision", gpus=2, seconds=100, utilization=50)
-    ada_nlp = ended_job(server_service, "ada", "nlp", gpus=1, seconds=40, utilization=5)
-    ended_job(server_service, "bob", "vision", gpus=1, seconds=30, utilization=100)
-    ended_job(server_service, "bob", "nlp", gpus=4, seconds=80, utilization=0)
+    unas_vision = ended_job(server_service, "una", "vision", gpus=2, seconds=100, utilization=50)
+    unas_nlp = ended_job(server_service, "una", "nlp", gpus=1, seconds=40, utilization=5)
+    ended_job(server_service, "ivo", "vision", gpus=1, seconds=30, utilization=100)
+    ended_job(server_service, "ivo", "nlp", gpus=4, seconds=80, utilization=0)
 
-    status, report = await as_user("ada")
+    status, report = await as_user("una")
     assert status == 200, report
     assert report["by"] == "user" and report["waste_utilization_pct"] == 10
     (mine,) = report["groups"]
-    assert (mine["key"], mine["jobs"]) == ("ada", 2)
+    assert (mine["key"], mine["jobs"]) == ("una", 2)
     assert mine["gpu_allocated_s"] == pytest.approx(2 * 100 + 40)
     assert mine["gpu_busy_s"] == pytest.approx(2 * 100 * 0.5 + 40 * 0.05)
     assert mine["gpu_waste_s"] == pytest.approx(40)  # the 5 % job only
     assert mine["queue_wait_s"] == pytest.approx(2 * 9)
 
-    _, bobs = await as_user("bob", by="pool")
-    assert sum(g["jobs"] for g in bobs["groups"]) == 2
-    assert sum(g["gpu_allocated_s"] for g in bobs["groups"]) == pytest.approx(30 + 4 * 80)
+    _, ivos = await as_user("ivo", by="pool")
+    assert sum(g["jobs"] for g in ivos["groups"]) == 2
+    assert sum(g["gpu_allocated_s"] for g in ivos["groups"]) == pytest.approx(30 + 4 * 80)
 
     # A session of team vision: its team's totals (every member's jobs in it), no other team's.
     monkeypatch.setenv("TRAINHUB_TEAM", "vision")
-    _, by_team = await as_user("ada", by="team")
+    _, by_team = await as_user("una", by="team")
     assert list(groups(by_team)) == ["vision"]
     vision = groups(by_team)["vision"]
     assert vision["jobs"] == 2
     assert vision["gpu_allocated_s"] == pytest.approx(2 * 100 + 30)
     assert vision["gpu_busy_s"] == pytest.approx(2 * 100 * 0.5 + 30 * 1.0)
-    _, bobs_team = await as_user("bob", by="team")
-    assert bobs_team["groups"] == by_team["groups"]
+    _, ivos_team = await as_user("ivo", by="team")
+    assert ivos_team["groups"] == by_team["groups"]
     # Grouped otherwise, the team's session still shows the user's own jobs alone.
-    _, days = await as_user("ada", by="day")
+    _, days = await as_user("una", by="day")
     assert sum(g["jobs"] for g in days["groups"]) == 2
 
     # Without a team of one's own, by team groups one's own jobs by the team they named.
     monkeypatch.delenv("TRAINHUB_TEAM")
-    _, own = await as_user("ada", by="team")
+    _, own = await as_user("una", by="team")
     assert {k: g["jobs"] for k, g in groups(own).items()} == {"vision": 1, "nlp": 1}
     assert groups(own)["nlp"]["gpu_allocated_s"] == pytest.approx(
-        ada_nlp.gpus * (ada_nlp.finished_at - ada_nlp.started_at)
+        unas_nlp.gpus * (unas_nlp.finished_at - unas_nlp.started_at)
     )
     assert groups(own)["vision"]["gpu_allocated_s"] == pytest.approx(
-        ada_vision.gpus * (ada_vision.finished_at - ada_vision.started_at)
+        unas_vision.gpus * (unas_vision.finished_at - unas_vision.started_at)
     )
 
     # Nothing ended in the last minute (the jobs ended a minute ago).
-    _, recent = await as_user("ada", since="1m")
+    _, recent = await as_user("una", since="1m")
     assert recent["groups"] == []
 
 
@@ -145,7 +146,7 @@ async def test_each_user_sees_their_own_usage_and_only_their_own_teams_totals(
     [({"since": "soon"}, "since"), ({"by": "month"}, "by"), ({"since": ""}, "since")],
 )
 async def test_a_bad_argument_is_refused_naming_it(as_user: Any, params, field) -> None:
-    status, body = await as_user("ada", **params)
+    status, body = await as_user("una", **params)
 
     assert status == 400, body
     assert field in json.dumps(body)
