@@ -38,7 +38,7 @@ def test_a_teams_file_may_use_the_catalog_as_its_image_catalog(tmp_path: Path) -
     data["images"] = []
     data["image_catalog"] = str(IMAGES / "catalog.yaml")
     teams = parse_teams(data, base_dir=tmp_path)
-    assert teams.image("pytorch-cpu").image == "ghcr.io/trainhub/pytorch-cpu:2.5.1"
+    assert teams.image("pytorch-cpu").image == "ghcr.io/trainhub/pytorch-cpu:2.15.0"
 
 
 def test_a_teams_image_outside_the_catalog_or_with_another_reference_is_named() -> None:
