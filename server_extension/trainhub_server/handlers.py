@@ -124,8 +124,7 @@ class JobsHandler(TrainhubAPIHandler):
     async def post(self) -> None:
         body = self.body_json(required=True)
         if self.query(SubmitParams).dry_run:
-            await self.calls.call(dry_run, self.service, body, user=self.owner)
-            self.reply({"valid": True})
+            self.reply(await self.calls.call(dry_run, self.service, body, user=self.owner))
             return
         described = await self.calls.call(
             self.service.submit, body, user=self.owner, abandoned=self.abandoned

@@ -12,7 +12,7 @@ from trainhub.backends.base import Backend
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.jobs import limits as job_limits
 from trainhub.jobs.service import JobService
-from trainhub.jobs.spec import FieldError, JobSpec, Resources
+from trainhub.jobs.spec import FieldError, Resources
 from trainhub.jobs.states import JobState
 from trainhub.usage.models import DEFAULT_SINCE, UsageBy, since_time
 from trainhub_server.base import MAX_INTEGER
@@ -132,6 +132,9 @@ class ServerConfig(BaseModel):
 
 class DryRun(BaseModel):
     valid: Literal[True] = True
+    warnings: list[str] = Field(
+        default_factory=list, description="What the submit would note without refusing"
+    )
 
 
 class EventPage(BaseModel):
@@ -213,6 +216,6 @@ def config_payload(
     }
 
 
-def dry_run(service: JobService, body: dict[str, Any], *, user: str) -> JobSpec:
+def dry_run(service: JobService, body: dict[str, Any], *, user: str) -> DryRun:
     """Everything a submit checks, without making a job."""
-    return service.validate(body, user=user)
+    return DryRun(warnings=service.validate(body, user=user))

@@ -71,7 +71,7 @@ async def test_validation_errors_name_the_field(api: Any) -> None:
 async def test_dry_run_validates_without_creating(api: Any) -> None:
     _, before, _ = await api("GET", "jobs")
     status, body, _ = await api("POST", "jobs", body=spec(), params={"dry_run": "1"})
-    assert (status, body) == (200, {"valid": True})
+    assert (status, body) == (200, {"valid": True, "warnings": []})
     status, body, _ = await api(
         "POST",
         "jobs",

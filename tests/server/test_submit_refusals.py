@@ -86,7 +86,7 @@ async def test_a_dataset_outside_the_roots_is_refused_alike_whether_it_exists_or
 
     for path in (str(data / "train"), str(workspace)):
         status, answer = await dry_run(api, spec(datasets=[{"name": "d", "path": path}]))
-        assert (status, answer) == (200, {"valid": True}), answer
+        assert (status, answer) == (200, {"valid": True, "warnings": []}), answer
     status, error = await dry_run(api, spec(datasets=[{"name": "d", "path": f"{data}/none"}]))
     assert status == 400 and fields(error)["datasets.0.path"] == (
         f"dataset d: no such path {data}/none"
@@ -103,9 +103,11 @@ async def test_an_unknown_parameter_is_refused_with_the_names_the_notebook_assig
     status, answer = await dry_run(
         api, spec(parameters={"learning_rate": 0.1}, allow_new_parameters=True)
     )
-    assert (status, answer) == (200, {"valid": True})
+    assert status == 200, answer
+    (warning,) = answer["warnings"]  # allowed, and the dry run still says so
+    assert "parameter 'learning_rate' is not assigned" in warning
     status, answer = await dry_run(api, spec(parameters={"lr": 0.2, "epochs": 1}))
-    assert (status, answer) == (200, {"valid": True})
+    assert (status, answer) == (200, {"valid": True, "warnings": []})
 
 
 async def test_a_notebook_of_another_kernel_is_refused_naming_it(api: Any, workspace: Path) -> None:
@@ -140,7 +142,10 @@ async def test_a_link_at_the_workspace_root_is_left_out_and_noted(
     (workspace / "data").symlink_to(elsewhere)
     (workspace / "notes.txt").symlink_to(elsewhere / "secret.txt")
     status, answer = await dry_run(api, spec())
-    assert (status, answer) == (200, {"valid": True})
+    assert status == 200 and answer["valid"] is True, answer
+    # The researcher reads the notes before submitting, not only in the job's bundle.
+    assert "data is a link to a directory; not followed" in answer["warnings"]
+    assert "notes.txt is a link out of the workspace; left out" in answer["warnings"]
 
     status, job, _ = await api("POST", "jobs", body=spec())
     assert status == 201, job

@@ -148,8 +148,10 @@ class JobService:
         write_json_atomic(jobdir.lineage, lineage)
         return self._describe(self.backend.get(job_id) or record)
 
-    def validate(self, spec: JobSpec | dict[str, Any], *, user: str | None = None) -> JobSpec:
-        """Every check a submit makes (spec, paths, fit, resume source, bundle), making no job."""
+    def validate(self, spec: JobSpec | dict[str, Any], *, user: str | None = None) -> list[str]:
+        """Every check a submit makes (spec, paths, fit, resume source, bundle), making no job.
+        Returns what the bundle would note without refusing (cells left out, workspace links
+        skipped), for the researcher to read before submitting."""
         from trainhub.bundle.compile import compile_bundle
 
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
@@ -159,14 +161,14 @@ class JobService:
             self._check_resume(spec, user)
         self.backend.check_fits(self._new_record(spec, user, f"{spec.name}-validate", "", None))
         with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
-            compile_bundle(
+            manifest = compile_bundle(
                 spec,
                 self.workspace_root,
                 Path(tmp) / "bundle",
                 allow_pip=self.allow_pip,
                 max_workspace_bytes=self.max_workspace_bytes,
             )
-        return spec
+        return list(manifest.warnings)
 
     @staticmethod
     def _new_record(
