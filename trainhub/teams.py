@@ -277,6 +277,7 @@ class Teams(_Model):
                         f"(at most {biggest})",
                     )
                 )
+        errors += _shared_twice(self)
         if errors:
             raise _ReferenceErrors(errors)
         return self
@@ -342,6 +343,27 @@ def _dataset_readers(
                 "not mount; share it through a claim",
             )
         )
+    return errors
+
+
+def _shared_twice(teams: Teams) -> list[tuple[str, str]]:
+    """Two teams sharing datasets of one name with the same reader: which would it mean?"""
+    errors: list[tuple[str, str]] = []
+    first: dict[tuple[str, str], str] = {}
+    for i, owner in enumerate(teams.teams):
+        for name, ds in owner.datasets.items():
+            for reader in ds.teams:
+                if reader == owner.name:
+                    continue
+                earlier = first.setdefault((reader, name), owner.name)
+                if earlier != owner.name:
+                    errors.append(
+                        (
+                            f"teams[{i}].datasets.{name}.teams",
+                            f"team {earlier} already shares a dataset named {name!r} with "
+                            f"team {reader}",
+                        )
+                    )
     return errors
 
 

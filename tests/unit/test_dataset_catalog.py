@@ -92,6 +92,23 @@ def test_a_shared_name_may_not_hide_a_readers_own_dataset() -> None:
     )
 
 
+def test_two_teams_may_not_share_one_name_with_the_same_reader() -> None:
+    def mutate(d):
+        third = copy.deepcopy(d["teams"][1])
+        third.update(name="audio", groups=["audio"], namespace="team-audio")
+        third["shared_volume"] = {"claim": "audio-shared", "mount_path": "/shared/audio"}
+        third["datasets"] = {"c4": {"claim": "c4-audio", "teams": ["vision"]}}
+        d["teams"][1]["datasets"]["c4"]["teams"] = ["vision"]
+        d["teams"].append(third)
+
+    errors = teams_errors(mutate)
+    assert errors == {
+        "teams[2].datasets.c4.teams": (
+            "team nlp already shares a dataset named 'c4' with team vision"
+        )
+    }
+
+
 def test_the_job_pod_mounts_a_shared_claim_read_only_at_datasets_name() -> None:
     teams = teams_with(lambda d: d["teams"][1]["datasets"]["c4"].update(teams=["vision"]))
     vision = teams.team("vision")
