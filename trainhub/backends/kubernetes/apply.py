@@ -14,7 +14,17 @@ class Applied:
     kind: str
     name: str
     namespace: str | None
-    changed: bool  # the object's resourceVersion moved (created or updated)
+    changed: bool  # created, or its spec changed (see _version)
+
+
+def _version(meta: Any) -> tuple[str, Any]:
+    """What moves when an apply changes an object. Its generation where it has one: controllers
+    write status on their own schedule (the apiserver type-checks a ValidatingAdmissionPolicy
+    after it is stored), which moves the resourceVersion although nothing was applied."""
+    generation = getattr(meta, "generation", None)
+    if generation is not None:
+        return "generation", generation
+    return "resourceVersion", meta.resourceVersion
 
 
 def _describe(obj: dict[str, Any]) -> str:
@@ -34,19 +44,21 @@ def apply_objects(api_client: Any, objs: list[dict[str, Any]]) -> list[Applied]:
         meta = obj["metadata"]
         namespace = meta.get("namespace")
         try:
-            before = resource.get(name=meta["name"], namespace=namespace).metadata.resourceVersion
+            before = _version(resource.get(name=meta["name"], namespace=namespace).metadata)
         except ApiException as e:
             if e.status != 404:
                 raise
             before = None
         try:
-            after = client.server_side_apply(
-                resource,
-                body=obj,
-                namespace=namespace,
-                field_manager=FIELD_MANAGER,
-                force_conflicts=True,
-            ).metadata.resourceVersion
+            after = _version(
+                client.server_side_apply(
+                    resource,
+                    body=obj,
+                    namespace=namespace,
+                    field_manager=FIELD_MANAGER,
+                    force_conflicts=True,
+                ).metadata
+            )
         except ApiException as e:
             raise RuntimeError(
                 f"applying {_describe(obj)} failed: {e.status} {e.reason}: {e.body}"
