@@ -86,6 +86,16 @@ def test_apply_twice_changes_nothing(k8s_namespace: Any, tmp_path: Path) -> None
     )
     assert cq["spec"]["cohortName"] == f"{k8s_namespace.name}-cohort"
 
+    # A real change is reported, and only where it lands: a bigger A100 quota moves the
+    # ClusterQueue and the namespace's ResourceQuota, nothing else.
+    third = apply_objects(
+        k8s_namespace.api, render(teams_for([k8s_namespace.name], tmp_path, a100_gpus=12))
+    )
+    assert {(r.kind, r.name) for r in third if r.changed} == {
+        ("ClusterQueue", k8s_namespace.name),
+        ("ResourceQuota", next(r.name for r in first if r.kind == "ResourceQuota")),
+    }
+
 
 def _allowed(
     api: Any,
