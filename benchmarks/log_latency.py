@@ -118,6 +118,7 @@ class JupyterServer:
                 return self
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__()  # a server that never answered is not left running
                     raise RuntimeError((self.home / "server.log").read_text()[-3000:]) from None
                 time.sleep(0.2)
 
