@@ -552,15 +552,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="images to build (default: base pytorch-cpu)")
     parser.add_argument("--all", action="store_true", help="every catalog image")
+    parser.add_argument(
+        "--checkout", type=Path, default=ROOT, help="the checkout to build from (default: this one)"
+    )
     args = parser.parse_args(argv)
+    root = args.checkout.resolve()
     paths = Paths.from_env()
     paths.out.mkdir(parents=True, exist_ok=True)
     try:
-        images = images_of()
+        images = images_of(root / "images")
         names = requested(args.names, args.all, images)
         with (paths.out / "lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time per cache
-            Builder(paths, images).ensure(names)
+            Builder(paths, images, root).ensure(names)
     except BuildError as e:
         print(f"images/build.py: {e}", file=sys.stderr)
         return 1

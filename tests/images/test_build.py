@@ -1,0 +1,343 @@
+"""The curated images as images/build.py builds them with buildah: what their archives say,
+the job's and the session's entrypoints run inside them as the non-root user the Kubernetes
+manifests ask for, and a second build with nothing changed builds nothing.
+
+The first test of a cold cache builds the Debian root, base and pytorch-cpu (minutes); the test
+command has usually built them already (images/build.sh), so the fixture finds them up to date.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from trainhub.backends.kubernetes import manifests
+from trainhub.bundle.compile import compile_bundle
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.spec import parse_spec
+from trainhub.jobs.states import JobState
+from trainhub.teams import load_teams
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGES = ROOT / "images"
+TEAMS = load_teams(ROOT / "tests" / "unit" / "golden" / "teams.yaml")
+BUILT = ("base", "pytorch-cpu")
+
+pytestmark = pytest.mark.timeout(3600)
+
+
+def load_build() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("trainhub_build_images", IMAGES / "build.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+build = load_build()
+
+
+def run_build(checkout: Path, *names: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(IMAGES / "build.py"), "--checkout", str(checkout), *names],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What the images are made of, copied: the checkout may change while the tests run, and
+    the same content gives the same hashes (those of the test command's build)."""
+    copy = tmp_path_factory.mktemp("checkout")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for rel in ("images", *build.WHEEL_SOURCES):
+        source = ROOT / rel
+        if source.is_dir():
+            shutil.copytree(source, copy / rel, ignore=ignore)
+        elif source.exists():
+            shutil.copy2(source, copy / rel)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def index(checkout: Path) -> dict:
+    if not (shutil.which("buildah") and shutil.which("mmdebstrap")):
+        pytest.fail("buildah and mmdebstrap are needed: images/build.sh installs them")
+    proc = run_build(checkout, *BUILT)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())
+
+
+def archive_config(archive: Path) -> tuple[list[str], dict]:
+    """(RepoTags, image config) of a docker archive, read as containerd's import reads it."""
+    with tarfile.open(archive) as tar:
+        manifest = json.load(tar.extractfile("manifest.json"))
+        assert len(manifest) == 1
+        config = json.load(tar.extractfile(manifest[0]["Config"]))
+    return manifest[0]["RepoTags"], config
+
+
+@pytest.fixture
+def container(index: dict) -> Iterator:
+    """Makes working containers of built images; removes them afterwards."""
+    buildah = build.Buildah(build.Paths.from_env())
+    made: list[str] = []
+
+    def make(name: str) -> tuple[build.Buildah, str]:
+        proc = buildah.run(
+            "from", "--pull=never", index["images"][name]["local_reference"], quiet=True
+        )
+        made.append(proc.stdout.strip().splitlines()[-1])
+        return buildah, made[-1]
+
+    yield make
+    for ctr in made:
+        subprocess.run(buildah.argv("rm", ctr), env=buildah.env(), capture_output=True)
+
+
+# --- the build chain, pure -----------------------------------------------------------------------
+def test_each_image_is_built_after_its_parent() -> None:
+    images = build.images_of(IMAGES)
+    assert images["base"].parent == images["pytorch-cpu"].parent == build.DEBIAN
+    assert images["pytorch-nlp"].parent == "pytorch"
+    assert images["pytorch"].parent is None  # starts from PyTorch's image on Docker Hub
+    assert build.with_parents(["pytorch-cpu", "base"], images) == ["debian", "pytorch-cpu", "base"]
+    assert build.with_parents(["pytorch-nlp"], images) == ["pytorch", "pytorch-nlp"]
+    with pytest.raises(build.BuildError, match=r"no image 'jax': the images are base, debian"):
+        build.with_parents(["jax"], images)
+
+
+def test_the_content_hash_follows_every_input(tmp_path: Path) -> None:
+    shutil.copytree(IMAGES, tmp_path / "images")
+    image = build.images_of(tmp_path / "images")["pytorch-cpu"]
+    inputs, args = {"trainhub": "a", "wheels": "b"}, {"BASE_IMAGE": "localhost/x:1"}
+    key = build.image_key(image, "p", inputs, args)
+    assert build.image_key(image, "p", dict(inputs), dict(args)) == key
+    assert build.image_key(image, "q", inputs, args) != key
+    assert build.image_key(image, "p", {**inputs, "wheels": "c"}, args) != key
+    assert build.image_key(image, "p", inputs, {"BASE_IMAGE": "localhost/x:2"}) != key
+    image.dockerfile.write_text(image.dockerfile.read_text() + "\n# a comment\n")
+    assert build.image_key(image, "p", inputs, args) != key
+
+
+def test_the_trainhub_digest_covers_the_wheel_sources_only(tmp_path: Path) -> None:
+    for rel in ("trainhub/a.py", "trainhub/__pycache__/a.cpython-311.pyc", "docs/x.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("1")
+    before = build.tree_digest(tmp_path, build.WHEEL_SOURCES)
+    (tmp_path / "trainhub/__pycache__/a.cpython-311.pyc").write_text("2")
+    (tmp_path / "docs/x.md").write_text("2")
+    assert build.tree_digest(tmp_path, build.WHEEL_SOURCES) == before
+    (tmp_path / "trainhub/a.py").write_text("2")
+    assert build.tree_digest(tmp_path, build.WHEEL_SOURCES) != before
+
+
+def test_wheel_digests_are_remembered_until_the_file_changes(tmp_path: Path) -> None:
+    wheel = tmp_path / "torch-1-py3-none-any.whl"
+    wheel.write_bytes(b"one")
+    digests = build.FileDigests(tmp_path / "memo.json")
+    first = build.wheels_digest(tmp_path, digests)
+    digests.save()
+    memo = json.loads((tmp_path / "memo.json").read_text())
+    assert memo[str(wheel)][2] == __import__("hashlib").sha256(b"one").hexdigest()
+    wheel.write_bytes(b"two!")
+    assert build.wheels_digest(tmp_path, build.FileDigests(tmp_path / "memo.json")) != first
+
+
+def test_debian_sources_follow_the_machines_mirror(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm\nComponents: main\n\n"
+        "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n"
+    )
+    (tmp_path / "sources.list").write_text("deb https://apt.example/node nodistro main\n")
+    assert build.debian_sources(tmp_path) == [
+        "deb http://mirror.example/debian bookworm main",
+        "deb http://mirror.example/debian bookworm-updates main",
+        "deb http://mirror.example/debian-security bookworm-security main",
+    ]
+    assert build.debian_sources(tmp_path, mirror="http://other/debian/")[0] == (
+        "deb http://other/debian bookworm main"
+    )
+    assert (
+        build.debian_sources(tmp_path / "none")[0]
+        == "deb http://deb.debian.org/debian bookworm main"
+    )
+
+
+def test_pytorch_cpu_installs_the_torch_the_environment_pins() -> None:
+    pins = dict(
+        line.split("==")
+        for line in (ROOT / "scripts" / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    steps = build.instructions((IMAGES / "pytorch-cpu" / "Dockerfile").read_text())
+    assert build.build_args(steps)["TORCH_VERSION"] == pins["torch"]
+
+
+# --- the built images ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", BUILT)
+def test_the_archive_names_the_catalog_reference_and_runs_as_the_user(
+    index: dict, name: str
+) -> None:
+    entry = index["images"][name]
+    catalog = {i.name: i.image for i in build.load_catalog(IMAGES / "catalog.yaml")}
+    archive = Path(entry["archive"])
+    assert archive.name == f"{name}-{entry['content_hash'][:16]}.tar"
+    assert entry["reference"] == catalog[name] and entry["format"] == "docker-archive"
+    tags, config = archive_config(archive)
+    # The catalog reference first (the name a pod uses), then the build's own exact name.
+    assert tags == [catalog[name], entry["local_reference"]]
+    c = config["config"]
+    assert c["User"] == "1000:100"
+    assert c["Entrypoint"] == ["tini", "--"] and c["Cmd"] == ["jupyterhub-singleuser"]
+    assert c["WorkingDir"] == "/home/jovyan"
+    assert c["Labels"]["io.trainhub.content-hash"] == entry["content_hash"]
+    assert c["Labels"]["io.trainhub.image"] == catalog[name]
+    assert c["Labels"]["org.opencontainers.image.title"] == f"trainhub-{name}"
+    env = dict(e.split("=", 1) for e in c["Env"])
+    assert env["PATH"].startswith("/opt/venv/bin:") and env["HOME"] == "/home/jovyan"
+
+
+def test_the_session_starts_as_the_images_user(container) -> None:
+    buildah, ctr = container("base")
+    # No --user: the image's own USER, as the spawner's pod runs it (runAsUser 1000, group 100).
+    script = (
+        "id -u; id -g; touch $HOME/written && echo home-writable; "
+        "jupyterhub-singleuser --version; "
+        "python -c 'import torch' 2>&1 | tail -n 1; "
+        "jupyter server extension list 2>&1 | grep -c 'trainhub_server.*OK'; "
+        "jupyter labextension list 2>&1 | grep -c 'trainhub v.*enabled.*OK'"
+    )
+    proc = buildah.run("run", ctr, "--", "sh", "-c", script, quiet=True)
+    steps = build.instructions((IMAGES / "base" / "Dockerfile").read_text())
+    assert proc.stdout.splitlines() == [
+        "1000",
+        "100",
+        "home-writable",
+        build.build_args(steps)["JUPYTERHUB_VERSION"],
+        "ModuleNotFoundError: No module named 'torch'",  # base has no deep-learning framework
+        "1",  # the server extension, enabled and loading
+        "1",  # the lab extension
+    ], proc.stdout
+
+
+def job_record(job_dir: str) -> JobRecord:
+    spec = parse_spec(
+        {
+            "name": "allreduce",
+            "source": {"path": "train.ipynb"},
+            "team": "vision",
+            "resources": {"workers": 1, "processes_per_worker": 2},
+        }
+    )
+    return JobRecord(
+        id="allreduce-0a1b2c3d",
+        name="allreduce",
+        user="ada@example.org",
+        team="vision",
+        priority=1,
+        state=JobState.QUEUED,
+        spec=spec,
+        job_dir=job_dir,
+        gpus=0,
+        created_at=1700000000.0,
+    )
+
+
+def test_the_job_pod_command_runs_in_pytorch_cpu_as_the_pods_user(
+    container, index: dict, tmp_path: Path
+) -> None:
+    """The Job manifest's container (torchrun -m trainhub.rank.runner, its environment, working
+    directory and the pod's runAsUser/runAsGroup) run two gloo ranks in the image."""
+    team, pool = TEAMS.team("vision"), TEAMS.pool("t4")
+    shared = team.shared_volume.mount_path
+    record = job_record(f"{shared}/jobs/allreduce-0a1b2c3d")
+    image = index["images"]["pytorch-cpu"]["reference"]
+    job = manifests.job_manifest(record, team=team, pool=pool, image=image)
+    pod = job["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["image"] == image
+
+    host_shared = tmp_path / "shared"
+    host_job = host_shared / Path(record.job_dir).relative_to(shared)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    cells = [
+        "import os, torch, torch.distributed as dist",
+        "dist.init_process_group('gloo')\n"
+        "t = torch.ones(1) * (dist.get_rank() + 1)\n"
+        "dist.all_reduce(t)\n"
+        "print('sum', int(t.item()), 'uid', os.getuid(), 'gid', os.getgid(), 'torch', "
+        "torch.__version__, 'home', os.path.expanduser('~'))",
+    ]
+    nbformat.write(new_notebook(cells=[new_code_cell(s) for s in cells]), workspace / "train.ipynb")
+    host_job.mkdir(parents=True)
+    compile_bundle(record.spec, workspace, host_job / "bundle")
+    # The shared volume is the pod's by fsGroup: here, by owner.
+    uid, gid = pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]
+    for path in [host_shared, *host_shared.rglob("*")]:
+        os.chown(path, uid, gid)
+
+    env = {e["name"]: e["value"] for e in c["env"] if "value" in e}
+    env["NODE_RANK"] = "0"  # the completion index of the only worker
+    command = [re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a) for a in c["command"]]
+    buildah, ctr = container("pytorch-cpu")
+    proc = subprocess.run(
+        buildah.argv(
+            "run",
+            "--user",
+            f"{uid}:{gid}",
+            "--workingdir",
+            c["workingDir"],
+            "-v",
+            f"{host_shared}:{shared}",
+            *(f"--env={k}={v}" for k, v in sorted(env.items())),
+            ctr,
+            "--",
+            *command,
+        ),
+        env=buildah.env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    logs = {r: (host_job / "logs" / f"rank-{r}.log").read_text() for r in (0, 1)}
+    assert proc.returncode == 0, (proc.stderr[-3000:], logs)
+    steps = build.instructions((IMAGES / "pytorch-cpu" / "Dockerfile").read_text())
+    version = build.build_args(steps)["TORCH_VERSION"]
+    for log in logs.values():
+        assert re.search(
+            rf"sum 3 uid {uid} gid {gid} torch {re.escape(version)}\S* home /home/jovyan", log
+        ), log
+
+
+def test_a_second_build_with_nothing_changed_builds_nothing(index: dict, checkout: Path) -> None:
+    archives = {n: Path(index["images"][n]["archive"]) for n in BUILT}
+    before = {n: a.stat() for n, a in archives.items()}
+    proc = run_build(checkout, *BUILT)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for name in ("debian", *BUILT):
+        assert f"[images] {name}: up to date" in proc.stderr
+    assert "built in" not in proc.stderr and "buildah" not in proc.stderr
+    after = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())
+    assert after == index
+    for name, archive in archives.items():
+        st = archive.stat()
+        assert (st.st_ino, st.st_mtime_ns) == (before[name].st_ino, before[name].st_mtime_ns)
