@@ -16,6 +16,8 @@ bash scripts/setup-ui.sh >/dev/null
 status=0
 # Style is checked, not hoped for: ruff format --check and ruff check (line length included).
 bash scripts/lint.sh || status=$?
+# The curated images (images/README.md), built or found up to date: tests/images runs them.
+bash images/build.sh >/dev/null || status=$?
 python -m pytest -p no:cacheprovider -q -ra --durations=20 tests "$@" || status=$?
 # jest, then Galata in Chromium against a real JupyterLab.
 bash scripts/test-ui.sh || status=$?
