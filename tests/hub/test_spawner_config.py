@@ -90,9 +90,14 @@ def test_helm_values_load_the_config_and_teams_file_they_mount() -> None:
     assert f"ghcr.io/trainhub/hub:{hub['image']['tag']}" in hub_image
 
 
-@pytest.mark.parametrize(
-    "dockerfile", sorted((ROOT / "images").glob("*/Dockerfile")), ids=lambda p: p.parent.name
+# Every image that runs as a container; images/debian is only the root filesystem the others
+# are built on (never run), and each of them ends with its own non-root USER.
+RUNNABLE_DOCKERFILES = sorted(
+    p for p in (ROOT / "images").glob("*/Dockerfile") if p.parent.name != "debian"
 )
+
+
+@pytest.mark.parametrize("dockerfile", RUNNABLE_DOCKERFILES, ids=lambda p: p.parent.name)
 def test_every_dockerfile_passes_the_linter(dockerfile: Path) -> None:
     assert lint_dockerfile(dockerfile.read_text(), str(dockerfile)) == []
 
