@@ -1,9 +1,11 @@
 import {
   cellLabel,
+  Clock,
   elapsedSeconds,
   formatBytes,
   formatDuration,
   formatElapsed,
+  formatResources,
   waitExplanation
 } from '../format';
 import { IJobSummary } from '../models';
@@ -45,13 +47,50 @@ describe('elapsed', () => {
     const done = job({ state: 'succeeded', started_at: 1010, finished_at: 1040 });
     expect(formatElapsed(done, 99999)).toBe('30s');
   });
+
+  it('shows no run time for a job cancelled while it waited', () => {
+    const cancelled = job({ state: 'cancelled', finished_at: 1050 });
+    expect(formatElapsed(cancelled, 99999)).toBe('did not run');
+  });
+});
+
+describe('resources', () => {
+  it('names GPUs only for jobs that asked for them', () => {
+    expect(formatResources({ gpus: 0, world_size: 4 })).toBe('4 proc');
+    expect(formatResources({ gpus: 1, world_size: 1 })).toBe('1 GPU · 1 proc');
+    expect(formatResources({ gpus: 2, world_size: 2 })).toBe('2 GPUs · 2 proc');
+  });
+});
+
+describe('Clock', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('ticks every listener with the same time from one timer, and stops with the last', () => {
+    const c = new Clock(1000);
+    const a: number[] = [];
+    const b: number[] = [];
+    const stopA = c.subscribe(now => a.push(now));
+    const stopB = c.subscribe(now => b.push(now));
+    expect(jest.getTimerCount()).toBe(1);
+    jest.advanceTimersByTime(3000);
+    expect(a).toHaveLength(3);
+    expect(a).toEqual(b);
+    stopA();
+    jest.advanceTimersByTime(1000);
+    expect(a).toHaveLength(3);
+    expect(b).toHaveLength(4);
+    stopB();
+    expect(jest.getTimerCount()).toBe(0);
+  });
 });
 
 describe('waitExplanation', () => {
-  it('says why a queued job waits and how many are ahead', () => {
+  it('says why a queued job waits and how many are ahead, once', () => {
+    // The backend's reason names the jobs ahead itself: it is not said a second time.
     expect(
-      waitExplanation(job({ wait_reason: 'needs 2 GPUs, 1 free', position: 3 }))
-    ).toBe('needs 2 GPUs, 1 free · 3 jobs ahead');
+      waitExplanation(job({ wait_reason: 'needs 1 CPU slot, 0 free; 1 job ahead', position: 1 }))
+    ).toBe('needs 1 CPU slot, 0 free; 1 job ahead');
     expect(waitExplanation(job({ position: 0 }))).toBe('next in line');
     expect(waitExplanation(job({ position: 1 }))).toBe('1 job ahead');
     expect(waitExplanation(job({}))).toBe('waiting for admission');
