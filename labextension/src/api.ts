@@ -31,10 +31,15 @@ export class TrainHubAPI {
   }
 
   listJobs(
-    options: { states?: JobState[]; limit?: number; before?: number } = {}
+    options: { states?: JobState[]; limit?: number; before?: number; sweep?: string } = {}
   ): Promise<IJobPage> {
     return this.call(['jobs'], {
-      query: { state: options.states, limit: options.limit ?? 50, before: options.before }
+      query: {
+        state: options.states,
+        limit: options.limit ?? 50,
+        before: options.before,
+        sweep: options.sweep
+      }
     });
   }
 

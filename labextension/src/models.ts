@@ -74,6 +74,12 @@ export interface IResources {
   memory?: string | null;
 }
 
+/** The sweep a job is a trial of (trainhub/jobs/spec.py SweepRef). */
+export interface ISweepRef {
+  id: string;
+  trial: number;
+}
+
 export interface ICheckpointRef {
   job_id: string;
   step?: number | null;
@@ -93,6 +99,7 @@ export interface IJobSpec {
   env?: Record<string, string>;
   tags?: string[];
   resume_from?: ICheckpointRef | null;
+  sweep?: ISweepRef | null;
 }
 
 export interface IVerdict {
@@ -128,6 +135,8 @@ export interface IJobSummary {
   failure_class?: FailureClass | null;
   source: string;
   seq?: number | null;
+  /** The sweep this job is a trial of. */
+  sweep_id?: string | null;
 }
 
 export interface ITimelineEvent {

@@ -116,7 +116,9 @@ class JobsHandler(TrainhubAPIHandler):
     @authorized
     async def get(self) -> None:
         params = self.query(ListJobsParams)
-        query = ListJobsQuery(states=params.state, limit=params.limit, before=params.before)
+        query = ListJobsQuery(
+            states=params.state, limit=params.limit, before=params.before, sweep=params.sweep
+        )
         self.reply(await self.calls.call(self.service.list_jobs, query, user=self.owner))
 
     @web.authenticated

@@ -37,6 +37,7 @@ class ListJobsParams(Query):
     before: int | None = Field(
         None, ge=0, le=MAX_INTEGER, description="seq to page from (next_before of a page)"
     )
+    sweep: str | None = Field(None, max_length=63, description="Only the trials of this sweep")
 
 
 class UsageParams(Query):

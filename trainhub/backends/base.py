@@ -56,10 +56,14 @@ class Backend(ABC):
         states: Sequence[JobState] | None,
         limit: int,
         before_seq: int | None,
-    ) -> list[JobRecord]: ...
+        sweep_id: str | None = None,
+    ) -> list[JobRecord]:
+        """Newest first; only the trials of sweep ``sweep_id`` when given."""
 
     @abstractmethod
-    def count(self, *, user: str | None, states: Sequence[JobState] | None) -> int: ...
+    def count(
+        self, *, user: str | None, states: Sequence[JobState] | None, sweep_id: str | None = None
+    ) -> int: ...
 
     @abstractmethod
     def cancel(self, job_id: str, reason: str) -> JobRecord:

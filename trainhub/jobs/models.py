@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
@@ -41,6 +41,7 @@ class JobBase(BaseModel):
     finished_at: float | None = None
     attempt: int = 0
     seq: int | None = None  # submission order; page with ListJobsQuery.before
+    sweep_id: str | None = None  # the sweep this job is a trial of (spec.sweep.id)
 
 
 class JobDetails(BaseModel):
@@ -64,6 +65,12 @@ class JobRecord(JobDetails, JobBase):
     admitted_at: float | None = None
     cancel_requested: bool = False
     cancel_reason: str | None = None
+
+    @model_validator(mode="after")
+    def _sweep_of_spec(self) -> JobRecord:
+        # Derived, so every backend's record says it alike and the store can index it.
+        self.sweep_id = self.spec.sweep.id if self.spec.sweep is not None else None
+        return self
 
 
 class JobSummary(JobBase):
@@ -93,6 +100,7 @@ class ListJobsQuery(BaseModel):
     states: list[JobState] | None = None
     limit: int = Field(50, ge=1, le=500)
     before: int | None = Field(None, description="Return jobs submitted before this seq (paging)")
+    sweep: str | None = Field(None, description="Only the trials of this sweep")
 
 
 class JobPage(BaseModel):

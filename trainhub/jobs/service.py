@@ -278,9 +278,13 @@ class JobService:
     def list_jobs(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
         query = query or ListJobsQuery()
         records = self.backend.list_jobs(
-            user=user, states=query.states, limit=query.limit, before_seq=query.before
+            user=user,
+            states=query.states,
+            limit=query.limit,
+            before_seq=query.before,
+            sweep_id=query.sweep,
         )
-        total = self.backend.count(user=user, states=query.states)
+        total = self.backend.count(user=user, states=query.states, sweep_id=query.sweep)
         next_before = records[-1].seq if len(records) == query.limit else None
         waits = self.backend.wait_reasons(records)
         return JobPage(

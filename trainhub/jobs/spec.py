@@ -251,6 +251,14 @@ class Dataset(Model):
         return {"anyOf": [name, handler.resolve_ref_schema(schema)]}
 
 
+class SweepRef(Model):
+    """The sweep a job is a trial of (set by the sweep controller, kept on resubmit only when
+    asked)."""
+
+    id: str = Field(min_length=1, max_length=63, pattern=NAME_PATTERN)
+    trial: int = Field(ge=0, le=100_000, description="The trial's number in its sweep, from 0")
+
+
 class CheckpointRef(Model):
     """A checkpoint of an earlier job to start from."""
 
@@ -335,6 +343,7 @@ class JobSpec(Model):
     )
     tags: list[Annotated[str, Field(min_length=1, max_length=63)]] = Field(default_factory=list)
     resume_from: CheckpointRef | None = None
+    sweep: SweepRef | None = Field(None, description="The sweep this job is a trial of")
 
     @field_validator("max_runtime", mode="before")
     @classmethod
@@ -431,7 +440,7 @@ def explain(error: ValidationError) -> SpecError:
         elif (
             item["type"] == "string_pattern_mismatch"
             and loc
-            and loc[-1] in ("name", "team", "queue")
+            and (loc[-1] in ("name", "team", "queue") or loc[-2:] == ["sweep", "id"])
         ):
             message = (
                 "use lower-case letters, digits and '-', starting and ending with a letter or digit"

@@ -302,8 +302,11 @@ class KubernetesBackend(Backend):
         states: Sequence[JobState] | None,
         limit: int,
         before_seq: int | None,
+        sweep_id: str | None = None,
     ) -> list[JobRecord]:
         records = self._all(user)
+        if sweep_id is not None:
+            records = [r for r in records if r.sweep_id == sweep_id]
         if states:
             records = [r for r in records if r.state in states]
         if before_seq is not None:
@@ -311,8 +314,14 @@ class KubernetesBackend(Backend):
         records.sort(key=lambda r: r.seq or 0, reverse=True)
         return records[:limit]
 
-    def count(self, *, user: str | None, states: Sequence[JobState] | None) -> int:
-        return len(self.list_jobs(user=user, states=states, limit=1 << 30, before_seq=None))
+    def count(
+        self, *, user: str | None, states: Sequence[JobState] | None, sweep_id: str | None = None
+    ) -> int:
+        return len(
+            self.list_jobs(
+                user=user, states=states, limit=1 << 30, before_seq=None, sweep_id=sweep_id
+            )
+        )
 
     def _all(self, user: str | None) -> list[JobRecord]:
         selector = f"{TEAM_LABEL}={self.team.name},{JOB_ID_LABEL}"

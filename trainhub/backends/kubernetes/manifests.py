@@ -26,6 +26,7 @@ from trainhub.teams import Pool, Team, TeamDataset
 
 JOB_ID_LABEL = "trainhub.io/job-id"
 USER_LABEL = "trainhub.io/user"
+SWEEP_LABEL = "trainhub.io/sweep"  # on a sweep's trials: kubectl get jobs -l trainhub.io/sweep=<id>
 ANNOTATION = "trainhub.io/"  # prefix of the record fields kept on the Job
 MASTER_PORT = 29500
 CONTAINER = "trainer"
@@ -171,6 +172,8 @@ def job_manifest(
         QUEUE_LABEL: team.local_queue,
         PRIORITY_LABEL: priority_class_name(spec.priority.value),
     }
+    if record.sweep_id is not None:  # a sweep id is a valid label value (spec.SweepRef)
+        labels[SWEEP_LABEL] = record.sweep_id
     readable = team.datasets if datasets is None else datasets
     ds_volumes, ds_mounts, ds_paths = _dataset_mounts(record, team, readable)
     env = job_environment(

@@ -83,11 +83,13 @@ class LocalBackend(Backend):
     def get(self, job_id: str) -> JobRecord | None:
         return self.store.get(job_id)
 
-    def list_jobs(self, *, user, states, limit, before_seq) -> list[JobRecord]:
-        return self.store.list_jobs(user=user, states=states, limit=limit, before_seq=before_seq)
+    def list_jobs(self, *, user, states, limit, before_seq, sweep_id=None) -> list[JobRecord]:
+        return self.store.list_jobs(
+            user=user, states=states, limit=limit, before_seq=before_seq, sweep_id=sweep_id
+        )
 
-    def count(self, *, user, states) -> int:
-        return self.store.count(user=user, states=states)
+    def count(self, *, user, states, sweep_id=None) -> int:
+        return self.store.count(user=user, states=states, sweep_id=sweep_id)
 
     def cancel(self, job_id: str, reason: str) -> JobRecord:
         with self.store.transaction() as conn:

@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     cancel_requested  INTEGER NOT NULL DEFAULT 0,
     cancel_reason     TEXT,
     resubmitted_from  TEXT,
+    sweep_id          TEXT,
     updated_at        REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority DESC, seq);
@@ -70,6 +71,12 @@ CREATE TABLE IF NOT EXISTS machine (
     value  TEXT NOT NULL
 );
 """
+
+# Columns added to ``jobs`` since it was first written, with the index each needs (added to a
+# database that lacks them when it is opened).
+_ADDED_COLUMNS = {
+    "sweep_id": ("TEXT", "CREATE INDEX IF NOT EXISTS jobs_by_sweep ON jobs (sweep_id, seq DESC)"),
+}
 
 # Databases written before ``local_jobs`` existed kept these columns in ``jobs``.
 _MOVED_TO_LOCAL_JOBS = ("slots", "supervisor_pid", "supervisor_start", "process_groups")
@@ -105,10 +112,14 @@ def _where(
     user: str | None = None,
     states: Sequence[JobState] | None = None,
     before_seq: int | None = None,
+    sweep_id: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The WHERE clause (empty when nothing is asked) and its arguments of a query over jobs."""
     terms: list[str] = []
     args: list[Any] = []
+    if sweep_id is not None:
+        terms.append("jobs.sweep_id = ?")
+        args.append(sweep_id)
     if user is not None:
         terms.append("jobs.user = ?")
         args.append(user)
@@ -143,6 +154,7 @@ class Store:
         with self._conn:
             self._conn.executescript(SCHEMA)
         self._migrate()
+        self._add_columns()
 
     @property
     def _conn(self) -> sqlite3.Connection:
@@ -181,6 +193,16 @@ class Store:
                 for column in _MOVED_TO_LOCAL_JOBS:
                     conn.execute(f"ALTER TABLE jobs DROP COLUMN {column}")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _add_columns(self) -> None:
+        """Add the columns of :data:`_ADDED_COLUMNS` (and their indexes) a database lacks."""
+        with self.transaction() as conn:
+            columns = {row["name"] for row in conn.execute("PRAGMA table_info(jobs)")}
+            for column, (kind, index) in _ADDED_COLUMNS.items():
+                if column not in columns:
+                    conn.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+                if index:
+                    conn.execute(index)
 
     @staticmethod
     def _version(conn: sqlite3.Connection) -> int:
@@ -372,9 +394,10 @@ class Store:
         states: Sequence[JobState] | None = None,
         limit: int = 50,
         before_seq: int | None = None,
+        sweep_id: str | None = None,
     ) -> list[JobRecord]:
         """Newest first, paged by ``before_seq`` (keyset paging stays fast with many jobs)."""
-        where, args = _where(user=user, states=states, before_seq=before_seq)
+        where, args = _where(user=user, states=states, before_seq=before_seq, sweep_id=sweep_id)
         rows = self._conn.execute(
             f"{_SELECT_JOBS}{where} ORDER BY jobs.seq DESC LIMIT ?", [*args, limit]
         )
@@ -388,6 +411,12 @@ class Store:
         )
         return [r[0] for r in rows]
 
-    def count(self, *, user: str | None = None, states: Sequence[JobState] | None = None) -> int:
-        where, args = _where(user=user, states=states)
+    def count(
+        self,
+        *,
+        user: str | None = None,
+        states: Sequence[JobState] | None = None,
+        sweep_id: str | None = None,
+    ) -> int:
+        where, args = _where(user=user, states=states, sweep_id=sweep_id)
         return int(self._conn.execute(f"SELECT COUNT(*) FROM jobs{where}", args).fetchone()[0])
