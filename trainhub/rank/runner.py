@@ -35,6 +35,7 @@ from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
 from trainhub.outcome.exceptions import explain_exception
 from trainhub.rank.logcap import capped_output
+from trainhub.rank.logmarks import cell_start, internal
 
 MAX_TRACEBACK_CHARS = 64 * 1024
 PIP_TIMEOUT_S = 3600.0
@@ -91,7 +92,7 @@ def redirect_output(log_path: Path) -> None:
 
 
 def say(message: str) -> None:
-    print(f"[trainhub] {message}", flush=True)
+    print(internal(message), end="", flush=True)
 
 
 # --- rich output as text --------------------------------------------------------------------
@@ -326,6 +327,8 @@ def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> F
                 cell_index=cell.cell_index,
                 phase="start",
             )
+            # A separator in the Logs tab; before the cell starts, so it is not in its output.
+            print(cell_start(cell.cell_index, time.time()), end="", flush=True)
         started = time.monotonic()
         shell.last_traceback_text = ""
         result = shell.run_cell(cell.source, store_history=True, cell_id=name)
