@@ -33,7 +33,9 @@ import { IParameter, PARAMETERS_TAG, parseParameterCell } from './parameters';
 import { ApiError } from './request';
 import { loadCheckpointSource } from './notebookcells';
 import { initialForm } from './specform';
-import { IJobViewActions, JobView } from './widgets/jobview';
+import { revealCell } from './gotocell';
+import { failureNotice } from './jobsummary';
+import { IJobViewActions, JobView, JobViews } from './widgets/jobview';
 import { JobsPanel } from './widgets/jobspanel';
 import { showSubmitDialog } from './widgets/submitdialog';
 
@@ -106,33 +108,25 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
 
     const views = new WidgetTracker<JobView>({ namespace: 'trainhub-job' });
-    const openJob = (jobId: string, tab?: string): JobView => {
-      let view = views.find(v => v.jobId === jobId);
-      if (!view || view.isDisposed) {
-        view = new JobView(jobId, api, model, viewActions);
+    const jobViews = new JobViews(
+      id => new JobView(id, api, model, viewActions),
+      view => {
         void views.add(view);
         app.shell.add(view, 'main');
-      }
-      if (tab) {
-        view.select(tab);
-      }
-      app.shell.activateById(view.id);
-      return view;
-    };
+      },
+      id => app.shell.activateById(id)
+    );
+    const openJob = (jobId: string, tab?: string): JobView => jobViews.open(jobId, tab);
 
-    const openNotebookAt = async (path: string, cellIndex: number | null) => {
+    const openNotebookAt = async (path: string, cellIndex: number | null, line?: number | null) => {
       const widget = docManager.openOrReveal(path);
       if (!(widget instanceof NotebookPanel)) {
         return;
       }
       await widget.context.ready;
       await widget.revealed;
-      if (cellIndex !== null && cellIndex < widget.content.widgets.length) {
-        widget.content.activeCellIndex = cellIndex;
-        widget.content.deselectAll();
-        await widget.content.scrollToItem(cellIndex, 'center');
-        widget.content.activeCell?.addClass('jp-trainhub-flash');
-        setTimeout(() => widget.content.activeCell?.removeClass('jp-trainhub-flash'), 2000);
+      if (cellIndex !== null) {
+        await revealCell(widget.content, cellIndex, line);
       }
     };
 
@@ -202,10 +196,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
         if (job.state === 'succeeded') {
           Notification.success(`Job ${job.name} succeeded.`, { autoClose: 8000, actions });
         } else if (job.state === 'failed') {
-          Notification.error(
-            `Job ${job.name} failed${job.failure_class ? ` (${job.failure_class})` : ''}.`,
-            { autoClose: false, actions }
-          );
+          void api
+            .describe(job.id)
+            .then(d => d.verdict, () => null)
+            .then(v => Notification.error(failureNotice(job.name, v), { autoClose: false, actions }));
         }
       }
     });

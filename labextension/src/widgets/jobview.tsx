@@ -4,15 +4,46 @@ import { TabPanel } from '@lumino/widgets';
 import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
-import { cellLabel, formatBytes, formatDuration, formatElapsed, formatTime, waitExplanation } from '../format';
+import { cancelWithConfirmation, REPLACEMENT_GRACE_MS } from '../cancel';
+import {
+  cellLabel,
+  formatBytes,
+  formatDuration,
+  formatElapsed,
+  formatTime,
+  useNow,
+  waitExplanation
+} from '../format';
 import { JobsModel } from '../jobsmodel';
-import { ICheckpointInfo, IDescribeJob, ITimelineEvent, TERMINAL_STATES } from '../models';
+import {
+  bestCheckpoint,
+  cellsDone,
+  dedupeTimeline,
+  failureWhat,
+  failureWhere,
+  IScalarSummary,
+  latestStep,
+  parameterRows,
+  specRows,
+  summarizeScalars
+} from '../jobsummary';
+import {
+  ICheckpointInfo,
+  IDescribeJob,
+  IScalarRecord,
+  ITimelineEvent,
+  IVerdict,
+  TERMINAL_STATES
+} from '../models';
+import { requestAPI } from '../request';
+import { stateIcon, stateIconClass } from '../stateicons';
 import { LogsTab } from './logstab';
 import { MetricsTab } from './metricstab';
 import { StateBadge } from './jobspanel';
 
 export interface IJobViewActions {
-  openNotebookAt: (path: string, cellIndex: number | null) => Promise<void>;
+  /** Open the notebook at a 0-based cell, marking its 1-based line when known. */
+  openNotebookAt: (path: string, cellIndex: number | null, line?: number | null) => Promise<void>;
   loadIntoNotebook: (job: IDescribeJob, checkpoint: ICheckpointInfo) => Promise<void>;
   openJob: (jobId: string) => void;
   confirm: (title: string, body: string) => Promise<boolean>;
@@ -30,7 +61,9 @@ export function describeEvent(e: ITimelineEvent): string {
         f.reason ? `: ${String(f.reason)}` : ''
       }`;
     case 'verdict':
-      return `${String(f.failure_class)} failure: ${String(f.reason ?? '')}`;
+      return f.failure_class === 'cancelled'
+        ? `cancelled${f.reason ? `: ${String(f.reason)}` : ''}`
+        : `${String(f.failure_class)} failure: ${String(f.reason ?? '')}`;
     case 'retry':
       return `retry${f.delay ? ` in ${formatDuration(Number(f.delay))}` : ''}${
         f.reason ? `: ${String(f.reason)}` : ''
@@ -44,17 +77,308 @@ export function describeEvent(e: ITimelineEvent): string {
   }
 }
 
+function text(v: unknown): string {
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
 function KeyValues(props: { data: Record<string, unknown> }): JSX.Element {
   return (
     <dl className="jp-trainhub-kv">
       {Object.entries(props.data).map(([k, v]) => (
         <React.Fragment key={k}>
           <dt>{k}</dt>
-          <dd>{typeof v === 'string' ? v : JSON.stringify(v)}</dd>
+          <dd>{text(v)}</dd>
         </React.Fragment>
       ))}
     </dl>
   );
+}
+
+/** Folded away until asked for: raw JSON, package lists, tracebacks. */
+function Folded(props: { summary: string; className?: string; children: React.ReactNode }) {
+  return (
+    <details className={`jp-trainhub-folded ${props.className ?? ''}`}>
+      <summary>{props.summary}</summary>
+      {props.children}
+    </details>
+  );
+}
+
+function value(v: number): string {
+  return Number.isInteger(v) ? String(v) : v.toPrecision(4);
+}
+
+interface IJobRecords {
+  scalars: IScalarSummary[];
+  cellsDone: number;
+  checkpoints: ICheckpointInfo[] | null;
+  notebookParameters: Record<string, unknown> | null;
+}
+
+/**
+ * Rank 0's scalars and the job's events, read incrementally every few seconds while the job
+ * is active and once more when it has ended; the checkpoints and the notebook's parameters
+ * once each.
+ */
+function useJobRecords(api: TrainHubAPI, job: IDescribeJob): IJobRecords {
+  const active = !TERMINAL_STATES.has(job.state);
+  const scalars = React.useRef<IScalarRecord[]>([]);
+  const events = React.useRef<Record<string, unknown>[]>([]);
+  const offsets = React.useRef({ scalars: 0, events: 0 });
+  const [records, setRecords] = React.useState<IJobRecords>({
+    scalars: [],
+    cellsDone: 0,
+    checkpoints: null,
+    notebookParameters: null
+  });
+  React.useEffect(() => {
+    let stopped = false;
+    const read = async () => {
+      try {
+        const m = await api.metrics<IScalarRecord>(job.id, 'scalars', offsets.current.scalars);
+        const e = await requestAPI<{ events: Record<string, unknown>[]; next_offset: number }>(
+          ['jobs', job.id, 'events'],
+          { query: { offset: offsets.current.events } },
+          api.settings
+        );
+        if (stopped) {
+          return;
+        }
+        offsets.current = { scalars: m.next_offset, events: e.next_offset };
+        scalars.current.push(...m.records.filter(r => (r.rank ?? 0) === 0));
+        events.current.push(...e.events);
+        setRecords(r => ({
+          ...r,
+          scalars: summarizeScalars(scalars.current),
+          cellsDone: cellsDone(events.current)
+        }));
+      } catch {
+        // The overview still shows the description; the next read tries again.
+      }
+    };
+    void read();
+    const timer = active ? setInterval(() => void read(), 3000) : null;
+    return () => {
+      stopped = true;
+      if (timer) {
+        clearInterval(timer);
+      }
+    };
+  }, [api, job.id, active]);
+  React.useEffect(() => {
+    if (active) {
+      return;
+    }
+    void api
+      .checkpoints(job.id)
+      .then(r => setRecords(s => ({ ...s, checkpoints: r.checkpoints })))
+      .catch(() => setRecords(s => ({ ...s, checkpoints: [] })));
+  }, [api, job.id, active]);
+  const source = job.spec.source;
+  React.useEffect(() => {
+    if (source.kind !== 'notebook') {
+      return;
+    }
+    void api
+      .notebookParameters(source.path)
+      .then(r => setRecords(s => ({ ...s, notebookParameters: r.parameters })))
+      .catch(() => setRecords(s => ({ ...s, notebookParameters: {} })));
+  }, [api, source.kind, source.path]);
+  return records;
+}
+
+function ScalarTable(props: { scalars: IScalarSummary[]; result: boolean }): JSX.Element {
+  return (
+    <table className="jp-trainhub-table jp-trainhub-scalars">
+      <thead>
+        <tr>
+          <th>Scalar</th>
+          <th>{props.result ? 'Final' : 'Last'}</th>
+          {props.result ? <th>Best</th> : null}
+        </tr>
+      </thead>
+      <tbody>
+        {props.scalars.map(s => (
+          <tr key={s.name} data-scalar={s.name}>
+            <td>{s.name}</td>
+            <td>
+              {value(s.last.value)} <span className="jp-trainhub-muted">at step {s.last.step}</span>
+            </td>
+            {props.result ? (
+              <td>
+                {value(s.best.value)}{' '}
+                <span className="jp-trainhub-muted">
+                  at step {s.best.step} ({s.minimize ? 'lowest' : 'highest'})
+                </span>
+              </td>
+            ) : null}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** How far a running job is, or what a finished one achieved: the first thing shown. */
+function Progress(props: { job: IDescribeJob; records: IJobRecords; now: number }) {
+  const { job, records, now } = props;
+  const ended = TERMINAL_STATES.has(job.state);
+  if (!ended && !job.started_at) {
+    return null;
+  }
+  const step = latestStep(records.scalars);
+  const lineageCells = (job.lineage?.source as { cells?: unknown } | undefined)?.cells;
+  const total = Array.isArray(lineageCells) ? lineageCells.length : null;
+  const facts: Record<string, string> = {
+    ...(step !== null ? { [ended ? 'last step' : 'step']: String(step) } : {}),
+    ...(job.spec.source.kind === 'notebook'
+      ? { cells: `${records.cellsDone}${total !== null ? ` of ${total}` : ''} done` }
+      : {}),
+    [ended ? 'ran for' : 'running for']: formatElapsed(job, now)
+  };
+  const best = ended && records.checkpoints ? bestCheckpoint(records.checkpoints) : null;
+  if (best) {
+    const c = best.checkpoint;
+    facts['best checkpoint'] = `step ${c.step}${
+      best.metric ? ` (${best.metric} ${value(c.metrics[best.metric])})` : ' (latest)'
+    }`;
+  }
+  return (
+    <section className={`jp-trainhub-progress ${ended ? 'jp-mod-result' : ''}`}>
+      <h3>{ended ? 'Result' : 'Progress'}</h3>
+      <KeyValues data={facts} />
+      {records.scalars.length ? (
+        <ScalarTable scalars={records.scalars} result={ended} />
+      ) : (
+        <p className="jp-trainhub-muted">
+          {ended ? 'No training scalars were logged.' : 'No training scalars yet.'}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/** Why a failed job failed: where, what, the traceback folded, and a way to the cell. */
+function FailureBox(props: { job: IDescribeJob; verdict: IVerdict; actions: IJobViewActions }) {
+  const { job, verdict: v, actions } = props;
+  const source = job.spec.source;
+  const where = failureWhere(v);
+  const traceback = (v as IVerdict & { traceback?: string | null }).traceback;
+  return (
+    <section className={`jp-trainhub-verdict jp-trainhub-verdict-${v.failure_class}`}>
+      <h3>
+        {v.failure_class} failure{v.retriable ? ' (retriable)' : ''}
+      </h3>
+      <p className="jp-trainhub-verdict-reason">
+        {v.exception ? `${failureWhat(v)}${where ? ` in ${where}` : ''}` : v.reason}
+      </p>
+      {traceback ? (
+        <Folded summary="Traceback" className="jp-trainhub-traceback">
+          <pre className="jp-trainhub-verdict-exception">{traceback}</pre>
+        </Folded>
+      ) : v.exception || v.message ? (
+        <pre className="jp-trainhub-verdict-exception">
+          {[v.exception, v.message].filter(Boolean).join(': ')}
+        </pre>
+      ) : null}
+      <p className="jp-trainhub-muted">
+        {[
+          v.rank !== null && v.rank !== undefined ? `rank ${v.rank}` : '',
+          v.exit_code !== null && v.exit_code !== undefined ? `exit code ${v.exit_code}` : '',
+          v.signal ?? '',
+          `attempt ${(v.attempt ?? 0) + 1}`
+        ]
+          .filter(Boolean)
+          .join(' · ')}
+      </p>
+      {v.cell_index !== null && v.cell_index !== undefined && source.kind === 'notebook' ? (
+        <button
+          className="jp-mod-styled jp-mod-accept jp-Button"
+          onClick={() => void actions.openNotebookAt(source.path, v.cell_index ?? null, v.line)}
+        >
+          Open {source.path} at {cellLabel(v.cell_index)}
+          {v.line ? `, line ${v.line}` : ''}
+        </button>
+      ) : null}
+    </section>
+  );
+}
+
+/**
+ * Cancel (asking first, `cancelling…` at once) while the job is active; Resubmit once it has
+ * ended, disabled for a moment so that a double-click on Cancel does not press it.
+ */
+function JobActions(props: {
+  job: IDescribeJob;
+  api: TrainHubAPI;
+  actions: IJobViewActions;
+  cancelling: boolean;
+  setCancelling: (on: boolean) => void;
+}): JSX.Element {
+  const { job, api, actions, cancelling, setCancelling } = props;
+  const ended = TERMINAL_STATES.has(job.state);
+  const [armed, setArmed] = React.useState(ended);
+  React.useEffect(() => {
+    if (!ended) {
+      setArmed(false);
+      return;
+    }
+    const t = setTimeout(() => setArmed(true), REPLACEMENT_GRACE_MS);
+    return () => clearTimeout(t);
+  }, [ended]);
+  if (!ended) {
+    return (
+      <button
+        className="jp-mod-styled jp-mod-warn jp-Button jp-trainhub-cancel"
+        disabled={cancelling}
+        onClick={async () => {
+          try {
+            setCancelling(true);
+            const answer = await cancelWithConfirmation(api, job);
+            if (!answer) {
+              setCancelling(false);
+            }
+          } catch (error) {
+            setCancelling(false);
+            actions.error(`Could not cancel ${job.name}`, error);
+          }
+        }}
+      >
+        {cancelling ? 'Cancelling…' : 'Cancel'}
+      </button>
+    );
+  }
+  return (
+    <button
+      className="jp-mod-styled jp-Button jp-trainhub-resubmit"
+      disabled={!armed}
+      onClick={async () => {
+        try {
+          const created = await api.resubmit(job.id);
+          actions.openJob(created.id);
+        } catch (error) {
+          actions.error(`Could not resubmit ${job.name}`, error);
+        }
+      }}
+    >
+      Resubmit
+    </button>
+  );
+}
+
+function lineageFacts(lineage: Record<string, unknown>): Record<string, unknown> {
+  const git = lineage.git as Record<string, unknown> | null | undefined;
+  const python = lineage.python as Record<string, unknown> | undefined;
+  const torch = lineage.torch as Record<string, unknown> | null | undefined;
+  const facts: Record<string, unknown> = {
+    created: lineage.created,
+    host: lineage.host,
+    'content hash': lineage.content_hash,
+    git: git?.commit ? `${String(git.commit).slice(0, 12)}${git.branch ? ` on ${String(git.branch)}` : ''}${git.dirty ? ' (uncommitted changes)' : ''}` : 'not a git checkout',
+    python: python?.version,
+    torch: torch?.version ?? torch?.torch
+  };
+  return Object.fromEntries(Object.entries(facts).filter(([, v]) => v !== undefined && v !== null));
 }
 
 function Overview(props: {
@@ -62,68 +386,73 @@ function Overview(props: {
   actions: IJobViewActions;
   api: TrainHubAPI;
 }): JSX.Element {
-  const { job, actions } = props;
+  const { job, actions, api } = props;
+  const now = useNow();
+  const records = useJobRecords(api, job);
+  const ended = TERMINAL_STATES.has(job.state);
+  const requested = job.timeline.some(e => e.type === 'cancel_requested');
+  const [clicked, setCancelling] = React.useState(false);
+  const cancelling = !ended && (clicked || requested);
   const v = job.verdict;
+  const failed = v && job.state === 'failed' && v.failure_class !== 'cancelled';
   const wait = waitExplanation(job);
-  const source = job.spec.source;
+  const cancelVerdict = job.state === 'cancelled' && v?.failure_class === 'cancelled' ? v : null;
+  const packages = job.lineage?.packages;
+  const parameters = parameterRows(job.spec.parameters ?? {}, records.notebookParameters ?? {});
   return (
-    <div className="jp-trainhub-overview">
+    <div className="jp-trainhub-overview" data-state={cancelling ? 'cancelling' : job.state}>
       <div className="jp-trainhub-overview-head">
-        <h2 className="jp-trainhub-job-title">{job.name}</h2>
-        <StateBadge state={job.state} />
+        <h2 className="jp-trainhub-job-title" title={`${job.name} (${job.id})`}>
+          {job.name}
+        </h2>
+        {cancelling ? (
+          <span className="jp-trainhub-state jp-trainhub-state-cancelling">cancelling…</span>
+        ) : (
+          <StateBadge state={job.state} />
+        )}
         <span className="jp-trainhub-muted">{job.id}</span>
+        <span className="jp-trainhub-overview-actions">
+          <JobActions
+            job={job}
+            api={api}
+            actions={actions}
+            cancelling={cancelling}
+            setCancelling={setCancelling}
+          />
+        </span>
       </div>
-      {wait ? <div className="jp-trainhub-banner">{wait}</div> : null}
-      {v ? (
-        <section className={`jp-trainhub-verdict jp-trainhub-verdict-${v.failure_class}`}>
-          <h3>
-            {v.failure_class} failure{v.retriable ? ' (retriable)' : ''}
-          </h3>
-          <p className="jp-trainhub-verdict-reason">{v.reason}</p>
-          {v.exception || v.message ? (
-            <pre className="jp-trainhub-verdict-exception">
-              {[v.exception, v.message].filter(Boolean).join(': ')}
-            </pre>
-          ) : null}
-          <p className="jp-trainhub-muted">
-            {[
-              v.cell_index !== null && v.cell_index !== undefined
-                ? `${cellLabel(v.cell_index)}${v.line ? `, line ${v.line}` : ''}`
-                : '',
-              v.rank !== null && v.rank !== undefined ? `rank ${v.rank}` : '',
-              v.exit_code !== null && v.exit_code !== undefined ? `exit code ${v.exit_code}` : '',
-              v.signal ?? '',
-              `attempt ${(v.attempt ?? 0) + 1}`
-            ]
-              .filter(Boolean)
-              .join(' · ')}
-          </p>
-          {v.cell_index !== null && v.cell_index !== undefined && source.kind === 'notebook' ? (
-            <button
-              className="jp-mod-styled jp-mod-accept jp-Button"
-              onClick={() => void actions.openNotebookAt(source.path, v.cell_index ?? null)}
-            >
-              Open {source.path} at {cellLabel(v.cell_index)}
-            </button>
-          ) : null}
-        </section>
+      {wait ? (
+        <div className="jp-trainhub-banner jp-trainhub-wait">
+          {wait} · {formatElapsed(job, now)}
+        </div>
       ) : null}
+      {failed ? <FailureBox job={job} verdict={v} actions={actions} /> : null}
+      {job.state === 'cancelled' ? (
+        <div className="jp-trainhub-cancelled">
+          Cancelled{cancelVerdict?.reason ? `: ${cancelVerdict.reason}` : ''}
+          {job.started_at ? '' : ', before it started'}
+        </div>
+      ) : null}
+      <Progress job={job} records={records} now={now} />
       <section>
         <h3>Summary</h3>
         <KeyValues
           data={{
-            source: job.source,
             user: job.user,
-            team: job.team ?? '—',
-            queue: job.queue ?? '—',
+            ...(job.team ? { team: job.team } : {}),
+            ...(job.queue ? { queue: job.queue } : {}),
             priority: job.priority,
-            processes: `${job.world_size} (${job.spec.resources?.workers ?? 1} worker(s))`,
-            GPUs: job.gpus ? `${job.gpus} (${job.assigned_gpus.join(', ') || 'not assigned'})` : '0',
+            processes: `${job.world_size} (${job.spec.resources?.workers ?? 1} worker${
+              (job.spec.resources?.workers ?? 1) === 1 ? '' : 's'
+            })`,
+            ...(job.gpus > 0
+              ? { GPUs: `${job.gpus} (${job.assigned_gpus.join(', ') || 'not assigned yet'})` }
+              : {}),
             submitted: formatTime(job.created_at),
-            started: formatTime(job.started_at),
-            finished: formatTime(job.finished_at),
-            elapsed: formatElapsed(job, Date.now() / 1000),
-            attempt: job.attempt + 1,
+            ...(job.started_at ? { started: formatTime(job.started_at) } : {}),
+            ...(job.finished_at ? { finished: formatTime(job.finished_at) } : {}),
+            elapsed: formatElapsed(job, now),
+            ...(job.attempt > 0 ? { attempt: job.attempt + 1 } : {}),
             ...(job.resubmitted_from ? { 'resubmitted from': job.resubmitted_from } : {}),
             'job directory': job.job_dir
           }}
@@ -137,10 +466,46 @@ function Overview(props: {
           </button>
         ) : null}
       </section>
+      {parameters.length ? (
+        <section>
+          <h3>Parameters</h3>
+          <table className="jp-trainhub-table jp-trainhub-parameter-table">
+            <thead>
+              <tr>
+                <th>Parameter</th>
+                <th>Value</th>
+                <th>In the notebook</th>
+              </tr>
+            </thead>
+            <tbody>
+              {parameters.map(p => (
+                <tr
+                  key={p.name}
+                  data-parameter={p.name}
+                  className={p.changed ? 'jp-mod-changed' : ''}
+                >
+                  <td>{p.name}</td>
+                  <td>{text(p.value)}</td>
+                  <td className="jp-trainhub-muted">
+                    {'notebook' in p ? (p.changed ? text(p.notebook) : 'same') : 'not in the notebook'}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ) : null}
+      <section>
+        <h3>Spec</h3>
+        <KeyValues data={Object.fromEntries(specRows(job.spec))} />
+        <Folded summary="Raw spec (JSON)">
+          <pre className="jp-trainhub-json">{JSON.stringify(job.spec, null, 2)}</pre>
+        </Folded>
+      </section>
       <section>
         <h3>Timeline</h3>
         <ol className="jp-trainhub-timeline">
-          {job.timeline.map((e, i) => (
+          {dedupeTimeline(job.timeline).map((e, i) => (
             <li key={i}>
               <span className="jp-trainhub-muted">{formatTime(e.time)}</span>{' '}
               <span>{describeEvent(e)}</span>
@@ -148,14 +513,18 @@ function Overview(props: {
           ))}
         </ol>
       </section>
-      <section>
-        <h3>Spec</h3>
-        <pre className="jp-trainhub-json">{JSON.stringify(job.spec, null, 2)}</pre>
-      </section>
       {job.lineage ? (
         <section>
           <h3>Lineage</h3>
-          <KeyValues data={job.lineage} />
+          <KeyValues data={lineageFacts(job.lineage)} />
+          {packages && typeof packages === 'object' ? (
+            <Folded summary={`Packages (${Object.keys(packages).length})`}>
+              <KeyValues data={packages as Record<string, unknown>} />
+            </Folded>
+          ) : null}
+          <Folded summary="Raw lineage (JSON)">
+            <pre className="jp-trainhub-json">{JSON.stringify(job.lineage, null, 2)}</pre>
+          </Folded>
         </section>
       ) : null}
     </div>
@@ -320,6 +689,7 @@ export class JobView extends MainAreaWidget<TabPanel> {
     this.id = `trainhub-job-${jobId}`;
     this.addClass('jp-trainhub-jobview');
     this.title.label = jobId;
+    this.title.caption = jobId;
     this.title.closable = true;
     this.overview = new JobReactTab('Overview', () =>
       this.job ? <Overview job={this.job} actions={actions} api={api} /> : <div className="jp-trainhub-empty">Loading…</div>
@@ -352,6 +722,8 @@ export class JobView extends MainAreaWidget<TabPanel> {
       this.job = await this.api.describe(this.jobId);
       this.title.label = this.job.name;
       this.title.caption = `${this.job.name} (${this.job.id}) — ${this.job.state}`;
+      this.title.icon = stateIcon(this.job.state);
+      this.title.iconClass = stateIconClass(this.job.state);
       this.checkpointVersion++;
     } catch (error) {
       this.actions.error(`Could not load job ${this.jobId}`, error);
@@ -382,5 +754,44 @@ export class JobView extends MainAreaWidget<TabPanel> {
     if (changes.some(c => c.job.id === this.jobId)) {
       void this.refresh();
     }
+  }
+}
+
+/**
+ * Opens job views, one per job: opening a job whose view is open (in any dock area) reveals
+ * that view instead of adding another tab.
+ */
+export class JobViews {
+  private readonly views = new Map<string, JobView>();
+
+  constructor(
+    private readonly create: (jobId: string) => JobView,
+    private readonly add: (view: JobView) => void,
+    private readonly activate: (id: string) => void
+  ) {}
+
+  /** The open view of a job, if any. */
+  find(jobId: string): JobView | undefined {
+    const view = this.views.get(jobId);
+    return view && !view.isDisposed ? view : undefined;
+  }
+
+  open(jobId: string, tab?: string): JobView {
+    let view = this.find(jobId);
+    if (!view) {
+      view = this.create(jobId);
+      this.views.set(jobId, view);
+      view.disposed.connect(() => {
+        if (this.views.get(jobId) === view) {
+          this.views.delete(jobId);
+        }
+      });
+      this.add(view);
+    }
+    if (tab) {
+      view.select(tab);
+    }
+    this.activate(view.id);
+    return view;
   }
 }

@@ -72,11 +72,23 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await view.locator('select[aria-label="Rank"]').selectOption('1');
   await expect(logs).toContainText('rank 1 of 2');
 
-  // The overview tells its story: spec with the overridden parameters, and the timeline.
+  // The overview tells its story: the result first (final and best of each scalar, the best
+  // checkpoint), the parameters that differ from the notebook's first, the raw spec folded.
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Overview' }).click();
   const overview = view.locator('.jp-trainhub-overview');
   await expect(overview.locator('.jp-trainhub-timeline')).toContainText('succeeded');
-  await expect(overview.locator('.jp-trainhub-json')).toContainText('"steps_per_epoch": 20');
+  const result = overview.locator('.jp-trainhub-progress.jp-mod-result');
+  await expect(result.locator('tr[data-scalar="loss"]')).toContainText('at step 10');
+  await expect(result.locator('tr[data-scalar="val_accuracy"]')).toContainText('at step 19');
+  await expect(result).toContainText(/best checkpoint\s*step 19 \(val_accuracy/);
+  const changed = overview.locator('.jp-trainhub-parameter-table tbody tr');
+  await expect(changed.first()).toHaveClass(/jp-mod-changed/);
+  await expect(overview.locator('tr[data-parameter="steps_per_epoch"]')).toHaveClass(/jp-mod-changed/);
+  await expect(overview.locator('tr[data-parameter="steps_per_epoch"]')).toContainText('20');
+  const raw = overview.locator('details').filter({ hasText: 'Raw spec' });
+  await expect(raw.locator('.jp-trainhub-json')).toBeHidden();
+  await raw.locator('summary').click();
+  await expect(raw.locator('.jp-trainhub-json')).toContainText('"steps_per_epoch": 20');
   await page.screenshot({ path: path.join(DOCS, 'job-overview.png') });
 
   // The Metrics tab charts the training scalars the job logged.
