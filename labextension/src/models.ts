@@ -33,7 +33,8 @@ export type FailureClass =
   | 'environment'
   | 'infrastructure'
   | 'preempted'
-  | 'cancelled';
+  | 'cancelled'
+  | 'stopped_early';
 
 export type Priority = 'low' | 'normal' | 'high';
 

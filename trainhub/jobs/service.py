@@ -28,6 +28,9 @@ from trainhub.checkpoint.layout import (
 )
 from trainhub.datasets.catalog import DatasetList, Readable
 from trainhub.errors import Conflict, NotFound
+from trainhub.experiments.controller import Sweeps
+from trainhub.experiments.models import DescribeSweep, SweepList
+from trainhub.experiments.sweep import CreateSweep
 from trainhub.jobs import confined, logs
 from trainhub.jobs.datasets import check_dataset_paths
 from trainhub.jobs.directory import JobDir, write_json_atomic
@@ -87,6 +90,7 @@ class JobService:
         # %pip needs a backend that installs before the ranks start (not a cluster's images).
         self.allow_pip = allow_pip and Feature.PIP_INSTALL in backend.features
         self.max_workspace_bytes = max_workspace_bytes
+        self._sweeps: Sweeps | None = None
 
     # --- submit -------------------------------------------------------------------------
     def submit(
@@ -232,6 +236,7 @@ class JobService:
         user = user or getpass.getuser()
         old = self.record(job_id, user)
         data = old.spec.model_dump(mode="json")
+        data.pop("sweep", None)  # a trial run again is a job of its own, not one of the sweep's
         data.update(overrides or {})
         return self.submit(data, user=user, resubmitted_from=job_id, abandoned=abandoned)
 
@@ -446,3 +451,30 @@ class JobService:
 
     def reconcile(self) -> None:
         self.backend.reconcile()
+        self.sweeps.advance_all()  # after the backend's view is current
+
+    # --- sweeps ----------------------------------------------------------------------------
+    @property
+    def sweeps(self) -> Sweeps:
+        """The sweeps of this service's backend (trainhub.experiments.controller)."""
+        if self._sweeps is None:
+            self._sweeps = Sweeps(self)
+        return self._sweeps
+
+    def create_sweep(
+        self, request: CreateSweep | dict[str, Any], *, user: str | None = None
+    ) -> DescribeSweep:
+        return self.sweeps.create(request, user=user or getpass.getuser())
+
+    def list_sweeps(self, *, user: str | None = None) -> SweepList:
+        return self.sweeps.list(user=user)
+
+    def describe_sweep(self, sweep_id: str, *, user: str | None = None) -> DescribeSweep:
+        return self.sweeps.describe(sweep_id, user=user)
+
+    def cancel_sweep(
+        self, sweep_id: str, *, user: str | None = None, reason: str | None = None
+    ) -> DescribeSweep:
+        return self.sweeps.cancel(
+            sweep_id, user=user, reason=reason or f"its sweep was cancelled by {user or 'you'}"
+        )

@@ -37,3 +37,4 @@ class FailureClass(StrEnum):
     )
     PREEMPTED = "preempted"  # evicted to make room for more important work
     CANCELLED = "cancelled"  # a person asked for it, or the max runtime ran out
+    STOPPED_EARLY = "stopped_early"  # a sweep's early-stopping rule ended a lagging trial

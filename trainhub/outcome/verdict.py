@@ -71,6 +71,25 @@ def rank_error_verdict(rank: int, result: dict[str, Any], attempt: int) -> Verdi
     )
 
 
+# How a cancel says that a sweep's early-stopping rule asked for it (the reason is kept in
+# the job's record, which every process that ends the job reads).
+STOPPED_EARLY = "stopped early: "
+
+
+def stop_reason_of_rule(why: str) -> str:
+    """The cancel reason of a trial its sweep's rule stops."""
+    return STOPPED_EARLY + why
+
+
+def cancel_verdict(reason: str, attempt: int) -> Verdict:
+    """The verdict of a stop: ``stopped_early`` when a sweep's rule asked, else ``cancelled``.
+    Neither is ever retried."""
+    if reason.startswith(STOPPED_EARLY):
+        why = reason[len(STOPPED_EARLY) :]
+        return Verdict(failure_class=FailureClass.STOPPED_EARLY, reason=why, attempt=attempt)
+    return Verdict(failure_class=FailureClass.CANCELLED, reason=reason, attempt=attempt)
+
+
 def attempt_verdict(
     *,
     attempt: int,
@@ -87,7 +106,7 @@ def attempt_verdict(
     rank, not the ones that noticed, is the cause.
     """
     if stop_reason is not None:
-        return Verdict(failure_class=FailureClass.CANCELLED, reason=stop_reason, attempt=attempt)
+        return cancel_verdict(stop_reason, attempt)
     errors = {r: res for r, res in rank_results.items() if res.get("outcome") == "error"}
     failed = [e for e in exits if e.exit_code != 0]
     killed = [e for e in failed if (e.exit_code < 0 or e.exit_code > 128) and e.rank not in errors]

@@ -33,6 +33,7 @@ from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import count_retry
+from trainhub.outcome.verdict import cancel_verdict
 from trainhub.teams import Pool, Team, TeamDataset, Teams, load_teams
 from trainhub.usage.compute import job_usage
 from trainhub.usage.kueue import workload_times
@@ -265,9 +266,7 @@ class KubernetesBackend(Backend):
         except ApiException as e:
             if e.status != 404:
                 raise
-        verdict = Verdict(
-            failure_class=FailureClass.CANCELLED, reason=reason, attempt=record.attempt
-        )
+        verdict = cancel_verdict(reason, record.attempt)
         self._finish(record, JobState.CANCELLED, verdict)
         return record.model_copy(
             update={

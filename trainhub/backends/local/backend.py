@@ -27,6 +27,7 @@ from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import count_retry, should_retry
+from trainhub.outcome.verdict import cancel_verdict
 from trainhub.usage.models import UsageBy, UsageGroup
 
 # A job admitted by a process that died before it could launch the supervisor is relaunched.
@@ -99,9 +100,7 @@ class LocalBackend(Backend):
             if record.state.terminal:
                 raise Conflict(f"Job {job_id} already {record.state.value}.")
             if record.state == JobState.QUEUED:
-                verdict = Verdict(
-                    failure_class=FailureClass.CANCELLED, reason=reason, attempt=record.attempt
-                )
+                verdict = cancel_verdict(reason, record.attempt)
                 self.store.update(
                     conn,
                     job_id,
@@ -178,11 +177,7 @@ class LocalBackend(Backend):
         processes.kill_job_processes(record.id, list(local.process_groups))
         jobdir = JobDir(record.job_dir)
         if record.cancel_requested:
-            verdict = Verdict(
-                failure_class=FailureClass.CANCELLED,
-                reason=record.cancel_reason or "cancelled",
-                attempt=record.attempt,
-            )
+            verdict = cancel_verdict(record.cancel_reason or "cancelled", record.attempt)
         else:
             verdict = Verdict(
                 failure_class=FailureClass.INFRASTRUCTURE,

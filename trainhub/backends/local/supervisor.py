@@ -32,7 +32,12 @@ from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import backoff, count_retry, should_retry
-from trainhub.outcome.verdict import RankExit, attempt_verdict, torchrun_root_causes
+from trainhub.outcome.verdict import (
+    RankExit,
+    attempt_verdict,
+    cancel_verdict,
+    torchrun_root_causes,
+)
 from trainhub.usage.compute import UsageRow, job_usage
 
 CANCEL_GRACE_SECONDS = float(os.environ.get("TRAINHUB_CANCEL_GRACE", "10"))
@@ -115,11 +120,7 @@ class Supervisor:
             while verdict is None or verdict.retriable:
                 # A retriable failure: back off, then go again.
                 if verdict is not None and not self._back_off(verdict):
-                    verdict = Verdict(
-                        failure_class=FailureClass.CANCELLED,
-                        reason=self.stop_reason or "cancelled",
-                        attempt=self.record.attempt,
-                    )
+                    verdict = cancel_verdict(self.stop_reason or "cancelled", self.record.attempt)
                     break
                 ready = (
                     prelaunched[1]
@@ -311,7 +312,7 @@ class Supervisor:
     def _finish(self, verdict: Verdict | None) -> None:
         if verdict is None:
             state = JobState.SUCCEEDED
-        elif verdict.failure_class == FailureClass.CANCELLED:
+        elif verdict.failure_class in (FailureClass.CANCELLED, FailureClass.STOPPED_EARLY):
             state = JobState.CANCELLED
         else:
             state = JobState.FAILED
