@@ -56,6 +56,7 @@ def build_spec(
     datasets: dict[str, str] | list[str | dict[str, Any]] | None = None,
     tags: list[str] | None = None,
     resume_from: dict[str, Any] | None = None,
+    notebook_ranks: list[int] | str | None = None,
 ) -> dict[str, Any]:
     """The JSON form of a JobSpec from keyword arguments (validated on submit).
 
@@ -96,6 +97,8 @@ def build_spec(
     }
     if retry:
         spec["retry"] = retry
+    if notebook_ranks is not None:
+        spec["notebook_ranks"] = notebook_ranks
     return spec
 
 

@@ -98,6 +98,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         env=_kv(args.env, "--env"),
         datasets=_datasets(args.dataset),
         tags=args.tag,
+        notebook_ranks=args.notebook_ranks,
     )
     job = service().submit(spec)
     if args.json:
@@ -251,6 +252,34 @@ def cmd_logs(args: argparse.Namespace) -> int:
         if not data:
             return 0
         sys.stdout.write(data.decode(errors="replace"))
+
+
+def cmd_output(args: argparse.Namespace) -> int:
+    """The executed notebook of a job (rank 0's by default), as .ipynb JSON or HTML."""
+    from trainhub.api import service
+
+    svc = service()
+    if args.html:
+        text = svc.notebook_html(args.job, rank=args.rank)
+    else:
+        text = json.dumps(svc.notebook(args.job, rank=args.rank), indent=1, ensure_ascii=False)
+        text += "\n"
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+def _notebook_ranks(value: str) -> list[int] | str:
+    """``--notebook-ranks 0,3``, ``all`` or ``none``."""
+    if value in ("all", "none"):
+        return "all" if value == "all" else []
+    try:
+        return [int(r) for r in value.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError("give rank numbers (0,3), all or none") from None
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -459,6 +488,11 @@ def parser() -> argparse.ArgumentParser:
         "in the workspace or below TRAINHUB_DATASET_ROOTS",
     )
     s.add_argument("--tag", action="append", default=[])
+    s.add_argument(
+        "--notebook-ranks",
+        type=_notebook_ranks,
+        help="ranks that keep their executed notebook: 0,3, all or none (default: 0)",
+    )
     s.add_argument("-f", "--follow", action="store_true", help="then follow rank 0's log")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_submit)
@@ -492,6 +526,13 @@ def parser() -> argparse.ArgumentParser:
     lg.add_argument("--rank", type=int, default=0)
     lg.add_argument("-f", "--follow", action="store_true")
     lg.set_defaults(func=cmd_logs)
+
+    o = sub.add_parser("output", help="the executed notebook of a job, with its outputs")
+    o.add_argument("job")
+    o.add_argument("--rank", type=int, default=0)
+    o.add_argument("--html", action="store_true", help="rendered by nbconvert")
+    o.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
+    o.set_defaults(func=cmd_output)
 
     c = sub.add_parser("cancel", help="cancel jobs")
     c.add_argument("jobs", nargs="+")

@@ -34,6 +34,7 @@ from trainhub_server.payloads import (
     ListJobsParams,
     LogParams,
     NotebookParams,
+    NotebookRankParams,
     RecordsParams,
     SubmitParams,
     UsageParams,
@@ -294,6 +295,27 @@ class CheckpointResumeHandler(TrainhubAPIHandler):
             abandoned=self.abandoned,
         )
         self.reply(described, 201)
+
+
+class JobNotebookHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        rank = self.query(NotebookRankParams).rank
+        self.reply(await self.calls.call(self.service.notebook, job_id, user=self.owner, rank=rank))
+
+
+class JobNotebookHTMLHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        rank = self.query(NotebookRankParams).rank
+        html = await self.calls.call(self.service.notebook_html, job_id, user=self.owner, rank=rank)
+        # What the job displayed, as a page: a download, never rendered in this origin.
+        name = f"{job_id}.html" if rank == 0 else f"{job_id}-rank-{rank}.html"
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(name)}")
+        self.finish(html, set_content_type="text/html; charset=utf-8")
 
 
 class NotebookParametersHandler(TrainhubAPIHandler):

@@ -32,6 +32,7 @@ from trainhub_server.payloads import (
     DryRun,
     Error,
     EventPage,
+    ExecutedNotebook,
     ListJobsParams,
     LogChunk,
     LogParams,
@@ -39,6 +40,7 @@ from trainhub_server.payloads import (
     MetricPage,
     NotebookParameters,
     NotebookParams,
+    NotebookRankParams,
     Query,
     RecordsParams,
     ServerConfig,
@@ -97,6 +99,7 @@ class Operation:
     errors: tuple[int, ...] = ()
     websocket: bool = False
     download: bool = False
+    media: str = "application/octet-stream"  # what a download is
     # Further successful answers: status -> (description, model).
     also: dict[int, tuple[str, type[BaseModel]]] = field(default_factory=dict)
 
@@ -209,6 +212,22 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=ChangeRequest,
         errors=CHANGE,
+    ),
+    ("/jobs/{job_id}/notebook", "get"): Operation(
+        "A rank's executed notebook (nbformat 4): the cells done so far while the job runs, "
+        "with their outputs, each capped; 400 when the job replaced it by a link, FIFO or "
+        "directory; 404 says why there is none",
+        ExecutedNotebook,
+        query=NotebookRankParams,
+        errors=JOB,
+    ),
+    ("/jobs/{job_id}/notebook/html", "get"): Operation(
+        "The executed notebook as an HTML page rendered by nbconvert, its outputs' HTML "
+        "sanitized (Content-Disposition attachment, X-Content-Type-Options nosniff)",
+        query=NotebookRankParams,
+        download=True,
+        media="text/html",
+        errors=(*JOB, 503),
     ),
     ("/notebook/parameters", "get"): Operation(
         "Values assigned in the notebook's cell tagged `parameters` (to prefill the submit dialog)",
@@ -335,7 +354,7 @@ def _operation(
     elif op.download:
         responses["200"] = {
             "description": "The file",
-            "content": {"application/octet-stream": {"schema": {"type": "string"}}},
+            "content": {op.media: {"schema": {"type": "string"}}},
         }
     elif op.response is not None:
         responses[str(op.status)] = _json(

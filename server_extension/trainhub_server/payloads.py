@@ -80,6 +80,22 @@ class LogParams(StreamParams):
     )
 
 
+class NotebookRankParams(Query):
+    rank: int = Field(0, ge=0, le=MAX_INTEGER, description="Whose executed notebook: rank 0's")
+
+
+class ExecutedNotebook(BaseModel):
+    """A rank's executed notebook, nbformat 4: the cells it ran with their outputs (each cell's
+    metadata.trainhub: cell_index in the submitted notebook, status, seconds)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    cells: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    nbformat: int
+    nbformat_minor: int
+
+
 class NotebookParams(Query):
     path: str = Field(min_length=1, description="Notebook path relative to the server root")
 

@@ -26,6 +26,7 @@ from trainhub.jobs import confined, logs
 EVENTS = "events.jsonl"
 SPEC = "spec.json"
 LINEAGE = "lineage.json"
+NOTEBOOK = "notebook.ipynb"
 # A JSON document of the job directory (spec, lineage) is read whole: past this it is refused.
 MAX_JSON_BYTES = 64 << 20
 log = logging.getLogger(__name__)
@@ -85,6 +86,11 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def notebook_name(rank: int) -> str:
+    """The executed notebook a rank writes: rank 0's is the job's ``notebook.ipynb``."""
+    return NOTEBOOK if rank == 0 else f"notebook-rank-{rank}.ipynb"
 
 
 class JobDir:

@@ -33,7 +33,7 @@ from trainhub.experiments.models import DescribeSweep, SweepList
 from trainhub.experiments.sweep import CreateSweep
 from trainhub.jobs import confined, logs
 from trainhub.jobs.datasets import check_dataset_paths
-from trainhub.jobs.directory import JobDir, write_json_atomic
+from trainhub.jobs.directory import JobDir, notebook_name, write_json_atomic
 from trainhub.jobs.models import (
     DescribeJob,
     JobBase,
@@ -64,6 +64,25 @@ def _check_wanted(abandoned: threading.Event | None) -> None:
         raise SubmitAbandoned(
             "The submit was given up before the job was created; no job was made."
         )
+
+
+def _no_notebook(record: JobRecord, rank: int) -> str:
+    """Why a job has no executed notebook (of ``rank``) to show."""
+    spec = record.spec
+    if spec.source.kind != "notebook":
+        return f"Job {record.id} runs a script; only a notebook job keeps an executed notebook."
+    ranks = spec.notebook_ranks
+    if ranks != "all" and rank not in ranks:
+        return (
+            f"Rank {rank} of job {record.id} keeps no executed notebook (the spec's "
+            f"notebook_ranks is {ranks}); its output is in its log."
+        )
+    if record.state in (JobState.QUEUED, JobState.STARTING):
+        return f"Job {record.id} has not started; its executed notebook appears as it runs."
+    return (
+        f"Job {record.id} has no executed notebook of rank {rank}: the rank wrote none (it may "
+        "have stopped before its first cell); its log says what happened."
+    )
 
 
 def _ranks_text(world: int) -> str:
@@ -417,6 +436,26 @@ class JobService:
 
     def delete_checkpoint(self, job_id: str, step: int, *, user: str | None = None) -> None:
         delete_checkpoint(self.jobdir(job_id, user).checkpoints, step)
+
+    # --- the executed notebook ------------------------------------------------------------
+    def notebook(self, job_id: str, *, user: str | None = None, rank: int = 0) -> dict[str, Any]:
+        """A rank's executed notebook (nbformat 4 JSON) as it last wrote it, cells done so far
+        while the job runs; read without following links. NotFound says why there is none."""
+        record = self._log_record(job_id, user, rank)
+        name = notebook_name(rank)
+        try:
+            data = JobDir(record.job_dir).read_json(name)
+        except FileNotFoundError:
+            raise NotFound(_no_notebook(record, rank)) from None
+        if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+            raise ValueError(f"{name} of the job is not a notebook")
+        return data
+
+    def notebook_html(self, job_id: str, *, user: str | None = None, rank: int = 0) -> str:
+        """The executed notebook rendered by nbconvert, its outputs' HTML sanitized."""
+        from trainhub.jobs.notebook_html import to_html
+
+        return to_html(self.notebook(job_id, user=user, rank=rank))
 
     # --- usage ----------------------------------------------------------------------------
     def usage(

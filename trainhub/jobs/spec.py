@@ -22,6 +22,7 @@ from pydantic import (
     GetJsonSchemaHandler,
     Tag,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -342,6 +343,11 @@ class JobSpec(Model):
         description="Datasets by name ('imagenet' or {name: imagenet}), or {name, path}",
     )
     tags: list[Annotated[str, Field(min_length=1, max_length=63)]] = Field(default_factory=list)
+    notebook_ranks: list[int] | Literal["all"] = Field(
+        default_factory=lambda: [0],
+        description="Ranks that keep their executed notebook: rank 0's is notebook.ipynb, "
+        "another's notebook-rank-<r>.ipynb; 'all', or [] for none",
+    )
     resume_from: CheckpointRef | None = None
     sweep: SweepRef | None = Field(None, description="The sweep this job is a trial of")
 
@@ -369,6 +375,23 @@ class JobSpec(Model):
                 )
         if limits.json_size(v) > bounds.parameters_bytes:
             raise ValueError(f"larger than {limits.size_text(bounds.parameters_bytes)} in all")
+        return v
+
+    @field_validator("notebook_ranks", mode="before")
+    @classmethod
+    def _known_ranks(cls, v: Any, info: ValidationInfo) -> Any:
+        if v == "all":
+            return v
+        if not isinstance(v, list) or not all(type(r) is int for r in v):
+            raise ValueError("give a list of rank numbers (e.g. [0, 3]), or 'all'")
+        if len(set(v)) != len(v):
+            raise ValueError("lists a rank twice")
+        resources = info.data.get("resources")  # absent when it was refused itself
+        world = resources.world_size if isinstance(resources, Resources) else None
+        for rank in v:
+            if rank < 0 or (world is not None and rank >= world):
+                ranks = "its only rank is 0" if world == 1 else f"its ranks are 0 to {world - 1}"
+                raise ValueError(f"the job has no rank {rank}; {ranks}")
         return v
 
     @field_validator("tags")

@@ -12,6 +12,7 @@ Exit status: 0 when every cell ran (or the code called ``sys.exit(0)``), 1 other
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import os
 import re
@@ -36,6 +37,7 @@ from trainhub.jobs.states import FailureClass
 from trainhub.outcome.exceptions import explain_exception
 from trainhub.rank.logcap import capped_output
 from trainhub.rank.logmarks import cell_start, internal
+from trainhub.rank.notebook import NotebookCapture, captured
 
 MAX_TRACEBACK_CHARS = 64 * 1024
 PIP_TIMEOUT_S = 3600.0
@@ -168,13 +170,19 @@ class OutputWriter:
 # --- the IPython shell ------------------------------------------------------------------------
 
 
-def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
-    """An InteractiveShell whose cells are named after their notebook index."""
+def _make_shell(
+    ctx: RankContext, writer: OutputWriter, notebook: NotebookCapture | None = None
+) -> Any:
+    """An InteractiveShell whose cells are named after their notebook index; what they show
+    goes to the log and, when this rank keeps one, to the executed notebook."""
     from IPython.core.compilerop import CachingCompiler
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
+
+    # The log gets display data as text; the notebook gets the data itself.
+    log_only = notebook.paused if notebook is not None else contextlib.nullcontext
 
     class CellCompiler(CachingCompiler):
         """Gives the next cell a file name we choose; tracebacks then say "Cell 8, line 3"."""
@@ -198,13 +206,28 @@ def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
             pass  # no "Out[n]:" in a log
 
         def write_format_data(self, format_dict: dict[str, Any], md_dict: Any = None) -> None:
-            writer.render(format_dict)
+            with log_only():
+                writer.render(format_dict)
+            if notebook is not None:
+                notebook.result(format_dict, md_dict)
 
     class LogDisplayPublisher(DisplayPublisher):
         def publish(
             self, data: dict[str, Any], metadata: Any = None, *args: Any, **kwargs: Any
         ) -> None:
-            writer.render(data)
+            with log_only():
+                writer.render(data)
+            if notebook is not None:
+                transient, update = kwargs.get("transient"), kwargs.get("update", False)
+                notebook.display(data, metadata, transient=transient, update=update)
+
+        def clear_output(self, wait: bool = False) -> None:
+            if notebook is None:
+                super().clear_output(wait)
+                return
+            notebook.clear(wait)
+            with notebook.paused():  # the terminal's erase codes are for the log alone
+                super().clear_output(wait)
 
     class RankShell(InteractiveShell):
         compiler_class = CellCompiler  # type: ignore[assignment]
@@ -214,9 +237,15 @@ def _make_shell(ctx: RankContext, writer: OutputWriter) -> Any:
 
         def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
             self.last_traceback_text = self.InteractiveTB.stb2text(stb)
+            if notebook is not None and not _exit_ok(evalue):
+                notebook.error(etype.__name__, str(evalue), list(stb))
             if issubclass(etype, SystemExit):
                 return  # the runner reports it in one line, without IPython's advice
-            super()._showtraceback(etype, evalue, stb)
+            if notebook is None:
+                super()._showtraceback(etype, evalue, stb)
+                return
+            with notebook.paused():  # the traceback's text is for the log; the cell has it
+                super()._showtraceback(etype, evalue, stb)
 
     config = Config()
     config.HistoryManager.enabled = False
@@ -307,12 +336,19 @@ def _cell_name(cell: BundleCell) -> str:
 
 def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
     cells = read_cells(bundle_dir)
+    with captured(ctx.job, cells, rank=ctx.rank, attempt=ctx.attempt) as notebook:
+        return _run_cells(bundle_dir, cells, ctx, notebook)
+
+
+def _run_cells(
+    bundle_dir: Path, cells: list[BundleCell], ctx: RankContext, notebook: NotebookCapture | None
+) -> Failure | None:
     workspace = (bundle_dir / WORKSPACE).resolve()
     writer = OutputWriter(ctx)
-    shell = _make_shell(ctx, writer)
+    shell = _make_shell(ctx, writer, notebook)
     compiler = shell.compile
     cell_names = {_cell_name(c): c.cell_index for c in cells}
-    for cell in cells:
+    for position, cell in enumerate(cells):
         name = _cell_name(cell)
         compiler.labels[name] = (
             "parameters" if cell.cell_index is None else str(cell.cell_index + 1)
@@ -331,9 +367,13 @@ def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> F
             print(cell_start(cell.cell_index, time.time()), end="", flush=True)
         started = time.monotonic()
         shell.last_traceback_text = ""
+        if notebook is not None:
+            notebook.start_cell(position, shell.execution_count)
         result = shell.run_cell(cell.source, store_history=True, cell_id=name)
         _flush_figures(shell)
         elapsed = round(time.monotonic() - started, 3)
+        if notebook is not None:
+            notebook.end_cell(result.success or _exit_ok(_error(result)), elapsed)
         if not cell.injected:
             ctx.job.emit(
                 "cell",

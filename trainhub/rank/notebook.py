@@ -1,0 +1,459 @@
+"""The executed notebook of a rank: the cells it ran with their outputs, as nbformat 4 JSON.
+
+Rank 0 writes ``notebook.ipynb`` into the job directory as it goes (the ranks the spec's
+``notebook_ranks`` lists write ``notebook-rank-<r>.ipynb``): what cells print (sys.stdout
+and sys.stderr, ``!`` commands included), rich display data (figures as image/png, HTML,
+images), results with their execution counts, and at a failing cell the error with its
+traceback. What C code or child processes write to the file descriptors directly reaches the
+rank log only.
+
+Each output and the whole file are capped (``notebook_output_bytes``, ``notebook_bytes`` of
+:mod:`trainhub.jobs.limits`); what is left out is replaced by a line saying so. The file is
+rewritten whole (a new file renamed over the name) after each cell and, within a long cell,
+at most every :data:`FLUSH_SECONDS`, so a reader sees the cells done so far and never half a
+file. A finished cell is serialized once.
+
+Standard library only, like everything a rank loads before the first cell: the JSON is the
+shape nbformat 4.5 writes, built by hand.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from trainhub.bundle.schema import BundleCell
+from trainhub.jobs import confined, limits
+from trainhub.jobs.directory import JobDir, notebook_name
+
+FLUSH_SECONDS = 1.0  # the longest a finished cell or a new output waits to be on disk
+MIN_GAP_SECONDS = 0.2  # a burst of short cells is written once per gap, not once per cell
+NBFORMAT_MINOR = 5
+_TEXT_PREFIXES = ("text/",)
+_JSON_MIMES_SUFFIX = "json"
+
+
+def _marker(text: str) -> dict[str, Any]:
+    return {"output_type": "stream", "name": "stderr", "text": f"[trainhub: {text}]\n"}
+
+
+def _mime_value(mime: str, value: Any) -> Any:
+    """A display value as nbformat stores it: binary as base64, text as text, JSON as is."""
+    if isinstance(value, bytes | bytearray):
+        if mime.startswith(_TEXT_PREFIXES) or mime.endswith("+xml"):
+            return bytes(value).decode("utf-8", "replace")
+        return base64.b64encode(value).decode("ascii")
+    if mime.endswith(_JSON_MIMES_SUFFIX) or isinstance(value, str):
+        return value
+    return str(value)
+
+
+def mime_bundle(data: dict[str, Any]) -> dict[str, Any]:
+    return {mime: _mime_value(mime, value) for mime, value in data.items()}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+class _Stream:
+    """Consecutive writes to one stream, kept as chunks (joined when written out)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.chunks: list[str] = []
+        self.size = 0
+        self.cut = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"output_type": "stream", "name": self.name, "text": "".join(self.chunks)}
+
+
+class _Cell:
+    def __init__(self, cell: BundleCell):
+        self.source = cell.source
+        self.index = cell.cell_index
+        self.tags = list(cell.tags)
+        self.outputs: list[dict[str, Any] | _Stream] = []
+        self.execution_count: int | None = None
+        self.status = "not run"
+        self.seconds: float | None = None
+        self.serialized: str | None = None  # set once the cell is finished
+
+    @property
+    def id(self) -> str:
+        return "trainhub-parameters" if self.index is None else f"trainhub-cell-{self.index}"
+
+    def to_json(self) -> dict[str, Any]:
+        trainhub: dict[str, Any] = {"cell_index": self.index, "status": self.status}
+        if self.seconds is not None:
+            trainhub["seconds"] = self.seconds
+        metadata: dict[str, Any] = {"trainhub": trainhub}
+        if self.tags:
+            metadata["tags"] = self.tags
+        return {
+            "cell_type": "code",
+            "execution_count": self.execution_count,
+            "id": self.id,
+            "metadata": metadata,
+            "outputs": [o.to_json() if isinstance(o, _Stream) else o for o in self.outputs],
+            "source": self.source,
+        }
+
+
+class NotebookCapture:
+    """Collects one rank's cells and outputs and keeps the executed notebook on disk."""
+
+    def __init__(
+        self,
+        job: JobDir,
+        cells: list[BundleCell],
+        *,
+        rank: int,
+        attempt: int,
+        bounds: limits.Limits | None = None,
+    ):
+        bounds = bounds or limits.current()
+        self.job = job
+        self.name = notebook_name(rank)
+        self.rank = rank
+        self.attempt = attempt
+        self.output_cap = bounds.notebook_output_bytes
+        self.cells = [_Cell(c) for c in cells]
+        # The sources are always kept: the outputs get what the file cap leaves of them.
+        sources = sum(len(c.source.encode()) + 256 for c in self.cells)
+        self.output_room = max(bounds.notebook_bytes - sources - 4096, 0)
+        self.output_bytes = 0
+        self.full = False
+        self.state = "running"
+        self._current: _Cell | None = None
+        self._clear_pending = False
+        self._displays: dict[str, list[tuple[_Cell, dict[str, Any]]]] = {}
+        self._pid = os.getpid()
+        self._lock = threading.RLock()
+        self._write_lock = threading.Lock()
+        self._dirty = True
+        self._last_write = 0.0
+        self._paused = 0
+        self._stop = threading.Event()
+        self._log = f"logs/rank-{rank}.log"
+        self._flusher = threading.Thread(target=self._flush_loop, name="trainhub-notebook")
+        self._flusher.daemon = True
+
+    # --- the runner's side ----------------------------------------------------------------
+    def start(self) -> None:
+        self.write()
+        self._flusher.start()
+
+    def start_cell(self, position: int, execution_count: int) -> None:
+        with self._lock:
+            cell = self.cells[position]
+            cell.execution_count = execution_count
+            cell.status = "running"
+            self._current, self._clear_pending = cell, False
+            self._dirty = True
+
+    def end_cell(self, ok: bool, seconds: float) -> None:
+        with self._lock:
+            cell = self._current
+            if cell is None:
+                return
+            cell.status = "ok" if ok else "error"
+            cell.seconds = seconds
+            cell.serialized = _dumps(cell.to_json())
+            self._current = None
+            self._dirty = True
+            due = time.monotonic() - self._last_write >= MIN_GAP_SECONDS
+        if due:
+            self.write()
+
+    def close(self, state: str) -> None:
+        """The last write: ``state`` is ``completed``, ``failed`` or ``stopped``."""
+        self._stop.set()
+        if self._flusher.is_alive():
+            self._flusher.join()
+        with self._lock:
+            self.state = state
+            self._current = None
+            self._dirty = True
+        self.write()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """What is printed meanwhile reaches the log only (IPython's own traceback text)."""
+        with self._lock:
+            self._paused += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._paused -= 1
+
+    # --- outputs ----------------------------------------------------------------------------
+    def stream(self, name: str, text: str) -> None:
+        if not text or os.getpid() != self._pid:
+            return  # a forked child (a data loader worker) prints to the log alone
+        with self._lock:
+            cell = self._target()
+            if cell is None:
+                return
+            last = cell.outputs[-1] if cell.outputs else None
+            if not isinstance(last, _Stream) or last.name != name:
+                last = _Stream(name)
+                if not self._take(len(name) + 64):
+                    return
+                cell.outputs.append(last)
+            if last.cut:
+                return
+            size = _text_size(text)
+            fits_output = last.size + size <= self.output_cap
+            if fits_output and self._take(size):
+                last.chunks.append(text)
+                last.size += size
+                return
+            if fits_output:
+                return  # the file is full; _take said so once
+            room = self.output_cap - last.size
+            piece = text.encode("utf-8", "replace")[: max(room, 0)].decode("utf-8", "ignore")
+            while piece and _text_size(piece) > room:  # escapes take room of their own
+                piece = piece[: len(piece) - (_text_size(piece) - room)]
+            if piece and self._take(_text_size(piece)):
+                last.chunks.append(piece)
+            last.chunks.append(
+                f"\n[trainhub: output cut at {limits.size_text(self.output_cap)}; the rest "
+                f"of it is in {self._log}]\n"
+            )
+            last.cut = True
+            self._dirty = True
+
+    def display(
+        self,
+        data: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+        *,
+        transient: dict[str, Any] | None = None,
+        update: bool = False,
+    ) -> None:
+        output: dict[str, Any] = {
+            "output_type": "display_data",
+            "data": mime_bundle(data),
+            "metadata": metadata or {},
+        }
+        display_id = (transient or {}).get("display_id")
+        if update and display_id is not None:
+            self._update(display_id, output)
+        elif self._add(output) and display_id is not None:
+            with self._lock:
+                self._displays.setdefault(display_id, []).append((self.cells_of(output), output))
+
+    def result(self, data: dict[str, Any], metadata: dict[str, Any] | None = None) -> None:
+        with self._lock:
+            count = self._current.execution_count if self._current else None
+        self._add(
+            {
+                "output_type": "execute_result",
+                "data": mime_bundle(data),
+                "execution_count": count,
+                "metadata": metadata or {},
+            }
+        )
+
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        self._add(
+            {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": traceback}
+        )
+
+    def clear(self, wait: bool = False) -> None:
+        """``clear_output()``: now, or (``wait``) when the next output arrives."""
+        with self._lock:
+            if wait:
+                self._clear_pending = True
+            elif self._current is not None:
+                self._clear(self._current)
+
+    # --- inside -------------------------------------------------------------------------------
+    def _target(self) -> _Cell | None:
+        """The running cell, about to take an output (None: outside cells, or paused)."""
+        cell = self._current
+        if cell is None or self._paused:
+            return None
+        if self._clear_pending:
+            self._clear(cell)
+        self._dirty = True
+        return cell
+
+    def _clear(self, cell: _Cell) -> None:
+        self._clear_pending = False
+        self.output_bytes -= sum(_output_size(o) for o in cell.outputs)
+        cell.outputs.clear()
+        self._dirty = True
+
+    def _take(self, size: int) -> bool:
+        """Room for ``size`` more bytes of outputs; past the file cap, one marker, then none."""
+        if self.full:
+            return False
+        if self.output_bytes + size <= self.output_room:
+            self.output_bytes += size
+            return True
+        self.full = True
+        if self._current is not None:
+            self._current.outputs.append(
+                _marker(
+                    f"the notebook reached its {limits.size_text(self.output_room)} of outputs; "
+                    f"further outputs are in {self._log} only"
+                )
+            )
+        return False
+
+    def _add(self, output: dict[str, Any]) -> bool:
+        if os.getpid() != self._pid:
+            return False
+        text = _dumps(output)
+        size = len(text.encode())
+        if size > self.output_cap:
+            kinds = ", ".join(output.get("data", {})) or output["output_type"]
+            output = _marker(
+                f"an output of {limits.size_text(size)} ({kinds}) is over the "
+                f"{limits.size_text(self.output_cap)} an output may hold; left out"
+            )
+            size = len(_dumps(output).encode())
+        with self._lock:
+            cell = self._target()
+            if cell is None or not self._take(size):
+                return False
+            cell.outputs.append(output)
+            return True
+
+    def cells_of(self, output: dict[str, Any]) -> _Cell:
+        return next(c for c in self.cells if any(o is output for o in c.outputs))
+
+    def _update(self, display_id: str, output: dict[str, Any]) -> None:
+        """``update_display``: the outputs shown with ``display_id`` take the new data (in
+        place: nbformat keeps no display ids on disk)."""
+        with self._lock:
+            for cell, old in self._displays.get(display_id, []):
+                grown = _output_size(output) - _output_size(old)
+                if _output_size(output) > self.output_cap or not self._take(max(grown, 0)):
+                    continue
+                self.output_bytes += min(grown, 0)
+                old.update(data=output["data"], metadata=output["metadata"])
+                if cell.serialized is not None:
+                    cell.serialized = _dumps(cell.to_json())
+                self._dirty = True
+
+    # --- on disk ------------------------------------------------------------------------------
+    def render(self) -> bytes:
+        with self._lock:
+            cells = [c.serialized or _dumps(c.to_json()) for c in self.cells]
+            metadata = {
+                "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                "language_info": {"name": "python", "version": sys.version.split()[0]},
+                "trainhub": {
+                    "rank": self.rank,
+                    "attempt": self.attempt,
+                    "state": self.state,
+                    "truncated": self.full,
+                },
+            }
+            self._dirty = False
+        head = '{\n "cells": [\n  '
+        tail = (
+            f'\n ],\n "metadata": {_dumps(metadata)},\n "nbformat": 4,\n'
+            f' "nbformat_minor": {NBFORMAT_MINOR}\n}}\n'
+        )
+        return (head + ",\n  ".join(cells) + tail).encode("utf-8", "replace")
+
+    def write(self) -> None:
+        if os.getpid() != self._pid:
+            return
+        with self._write_lock:  # two writers would race their renames
+            data = self.render()
+            try:
+                confined.replace(self.job.root, self.name, data)
+            except OSError as e:  # a full disk must not fail the job: the log has it all
+                print(
+                    f"[trainhub] the executed notebook could not be written: {e}", file=sys.stderr
+                )
+            self._last_write = time.monotonic()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(FLUSH_SECONDS):
+            if self._dirty:
+                self.write()
+
+
+def _text_size(text: str) -> int:
+    """The bytes ``text`` takes in the file (JSON escapes included)."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "replace")) - 2
+
+
+def _output_size(output: dict[str, Any] | _Stream) -> int:
+    return output.size if isinstance(output, _Stream) else len(_dumps(output).encode())
+
+
+class Tee:
+    """A text stream that also hands what is written to the notebook (``sys.stdout``)."""
+
+    def __init__(self, stream: TextIO, name: str, capture: NotebookCapture):
+        self._stream = stream
+        self._name = name
+        self._capture = capture
+
+    def write(self, text: str) -> int:
+        written = self._stream.write(text)
+        self._capture.stream(self._name, text)
+        return written
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # fileno, flush, encoding, buffer, isatty...
+        return getattr(self._stream, name)
+
+
+def writes_notebook(job: JobDir, rank: int) -> bool:
+    """Whether this rank keeps an executed notebook: the spec's ``notebook_ranks`` ([0] when
+    the job directory has no spec, as when a bundle is run by hand)."""
+    try:
+        ranks = job.read_spec().get("notebook_ranks", [0])
+    except FileNotFoundError:
+        ranks = [0]
+    except (OSError, ValueError):
+        return rank == 0
+    return ranks == "all" or (isinstance(ranks, list) and rank in ranks)
+
+
+@contextmanager
+def captured(
+    job: JobDir, cells: list[BundleCell], *, rank: int, attempt: int
+) -> Iterator[NotebookCapture | None]:
+    """The capture of a notebook run, with sys.stdout and sys.stderr teed into it (None when
+    this rank keeps no notebook). The last write names how the run ended."""
+    if not writes_notebook(job, rank):
+        yield None
+        return
+    capture = NotebookCapture(job, cells, rank=rank, attempt=attempt)
+    streams = sys.stdout, sys.stderr
+    sys.stdout = Tee(streams[0], "stdout", capture)  # type: ignore[assignment]
+    sys.stderr = Tee(streams[1], "stderr", capture)  # type: ignore[assignment]
+    capture.start()
+    state = "stopped"
+    try:
+        yield capture
+        state = "completed"
+    except BaseException:
+        state = "failed"
+        raise
+    finally:
+        sys.stdout, sys.stderr = streams
+        if state == "completed" and any(c.status == "error" for c in capture.cells):
+            state = "failed"
+        capture.close(state)
