@@ -33,6 +33,9 @@ done. With ``async_=True`` training waits only for the copy to CPU memory, into 
 from the previous save; writing happens on a background thread, and its errors surface on
 the next ``save``/``wait``. Older per-rank sharded checkpoints (``rank-<r>.pt``) still load.
 
+A save the job should make when it is asked to stop (preempted, suspended, cancelled) is
+registered with ``on_stop(fn)`` (:mod:`trainhub.checkpoint.stopping`).
+
 Only one process may write a checkpoints directory at a time (rank 0 of one job, or one
 interactive session). torch is imported inside the functions that need it.
 """
@@ -81,6 +84,7 @@ from trainhub.checkpoint.layout import (
     step_name,
     temp_path,
 )
+from trainhub.checkpoint.stopping import on_stop, stop_requested
 from trainhub.jobs.directory import JobDir
 
 if TYPE_CHECKING:
@@ -93,6 +97,7 @@ __all__ = [
     "checkpoint_dir",
     "latest",
     "load",
+    "on_stop",
     "release_staging_memory",
     "resume_step",
     "save",
@@ -517,6 +522,9 @@ def _ranks(sharded: bool) -> _Ranks:
     """This process's rank, and the group writers agree on when torch.distributed runs."""
     dist = _distributed()
     if dist is not None and dist.get_world_size() > 1:
+        if stop_requested() and not sharded:
+            # Asked to stop: the other ranks may never join an agreement; rank 0 writes alone.
+            return _Ranks(dist.get_rank(), dist.get_world_size())
         group = weakref.ref(_checkpoint_group(dist))
         return _Ranks(dist.get_rank(), dist.get_world_size(), group)
     env_world = _env_int("WORLD_SIZE", 1)

@@ -32,6 +32,10 @@ MASTER_PORT = 29500
 CONTAINER = "trainer"
 RUN_AS = 1000  # restricted Pod Security: never root, whatever the image says
 DEFAULT_MEMORY = "8Gi"
+# Seconds from SIGTERM to SIGKILL: the ranks' stop callbacks save a checkpoint meanwhile.
+STOP_GRACE_SECONDS = 30
+# The pod's first process leaves this long before the kubelet's SIGKILL (trainhub.rank.pod).
+STOP_MARGIN_SECONDS = 3
 _LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -58,6 +62,12 @@ def torchrun_args(record: JobRecord, service: str) -> list[str]:
         "trainhub.rank.runner",
         str(PurePosixPath(record.job_dir) / "bundle"),
     ]
+
+
+def container_command(record: JobRecord, service: str, grace: int) -> list[str]:
+    """torchrun under trainhub.rank.pod, which ends a stopped pod with 143 (see there)."""
+    wait = max(grace - STOP_MARGIN_SECONDS, 1)
+    return ["python", "-m", "trainhub.rank.pod", f"--grace={wait}", *torchrun_args(record, service)]
 
 
 def _dataset_mounts(
@@ -155,8 +165,10 @@ def job_manifest(
     image: str,
     resume_from: str | None = None,
     datasets: Mapping[str, TeamDataset] | None = None,
+    stop_grace: int = STOP_GRACE_SECONDS,
 ) -> dict[str, Any]:
-    """``datasets``: those the team may read by name (default: its own)."""
+    """``datasets``: those the team may read by name (default: its own); ``stop_grace``: the
+    pods' terminationGracePeriodSeconds."""
     spec = record.spec
     res = spec.resources
     shared = PurePosixPath(team.shared_volume.mount_path)
@@ -198,7 +210,7 @@ def job_manifest(
     container = {
         "name": CONTAINER,
         "image": image,
-        "command": torchrun_args(record, service=record.id),
+        "command": container_command(record, record.id, stop_grace),
         "workingDir": str(job_dir / "bundle"),
         "env": container_env,
         "resources": _resources(record),
@@ -217,6 +229,7 @@ def job_manifest(
     }
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": stop_grace,
         "subdomain": record.id,  # with the Job's hostnames: <job>-<index>.<service> resolves
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
@@ -249,8 +262,9 @@ def job_manifest(
                 # codes.
                 {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
                 # SIGTERM (128 + 15) from outside: the kubelet stopping a pod of a Job that Kueue
-                # suspended to preempt it carries no DisruptionTarget condition. The runner itself
-                # exits 1 on a code error, so a 143 is never the code's own verdict.
+                # suspended to preempt it carries no DisruptionTarget condition. trainhub.rank.pod
+                # ends a stopped pod with 143 (torchrun alone would exit 1) and a code error
+                # with the runner's 1, so a 143 is never the code's own verdict.
                 {
                     "action": "Ignore",
                     "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [143]},

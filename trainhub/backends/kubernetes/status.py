@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trainhub.backends.kubernetes.recovery import pending_retry
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.verdict import RankExit, attempt_verdict
@@ -109,6 +110,8 @@ def preemptions(workload: Obj | None) -> int:
 def job_state(job: Obj, pods: list[Obj]) -> JobState:
     if is_true(job, "Complete") or is_true(job, "SuccessCriteriaMet"):
         return JobState.SUCCEEDED
+    if pending_retry(job) is not None:
+        return JobState.RETRYING  # failed; trainhub replaces it by the next attempt's Job
     if is_true(job, "Failed") or is_true(job, "FailureTarget"):
         return JobState.FAILED
     if job.get("spec", {}).get("suspend"):

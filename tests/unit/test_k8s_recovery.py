@@ -1,0 +1,56 @@
+"""Recovery decisions on Kubernetes (trainhub/backends/kubernetes/recovery.py): which failed
+attempt gets a next one, after how long, and how a failed Job marked for it reads."""
+
+from __future__ import annotations
+
+from trainhub.backends.kubernetes import recovery, status
+from trainhub.jobs.models import Verdict
+from trainhub.jobs.spec import RetryPolicy
+from trainhub.jobs.states import FailureClass, JobState
+from trainhub.rank.pod import exit_status
+
+POLICY = RetryPolicy(infrastructure=2, backoff_seconds=4, backoff_factor=3)
+KILLED = Verdict(failure_class=FailureClass.INFRASTRUCTURE, reason="worker 1 was killed by SIGKILL")
+
+
+def test_an_infrastructure_failure_gets_the_next_attempt_after_the_policys_backoff():
+    plan = recovery.plan_retry(KILLED, POLICY, {}, attempt=0, now=1000.0)
+    assert plan == recovery.RetryPlan(
+        attempt=1,
+        failure_class="infrastructure",
+        reason="worker 1 was killed by SIGKILL",
+        backoff_seconds=4.0,
+        not_before=1004.0,
+        retries={"infrastructure": 1},
+    )
+    assert not plan.due(1003.9) and plan.due(1004.0)
+    second = recovery.plan_retry(KILLED, POLICY, plan.retries, attempt=1, now=2000.0)
+    assert second is not None and (second.attempt, second.backoff_seconds) == (2, 12.0)
+    assert second.retries == {"infrastructure": 2}
+
+
+def test_code_errors_cancels_and_used_up_retries_end_the_job():
+    code = Verdict(failure_class=FailureClass.CODE, reason="ValueError in cell 3 (rank 0)")
+    assert recovery.plan_retry(code, POLICY, {}, attempt=0, now=0) is None
+    used = {"infrastructure": 2}
+    assert recovery.plan_retry(KILLED, POLICY, used, attempt=2, now=0) is None
+    assert recovery.plan_retry(KILLED, POLICY, {}, attempt=0, now=0, cancel_requested=True) is None
+
+
+def test_a_failed_job_carrying_its_plan_reads_as_retrying():
+    plan = recovery.plan_retry(KILLED, POLICY, {}, attempt=0, now=1000.0)
+    assert plan is not None
+    failed = {"metadata": {}, "status": {"conditions": [{"type": "Failed", "status": "True"}]}}
+    assert status.job_state(failed, []) == JobState.FAILED
+    failed["metadata"]["annotations"] = {recovery.RETRY_ANNOTATION: plan.to_json()}
+    assert recovery.pending_retry(failed) == plan
+    assert status.job_state(failed, []) == JobState.RETRYING
+    # An annotation that is not a plan is ignored: the Job reads as its conditions say.
+    failed["metadata"]["annotations"] = {recovery.RETRY_ANNOTATION: "{not json"}
+    assert recovery.pending_retry(failed) is None
+    assert status.job_state(failed, []) == JobState.FAILED
+
+
+def test_a_stopped_pod_exits_like_the_signal_that_stopped_it():
+    assert exit_status(-15) == 143 and exit_status(-9) == 137
+    assert exit_status(0) == 0 and exit_status(1) == 1

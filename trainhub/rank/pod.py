@@ -1,0 +1,74 @@
+"""The first process of a job's pod: ``python -m trainhub.rank.pod --grace S torchrun ...``.
+
+It runs torchrun and passes SIGTERM and SIGINT on to it (torchrun passes them to the ranks,
+whose stop callbacks save a checkpoint). When the kubelet stopped the pod it exits 128 + the
+signal, as a process that signal ended does: torchrun itself exits 1 on SIGTERM, which the
+Job's podFailurePolicy could not tell from a rank's own failure (exit 143 is ignored there,
+any other non-zero exit fails the Job). If torchrun is not done ``grace`` seconds after the
+signal, it exits so anyway, before the kubelet's SIGKILL would make it 137. As PID 1 it also
+reaps the orphans the ranks leave. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+POLL_SECONDS = 0.2
+
+
+def exit_status(code: int) -> int:
+    """A child's return code as this process's exit status (-15 -> 143)."""
+    return 128 - code if code < 0 else code
+
+
+def run(command: list[str], grace: float) -> int:
+    child = subprocess.Popen(command)
+    stopped: list[tuple[int, float]] = []  # (signal, when) of each stop signal received
+
+    def forward(signum: int, frame: object) -> None:
+        stopped.append((signum, time.monotonic()))
+        if child.returncode is None:
+            child.send_signal(signum)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, forward)
+    while (code := _reap(child.pid)) is None:
+        if stopped and time.monotonic() - stopped[0][1] > grace:
+            break  # the kubelet's SIGKILL is near: leave with the stop's status
+        time.sleep(POLL_SECONDS)
+    if stopped:
+        return 128 + stopped[0][0]
+    return exit_status(code)
+
+
+def _reap(pid: int) -> int | None:
+    """Reap every exited child; the return code of ``pid`` once it has exited."""
+    while True:
+        try:
+            done, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return 1  # nothing left to wait for (someone else reaped it)
+        if done == 0:
+            return None
+        if done == pid:
+            return os.waitstatus_to_exitcode(status)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainhub.rank.pod")
+    parser.add_argument("--grace", type=float, required=True, help="seconds after a stop signal")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.error("no command to run")
+    return run(args.command, args.grace)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
