@@ -15,13 +15,13 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.datasets.catalog import DatasetInfo
 from trainhub.jobs.logs import LogFollower, split_lines
 from trainhub.jobs.models import DescribeJob, JobPage, ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import default_name
 from trainhub.jobs.states import JobState
+from trainhub.reprs import CheckpointList, jobs_html, jobs_repr
 from trainhub.usage.models import UsageQuery, UsageReport
 
 
@@ -129,9 +129,20 @@ def get_job(job_id: str) -> Job:
     return Job(job_id)
 
 
-def jobs(states: list[str] | None = None, limit: int = 50) -> JobPage:
+class Jobs(JobPage):
+    """``trainhub.jobs()``: a page of jobs that shows as a table in a notebook."""
+
+    def __repr__(self) -> str:
+        return jobs_repr(self.jobs, self.total)
+
+    def _repr_html_(self) -> str:
+        return jobs_html(self.jobs, self.total)
+
+
+def jobs(states: list[str] | None = None, limit: int = 50) -> Jobs:
     query = ListJobsQuery(states=[JobState(s) for s in states] if states else None, limit=limit)
-    return service().list_jobs(query)
+    page = service().list_jobs(query)
+    return Jobs.model_construct(**dict(page))
 
 
 def usage(
@@ -188,8 +199,9 @@ class Job:
         described = service().resume(self.id, step)
         return Job(described.id, described)
 
-    def checkpoints(self) -> list[CheckpointInfo]:
-        return service().checkpoints(self.id)
+    def checkpoints(self) -> CheckpointList:
+        """The job's checkpoints, oldest first; shows as a table in a notebook."""
+        return CheckpointList(service().checkpoints(self.id))
 
     def events(self) -> list[dict[str, Any]]:
         return service().events(self.id)[0]
@@ -230,8 +242,12 @@ class Job:
         return None
 
     def __repr__(self) -> str:
-        state = self._described.state.value if self._described else "?"
-        return f"<trainhub.Job {self.id} {state}>"
+        d = self._described
+        return (
+            f"<trainhub.Job {d.name} ({self.id}) {d.state.value}>"
+            if d
+            else f"<trainhub.Job {self.id}>"
+        )
 
     def _ipython_display_(self) -> None:
         try:

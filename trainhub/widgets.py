@@ -153,6 +153,19 @@ def header_html(view: JobView) -> str:
     )
 
 
+def chart_html(view: JobView) -> str:
+    """The loss chart; nothing once the job has ended without logging a loss (no "no loss
+    yet" left standing)."""
+    if not view.loss and view.state.terminal:
+        return ""
+    return svg_chart(view.loss)
+
+
+def can_cancel(view: JobView) -> bool:
+    """Cancel is offered only while the job has not ended."""
+    return not view.state.terminal
+
+
 def log_html(lines: Sequence[str]) -> str:
     body = html.escape("\n".join(lines)) or "(no output yet)"
     return f'<pre style="max-height:22em;overflow:auto;margin:0">{body}</pre>'
@@ -245,9 +258,11 @@ class JobWidget(widgets.VBox):
         self.progress.bar_style = {"succeeded": "success", "failed": "danger"}.get(
             view.state.value, ""
         )
-        self.chart.value = svg_chart(view.loss)
+        self.chart.value = chart_html(view)
+        self.chart.layout.display = None if self.chart.value else "none"
         self.log_view.value = log_html(view.log_lines)
-        self.cancel_button.disabled = view.state.terminal
+        self.cancel_button.disabled = not can_cancel(view)
+        self.cancel_button.layout.display = None if can_cancel(view) else "none"
 
     def update(self) -> JobView:
         self.view = self.refresh_view()

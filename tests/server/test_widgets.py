@@ -108,6 +108,7 @@ def test_widget_follows_a_job_directory(server_service: JobService) -> None:
         time.sleep(0.1)
         server_service.reconcile()  # what the server does every few seconds
     assert widget.update().state == JobState.CANCELLED and widget.cancel_button.disabled
+    assert widget.cancel_button.layout.display == "none"  # an ended job offers no Cancel
     widget.close()
 
 

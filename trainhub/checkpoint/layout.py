@@ -79,6 +79,16 @@ class CheckpointInfo(CheckpointManifest):
         total = sum(f.bytes for f in manifest.files)
         return cls(**manifest.model_dump(), bytes=total, path=path)
 
+    def __repr__(self) -> str:
+        from trainhub.reprs import checkpoint_repr
+
+        return checkpoint_repr(self)
+
+    def _repr_html_(self) -> str:
+        from trainhub.reprs import CHECKPOINT_HEADERS, checkpoint_row, html_table
+
+        return html_table(CHECKPOINT_HEADERS, [checkpoint_row(self)])
+
     def file_for_rank(self, rank: int) -> Path:
         """The file a rank loads: ``state.pt``, or ``rank-<rank>.pt`` for sharded saves."""
         if self.format == DCP_FORMAT:
