@@ -238,6 +238,21 @@ export interface IScalarRecord {
   attempt?: number;
 }
 
+/**
+ * A line of metrics/system.jsonl: a rank's process tree (cpu_percent of one core, rss_bytes),
+ * or the machine's (rank null: cpu_percent of all cores, memory_used, memory_total).
+ */
+export interface ISystemRecord {
+  time: number;
+  rank: number | null;
+  pid?: number;
+  cpu_percent?: number | null;
+  rss_bytes?: number | null;
+  host?: string;
+  memory_used?: number | null;
+  memory_total?: number | null;
+}
+
 /** A line of metrics/gpu.jsonl. */
 export interface IGpuRecord {
   time: number;

@@ -1,6 +1,14 @@
-import { decimate, extent, lineChart } from '../charts';
-import { GPU_CHARTS, gpuSeries, scalarSeries } from '../metricsdata';
-import { IGpuRecord } from '../models';
+import {
+  GPU_CHARTS,
+  SYSTEM_CHARTS,
+  gpuSeries,
+  scalarRanks,
+  scalarSeries,
+  scalarSeriesOf,
+  systemSeries,
+  withParent
+} from '../metricsdata';
+import { IGpuRecord, IScalarRecord, ISystemRecord } from '../models';
 
 describe('gpuSeries', () => {
   it('splits samples per GPU with time from the first sample', () => {
@@ -17,6 +25,36 @@ describe('gpuSeries', () => {
     expect(gpuSeries(records, memory.value)).toEqual([
       { label: 'GPU 0', points: [[0, 1], [1, 2]] }
     ]);
+    expect(gpuSeries(records, r => r.utilization, 90)[0].points[0]).toEqual([10, 50]);
+  });
+});
+
+describe('systemSeries', () => {
+  const records: ISystemRecord[] = [
+    { time: 10, rank: 0, pid: 5, cpu_percent: null, rss_bytes: 2 ** 30 },
+    { time: 10, rank: 1, pid: 6, cpu_percent: null, rss_bytes: 2 ** 29 },
+    { time: 10, rank: null, host: 'box', cpu_percent: 12, memory_used: 4 * 2 ** 30, memory_total: 8 * 2 ** 30 },
+    { time: 11, rank: 0, pid: 5, cpu_percent: 180, rss_bytes: 2 * 2 ** 30 },
+    { time: 11, rank: 1, pid: 6, cpu_percent: 95.5, rss_bytes: 2 ** 29 }
+  ];
+  const chart = (title: string) => SYSTEM_CHARTS.find(c => c.title === title)!;
+
+  it('charts CPU and memory per rank, leaving out the first reading without an interval', () => {
+    expect(systemSeries(records, chart('CPU of the ranks'))).toEqual([
+      { label: 'rank 0', points: [[1, 180]] },
+      { label: 'rank 1', points: [[1, 95.5]] }
+    ]);
+    expect(systemSeries(records, chart('Memory of the ranks'))).toEqual([
+      { label: 'rank 0', points: [[0, 1], [1, 2]] },
+      { label: 'rank 1', points: [[0, 0.5], [1, 0.5]] }
+    ]);
+  });
+
+  it('charts the machine apart, named by its host', () => {
+    expect(systemSeries(records, chart('Machine memory'))).toEqual([
+      { label: 'box', points: [[0, 4]] }
+    ]);
+    expect(chart('Machine CPU').yRange).toEqual([0, 100]);
   });
 });
 
@@ -33,36 +71,53 @@ describe('scalarSeries', () => {
   });
 });
 
-describe('chart helpers', () => {
-  it('thins long series keeping both ends', () => {
-    const pts = Array.from({ length: 10000 }, (_, i) => [i, i] as [number, number]);
-    const d = decimate(pts, 100);
-    expect(d).toHaveLength(100);
-    expect(d[0]).toEqual([0, 0]);
-    expect(d[99]).toEqual([9999, 9999]);
+describe('scalars of one rank or all ranks', () => {
+  const records: IScalarRecord[] = [
+    { time: 1, step: 0, name: 'loss', value: 1, rank: 0 },
+    { time: 1, step: 0, name: 'loss', value: 2, rank: 1 },
+    { time: 2, step: 1, name: 'loss', value: 0.5, rank: 0 },
+    { time: 2, step: 1, name: 'loss', value: 1.5, rank: 1 },
+    { time: 2, step: 1, name: 'lr', value: 0.1 }
+  ];
+
+  it('lists the ranks that logged', () => {
+    expect(scalarRanks(records)).toEqual([0, 1]);
   });
 
-  it('widens a flat extent so a constant line is drawable', () => {
-    expect(extent([3, 3])).toEqual([2.7, 3.3]);
-    expect(extent([0, 0])).toEqual([-1, 1]);
-    expect(extent([])).toEqual([0, 1]);
+  it('plots one rank by name, or every rank as its own series', () => {
+    const one = scalarSeriesOf(records, 1);
+    expect([...one.keys()]).toEqual(['loss']);
+    expect(one.get('loss')).toEqual([{ label: 'loss', points: [[0, 2], [1, 1.5]], color: 1 }]);
+    const all = scalarSeriesOf(records, 'all');
+    expect(all.get('loss')!.map(s => [s.label, s.color])).toEqual([
+      ['rank 0', 0],
+      ['rank 1', 1]
+    ]);
+    expect(all.get('lr')).toEqual([{ label: 'rank 0', points: [[1, 0.1]], color: 0 }]);
   });
 });
 
-describe('lineChart', () => {
-  it('draws a path per series, marks sparse points, and writes labels as text', () => {
-    const svg = lineChart(
-      [
-        { label: '<b>loss</b>', points: [[0, 1], [10, 0.5]] },
-        { label: 'acc', points: [[5, 0.7]] }
-      ],
-      { title: 'loss', xLabel: 'step' }
+describe('withParent', () => {
+  const series = (points: [number, number][]) => new Map([['loss', [{ label: 'loss', points }]]]);
+
+  it("puts the parent's points up to the resume step in front, dashed, in the same colour", () => {
+    const joined = withParent(
+      series([[75, 0.4], [76, 0.3]]),
+      series([[0, 1], [74, 0.5], [75, 0.45], [90, 0.2]]),
+      74,
+      'parent train-1'
     );
-    expect(svg.querySelectorAll('path')).toHaveLength(2);
-    expect(svg.querySelectorAll('circle')).toHaveLength(3);
-    expect(svg.querySelector('b')).toBeNull();
-    expect(svg.textContent).toContain('<b>loss</b>');
-    const empty = lineChart([], { title: 'x' });
-    expect(empty.textContent).toContain('no data yet');
+    expect(joined.get('loss')).toEqual([
+      { label: 'loss · parent train-1', points: [[0, 1], [74, 0.5]], color: 0, dashed: true },
+      { label: 'loss', points: [[75, 0.4], [76, 0.3]], color: 0 }
+    ]);
+  });
+
+  it("cuts before the job's own first step when the resume step is not known", () => {
+    const joined = withParent(series([[50, 0.4]]), series([[0, 1], [49, 0.6], [60, 0.1]]), null, 'p');
+    expect(joined.get('loss')![0].points).toEqual([[0, 1], [49, 0.6]]);
+    // Nothing of its own yet: the whole history shows.
+    const early = withParent(new Map(), series([[0, 1], [60, 0.1]]), null, 'p');
+    expect(early.get('loss')![0].points).toHaveLength(2);
   });
 });
