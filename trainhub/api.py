@@ -162,6 +162,12 @@ def usage(
     return service().usage(query, user=user, recompute=recompute)
 
 
+def compare(*job_ids: str, goals: dict[str, str] | None = None, points: int | None = None) -> Any:
+    """2 to 10 jobs side by side (a :class:`trainhub.experiments.compare.Comparison`);
+    ``goals`` says per scalar whether its best is its ``min`` or ``max``."""
+    return service().compare(list(job_ids), goals=goals, points=points)  # type: ignore[arg-type]
+
+
 class Job:
     def __init__(self, job_id: str, described: DescribeJob | None = None):
         self.id = job_id

@@ -432,6 +432,24 @@ def cmd_usage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Jobs side by side: the rows that differ first, then those alike."""
+    from trainhub.api import service
+    from trainhub.experiments.compare import parse_goals
+    from trainhub.experiments.report import code_diffs, table
+
+    comparison = service().compare(
+        args.jobs, goals=parse_goals(args.goal), series=args.json, points=args.points
+    )
+    if args.json:
+        _print_json(comparison)
+        return 0
+    print(table(comparison))
+    if args.diff:
+        print(code_diffs(comparison))
+    return 0
+
+
 def _user() -> str:
     import getpass
 
@@ -552,6 +570,23 @@ def parser() -> argparse.ArgumentParser:
     sl = sub.add_parser("slots", help="show or set this machine's CPU slots for CPU-only ranks")
     sl.add_argument("count", type=int, nargs="?", help="the new number of slots (at least 1)")
     sl.set_defaults(func=cmd_slots)
+
+    cm = sub.add_parser(
+        "compare",
+        help="compare 2 to 10 jobs: parameters, lineage, code, resources, verdicts, scalars",
+    )
+    cm.add_argument("jobs", nargs="+", metavar="JOB")
+    cm.add_argument(
+        "--goal",
+        action="append",
+        default=[],
+        metavar="NAME:min|max",
+        help="whether a scalar's best is its smallest or largest value (default: by its name)",
+    )
+    cm.add_argument("--diff", action="store_true", help="then each job's code diff, cell by cell")
+    cm.add_argument("--points", type=int, help="with --json: at most this many points a curve")
+    cm.add_argument("--json", action="store_true", help="the whole comparison, curves included")
+    cm.set_defaults(func=cmd_compare)
 
     u = sub.add_parser("usage", help="GPU, CPU and time usage of ended jobs, grouped")
     u.add_argument("--since", default="30d", help="a span back from now (30d, 12h) or a date")

@@ -20,6 +20,7 @@ from tornado import web
 from trainhub import settings
 from trainhub.checkpoint.layout import read_manifest
 from trainhub.errors import TooLarge
+from trainhub.experiments.compare import parse_goals
 from trainhub.jobs import limits
 from trainhub.jobs.models import ListJobsQuery
 from trainhub.jobs.spec import explain
@@ -31,6 +32,7 @@ from trainhub_server.payloads import (
     LOG_CHUNK_MOST,
     CancelRequest,
     ChangeRequest,
+    CompareParams,
     ListJobsParams,
     LogParams,
     NotebookParams,
@@ -146,6 +148,22 @@ class UsageHandler(TrainhubAPIHandler):
             self.service.usage, query, user=self.owner, team=settings.team()
         )
         self.reply(report)
+
+
+class CompareHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        params = self.query(CompareParams)
+        comparison = await self.calls.call(
+            self.service.compare,
+            params.ids.split(","),
+            user=self.owner,
+            goals=parse_goals(params.goal),
+            series=params.series,
+            points=params.points,
+        )
+        self.reply(comparison)
 
 
 class JobHandler(TrainhubAPIHandler):

@@ -20,6 +20,7 @@ from pydantic.json_schema import models_json_schema
 
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.datasets.catalog import DatasetList
+from trainhub.experiments.compare import Comparison
 from trainhub.jobs.models import DescribeJob, JobPage
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub.jobs.spec import JobSpec
@@ -29,6 +30,7 @@ from trainhub_server.payloads import (
     CancelRequest,
     ChangeRequest,
     CheckpointList,
+    CompareParams,
     DryRun,
     Error,
     EventPage,
@@ -233,6 +235,14 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Values assigned in the notebook's cell tagged `parameters` (to prefill the submit dialog)",
         NotebookParameters,
         query=NotebookParams,
+        errors=(400, 404),
+    ),
+    ("/compare", "get"): Operation(
+        "2 to 10 of the user's jobs side by side: parameters, lineage, the code that ran (a "
+        "cell-level diff against the first job), resources, elapsed time, verdicts, last and "
+        "best of every training scalar, and their curves",
+        Comparison,
+        query=CompareParams,
         errors=(400, 404),
     ),
     ("/usage", "get"): Operation(

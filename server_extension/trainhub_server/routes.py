@@ -49,6 +49,7 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("jobs/{job_id}/notebook/html", h.JobNotebookHTMLHandler),
     ("notebook/parameters", h.NotebookParametersHandler),
     ("usage", h.UsageHandler),
+    ("compare", h.CompareHandler),
 ]
 
 

@@ -28,6 +28,7 @@ from trainhub.checkpoint.layout import (
 )
 from trainhub.datasets.catalog import DatasetList, Readable
 from trainhub.errors import Conflict, NotFound
+from trainhub.experiments import compare as comparing
 from trainhub.experiments.controller import Sweeps
 from trainhub.experiments.models import DescribeSweep, SweepList
 from trainhub.experiments.sweep import CreateSweep
@@ -456,6 +457,22 @@ class JobService:
         from trainhub.jobs.notebook_html import to_html
 
         return to_html(self.notebook(job_id, user=user, rank=rank))
+
+    # --- comparing runs -------------------------------------------------------------------
+    def compare(
+        self,
+        ids: list[str],
+        *,
+        user: str | None = None,
+        goals: dict[str, comparing.Goal] | None = None,
+        series: bool = True,
+        points: int | None = None,
+    ) -> comparing.Comparison:
+        """2 to 10 of the user's jobs side by side (:mod:`trainhub.experiments.compare`), in
+        the order given; another user's job is not found, as everywhere."""
+        records = [self.record(job_id, user) for job_id in comparing.check_ids(ids)]
+        runs = [comparing.read_run(r) for r in records]
+        return comparing.compare(runs, goals=goals, series=series, points=points, now=time.time())
 
     # --- usage ----------------------------------------------------------------------------
     def usage(
