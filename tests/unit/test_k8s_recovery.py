@@ -54,3 +54,38 @@ def test_a_failed_job_carrying_its_plan_reads_as_retrying():
 def test_a_stopped_pod_exits_like_the_signal_that_stopped_it():
     assert exit_status(-15) == 143 and exit_status(-9) == 137
     assert exit_status(0) == 0 and exit_status(1) == 1
+
+
+def test_the_pod_that_failed_the_job_is_the_cause_not_the_ones_stopped_after_it():
+    """Worker 1 killed (137); the Job controller then stops worker 0 (143), whose rank reports
+    the lost peer: the verdict names worker 1, as the podFailurePolicy's message does."""
+
+    def pod(index: int, code: int) -> dict:
+        return {
+            "metadata": {
+                "name": f"ddp-{index}-x{index}",
+                "annotations": {"batch.kubernetes.io/job-completion-index": str(index)},
+            },
+            "status": {"containerStatuses": [{"state": {"terminated": {"exitCode": code}}}]},
+        }
+
+    message = (
+        "Container trainer for pod team/ddp-1-x1 failed with exit code 137 matching FailJob "
+        "rule at index 2"
+    )
+    job = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Failed",
+                    "status": "True",
+                    "reason": "PodFailurePolicy",
+                    "message": message,
+                }
+            ]
+        }
+    }
+    lost_peer = {"outcome": "error", "failure_class": "infrastructure", "message": "closed"}
+    verdict = status.failure_verdict(job, [pod(0, 143), pod(1, 137)], {0: lost_peer}, attempt=0)
+    assert verdict.failure_class == FailureClass.INFRASTRUCTURE
+    assert verdict.reason == "worker 1 was killed by SIGKILL"

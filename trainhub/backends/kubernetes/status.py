@@ -24,6 +24,9 @@ _NEVER = re.compile(
     r"> maximum capacity \((?P<max>[^)]*)\)"
 )
 
+# The Job controller's message when a pod's exit matches the FailJob rule.
+_FAILED_POD = re.compile(r"for pod [^/\s]+/(?P<pod>\S+) failed with exit code")
+
 
 def condition(obj: Obj | None, type_: str) -> Obj | None:
     for c in (obj or {}).get("status", {}).get("conditions") or []:
@@ -153,6 +156,10 @@ def failure_verdict(
             attempt=attempt,
             reason=f"the job ran out of its maximum runtime ({limit} s)",
         )
+    # The pod whose exit failed the Job (the podFailurePolicy names it) goes first: the others
+    # ended after it (lost peers, the Job controller's SIGTERM), collateral, not the cause.
+    if m := _FAILED_POD.search(failed.get("message") or ""):
+        pods = sorted(pods, key=lambda p: p.get("metadata", {}).get("name") != m["pod"])
     terms = _terminations(pods)
     exits = [RankExit(None, int(t.get("exitCode", 1))) for _, t in terms]
     oom = any(t.get("reason") == "OOMKilled" for _, t in terms)
@@ -163,7 +170,7 @@ def failure_verdict(
         message = failed.get("message") or "the Job failed"
         return Verdict(failure_class=FailureClass.INFRASTRUCTURE, reason=message, attempt=attempt)
     culprit = next(((i, t) for i, t in terms if t.get("exitCode")), None)
-    if verdict.rank is None and culprit and culprit[0] is not None and not rank_results:
+    if verdict.rank is None and culprit and culprit[0] is not None:
         verdict.reason = verdict.reason.replace("a worker", f"worker {culprit[0]}", 1)
         if culprit[1].get("message"):
             verdict.message = culprit[1]["message"]
