@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from trainhub.errors import TrainhubError
+from trainhub.experiments.cli import add_parsers as add_sweep_parsers
 from trainhub.jobs.models import DescribeJob, JobSummary, ListJobsQuery
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
@@ -612,6 +613,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
     ap.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
     ap.set_defaults(func=cmd_admin_apply)
+    add_sweep_parsers(sub)
     return p
 
 

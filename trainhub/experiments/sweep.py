@@ -177,7 +177,7 @@ class EarlyStop(Model):
     mode: Literal["min", "max"] = "min"
     min_steps: int = Field(1, ge=1, le=10**9, description="Steps before any trial is judged")
     min_trials: int = Field(
-        3, ge=1, le=MAX_TRIALS, description="median: other trials needed to compare with"
+        2, ge=1, le=MAX_TRIALS, description="median: other trials needed to compare with"
     )
     eta: int = Field(3, ge=2, le=100, description="halving: keep 1 in eta at each rung")
 
