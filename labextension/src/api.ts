@@ -12,6 +12,7 @@ import {
   JobState,
   MetricKind
 } from './models';
+import { IComparison } from './compare';
 import { apiUrl, requestAPI } from './request';
 
 export class TrainHubAPI {
@@ -108,6 +109,13 @@ export class TrainHubAPI {
   /** A plain link for the browser to download (the server answers with an attachment). */
   checkpointFileUrl(jobId: string, step: number, name: string): string {
     return apiUrl(this.settings.baseUrl, ['jobs', jobId, 'checkpoints', step, 'files', name]);
+  }
+
+  /** 2 to 10 jobs side by side; each scalar's curve downsampled to `points` points. */
+  compare(ids: string[], options: { points?: number; goals?: string[] } = {}): Promise<IComparison> {
+    return this.call(['compare'], {
+      query: { ids: ids.join(','), points: options.points, goal: options.goals }
+    });
   }
 
   notebookParameters(path: string): Promise<INotebookParameters> {

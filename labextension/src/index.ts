@@ -27,6 +27,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
 import { TrainHubAPI } from './api';
+import { registerCompare } from './widgets/compareview';
 import { justFinished, JobsModel } from './jobsmodel';
 import { ICheckpointInfo, IConfig, IDescribeJob, IJobSummary } from './models';
 import { IParameter, PARAMETERS_TAG, parseParameterCell } from './parameters';
@@ -90,6 +91,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null
   ) => {
     const api = new TrainHubAPI(app.serviceManager.serverSettings);
+    registerCompare(app, api);
     const model = new JobsModel(api);
     let configPromise: Promise<IConfig> | null = null;
     const config = (): Promise<IConfig> => {

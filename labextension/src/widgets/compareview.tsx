@@ -1,0 +1,369 @@
+/**
+ * The compare view: 2 to 10 jobs side by side (GET trainhub/api/compare), opened by the
+ * command `trainhub:compare` with `{ids}`. Parameters, outcome, code, lineage, datasets,
+ * packages and resources as tables with the differing rows first and marked; last and best
+ * of every scalar; overlaid curves of one scalar against step or time (charts.ts). Every
+ * value, name and diff line goes in as text (React escapes it), never as HTML.
+ */
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { MainAreaWidget, ReactWidget } from '@jupyterlab/apputils';
+import * as React from 'react';
+
+import { TrainHubAPI } from '../api';
+import { LineChart } from '../charts';
+import {
+  cellText,
+  codeSummary,
+  compareIds,
+  curves,
+  defaultScalar,
+  diffLineKind,
+  differingFirst,
+  ICompareRow,
+  IComparison,
+  jobLabels,
+  pointText,
+  XAxis
+} from '../compare';
+import { formatDuration } from '../format';
+import { StateBadge } from './jobspanel';
+
+export const COMPARE_COMMAND = 'trainhub:compare';
+/** Points per curve asked of the server: the chart draws a few per pixel column anyway. */
+export const CURVE_POINTS = 2000;
+const CHART_WIDTH = 760;
+const CHART_HEIGHT = 300;
+
+function Table(props: {
+  title: string;
+  labels: string[];
+  rows: ICompareRow[];
+  note?: string;
+}): JSX.Element | null {
+  const { title, labels, rows, note } = props;
+  if (!rows.length && !note) {
+    return null;
+  }
+  const differing = rows.filter(r => r.differs).length;
+  return (
+    <section className="jp-trainhub-compare-section">
+      <h3>
+        {title}{' '}
+        <span className="jp-trainhub-muted">
+          {differing ? `${differing} of ${rows.length} differ` : rows.length ? 'all alike' : ''}
+        </span>
+      </h3>
+      {rows.length ? (
+        <table className="jp-trainhub-compare-table">
+          <thead>
+            <tr>
+              <th />
+              {labels.map((l, i) => (
+                <th key={i}>{l}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {differingFirst(rows).map(row => (
+              <tr key={row.name} className={row.differs ? 'jp-trainhub-compare-differs' : ''}>
+                <th scope="row">{row.name}</th>
+                {row.values.map((v, i) => (
+                  <td key={i}>{cellText(v)}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {note ? <p className="jp-trainhub-muted">{note}</p> : null}
+    </section>
+  );
+}
+
+function DiffText(props: { text: string }): JSX.Element {
+  return (
+    <pre className="jp-trainhub-compare-diff">
+      {props.text.split('\n').map((line, i) => (
+        <span key={i} className={`jp-trainhub-diff-${diffLineKind(line)}`}>
+          {line}
+          {'\n'}
+        </span>
+      ))}
+    </pre>
+  );
+}
+
+function Code(props: { comparison: IComparison; labels: string[] }): JSX.Element {
+  const { comparison, labels } = props;
+  const label = (id: string) => labels[comparison.jobs.findIndex(j => j.id === id)] ?? id;
+  return (
+    <section className="jp-trainhub-compare-section jp-trainhub-compare-code">
+      <h3>Code that ran, against {label(comparison.jobs[0].id)}</h3>
+      {comparison.code.map(diff => (
+        <details key={diff.job_id} open={!diff.identical && !diff.note}>
+          <summary>
+            {label(diff.job_id)}: {codeSummary(diff)}
+          </summary>
+          {diff.changes.map((c, i) => (
+            <DiffText key={i} text={c.diff} />
+          ))}
+        </details>
+      ))}
+    </section>
+  );
+}
+
+function Scalars(props: { comparison: IComparison; labels: string[] }): JSX.Element | null {
+  const { comparison, labels } = props;
+  if (!comparison.scalars.length) {
+    return null;
+  }
+  return (
+    <section className="jp-trainhub-compare-section">
+      <h3>
+        Training scalars <span className="jp-trainhub-muted">last and best (★ the best job)</span>
+      </h3>
+      <table className="jp-trainhub-compare-table jp-trainhub-compare-scalars">
+        <thead>
+          <tr>
+            <th />
+            {labels.map((l, i) => (
+              <th key={i}>{l}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {comparison.scalars.map(s => (
+            <React.Fragment key={s.name}>
+              <tr>
+                <th scope="row">{s.name} last</th>
+                {s.last.map((p, i) => (
+                  <td key={i}>{pointText(p)}</td>
+                ))}
+              </tr>
+              <tr>
+                <th scope="row">
+                  {s.name} best ({s.goal === 'min' ? 'lowest' : 'highest'})
+                </th>
+                {s.best.map((p, i) => {
+                  const best = comparison.jobs[i].id === s.best_job;
+                  return (
+                    <td key={i} className={best ? 'jp-trainhub-compare-best' : ''}>
+                      {pointText(p)}
+                      {best ? ' ★' : ''}
+                    </td>
+                  );
+                })}
+              </tr>
+            </React.Fragment>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function Curves(props: { comparison: IComparison }): JSX.Element | null {
+  const { comparison } = props;
+  const [name, setName] = React.useState(defaultScalar(comparison.scalars));
+  const [x, setX] = React.useState<XAxis>('step');
+  const [logY, setLogY] = React.useState(false);
+  const box = React.useRef<HTMLDivElement>(null);
+  const chart = React.useRef<LineChart | null>(null);
+  React.useEffect(() => {
+    if (!box.current || name === null) {
+      return;
+    }
+    const options = {
+      title: name,
+      xLabel: x === 'step' ? 'step' : 'seconds',
+      width: CHART_WIDTH,
+      height: CHART_HEIGHT,
+      logY
+    };
+    if (!chart.current) {
+      chart.current = new LineChart(options);
+      box.current.appendChild(chart.current.node);
+    } else {
+      chart.current.setOptions(options);
+    }
+    chart.current.setSeries(curves(comparison, name, x));
+  }, [comparison, name, x, logY]);
+  if (name === null) {
+    return null;
+  }
+  const totals = comparison.series.filter(s => s.name === name).map(s => s.total);
+  return (
+    <section className="jp-trainhub-compare-section jp-trainhub-compare-curves">
+      <h3>Curves</h3>
+      <div className="jp-trainhub-compare-controls">
+        <label>
+          scalar{' '}
+          <select value={name} onChange={e => setName(e.target.value)}>
+            {comparison.scalars.map(s => (
+              <option key={s.name} value={s.name}>
+                {s.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          against{' '}
+          <select value={x} onChange={e => setX(e.target.value as XAxis)}>
+            <option value="step">step</option>
+            <option value="time">time since start</option>
+          </select>
+        </label>
+        <label>
+          <input type="checkbox" checked={logY} onChange={e => setLogY(e.target.checked)} /> log
+          scale
+        </label>
+        <span className="jp-trainhub-muted">
+          {totals.reduce((a, b) => a + b, 0).toLocaleString()} points
+        </span>
+      </div>
+      <div ref={box} className="jp-trainhub-compare-chart" />
+    </section>
+  );
+}
+
+function Comparison(props: {
+  comparison: IComparison;
+  openJob: (id: string) => void;
+}): JSX.Element {
+  const { comparison, openJob } = props;
+  const labels = jobLabels(comparison.jobs);
+  const notes = comparison.jobs.flatMap(j => j.notes.map(n => `${j.id}: ${n}`));
+  return (
+    <div className="jp-trainhub-compare">
+      <section className="jp-trainhub-compare-section">
+        <table className="jp-trainhub-compare-table jp-trainhub-compare-jobs">
+          <thead>
+            <tr>
+              <th />
+              {comparison.jobs.map((j, i) => (
+                <th key={j.id}>
+                  <button className="jp-trainhub-link" title={j.id} onClick={() => openJob(j.id)}>
+                    {labels[i]}
+                  </button>
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            <tr>
+              <th scope="row">state</th>
+              {comparison.jobs.map(j => (
+                <td key={j.id}>
+                  <StateBadge state={j.state} />
+                </td>
+              ))}
+            </tr>
+            <tr>
+              <th scope="row">verdict</th>
+              {comparison.jobs.map(j => (
+                <td key={j.id} className="jp-trainhub-compare-verdict">
+                  {j.verdict ? `${j.verdict.failure_class}: ${j.verdict.reason}` : '—'}
+                </td>
+              ))}
+            </tr>
+            <tr>
+              <th scope="row">elapsed</th>
+              {comparison.jobs.map(j => (
+                <td key={j.id}>
+                  {j.elapsed_s === null || j.elapsed_s === undefined
+                    ? 'did not run'
+                    : formatDuration(j.elapsed_s)}
+                </td>
+              ))}
+            </tr>
+          </tbody>
+        </table>
+        {notes.map(n => (
+          <p key={n} className="jp-trainhub-muted">
+            {n}
+          </p>
+        ))}
+      </section>
+      <Scalars comparison={comparison} labels={labels} />
+      <Curves comparison={comparison} />
+      <Table title="Parameters" labels={labels} rows={comparison.parameters} />
+      <Code comparison={comparison} labels={labels} />
+      <Table title="Lineage" labels={labels} rows={comparison.lineage} />
+      <Table title="Datasets" labels={labels} rows={comparison.datasets} />
+      <Table
+        title="Packages whose versions differ"
+        labels={labels}
+        rows={comparison.packages}
+        note={`${comparison.packages_same} packages installed alike in every job.`}
+      />
+      <Table title="Resources" labels={labels} rows={comparison.resources} />
+      <Table title="Outcome" labels={labels} rows={comparison.outcome} />
+    </div>
+  );
+}
+
+class CompareBody extends ReactWidget {
+  comparison: IComparison | null = null;
+  error: string | null = null;
+
+  constructor(private readonly openJob: (id: string) => void) {
+    super();
+    this.addClass('jp-trainhub-compare-body');
+  }
+
+  render(): JSX.Element {
+    if (this.error) {
+      return <div className="jp-trainhub-banner">{this.error}</div>;
+    }
+    if (!this.comparison) {
+      return <div className="jp-trainhub-empty">Loading the comparison…</div>;
+    }
+    return <Comparison comparison={this.comparison} openJob={this.openJob} />;
+  }
+}
+
+/** A comparison of `ids` in the main area. */
+export class CompareView extends MainAreaWidget<CompareBody> {
+  constructor(
+    readonly ids: string[],
+    api: TrainHubAPI,
+    openJob: (id: string) => void
+  ) {
+    super({ content: new CompareBody(openJob) });
+    this.id = `trainhub-compare-${ids.join('-')}`;
+    this.addClass('jp-trainhub-compareview');
+    this.title.label = `Compare ${ids.length} jobs`;
+    this.title.caption = ids.join(', ');
+    this.title.closable = true;
+    void api
+      .compare(ids, { points: CURVE_POINTS })
+      .then(c => (this.content.comparison = c))
+      .catch(e => (this.content.error = (e as Error).message ?? String(e)))
+      .then(() => this.content.update());
+  }
+}
+
+/** Registers `trainhub:compare` ({ids: 2 to 10 job ids}); one view per set of ids. */
+export function registerCompare(app: JupyterFrontEnd, api: TrainHubAPI): void {
+  const views = new Map<string, CompareView>();
+  app.commands.addCommand(COMPARE_COMMAND, {
+    label: args =>
+      Array.isArray(args.ids) ? `Compare ${args.ids.length} jobs` : 'Compare jobs',
+    caption: 'Parameters, code, lineage, resources, verdicts and scalars side by side',
+    execute: args => {
+      const ids = compareIds(args);
+      const key = ids.join(',');
+      let view = views.get(key);
+      if (!view || view.isDisposed) {
+        view = new CompareView(ids, api, id =>
+          void app.commands.execute('trainhub:open-job', { id })
+        );
+        views.set(key, view);
+        app.shell.add(view, 'main');
+      }
+      app.shell.activateById(view.id);
+      return view;
+    }
+  });
+}
