@@ -21,13 +21,10 @@ export function cancelQuestion(job: Pick<IJobSummary, 'name' | 'id' | 'state'>):
   return `Cancel ${job.name} (${job.id})? ${what}`;
 }
 
-/** Ask, then cancel. Resolves to the job as the server answered, or null when the person
- * kept it running. Errors of the request are thrown to the caller. */
-export async function cancelWithConfirmation(
-  api: TrainHubAPI,
-  job: Pick<IJobSummary, 'name' | 'id' | 'state'>,
-  reason = 'cancelled from JupyterLab'
-): Promise<IDescribeJob | null> {
+/** JupyterLab's dialog: true when the person confirmed the cancel. */
+export async function confirmCancel(
+  job: Pick<IJobSummary, 'name' | 'id' | 'state'>
+): Promise<boolean> {
   const answer = await showDialog({
     title: 'Cancel job',
     body: cancelQuestion(job),
@@ -37,8 +34,22 @@ export async function cancelWithConfirmation(
     ],
     defaultButton: 0
   });
-  if (!answer.button.accept) {
+  return answer.button.accept;
+}
+
+/**
+ * Ask, then cancel. `onConfirmed` runs as soon as the person confirms (to show
+ * `cancelling…` before the server answers). Resolves to the job as the server answered, or
+ * null when the person kept it running; errors of the request are thrown to the caller.
+ */
+export async function cancelWithConfirmation(
+  api: TrainHubAPI,
+  job: Pick<IJobSummary, 'name' | 'id' | 'state'>,
+  options: { reason?: string; onConfirmed?: () => void } = {}
+): Promise<IDescribeJob | null> {
+  if (!(await confirmCancel(job))) {
     return null;
   }
-  return api.cancel(job.id, reason);
+  options.onConfirmed?.();
+  return api.cancel(job.id, options.reason ?? 'cancelled from JupyterLab');
 }

@@ -39,6 +39,7 @@ import { requestAPI } from '../request';
 import { stateIcon, stateIconClass } from '../stateicons';
 import { LogsTab } from './logstab';
 import { MetricsTab } from './metricstab';
+import { NotebookTab, openExecutedCell } from './notebooktab';
 import { StateBadge } from './jobspanel';
 
 export interface IJobViewActions {
@@ -48,6 +49,8 @@ export interface IJobViewActions {
   openJob: (jobId: string) => void;
   confirm: (title: string, body: string) => Promise<boolean>;
   error: (title: string, error: unknown) => void;
+  /** Resubmit, or resume from a checkpoint (null: the latest), through the submit dialog. */
+  rerun?: (job: IDescribeJob, kind: 'resubmit' | 'resume', step?: number | null) => Promise<void>;
 }
 
 /** One sentence per timeline event. */
@@ -300,6 +303,14 @@ function FailureBox(props: { job: IDescribeJob; verdict: IVerdict; actions: IJob
           {v.line ? `, line ${v.line}` : ''}
         </button>
       ) : null}
+      {v.cell_index !== null && v.cell_index !== undefined && source.kind === 'notebook' ? (
+        <button
+          className="jp-mod-styled jp-Button jp-trainhub-open-executed"
+          onClick={() => openExecutedCell(job.id, v.cell_index!)}
+        >
+          Open the executed notebook there
+        </button>
+      ) : null}
     </section>
   );
 }
@@ -333,11 +344,7 @@ function JobActions(props: {
         disabled={cancelling}
         onClick={async () => {
           try {
-            setCancelling(true);
-            const answer = await cancelWithConfirmation(api, job);
-            if (!answer) {
-              setCancelling(false);
-            }
+            await cancelWithConfirmation(api, job, { onConfirmed: () => setCancelling(true) });
           } catch (error) {
             setCancelling(false);
             actions.error(`Could not cancel ${job.name}`, error);
@@ -353,6 +360,9 @@ function JobActions(props: {
       className="jp-mod-styled jp-Button jp-trainhub-resubmit"
       disabled={!armed}
       onClick={async () => {
+        if (actions.rerun) {
+          return actions.rerun(job, 'resubmit');
+        }
         try {
           const created = await api.resubmit(job.id);
           actions.openJob(created.id);
@@ -620,6 +630,9 @@ function Checkpoints(props: {
               <button
                 className="jp-mod-styled jp-trainhub-link"
                 onClick={async () => {
+                  if (actions.rerun) {
+                    return actions.rerun(job, 'resume', c.step);
+                  }
                   try {
                     const created = await api.resumeFrom(job.id, c.step);
                     actions.openJob(created.id);
@@ -701,7 +714,7 @@ export class JobView extends MainAreaWidget<TabPanel> {
         <Checkpoints job={this.job} api={api} actions={actions} version={this.checkpointVersion} />
       ) : null
     );
-    for (const tab of [this.overview, this.logs, this.metrics, this.checkpoints]) {
+    for (const tab of [this.overview, this.logs, this.metrics, this.checkpoints, new NotebookTab(api, jobId)]) {
       content.addWidget(tab);
     }
     content.currentChanged.connect(() => this.startCurrent());
