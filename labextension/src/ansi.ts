@@ -18,6 +18,8 @@ export interface IAnsiStyle {
 export interface IAnsiSpan {
   text: string;
   style: IAnsiStyle;
+  /** A search match on this text (see logsearch.ts). */
+  mark?: 'match' | 'current';
 }
 
 // CSI ... final byte | OSC ... BEL/ST | other two-byte escapes
@@ -190,12 +192,16 @@ function setColor(el: HTMLElement, kind: 'fg' | 'bg', value: IAnsiStyle['fg']): 
 export function renderSpans(parent: HTMLElement, spans: IAnsiSpan[]): void {
   for (const span of spans) {
     const s = span.style;
-    if (isPlain(s)) {
+    if (isPlain(s) && !span.mark) {
       parent.appendChild(document.createTextNode(span.text));
       continue;
     }
     const el = document.createElement('span');
     el.textContent = span.text;
+    if (span.mark) {
+      el.classList.add('jp-trainhub-log-match');
+      el.classList.toggle('jp-mod-current', span.mark === 'current');
+    }
     // Inverse swaps the colours; missing ones fall back to the theme's (see the CSS class).
     setColor(el, 'fg', s.inverse ? s.bg : s.fg);
     setColor(el, 'bg', s.inverse ? s.fg : s.bg);

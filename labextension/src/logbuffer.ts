@@ -3,10 +3,20 @@
  * rows in view are ever in the DOM, so a million lines cost an array, not a million nodes.
  */
 import { ILogChunk } from './models';
+import { ICellMarker, lineKind, parseCellMarker } from './loglines';
+
+export interface IMarkedLine extends ICellMarker {
+  /** Index of the marker line. */
+  line: number;
+}
 
 export class LogBuffer {
   private lines: string[] = [];
   private partial = '';
+  /** Indices of trainhub's own complete lines (cell markers aside), in order. */
+  internal: number[] = [];
+  /** The cell markers among the complete lines, in order. */
+  markers: IMarkedLine[] = [];
 
   /** Lines held, counting an unterminated last line. */
   get length(): number {
@@ -29,13 +39,29 @@ export class LogBuffer {
     this.partial = parts.pop() ?? '';
     const lines = this.lines;
     for (let i = 0; i < parts.length; i++) {
-      lines.push(parts[i]);
+      const line = parts[i];
+      if (line.charCodeAt(0) === 91) {
+        this.classify(line, lines.length);
+      }
+      lines.push(line);
     }
   }
 
   clear(): void {
     this.lines = [];
     this.partial = '';
+    this.internal = [];
+    this.markers = [];
+  }
+
+  private classify(line: string, index: number): void {
+    const kind = lineKind(line);
+    if (kind === 'internal') {
+      this.internal.push(index);
+    } else if (kind === 'cell') {
+      const m = parseCellMarker(line)!;
+      this.markers.push({ ...m, line: index });
+    }
   }
 
   /**

@@ -1,20 +1,33 @@
 /**
- * A virtualized log view in plain DOM: the lines live in a LogBuffer, and only the rows in
- * view (a few dozen) are rendered, each as text spans. No framework, so the benchmark can
- * load it on a bare page.
+ * A virtualized log view in plain DOM: the lines live in LogBuffers, the view shows rows
+ * over them (logrows.ts: one rank, or all ranks merged; trainhub's own lines hidden unless
+ * asked for), and only the rows in view (a few dozen) are rendered, each as text spans. Cell
+ * markers are drawn as separators ("cell 3 · 12:04:31"); a search marks every occurrence in
+ * the rows drawn and counts them all, a slice of rows at a time. No framework, so the
+ * benchmark can load it on a bare page.
  */
 import { parseAnsi, renderSpans, stripAnsi } from './ansi';
 import { LogBuffer, scrollHeightFor, scrollTopForLine, visibleWindow } from './logbuffer';
+import { cellSeparator, parseCellMarker } from './loglines';
+import { ILogRows, RankRows } from './logrows';
+import { SearchResults, markSpans, matchRanges } from './logsearch';
 
 export interface ILogViewOptions {
   lineHeight?: number;
   /** Called when following stops or starts because the person scrolled. */
   onFollowChange?: (follow: boolean) => void;
+  /** Called as a search counts and steps: "k of n" ('' without a query). */
+  onSearchChange?: (label: string) => void;
 }
+
+const SEARCH_SLICE = 100_000;
+const RESCAN_MS = 1000;
 
 export class LogView {
   readonly node: HTMLDivElement;
+  /** The log `append` writes to (a tab showing several ranks sets `rows` over its own). */
   readonly buffer = new LogBuffer();
+  private rowsShown: ILogRows = new RankRows(this.buffer);
   private readonly spacer: HTMLDivElement;
   private readonly layer: HTMLDivElement;
   private readonly lineHeight: number;
@@ -23,6 +36,9 @@ export class LogView {
   private programmaticScroll = false;
   private highlighted = -1;
   private lastWindow = '';
+  private results: SearchResults | null = null;
+  private searching: ReturnType<typeof setTimeout> | null = null;
+  private searchDone = true;
 
   constructor(private readonly options: ILogViewOptions = {}) {
     this.lineHeight = options.lineHeight ?? 18;
@@ -51,8 +67,24 @@ export class LogView {
     }
   }
 
+  /** Rows shown. */
   get lineCount(): number {
-    return this.buffer.length;
+    return this.rowsShown.length;
+  }
+
+  get rows(): ILogRows {
+    return this.rowsShown;
+  }
+
+  /** Show other rows (another rank, all ranks, trainhub's lines or not); a search restarts. */
+  set rows(rows: ILogRows) {
+    this.rowsShown = rows;
+    this.highlighted = -1;
+    this.lastWindow = '';
+    if (this.results) {
+      this.search(this.results.query);
+    }
+    this.update();
   }
 
   append(text: string): void {
@@ -63,26 +95,86 @@ export class LogView {
   clear(): void {
     this.buffer.clear();
     this.highlighted = -1;
+    this.lastWindow = '';
+    if (this.results) {
+      this.search(this.results.query);
+    }
     this.update();
   }
 
-  /** Find `query` from the highlighted line on; scrolls there and returns the line, or -1. */
-  find(query: string, forward = true): number {
-    const from = this.highlighted >= 0 ? this.highlighted : forward ? -1 : this.buffer.length;
-    const hit = this.buffer.find(query, from, forward, stripAnsi);
-    if (hit >= 0) {
-      this.follow = false;
-      this.highlighted = hit;
-      this.scrollToLine(Math.max(hit - 3, 0));
+  /** The row's text as shown (no escape codes; a cell marker as its separator). */
+  shownText(row: number): string {
+    const text = this.rowsShown.text(row);
+    if (text.charCodeAt(0) === 91) {
+      const marker = parseCellMarker(text);
+      if (marker) {
+        return cellSeparator(marker);
+      }
     }
-    return hit;
+    return stripAnsi(text);
+  }
+
+  /** Find `query` from the highlighted row on; scrolls there and returns the row, or -1. */
+  find(query: string, forward = true): number {
+    const n = this.rowsShown.length;
+    if (!query || !n) {
+      return -1;
+    }
+    const q = query.toLowerCase();
+    const from = this.highlighted >= 0 ? this.highlighted : forward ? -1 : n;
+    for (let k = 1; k <= n; k++) {
+      const i = (((forward ? from + k : from - k) % n) + n) % n;
+      if (this.shownText(i).toLowerCase().includes(q)) {
+        this.reveal(i);
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * Count and mark every occurrence of `query` (an empty one ends the search); the count
+   * goes to onSearchChange as it grows, and the first occurrence in view or below becomes
+   * the current one.
+   */
+  search(query: string): void {
+    this.stopSearch();
+    this.results = query ? new SearchResults(query) : null;
+    this.lastWindow = '';
+    if (!this.results) {
+      this.highlighted = -1;
+      this.options.onSearchChange?.('');
+      this.update();
+      return;
+    }
+    this.searchDone = false;
+    this.scanSlice();
+  }
+
+  /** Step to the next (or previous) occurrence; its row, or -1. */
+  searchStep(forward = true): number {
+    const results = this.results;
+    if (!results) {
+      return -1;
+    }
+    const row = results.step(forward, this.firstVisibleRow());
+    if (row >= 0) {
+      this.reveal(row);
+    }
+    this.reportSearch();
+    return row;
+  }
+
+  /** "k of n" of the search now ('' without one). */
+  get searchLabel(): string {
+    return this.results ? this.results.label(this.searchDone) : '';
   }
 
   scrollToLine(index: number): void {
     const top = scrollTopForLine(
       index,
       this.node.clientHeight,
-      this.buffer.length,
+      this.rowsShown.length,
       this.lineHeight
     );
     this.setScrollTop(top);
@@ -101,7 +193,7 @@ export class LogView {
 
   /** Render the rows in view now. */
   render(): void {
-    const total = this.buffer.length;
+    const total = this.rowsShown.length;
     const lh = this.lineHeight;
     const viewport = this.node.clientHeight;
     const height = `${scrollHeightFor(total, lh)}px`;
@@ -111,10 +203,11 @@ export class LogView {
     if (this.followTail) {
       this.setScrollTop(this.node.scrollHeight);
     }
+    this.searchNewRows(total);
     const w = visibleWindow(this.node.scrollTop, viewport, total, lh);
-    // Lines already complete do not change, so an unchanged window need not be redrawn,
+    // Rows already complete do not change, so an unchanged window need not be redrawn,
     // except for its last row, which may be a line still being written.
-    const key = `${w.first}:${w.count}:${w.top}:${this.highlighted}`;
+    const key = `${w.first}:${w.count}:${w.top}:${this.highlighted}:${this.results?.current}`;
     const rows = this.layer.children;
     if (key === this.lastWindow && w.count > 0) {
       this.renderRow(rows[w.count - 1] as HTMLElement, w.first + w.count - 1);
@@ -127,7 +220,6 @@ export class LogView {
     }
     while (rows.length < w.count) {
       const row = document.createElement('div');
-      row.className = 'jp-trainhub-logview-row';
       row.style.height = `${lh}px`;
       row.style.lineHeight = `${lh}px`;
       this.layer.appendChild(row);
@@ -139,18 +231,111 @@ export class LogView {
 
   dispose(): void {
     cancelAnimationFrame(this.frame);
+    this.stopSearch();
     this.node.removeEventListener('scroll', this.onScroll);
     this.node.remove();
   }
 
   private renderRow(row: HTMLElement, index: number): void {
+    const rows = this.rowsShown;
+    const kind = rows.kind(index);
     row.textContent = '';
-    row.classList.toggle('jp-mod-highlighted', index === this.highlighted);
+    row.className =
+      'jp-trainhub-logview-row' +
+      (kind === 'output' ? '' : ` jp-trainhub-log-${kind}`) +
+      (index === this.highlighted ? ' jp-mod-highlighted' : '');
     const num = document.createElement('span');
     num.className = 'jp-trainhub-logview-lineno';
-    num.textContent = String(index + 1);
+    num.textContent = String(rows.lineNumber(index));
     row.appendChild(num);
-    renderSpans(row, parseAnsi(this.buffer.line(index)));
+    const rank = rows.rank(index);
+    if (rank !== null) {
+      const badge = document.createElement('span');
+      badge.className = `jp-trainhub-log-rank jp-trainhub-c${rank % 10}`;
+      badge.textContent = `r${rank}`;
+      row.appendChild(badge);
+    }
+    let spans =
+      kind === 'cell'
+        ? [{ text: this.shownText(index), style: {} }]
+        : parseAnsi(rows.text(index));
+    const results = this.results;
+    if (results) {
+      const ranges = matchRanges(spans.map(s => s.text).join(''), results.pattern);
+      const first = results.firstIn(index);
+      const current = results.rows[results.current] === index ? results.current - first : -1;
+      spans = markSpans(spans, ranges, current);
+    }
+    renderSpans(row, spans);
+  }
+
+  private firstVisibleRow(): number {
+    const w = visibleWindow(
+      this.node.scrollTop,
+      this.node.clientHeight,
+      this.rowsShown.length,
+      this.lineHeight
+    );
+    return w.first;
+  }
+
+  private reveal(row: number): void {
+    this.follow = false;
+    this.highlighted = row;
+    this.scrollToLine(Math.max(row - 3, 0));
+  }
+
+  private scanSlice = (): void => {
+    this.searching = null;
+    const results = this.results;
+    if (!results) {
+      return;
+    }
+    const shown = { length: this.rowsShown.length, text: (i: number) => this.shownText(i) };
+    this.searchDone = results.scan(shown, SEARCH_SLICE);
+    if (results.current >= results.count) {
+      results.current = results.count - 1;
+    }
+    if (results.current < 0 && results.count) {
+      this.searchStep(true);
+    } else {
+      this.reportSearch();
+      this.lastWindow = '';
+      this.update();
+    }
+    if (!this.searchDone) {
+      this.searching = setTimeout(this.scanSlice, 0);
+    }
+  };
+
+  /** Rows arrived: a search goes on over them (or starts again where rows moved). */
+  private searchNewRows(total: number): void {
+    const results = this.results;
+    if (!results || this.searching || results.scanned === total) {
+      return;
+    }
+    if (this.rowsShown.appendOnly) {
+      this.searching = setTimeout(this.scanSlice, 0);
+    } else {
+      // Rows moved (merged ranks): count again, staying at the same occurrence number.
+      this.searching = setTimeout(() => {
+        const again = new SearchResults(results.query);
+        again.current = results.current;
+        this.results = again;
+        this.scanSlice();
+      }, RESCAN_MS);
+    }
+  }
+
+  private stopSearch(): void {
+    if (this.searching) {
+      clearTimeout(this.searching);
+      this.searching = null;
+    }
+  }
+
+  private reportSearch(): void {
+    this.options.onSearchChange?.(this.searchLabel);
   }
 
   private setScrollTop(top: number): void {

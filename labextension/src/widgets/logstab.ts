@@ -1,24 +1,42 @@
-/** The Logs tab: rank selector, search, follow/pause, and the live, virtualized log view. */
+/**
+ * The Logs tab: one rank's log or all ranks merged (with rank prefixes, ordered by when each
+ * cell started), trainhub's own lines on demand, a search that counts and marks every
+ * match ("k of n", next/previous), follow/pause, and the live, virtualized log view.
+ */
 import { Widget } from '@lumino/widgets';
 
 import { TrainHubAPI } from '../api';
 import { ILogChunk } from '../models';
-import { chunkAction } from '../logbuffer';
+import { LogBuffer, chunkAction } from '../logbuffer';
+import { MergedRows, RankRows } from '../logrows';
 import { LogView } from '../logview';
 import { wsApiUrl } from '../request';
 import { ResumableSocket } from '../socket';
+
+const ALL = 'all';
+const SEARCH_DELAY_MS = 250;
+
+interface IRankStream {
+  buffer: LogBuffer;
+  socket: ResumableSocket | null;
+  consumed: number;
+  ended: boolean;
+  status: string;
+}
 
 export class LogsTab extends Widget {
   readonly view: LogView;
   private readonly rankSelect: HTMLSelectElement;
   private readonly searchInput: HTMLInputElement;
+  private readonly matchText: HTMLSpanElement;
+  private readonly internalBox: HTMLInputElement;
   private readonly followBox: HTMLInputElement;
   private readonly statusText: HTMLSpanElement;
-  private socket: ResumableSocket | null = null;
-  private consumed = 0;
+  private readonly streams = new Map<number, IRankStream>();
   private ranks: number[] = [];
-  private rank = 0;
-  private ended = false;
+  private shown: number | typeof ALL = 0;
+  private started = false;
+  private searchTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly api: TrainHubAPI,
@@ -33,19 +51,36 @@ export class LogsTab extends Widget {
     this.rankSelect = document.createElement('select');
     this.rankSelect.className = 'jp-mod-styled';
     this.rankSelect.setAttribute('aria-label', 'Rank');
-    this.rankSelect.addEventListener('change', () => this.showRank(Number(this.rankSelect.value)));
+    this.rankSelect.addEventListener('change', () =>
+      this.showRank(this.rankSelect.value === ALL ? ALL : Number(this.rankSelect.value))
+    );
 
     this.searchInput = document.createElement('input');
     this.searchInput.className = 'jp-mod-styled jp-trainhub-search';
     this.searchInput.placeholder = 'Search logs';
     this.searchInput.setAttribute('aria-label', 'Search logs');
+    this.searchInput.addEventListener('input', () => this.searchSoon());
     this.searchInput.addEventListener('keydown', e => {
       if (e.key === 'Enter') {
-        this.find(!e.shiftKey);
+        this.step(!e.shiftKey);
+      } else if (e.key === 'Escape') {
+        this.searchInput.value = '';
+        this.view.search('');
       }
     });
-    const prev = this.button('↑', 'Previous match (Shift+Enter)', () => this.find(false));
-    const next = this.button('↓', 'Next match (Enter)', () => this.find(true));
+    this.matchText = document.createElement('span');
+    this.matchText.className = 'jp-trainhub-log-matches';
+    this.matchText.setAttribute('aria-live', 'polite');
+    const prev = this.button('↑', 'Previous match (Shift+Enter)', () => this.step(false));
+    const next = this.button('↓', 'Next match (Enter)', () => this.step(true));
+
+    const internalLabel = document.createElement('label');
+    internalLabel.title = "trainhub's own lines: which rank starts, images saved, how it ended";
+    this.internalBox = document.createElement('input');
+    this.internalBox.type = 'checkbox';
+    this.internalBox.setAttribute('aria-label', 'Show trainhub lines');
+    this.internalBox.addEventListener('change', () => this.applyRows());
+    internalLabel.append(this.internalBox, document.createTextNode(' trainhub lines'));
 
     const followLabel = document.createElement('label');
     followLabel.className = 'jp-trainhub-follow';
@@ -62,11 +97,23 @@ export class LogsTab extends Widget {
 
     const rankLabel = document.createElement('label');
     rankLabel.append(document.createTextNode('Rank '), this.rankSelect);
-    bar.append(rankLabel, this.searchInput, prev, next, followLabel, this.statusText);
+    bar.append(
+      rankLabel,
+      this.searchInput,
+      this.matchText,
+      prev,
+      next,
+      internalLabel,
+      followLabel,
+      this.statusText
+    );
 
     this.view = new LogView({
       onFollowChange: follow => {
         this.followBox.checked = follow;
+      },
+      onSearchChange: label => {
+        this.matchText.textContent = label;
       }
     });
     this.node.append(bar, this.view.node);
@@ -74,11 +121,12 @@ export class LogsTab extends Widget {
 
   /** Load the list of ranks and start streaming the first one (once). */
   async start(): Promise<void> {
-    if (this.socket || this.ended) {
+    if (this.started) {
       return;
     }
+    this.started = true;
     await this.refreshRanks();
-    this.showRank(this.ranks.includes(this.rank) ? this.rank : (this.ranks[0] ?? 0));
+    this.showRank(this.shown === ALL || this.ranks.includes(this.shown) ? this.shown : (this.ranks[0] ?? 0));
   }
 
   async refreshRanks(): Promise<void> {
@@ -88,39 +136,28 @@ export class LogsTab extends Widget {
     } catch {
       this.ranks = this.ranks.length ? this.ranks : [0];
     }
-    const current = this.rankSelect.value;
+    const options = this.ranks.length > 1 ? [...this.ranks.map(String), ALL] : this.ranks.map(String);
     this.rankSelect.textContent = '';
-    for (const r of this.ranks) {
+    for (const v of options) {
       const o = document.createElement('option');
-      o.value = String(r);
-      o.textContent = String(r);
+      o.value = v;
+      o.textContent = v === ALL ? 'all (merged by cell start time)' : v;
       this.rankSelect.appendChild(o);
     }
-    this.rankSelect.value = current && this.ranks.includes(Number(current)) ? current : String(this.rank);
+    this.rankSelect.value = String(this.shown);
+    if (this.shown === ALL) {
+      this.ranks.forEach(r => this.stream(r));
+      this.applyRows();
+    }
   }
 
-  showRank(rank: number): void {
-    this.socket?.dispose();
-    this.rank = rank;
-    this.rankSelect.value = String(rank);
-    this.consumed = 0;
-    this.ended = false;
-    this.view.clear();
+  /** Show one rank's log, or all ranks merged (each streamed once, kept while the tab is). */
+  showRank(which: number | typeof ALL): void {
+    this.shown = which;
+    this.rankSelect.value = String(which);
+    (which === ALL ? this.ranks : [which]).forEach(r => this.stream(r));
     this.view.follow = true;
-    this.setStatus('connecting…');
-    this.socket = new ResumableSocket({
-      url: () =>
-        wsApiUrl(this.api.settings, ['jobs', this.jobId, 'logs', rank, 'stream'], {
-          offset: this.consumed
-        }),
-      WebSocket: this.api.settings.WebSocket,
-      onMessage: data => this.onMessage(data),
-      onStatus: status => {
-        if (!this.ended) {
-          this.setStatus(status === 'open' ? 'live' : status === 'waiting' ? 'reconnecting…' : status);
-        }
-      }
-    });
+    this.applyRows();
   }
 
   protected onAfterShow(): void {
@@ -132,18 +169,57 @@ export class LogsTab extends Widget {
   }
 
   dispose(): void {
-    this.socket?.dispose();
+    this.streams.forEach(s => s.socket?.dispose());
+    if (this.searchTimer) {
+      clearTimeout(this.searchTimer);
+    }
     this.view.dispose();
     super.dispose();
   }
 
-  private onMessage(data: unknown): void {
+  private applyRows(): void {
+    const showInternal = this.internalBox.checked;
+    if (this.shown === ALL) {
+      const buffers = new Map([...this.streams].filter(([r]) => this.ranks.includes(r)).map(([r, s]) => [r, s.buffer]));
+      this.view.rows = new MergedRows(buffers, showInternal);
+    } else {
+      this.view.rows = new RankRows(this.stream(this.shown).buffer, showInternal);
+    }
+    this.updateStatus();
+  }
+
+  private stream(rank: number): IRankStream {
+    let s = this.streams.get(rank);
+    if (s) {
+      return s;
+    }
+    const stream: IRankStream = { buffer: new LogBuffer(), socket: null, consumed: 0, ended: false, status: 'connecting…' };
+    stream.socket = new ResumableSocket({
+      url: () =>
+        wsApiUrl(this.api.settings, ['jobs', this.jobId, 'logs', rank, 'stream'], {
+          offset: stream.consumed
+        }),
+      WebSocket: this.api.settings.WebSocket,
+      onMessage: data => this.onMessage(stream, data),
+      onStatus: status => {
+        if (!stream.ended) {
+          stream.status = status === 'open' ? 'live' : status === 'waiting' ? 'reconnecting…' : status;
+          this.updateStatus();
+        }
+      }
+    });
+    this.streams.set(rank, stream);
+    return stream;
+  }
+
+  private onMessage(stream: IRankStream, data: unknown): void {
     const msg = data as Partial<ILogChunk> & { type?: string };
     if (msg.type === 'end') {
-      this.ended = true;
-      this.socket?.dispose();
-      this.socket = null;
-      this.setStatus('ended');
+      stream.ended = true;
+      stream.socket?.dispose();
+      stream.socket = null;
+      stream.status = 'ended';
+      this.updateStatus();
       void this.refreshRanks();
       return;
     }
@@ -151,27 +227,49 @@ export class LogsTab extends Widget {
       return;
     }
     const chunk = msg as ILogChunk;
-    const action = chunkAction(this.consumed, chunk);
+    const action = chunkAction(stream.consumed, chunk);
     if (action === 'skip') {
       return;
     }
     if (action === 'gap') {
-      this.view.append(`[${chunk.offset - this.consumed} bytes not available]\n`);
+      stream.buffer.append(`[trainhub: ${chunk.offset - stream.consumed} bytes not available]\n`);
     }
-    this.view.append(chunk.text);
-    this.consumed = chunk.next_offset;
-    this.setStatus('live');
+    stream.buffer.append(chunk.text);
+    stream.consumed = chunk.next_offset;
+    stream.status = 'live';
+    this.view.update();
+    this.updateStatus();
   }
 
-  private find(forward: boolean): void {
-    const hit = this.view.find(this.searchInput.value, forward);
-    if (this.searchInput.value) {
-      this.setStatus(hit >= 0 ? `line ${hit + 1}` : 'no match');
+  private searchSoon(): void {
+    if (this.searchTimer) {
+      clearTimeout(this.searchTimer);
     }
+    this.searchTimer = setTimeout(() => {
+      this.searchTimer = null;
+      this.view.search(this.searchInput.value);
+    }, SEARCH_DELAY_MS);
   }
 
-  private setStatus(text: string): void {
-    this.statusText.textContent = `${text} · ${this.view.lineCount.toLocaleString()} lines`;
+  private step(forward: boolean): void {
+    if (this.searchTimer) {
+      // Enter right after typing: search now, which goes to the first match.
+      clearTimeout(this.searchTimer);
+      this.searchTimer = null;
+      this.view.search(this.searchInput.value);
+      return;
+    }
+    this.view.searchStep(forward);
+  }
+
+  /** "live · 12,345 lines" (ended once every rank shown has ended). */
+  private updateStatus(): void {
+    const shown = this.shown === ALL ? this.ranks : [this.shown];
+    const states = shown.map(r => this.streams.get(r)?.status ?? 'connecting…');
+    const state = states.every(s => s === 'ended')
+      ? 'ended'
+      : (states.find(s => s !== 'ended' && s !== 'live') ?? 'live');
+    this.statusText.textContent = `${state} · ${this.view.lineCount.toLocaleString()} lines`;
   }
 
   private button(text: string, title: string, onClick: () => void): HTMLButtonElement {
@@ -179,6 +277,7 @@ export class LogsTab extends Widget {
     b.className = 'jp-mod-styled jp-trainhub-icon-button';
     b.textContent = text;
     b.title = title;
+    b.setAttribute('aria-label', title);
     b.addEventListener('click', onClick);
     return b;
   }
