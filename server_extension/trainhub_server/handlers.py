@@ -166,6 +166,38 @@ class CompareHandler(TrainhubAPIHandler):
         self.reply(comparison)
 
 
+class SweepsHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.reply(await self.calls.call(self.service.list_sweeps, user=self.owner))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.body_json(required=True)
+        self.reply(await self.calls.call(self.service.create_sweep, body, user=self.owner), 201)
+
+
+class SweepHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, sweep_id: str) -> None:
+        self.reply(await self.calls.call(self.service.describe_sweep, sweep_id, user=self.owner))
+
+
+class SweepCancelHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, sweep_id: str) -> None:
+        reason = self.body_as(CancelRequest).reason
+        self.reply(
+            await self.calls.call(
+                self.service.cancel_sweep, sweep_id, user=self.owner, reason=reason
+            )
+        )
+
+
 class JobHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized

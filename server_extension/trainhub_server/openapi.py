@@ -21,6 +21,8 @@ from pydantic.json_schema import models_json_schema
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.datasets.catalog import DatasetList
 from trainhub.experiments.compare import Comparison
+from trainhub.experiments.models import DescribeSweep, SweepList
+from trainhub.experiments.sweep import CreateSweep
 from trainhub.jobs.models import DescribeJob, JobPage
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub.jobs.spec import JobSpec
@@ -78,6 +80,7 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "kind": {"type": "string", "enum": list(METRIC_KINDS)},
     "step": {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER},
     "name": {"type": "string", "minLength": 1, "description": "A file of the checkpoint"},
+    "sweep_id": {"type": "string", "minLength": 1},
 }
 
 ERRORS = {
@@ -251,6 +254,26 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         UsageReport,
         query=UsageParams,
         errors=(400, 503),
+    ),
+    ("/sweeps", "get"): Operation("The user's sweeps, newest first", SweepList),
+    ("/sweeps", "post"): Operation(
+        "Start a sweep: trials of `job` over `sweep.space`, at most `sweep.max_running` active",
+        DescribeSweep,
+        status=201,
+        body=CreateSweep,
+        body_required=True,
+        errors=(400, 403, 404, 409, 413),
+    ),
+    ("/sweeps/{sweep_id}", "get"): Operation(
+        "One sweep: its space and rules, each trial's job, state, verdict and scalars, the best",
+        DescribeSweep,
+        errors=(400, 404),
+    ),
+    ("/sweeps/{sweep_id}/cancel", "post"): Operation(
+        "Cancel a sweep: no more trials, and every active trial is cancelled",
+        DescribeSweep,
+        body=CancelRequest,
+        errors=(400, 404, 409, 413),
     ),
 }
 

@@ -21,6 +21,7 @@ PARAMETERS = {
     "kind": r"[^/]+",
     "step": r"[^/]+",
     "name": r"[^/]+",
+    "sweep_id": r"[^/]+",
 }
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 
@@ -49,6 +50,9 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("jobs/{job_id}/notebook/html", h.JobNotebookHTMLHandler),
     ("notebook/parameters", h.NotebookParametersHandler),
     ("usage", h.UsageHandler),
+    ("sweeps", h.SweepsHandler),
+    ("sweeps/{sweep_id}", h.SweepHandler),
+    ("sweeps/{sweep_id}/cancel", h.SweepCancelHandler),
     ("compare", h.CompareHandler),
 ]
 
