@@ -19,7 +19,14 @@ from tornado.websocket import WebSocketHandler
 from trainhub_server import routes
 from trainhub_server.base import AUTH_RESOURCE
 
-SAMPLE = {"job_id": "some-job", "rank": "0", "kind": "scalars", "step": "1", "name": "state.pt"}
+SAMPLE = {
+    "job_id": "some-job",
+    "rank": "0",
+    "kind": "scalars",
+    "step": "1",
+    "name": "state.pt",
+    "sweep_id": "some-sweep",
+}
 
 
 def _noop(self: Any) -> None: ...
