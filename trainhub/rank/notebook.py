@@ -11,7 +11,9 @@ Each output and the whole file are capped (``notebook_output_bytes``, ``notebook
 :mod:`trainhub.jobs.limits`); what is left out is replaced by a line saying so. The file is
 rewritten whole (a new file renamed over the name) after each cell and, within a long cell,
 at most every :data:`FLUSH_SECONDS`, so a reader sees the cells done so far and never half a
-file. A finished cell is serialized once.
+file. A finished cell is serialized once. The writes happen on a thread of their own: a rename
+over the old file can wait on the disk (ext4 flushes the new file's data then), and cells must
+not wait with it.
 
 Standard library only, like everything a rank loads before the first cell: the JSON is the
 shape nbformat 4.5 writes, built by hand.
@@ -143,13 +145,14 @@ class NotebookCapture:
         self._last_write = 0.0
         self._paused = 0
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a cell has ended: write soon
         self._log = f"logs/rank-{rank}.log"
         self._flusher = threading.Thread(target=self._flush_loop, name="trainhub-notebook")
         self._flusher.daemon = True
 
     # --- the runner's side ----------------------------------------------------------------
     def start(self) -> None:
-        self.write()
+        self._wake.set()  # the cells about to run, none run yet
         self._flusher.start()
 
     def start_cell(self, position: int, execution_count: int) -> None:
@@ -170,13 +173,12 @@ class NotebookCapture:
             cell.serialized = _dumps(cell.to_json())
             self._current = None
             self._dirty = True
-            due = time.monotonic() - self._last_write >= MIN_GAP_SECONDS
-        if due:
-            self.write()
+        self._wake.set()
 
     def close(self, state: str) -> None:
         """The last write: ``state`` is ``completed``, ``failed`` or ``stopped``."""
         self._stop.set()
+        self._wake.set()
         if self._flusher.is_alive():
             self._flusher.join()
         with self._lock:
@@ -384,7 +386,16 @@ class NotebookCapture:
             self._last_write = time.monotonic()
 
     def _flush_loop(self) -> None:
-        while not self._stop.wait(FLUSH_SECONDS):
+        """Write when a cell ends (at most once per MIN_GAP_SECONDS) or, within a cell, every
+        FLUSH_SECONDS while there is something new."""
+        while True:
+            self._wake.wait(FLUSH_SECONDS)
+            if self._stop.is_set():
+                return
+            self._wake.clear()
+            gap = MIN_GAP_SECONDS - (time.monotonic() - self._last_write)
+            if gap > 0 and self._stop.wait(gap):
+                return
             if self._dirty:
                 self.write()
 
