@@ -39,6 +39,7 @@ import { failureNotice } from './jobsummary';
 import { IJobViewActions, JobView, JobViews } from './widgets/jobview';
 import { JobsPanel } from './widgets/jobspanel';
 import { showSubmitDialog } from './widgets/submitdialog';
+import { executedNotebookPlugin } from './widgets/notebooktab';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 18h3v-6H4v6zm6.5 0h3V8h-3v10zM17 18h3V4h-3v14zM3 20h18v1.5H3z"/></g></svg>`;
 export const trainhubIcon = new LabIcon({ name: 'trainhub:jobs', svgstr: ICON_SVG });
@@ -306,4 +307,4 @@ class SubmitButtonExtension
   }
 }
 
-export default plugin;
+export default [plugin, executedNotebookPlugin];
