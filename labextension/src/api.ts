@@ -111,12 +111,20 @@ export class TrainHubAPI {
     return apiUrl(this.settings.baseUrl, ['jobs', jobId, 'checkpoints', step, 'files', name]);
   }
 
-  /** 2 to 10 jobs side by side; each scalar's curve downsampled to `points` points. */
-  compare(ids: string[], options: { points?: number; goals?: string[] } = {}): Promise<IComparison> {
+  /**
+   * 2 to 10 jobs side by side; each scalar's curve downsampled to `points` points, or no
+   * scalars read at all (`scalars: false`, a quick first answer).
+   */
+  compare(
+    ids: string[],
+    options: { points?: number; goals?: string[]; scalars?: boolean } = {}
+  ): Promise<IComparison> {
+    const { points, goals, scalars } = options;
     return this.call(['compare'], {
-      query: { ids: ids.join(','), points: options.points, goal: options.goals }
+      query: { ids: ids.join(','), points, goal: goals, scalars: scalars === false ? 'false' : undefined }
     });
   }
+
 
   notebookParameters(path: string): Promise<INotebookParameters> {
     return this.call(['notebook', 'parameters'], { query: { path } });

@@ -160,6 +160,7 @@ class CompareHandler(TrainhubAPIHandler):
             params.ids.split(","),
             user=self.owner,
             goals=parse_goals(params.goal),
+            scalars=params.scalars,
             series=params.series,
             points=params.points,
         )

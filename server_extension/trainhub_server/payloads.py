@@ -70,6 +70,9 @@ class CompareParams(Query):
         description="NAME:min or NAME:max: whether a scalar's best is its smallest or largest "
         "value (by default min for names with loss, err, perplexity, mse, mae, nll, wer or cer)",
     )
+    scalars: bool = Field(
+        True, description="Read the training scalars (false: a quick answer without them)"
+    )
     series: bool = Field(True, description="Add each job's curve of every scalar")
     points: int | None = Field(
         None, ge=4, le=1_000_000, description="Downsample each curve to at most this many points"

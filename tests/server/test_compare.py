@@ -92,6 +92,13 @@ async def test_three_real_runs_side_by_side(
     assert [p[0] for p in series[(c, "loss")]["points"]] == [0, 1]
     assert series[(a, "loss")]["points"][0][2] == 1.5
 
+    # A quick answer without scalars (the view's first paint), the rest alike.
+    status, quick, _ = await api(
+        "GET", "compare", params={"ids": f"{a},{b},{c}", "scalars": "false"}
+    )
+    assert status == 200 and quick["scalars"] == [] and quick["series"] == []
+    assert quick["parameters"] == result["parameters"] and quick["code"] == result["code"]
+
     # Goals overridable; curves left out on request.
     status, flipped, _ = await api(
         "GET", "compare", params={"ids": f"{a},{c}", "goal": "loss:max", "series": "false"}

@@ -14,6 +14,7 @@ from trainhub.bundle.compile import compile_bundle
 from trainhub.experiments.compare import (
     Run,
     Scalars,
+    _parse_lines,
     cell_diff,
     check_ids,
     compare,
@@ -135,7 +136,8 @@ def test_a_retried_step_keeps_its_latest_value_and_other_ranks_and_nan_are_left_
         "not a record",
     ):
         s.add(r)
-    assert s.curve("loss") == ([0], [2.5])
+    curve = s.curve("loss")
+    assert (curve.steps, curve.values, curve.times) == ([0], [2.5], [2.0])
 
 
 def test_resources_elapsed_and_verdicts():
@@ -287,7 +289,7 @@ def test_read_run_from_a_compiled_bundle_and_logged_scalars(tmp_path):
     a = read_run(job(tmp_path, "a", ["lr = 0.1", "print(lr)"], {"lr": 0.2}))
     b = read_run(job(tmp_path, "b", ["lr = 0.1", "print(lr * 2)"], {"lr": 0.3}))
     assert a.notes == [] and a.cells == [(0, "lr = 0.1"), (1, "print(lr)")]  # injected: out
-    assert a.scalars.curve("loss")[1] == [1.0, 0.5, 1 / 3, 0.25, 0.2]
+    assert a.scalars.curve("loss").values == [1.0, 0.5, 1 / 3, 0.25, 0.2]
     result = compare([a, b], points=3, now=NOW)
     (change,) = result.code[0].changes
     assert (change.before, change.after) == (1, 1) and "+print(lr * 2)" in change.diff
@@ -297,16 +299,16 @@ def test_read_run_from_a_compiled_bundle_and_logged_scalars(tmp_path):
 
 def test_appended_scalars_are_read_on_the_next_comparison(tmp_path):
     rec = job(tmp_path, "a", ["lr = 0.1", "print(lr)"], {"lr": 0.2})
-    assert len(read_run(rec).scalars.curve("loss")[0]) == 5
+    assert len(read_run(rec).scalars.curve("loss").steps) == 5
     jobdir = JobDir(rec.job_dir)
     _append_scalars(jobdir, 5, {"loss": 0.01}, 0, 0)
     with open(jobdir.metrics / "scalars.jsonl", "ab") as f:
         f.write(b'{"time": 1, "step": 6, "name": "lo')  # still being written
-    steps, values = read_run(rec).scalars.curve("loss")
-    assert steps == [0, 1, 2, 3, 4, 5] and values[-1] == 0.01
+    curve = read_run(rec).scalars.curve("loss")
+    assert curve.steps == [0, 1, 2, 3, 4, 5] and curve.values[-1] == 0.01
     with open(jobdir.metrics / "scalars.jsonl", "ab") as f:
         f.write(b'ss", "value": 0.001}\n')
-    assert read_run(rec).scalars.curve("loss")[0][-1] == 6
+    assert read_run(rec).scalars.curve("loss").steps[-1] == 6
 
 
 def test_links_in_a_job_directory_are_notes_not_reads(tmp_path):
@@ -322,8 +324,37 @@ def test_links_in_a_job_directory_are_notes_not_reads(tmp_path):
     jobdir.lineage.unlink()
     os.replace(jobdir.lineage.with_suffix(".fifo"), jobdir.lineage)
     run = read_run(rec)
-    assert run.scalars.by_name == {} and run.cells is None and run.lineage is None
+    assert run.scalars.names == [] and run.cells is None and run.lineage is None
     assert [n.split(":")[0] for n in run.notes] == ["lineage", "code", "scalars"]
     assert all("symbolic link" in n or "FIFO" in n for n in run.notes)
     other = read_run(job(tmp_path, "b", ["lr = 0.1"], {"lr": 0.3}))
     assert compare([run, other], now=NOW).jobs[0].notes == run.notes
+
+
+def test_scalars_file_read_as_the_writer_wrote_it(tmp_path):
+    rec = job(tmp_path, "a", ["lr = 0.1", "print(lr)"], {"lr": 0.2})
+    jobdir = JobDir(rec.job_dir)
+    (jobdir.metrics / "scalars.jsonl").unlink()
+    for step in range(4):
+        _append_scalars(jobdir, step, {"loss": 4.0 - step}, 0, 0)
+    _append_scalars(jobdir, 2, {"loss": 0.5}, 1, 0)  # another rank's: left out
+    _append_scalars(jobdir, 4, {"loss": float("nan")}, 0, 0)  # logged as null: no point
+    for step in (2, 3):
+        _append_scalars(jobdir, step, {"loss": 10.0 + step}, 0, 1)  # the retry logs again
+    with open(jobdir.metrics / "scalars.jsonl", "ab") as f:
+        f.write(b'{"time":1,"step":9,"name":"loss","value":1e999,"rank":0,"attempt":1}\n')
+        f.write(b'{"time": 1, "step": 5, "name": "lo\\u00df", "value": 2}\n')  # not the writer's
+    run = read_run(rec)
+    curve = run.scalars.curve("loss")
+    assert (curve.steps, curve.values) == ([0, 1, 2, 3], [4.0, 3.0, 12.0, 13.0])
+    assert curve.times == sorted(curve.times)
+    assert run.scalars.curve("loß").values == [2.0]
+    # Only the writer's own lines: the fast path gives the same as the checks of each record.
+    only = tmp_path / "only.jsonl"
+    lines = (jobdir.metrics / "scalars.jsonl").read_bytes().splitlines(keepends=True)[:4]
+    only.write_bytes(b"".join(lines))
+    fast, slow = Scalars(), Scalars()
+    _parse_lines(only.read_bytes(), fast)
+    for line in lines:
+        slow.add(json.loads(line))
+    assert fast.columns == slow.columns

@@ -23,8 +23,9 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -167,37 +168,81 @@ class Comparison(BaseModel):
 
 
 @dataclass
-class Scalars:
-    """One job's training scalars: by name, step -> (time, value), the latest write of a step
-    winning (a retried attempt logs its steps again)."""
+class Curve:
+    """One scalar of one job, steps in order, the latest write of a step winning (a retried
+    attempt logs its steps again)."""
 
-    by_name: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
+    steps: list[int]
+    values: list[float]
+    times: list[float]
+
+
+@dataclass
+class Scalars:
+    """One job's training scalars by name, as columns in the order they were logged."""
+
+    columns: dict[str, tuple[list[int], list[float], list[float]]] = field(default_factory=dict)
     truncated: bool = False
-    _curves: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict, repr=False)
+    _curves: dict[str, Curve] = field(default_factory=dict, repr=False)
+    _thinned: dict[tuple[str, int], list[int]] = field(default_factory=dict, repr=False)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.columns)
 
     def add(self, record: Any) -> None:
-        if not isinstance(record, dict) or record.get("rank", 0) != 0:
-            return  # rank 0's figures (the default of trainhub.log), not a per-rank copy
-        name, step, value, time = (record.get(k) for k in ("name", "step", "value", "time"))
-        if not isinstance(name, str) or not isinstance(step, int) or isinstance(step, bool):
-            return
-        if not _number(value) or not _number(time):
-            return  # a non-finite value is logged as null: there is no point to draw
-        self.by_name.setdefault(name, {})[step] = (float(time), float(value))
-        self._curves.pop(name, None)
+        """One record of ``metrics/scalars.jsonl`` as json.loads gives it."""
+        if (point := _checked(record)) is not None:
+            time, step, name, value = point
+            self.extend(name, [step], [value], [time])
 
-    def curve(self, name: str) -> tuple[list[int], list[float]]:
-        """Steps in order and their values (kept until the scalar gets a new record)."""
+    def extend(self, name: str, steps: list[int], values: list[float], times: list[float]) -> None:
+        columns = self.columns.setdefault(name, ([], [], []))
+        columns[0].extend(steps)
+        columns[1].extend(values)
+        columns[2].extend(times)
+        self._curves.pop(name, None)
+        self._thinned = {k: v for k, v in self._thinned.items() if k[0] != name}
+
+    def curve(self, name: str) -> Curve:
+        """The scalar's curve (kept until the scalar gets a new record)."""
         curve = self._curves.get(name)
         if curve is None:
-            steps = self.by_name.get(name, {})
-            order = sorted(steps)
-            curve = self._curves[name] = (order, [steps[s][1] for s in order])
+            steps, values, times = self.columns.get(name, ([], [], []))
+            if steps == sorted(set(steps)):  # logged in order, each step once: as it is
+                curve = Curve(list(steps), list(values), list(times))
+            else:
+                last = dict(zip(steps, range(len(steps)), strict=True))  # the latest wins
+                order = [last[s] for s in sorted(last)]
+                curve = Curve(
+                    [steps[i] for i in order], [values[i] for i in order], [times[i] for i in order]
+                )
+            self._curves[name] = curve
         return curve
+
+    def thinned(self, name: str, most: int) -> list[int]:
+        """:func:`downsample` of the scalar's curve, kept like the curve."""
+        key = (name, most)
+        if key not in self._thinned:
+            self._thinned[key] = downsample(self.curve(name).values, most)
+        return self._thinned[key]
 
 
 def _number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _checked(record: Any) -> tuple[float, int, str, float] | None:
+    """(time, step, name, value) of a scalar record; None for anything but a finite value of
+    rank 0 (the default of trainhub.log): a non-finite one is logged as null, no point."""
+    if not isinstance(record, dict) or record.get("rank", 0) != 0:
+        return None
+    name, step, value, time = (record.get(k) for k in ("name", "step", "value", "time"))
+    if not isinstance(name, str) or not isinstance(step, int) or isinstance(step, bool):
+        return None
+    if not _number(value) or not _number(time):
+        return None
+    return float(time), step, name, float(value)
 
 
 @dataclass
@@ -211,20 +256,52 @@ class Run:
     notes: list[str] = field(default_factory=list)
 
 
+# A line exactly as trainhub.log writes it (trainhub/metrics/scalars.py), of rank 0, with a
+# finite value. Such lines are taken apart by this one expression and converted by map(), in
+# C: a million of them in about a second, where json.loads and a check per record take
+# several. Any other line (another rank's, a null value, one the job wrote itself) goes
+# through json.loads and the checks of Scalars.add.
+_WRITER_LINE = re.compile(
+    rb'\{"time":(-?[0-9][0-9.eE+-]*+),"step":([0-9]++),"name":"([^"\\\n]*+)",'
+    rb'"value":(-?[0-9][0-9.eE+-]*+),"rank":0,"attempt":[0-9]++\}\n'
+)
+
+
 def _parse_lines(data: bytes, into: Scalars) -> None:
-    """Complete JSONL lines into ``into``: one ``json.loads`` of them all as an array, which
-    is a few times faster than a call per line; line by line only when a line is torn."""
-    try:
-        records = json.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
-    except ValueError:
-        records = []
-        for line in data.splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue
-    for r in records:
-        into.add(r)
+    """Complete JSONL lines into ``into``, in the order they were written."""
+    matches: list[tuple[Any, ...]] = _WRITER_LINE.findall(data)
+    if data.count(b"\n") != len(matches):
+        matches = []
+        for line in data.splitlines(keepends=True):
+            if m := _WRITER_LINE.fullmatch(line):
+                time, step, name, value = m.groups()
+                point = (float(time), int(step), name.decode("utf-8", "replace"), float(value))
+            else:
+                try:
+                    point = _checked(json.loads(line))
+                except ValueError:
+                    continue  # a torn line from a killed writer
+            if point is not None:
+                matches.append(point)
+    if not matches:
+        return
+    # Columns, then each scalar's part of them: zip, map and compress all run in C.
+    times, steps, names, values = zip(*matches, strict=True)
+    distinct = list(dict.fromkeys(names))
+    for name in distinct:
+        mask = None if len(distinct) == 1 else list(map(name.__eq__, names))
+
+        def part(column: tuple[Any, ...], mask: list[bool] | None = mask) -> Iterable[Any]:
+            return column if mask is None else compress(column, mask)
+
+        floats, seconds = list(map(float, part(values))), list(map(float, part(times)))
+        ints = list(map(int, part(steps)))
+        if not (math.isfinite(sum(floats)) and math.isfinite(sum(seconds))):  # 1e999 is inf
+            kept = [i for i, v in enumerate(floats) if _number(v) and _number(seconds[i])]
+            ints = [ints[i] for i in kept]
+            floats, seconds = [floats[i] for i in kept], [seconds[i] for i in kept]
+        text = name.decode("utf-8", "replace") if isinstance(name, bytes) else name
+        into.extend(text, ints, floats, seconds)
 
 
 class _ScalarCache:
@@ -282,9 +359,10 @@ def _code(jobdir: JobDir, record: JobRecord) -> list[tuple[int | None, str]]:
     return [(c.cell_index, c.source) for c in cells if not c.injected]
 
 
-def read_run(record: JobRecord) -> Run:
-    """One job's lineage, code and scalars, read without following links. What cannot be read
-    (a link in a file's place, a missing bundle) becomes a note, so the others still compare."""
+def read_run(record: JobRecord, *, scalars: bool = True) -> Run:
+    """One job's lineage, code and (unless ``scalars`` is false) scalars, read without
+    following links. What cannot be read (a link in a file's place, a missing bundle) becomes a
+    note, so the others still compare."""
     jobdir = JobDir(record.job_dir)
     run = Run(record)
     try:
@@ -298,7 +376,7 @@ def read_run(record: JobRecord) -> Run:
     except (OSError, ValueError) as e:
         run.notes.append(f"code: {e}")
     try:
-        run.scalars = _scalar_cache.read(jobdir)
+        run.scalars = _scalar_cache.read(jobdir) if scalars else Scalars()
     except (OSError, ValueError) as e:
         run.notes.append(f"scalars: {e}")
     if run.scalars.truncated:
@@ -518,17 +596,16 @@ def _start(run: Run) -> float:
     """Where a job's time axis starts: its start, else its first scalar."""
     if run.record.started_at is not None:
         return run.record.started_at
-    times = [t for steps in run.scalars.by_name.values() for t, _ in steps.values()]
-    return min(times, default=0.0)
+    firsts = [run.scalars.curve(n).times[:1] for n in run.scalars.names]
+    return min((t for first in firsts for t in first), default=0.0)
 
 
-def _point(run: Run, name: str, step: int, t0: float) -> Point:
-    t, v = run.scalars.by_name[name][step]
-    return Point(step=step, value=v, time=round(t - t0, 3))
+def _point(curve: Curve, i: int, t0: float) -> Point:
+    return Point(step=curve.steps[i], value=curve.values[i], time=round(curve.times[i] - t0, 3))
 
 
 def _scalar_rows(runs: Sequence[Run], goals: Mapping[str, Goal] | None) -> list[ScalarRow]:
-    names = sorted({n for r in runs for n in r.scalars.by_name})
+    names = sorted({n for r in runs for n in r.scalars.names})
     starts = [_start(r) for r in runs]
     rows = []
     for name in names:
@@ -537,14 +614,14 @@ def _scalar_rows(runs: Sequence[Run], goals: Mapping[str, Goal] | None) -> list[
         last: list[Point | None] = []
         best: list[Point | None] = []
         for run, t0 in zip(runs, starts, strict=True):
-            steps, values = run.scalars.curve(name)
-            if not steps:
+            curve = run.scalars.curve(name)
+            if not curve.steps:
                 last.append(None)
                 best.append(None)
                 continue
-            last.append(_point(run, name, steps[-1], t0))
+            last.append(_point(curve, -1, t0))
             # The first step that reached the best value (index finds the earliest).
-            best.append(_point(run, name, steps[values.index(better(values))], t0))
+            best.append(_point(curve, curve.values.index(better(curve.values)), t0))
         present = [(p.value, i) for i, p in enumerate(best) if p is not None]
         winner = better(present, key=lambda vi: vi[0])[1] if present else None
         rows.append(
@@ -586,12 +663,11 @@ def _series(runs: Sequence[Run], most: int | None) -> list[Series]:
     out = []
     for run in runs:
         t0 = _start(run)
-        for name in sorted(run.scalars.by_name):
-            steps, values = run.scalars.curve(name)
-            times = run.scalars.by_name[name]
-            chosen = downsample(values, most) if most else range(len(steps))
-            points = [(steps[i], round(times[steps[i]][0] - t0, 3), values[i]) for i in chosen]
-            out.append(Series(name=name, job_id=run.record.id, points=points, total=len(steps)))
+        for name in run.scalars.names:
+            c = run.scalars.curve(name)
+            chosen = run.scalars.thinned(name, most) if most else range(len(c.steps))
+            points = [(c.steps[i], round(c.times[i] - t0, 3), c.values[i]) for i in chosen]
+            out.append(Series(name=name, job_id=run.record.id, points=points, total=len(c.steps)))
     return out
 
 

@@ -465,13 +465,15 @@ class JobService:
         *,
         user: str | None = None,
         goals: dict[str, comparing.Goal] | None = None,
+        scalars: bool = True,
         series: bool = True,
         points: int | None = None,
     ) -> comparing.Comparison:
         """2 to 10 of the user's jobs side by side (:mod:`trainhub.experiments.compare`), in
-        the order given; another user's job is not found, as everywhere."""
+        the order given; another user's job is not found, as everywhere. Without ``scalars``
+        the training scalars are not read (a quick first answer)."""
         records = [self.record(job_id, user) for job_id in comparing.check_ids(ids)]
-        runs = [comparing.read_run(r) for r in records]
+        runs = [comparing.read_run(r, scalars=scalars) for r in records]
         return comparing.compare(runs, goals=goals, series=series, points=points, now=time.time())
 
     # --- usage ----------------------------------------------------------------------------

@@ -230,8 +230,9 @@ function Curves(props: { comparison: IComparison }): JSX.Element | null {
 function Comparison(props: {
   comparison: IComparison;
   openJob: (id: string) => void;
+  scalarsPending: boolean;
 }): JSX.Element {
-  const { comparison, openJob } = props;
+  const { comparison, openJob, scalarsPending } = props;
   const labels = jobLabels(comparison.jobs);
   const notes = comparison.jobs.flatMap(j => j.notes.map(n => `${j.id}: ${n}`));
   return (
@@ -285,8 +286,16 @@ function Comparison(props: {
           </p>
         ))}
       </section>
-      <Scalars comparison={comparison} labels={labels} />
-      <Curves comparison={comparison} />
+      {scalarsPending ? (
+        <p className="jp-trainhub-empty jp-trainhub-compare-pending">
+          Reading the training scalars of {comparison.jobs.length} jobs…
+        </p>
+      ) : (
+        <>
+          <Scalars comparison={comparison} labels={labels} />
+          <Curves comparison={comparison} />
+        </>
+      )}
       <Table title="Parameters" labels={labels} rows={comparison.parameters} />
       <Code comparison={comparison} labels={labels} />
       <Table title="Lineage" labels={labels} rows={comparison.lineage} />
@@ -305,6 +314,8 @@ function Comparison(props: {
 
 class CompareBody extends ReactWidget {
   comparison: IComparison | null = null;
+  /** The comparison shown was answered without scalars; the full one is on its way. */
+  scalarsPending = true;
   error: string | null = null;
 
   constructor(private readonly openJob: (id: string) => void) {
@@ -319,32 +330,63 @@ class CompareBody extends ReactWidget {
     if (!this.comparison) {
       return <div className="jp-trainhub-empty">Loading the comparison…</div>;
     }
-    return <Comparison comparison={this.comparison} openJob={this.openJob} />;
+    return (
+      <Comparison
+        comparison={this.comparison}
+        openJob={this.openJob}
+        scalarsPending={this.scalarsPending}
+      />
+    );
   }
 }
 
-/** A comparison of `ids` in the main area. */
+/**
+ * A comparison of `ids` in the main area; curves of at most `points` points (0: all). Two
+ * requests at once: one without scalars, which answers quickly, paints the tables; the full
+ * one (the scalar files of every job read) then adds scalars and curves.
+ */
 export class CompareView extends MainAreaWidget<CompareBody> {
   constructor(
     readonly ids: string[],
     api: TrainHubAPI,
-    openJob: (id: string) => void
+    openJob: (id: string) => void,
+    points = CURVE_POINTS
   ) {
     super({ content: new CompareBody(openJob) });
-    this.id = `trainhub-compare-${ids.join('-')}`;
+    this.id = `trainhub-compare-${points}-${ids.join('-')}`;
     this.addClass('jp-trainhub-compareview');
     this.title.label = `Compare ${ids.length} jobs`;
     this.title.caption = ids.join(', ');
     this.title.closable = true;
+    const body = this.content;
+    const fail = (e: unknown) => {
+      body.error = (e as Error).message ?? String(e);
+      body.update();
+    };
     void api
-      .compare(ids, { points: CURVE_POINTS })
-      .then(c => (this.content.comparison = c))
-      .catch(e => (this.content.error = (e as Error).message ?? String(e)))
-      .then(() => this.content.update());
+      .compare(ids, { scalars: false })
+      .then(c => {
+        if (body.scalarsPending && !body.error) {
+          body.comparison = c;
+          body.update();
+        }
+      })
+      .catch(fail);
+    void api
+      .compare(ids, { points: points || undefined })
+      .then(c => {
+        body.comparison = c;
+        body.scalarsPending = false;
+        body.update();
+      })
+      .catch(fail);
   }
 }
 
-/** Registers `trainhub:compare` ({ids: 2 to 10 job ids}); one view per set of ids. */
+/**
+ * Registers `trainhub:compare` ({ids: 2 to 10 job ids, points?: per curve, 0 for all}); one
+ * view per set of ids.
+ */
 export function registerCompare(app: JupyterFrontEnd, api: TrainHubAPI): void {
   const views = new Map<string, CompareView>();
   app.commands.addCommand(COMPARE_COMMAND, {
@@ -353,12 +395,12 @@ export function registerCompare(app: JupyterFrontEnd, api: TrainHubAPI): void {
     caption: 'Parameters, code, lineage, resources, verdicts and scalars side by side',
     execute: args => {
       const ids = compareIds(args);
-      const key = ids.join(',');
+      const points = typeof args.points === 'number' ? args.points : CURVE_POINTS;
+      const key = `${points}:${ids.join(',')}`;
       let view = views.get(key);
       if (!view || view.isDisposed) {
-        view = new CompareView(ids, api, id =>
-          void app.commands.execute('trainhub:open-job', { id })
-        );
+        const openJob = (id: string) => void app.commands.execute('trainhub:open-job', { id });
+        view = new CompareView(ids, api, openJob, points);
         views.set(key, view);
         app.shell.add(view, 'main');
       }
