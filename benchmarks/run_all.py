@@ -32,6 +32,7 @@ SUITES = {
     "spawn": ("benchmarks.spawn", {}, {"spawns": 3}),
     "kueue": ("benchmarks.kueue", {}, {"jobs": 100}),
     "usage_report": ("benchmarks.usage_report", {}, {"repeats": 10}),
+    "notebook_capture": ("benchmarks.notebook_capture", {}, {"repeats": 3}),
 }
 
 
