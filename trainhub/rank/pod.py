@@ -28,6 +28,8 @@ def exit_status(code: int) -> int:
 
 
 def run(command: list[str], grace: float) -> int:
+    # The pod's log (kubectl logs) starts with what it runs; the ranks log to the job directory.
+    print(f"[trainhub] running {' '.join(command)}", flush=True)
     child = subprocess.Popen(command)
     stopped: list[tuple[int, float]] = []  # (signal, when) of each stop signal received
 

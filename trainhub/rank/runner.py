@@ -18,6 +18,7 @@ import os
 import re
 import runpy
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -555,6 +556,41 @@ def _flush_checkpoints(status_path: Path) -> bool:
         return False
 
 
+def _stop_handler(ctx: RankContext) -> Any:
+    """SIGTERM (preemption, suspension, a deleted pod, a cancel): run the callbacks the code
+    registered with ``trainhub.checkpoint.on_stop``, finish their saves, then end by SIGTERM
+    as a rank without a handler would."""
+    from trainhub.checkpoint import stopping  # not in the handler: it may interrupt an import
+
+    def handler(signum: int, frame: Any) -> None:
+        signal.signal(signum, signal.SIG_IGN)  # once, however many signals follow
+        name = signal.Signals(signum).name
+        say(f"asked to stop ({name}): running the job's stop callbacks")
+        ctx.job.emit("stop_requested", rank=ctx.rank, attempt=ctx.attempt, signal=name)
+        checkpoint = sys.modules.get("trainhub.checkpoint")
+        # A background save that failed earlier is said, and is no reason not to save now.
+        errors = _errors_of(checkpoint.wait_all) if checkpoint else []
+        errors += stopping.run_stop_callbacks()
+        if checkpoint is not None:
+            errors += _errors_of(checkpoint.wait_all)  # a callback's background save
+        for error in errors:
+            say(f"while stopping: {error}")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    return handler
+
+
+def _errors_of(fn: Any) -> list[str]:
+    try:
+        fn()
+        return []
+    except Exception as exc:
+        return [f"{type(exc).__name__}: {exc}"]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -563,6 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     bundle_dir = Path(args[0]).resolve()
     ctx = RankContext.from_env(bundle_dir)
     redirect_output(ctx.job.rank_log(ctx.rank))
+    signal.signal(signal.SIGTERM, _stop_handler(ctx))
     # A private IPython directory: no user profile or startup files change what a job runs.
     ipython_dir = tempfile.mkdtemp(prefix="trainhub-ipython-")
     os.environ["IPYTHONDIR"] = ipython_dir
