@@ -73,29 +73,6 @@ class CompareParams(Query):
     scalars: bool = Field(
         True, description="Read the training scalars (false: a quick answer without them)"
     )
-    scalars: bool = Field(
-        True, description="Read the training scalars (false: a quick answer without them)"
-    )
-    series: bool = Field(True, description="Add each job's curve of every scalar")
-    points: int | None = Field(
-        None, ge=4, le=1_000_000, description="Downsample each curve to at most this many points"
-    )
-
-
-class CompareParams(Query):
-    repeated = frozenset({"goal"})
-
-    ids: str = Field(
-        min_length=1, max_length=2000, description="2 to 10 of the user's job ids, comma-separated"
-    )
-    goal: list[str] | None = Field(
-        None,
-        description="NAME:min or NAME:max: whether a scalar's best is its smallest or largest "
-        "value (by default min for names with loss, err, perplexity, mse, mae, nll, wer or cer)",
-    )
-    scalars: bool = Field(
-        True, description="Read the training scalars (false: a quick answer without them)"
-    )
     series: bool = Field(True, description="Add each job's curve of every scalar")
     points: int | None = Field(
         None, ge=4, le=1_000_000, description="Downsample each curve to at most this many points"
