@@ -1,0 +1,258 @@
+"""GET trainhub/api/jobs?limit=50 through a real Jupyter server on the Kubernetes backend: 1,000
+trainhub jobs in the team's namespace against 10, with this checkout's reads (each object kind
+listed once per call) and with those of commit PEER (the pods and Workload of each job read
+per job, Kubernetes events synced while reading), side by side on one control plane.
+
+The jobs are made cheaply: KubernetesBackend.submit of a record whose job directory holds
+what a read needs (spec.json, the submitted event), into a ClusterQueue held by its
+``stopPolicy: Hold``: Kueue makes each Job's Workload and admits none, so every job stays
+queued and the list explains each job of its page (Kueue's wait reason). Reconcile is off in
+both servers, so only the requests are measured. PEER runs from ``git archive`` of it.
+
+    python benchmarks/k8s_list.py [--jobs 1000] [--few 10] [--requests 30]
+                                  [--peer-requests 1] [--peer-cap 300] [--kubeconfig PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.control_plane import start_or_reuse  # noqa: E402
+from benchmarks.kueue import KUEUE, new_record  # noqa: E402
+from benchmarks.log_latency import JupyterServer, percentile  # noqa: E402
+from benchmarks.report import print_table  # noqa: E402
+
+PEER = "a23c047"  # the last commit whose Kubernetes reads went job by job
+BACKEND = "trainhub.backends.kubernetes.backend.KubernetesBackend"
+PAGE = "trainhub/api/jobs?limit=50"
+TIME_LIMIT_S = 1800.0  # the peer's list of 1,000 jobs takes minutes; it is measured, not cut
+
+
+def teams_data(names: list[str], shared: Path) -> dict[str, Any]:
+    return {
+        "pools": [
+            {"name": "a100-list", "node_labels": {"trainhub.io/pool": "a100"}, "gpus_per_node": 8}
+        ],
+        "images": [{"name": "pytorch", "image": "registry.invalid/trainhub/pytorch:1"}],
+        "teams": [
+            {
+                "name": n,
+                "groups": [n],
+                "namespace": n,
+                "quota": {"a100-list": {"gpus": 8, "cpu": "64", "memory": "512Gi"}},
+                "images": ["pytorch"],
+                "shared_volume": {"claim": "shared", "mount_path": str(shared / n)},
+            }
+            for n in names
+        ],
+    }
+
+
+def fill(api: Any, teams: Any, team_name: str, count: int, user: str) -> None:
+    """``count`` queued jobs of ``user`` in the team's held ClusterQueue."""
+    from trainhub.backends.kubernetes.backend import KubernetesBackend
+    from trainhub.jobs.directory import JobDir, write_json_atomic
+
+    team = teams.team(team_name)
+    backend = KubernetesBackend(teams, team_name, api_client=api)
+
+    def one(i: int) -> None:
+        record = new_record(team, f"list-{i:04d}", workers=1, gpus=1, pool="a100-list")
+        record = record.model_copy(update={"user": user, "created_at": time.time()})
+        jobdir = JobDir(record.job_dir).create()
+        # Fields left at their defaults are left out, so that PEER's spec model reads it too.
+        spec = record.spec.model_dump(mode="json", exclude_defaults=True)
+        spec.update(id=record.id, user=user)
+        write_json_atomic(jobdir.spec, spec)
+        jobdir.emit("submitted", user=user, host="bench", content_hash="")
+        backend.submit(record)
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(one, range(count)))
+
+
+def get(server: JupyterServer, path: str, timeout: float = TIME_LIMIT_S + 60) -> Any:
+    request = urllib.request.Request(
+        server.base + path, headers={"Authorization": f"token {server.token}"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def measure(
+    label: str,
+    tmp: Path,
+    env: dict[str, str],
+    team: str,
+    jobs: int,
+    requests: int,
+    cap_s: float | None = None,
+) -> dict[str, Any]:
+    """p50/p95/max of ``requests`` pages after one to warm up; with ``cap_s``, no warm-up and
+    requests given up after ``cap_s`` (the figures are then lower bounds, marked ">")."""
+    home, root = tmp / f"{label}-{jobs}" / "home", tmp / f"{label}-{jobs}" / "root"
+    home.mkdir(parents=True)
+    root.mkdir()
+    server = JupyterServer(
+        home,
+        root,
+        backend_class=BACKEND,
+        reconcile_interval=0,
+        call_time_limit=TIME_LIMIT_S,
+    )
+    server.env_overrides = {**env, "TRAINHUB_TEAM": team}
+    samples, cut = [], False
+    with server:
+        if cap_s is None:
+            first = get(server, PAGE)  # warm up; checks the page is what is measured
+            assert first["total"] == jobs and len(first["jobs"]) == min(50, jobs), first
+            assert all(j["wait_reason"] for j in first["jobs"]), first["jobs"][0]
+        for _ in range(requests):
+            start = time.perf_counter()
+            try:
+                get(server, PAGE, timeout=cap_s or TIME_LIMIT_S + 60)
+            except TimeoutError:  # the answer's wait, as urllib raises it past the connection
+                cut = True
+            samples.append((time.perf_counter() - start) * 1000)
+            if cut:
+                break
+    mark = ">" if cut else ""
+    return {
+        "reads": label,
+        "jobs": jobs,
+        "requests": len(samples),
+        "p50 ms": f"{mark}{percentile(samples, 0.5):.1f}",
+        "p95 ms": f"{mark}{percentile(samples, 0.95):.1f}",
+        "max ms": f"{mark}{max(samples):.1f}",
+    }
+
+
+def run(
+    jobs: int = 1000,
+    few: int = 10,
+    requests: int = 30,
+    peer_requests: int = 1,
+    kubeconfig: str | None = None,
+    peer_cap_s: float = 300.0,
+) -> list[dict[str, Any]]:
+    from kubernetes import client, config
+
+    from trainhub.backends.kubernetes.apply import apply_objects
+    from trainhub.backends.kubernetes.render import render
+    from trainhub.teams import parse_teams
+
+    user = "bench"
+    with tempfile.TemporaryDirectory(prefix="trainhub-k8s-list-") as tmp_name:
+        tmp = Path(tmp_name)
+        kube, cluster = start_or_reuse(kubeconfig, tmp)
+        try:
+            api = config.new_client_from_config(config_file=str(kube))
+            suffix = os.urandom(3).hex()
+            names = {n: f"list-{n}-{suffix}" for n in (few, jobs)}
+            data = teams_data(list(names.values()), tmp / "shared")
+            teams = parse_teams(data)
+            teams_file = tmp / "teams.yaml"
+            teams_file.write_text(yaml.safe_dump(data))
+            apply_objects(api, render(teams))  # the namespaces, quotas and queues
+            for name in names.values():  # Kueue makes Workloads, and admits none
+                client.CustomObjectsApi(api).patch_cluster_custom_object(
+                    *KUEUE,
+                    "clusterqueues",
+                    teams.team(name).cluster_queue,
+                    {"spec": {"stopPolicy": "Hold"}},
+                )
+            started = time.perf_counter()
+            for count, name in names.items():
+                fill(api, teams, name, count, user)
+            print(f"{few + jobs} jobs made in {time.perf_counter() - started:.0f} s", flush=True)
+
+            peer = tmp / "peer"
+            peer.mkdir()
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", PEER], capture_output=True, check=True
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", str(peer)], input=archive, check=True)
+            env = {"KUBECONFIG": str(kube), "TRAINHUB_TEAMS_FILE": str(teams_file)}
+            # The server's user is the process's: the jobs are made as that user.
+            env["USER"] = env["LOGNAME"] = user
+            trees = {
+                "this checkout": {},
+                f"{PEER} (per job)": {
+                    "PYTHONPATH": os.pathsep.join([str(peer), str(peer / "server_extension")])
+                },
+            }
+            rows = []
+            for label, extra in trees.items():
+                for count, name in names.items():
+                    slow = "checkout" not in label and count != few  # the peer, many jobs
+                    n = peer_requests if slow else requests
+                    cap = peer_cap_s if slow else None
+                    row = measure(label, tmp, {**env, **extra}, name, count, n, cap)
+                    print(row, flush=True)
+                    rows.append(row)
+        finally:
+            if cluster is not None:
+                cluster.stop()
+    return rows + ratios(rows, few, jobs)
+
+
+def ratios(rows: list[dict[str, Any]], few: int, jobs: int) -> list[dict[str, Any]]:
+    """p95 of many jobs over few, for each; ours over the peer's, at each count. A figure cut
+    short (">") makes its ratio a bound."""
+    p95 = {(r["reads"], r["jobs"]): r["p95 ms"] for r in rows}
+    ours, peer = rows[0]["reads"], rows[-1]["reads"]
+
+    def ratio(a: str, b: str) -> str:
+        value = float(a.lstrip(">")) / float(b.lstrip(">"))
+        bound = ">" if a.startswith(">") else "<" if b.startswith(">") else ""
+        return f"{bound}{value:.3g}"
+
+    return [
+        {
+            "reads": f"ratio {jobs} jobs / {few} jobs, p95: {label}",
+            "p95 ms": ratio(p95[label, jobs], p95[label, few]),
+        }
+        for label in (ours, peer)
+    ] + [
+        {
+            "reads": f"ratio this checkout / {PEER}, p95, {n} jobs",
+            "p95 ms": ratio(p95[ours, n], p95[peer, n]),
+        }
+        for n in (few, jobs)
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--few", type=int, default=10)
+    parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument("--peer-requests", type=int, default=1)
+    parser.add_argument("--peer-cap", type=float, default=300.0, help="seconds")
+    parser.add_argument("--kubeconfig")
+    args = parser.parse_args()
+    rows = run(
+        args.jobs, args.few, args.requests, args.peer_requests, args.kubeconfig, args.peer_cap
+    )
+    print_table("k8s_list", rows)
+
+
+if __name__ == "__main__":
+    main()
