@@ -19,6 +19,8 @@ export interface ISeries {
   color?: number;
   /** Drawn dashed and faint, e.g. a resumed job's parent before the resume step. */
   dashed?: boolean;
+  /** Drawn as dots without a line: a scatter (the sweep view's parameter against a metric). */
+  dotsOnly?: boolean;
 }
 
 export interface IChartOptions {
@@ -476,13 +478,13 @@ export class LineChart {
     const smoothing = (o.smoothing ?? 0) > 0;
     this.series.forEach((s, i) => {
       const cls = `${colorClass(s, i)}${s.dashed ? ' jp-mod-dashed' : ''}`;
-      if (smoothing && raw[i].length) {
+      if (smoothing && raw[i].length && !s.dotsOnly) {
         lines.appendChild(svg('path', { d: path(raw[i]), class: `jp-trainhub-chart-line jp-mod-raw ${cls}` }));
       }
-      if (shown[i].length) {
+      if (shown[i].length && !s.dotsOnly) {
         lines.appendChild(svg('path', { d: path(shown[i]), class: `jp-trainhub-chart-line ${cls}` }));
       }
-      if (shown[i].length <= 30) {
+      if (shown[i].length <= 30 || s.dotsOnly) {
         // Few samples: mark each, so a single one is visible at all.
         for (const p of shown[i]) {
           lines.appendChild(

@@ -28,6 +28,7 @@ import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
 import { TrainHubAPI } from './api';
 import { registerCompare } from './widgets/compareview';
+import { registerSweepView } from './widgets/sweepview';
 import { justFinished, JobsModel } from './jobsmodel';
 import { ICheckpointInfo, IConfig, IDescribeJob, IJobSummary } from './models';
 import { IParameter, PARAMETERS_TAG, parseParameterCell } from './parameters';
@@ -93,6 +94,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const api = new TrainHubAPI(app.serviceManager.serverSettings);
     registerCompare(app, api);
+    registerSweepView(app);
     const model = new JobsModel(api);
     let configPromise: Promise<IConfig> | null = null;
     const config = (): Promise<IConfig> => {

@@ -11,6 +11,7 @@ import { TrainHubAPI } from '../api';
 import { IConfig, IDescribeJob, IFieldError, Priority } from '../models';
 import { IParameter } from '../parameters';
 import { ApiError } from '../request';
+import { useSweep } from './sweepform';
 import { errorsByField, FormField, formToSpec, has, ISubmitForm } from '../specform';
 
 export interface ISubmitDialogOptions {
@@ -65,6 +66,7 @@ function SubmitForm(props: {
   const [errors, setErrors] = React.useState<Errors>({});
   const [busy, setBusy] = React.useState<'' | 'checking' | 'submitting'>('');
   const [checked, setChecked] = React.useState(false);
+  const sweep = useSweep(api, parameters.map(p => p.name)); // sweepform.tsx
   const defaults = React.useMemo(
     () => Object.fromEntries(parameters.map(p => [p.name, p.text])),
     [parameters]
@@ -109,6 +111,10 @@ function SubmitForm(props: {
     setBusy('submitting');
     try {
       await props.options.save();
+      if (sweep.active) {
+        const started = await sweep.submit(formToSpec(form, config, defaults));
+        return started ? props.onDone(null) : setBusy('');
+      }
       const job = await api.submit(formToSpec(form, config, defaults));
       props.onDone(job);
     } catch (error) {
@@ -297,6 +303,7 @@ function SubmitForm(props: {
           ))}
           <FieldErrors errors={errors.parameters} id="trainhub-error-parameters" />
         </fieldset>
+        {sweep.fields}
         <FieldErrors errors={errors.general} id="trainhub-error-general" />
         {checked ? <div className="jp-trainhub-form-ok">The server accepts this job.</div> : null}
       </div>
