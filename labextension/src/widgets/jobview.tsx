@@ -340,7 +340,7 @@ function JobActions(props: {
   if (!ended) {
     return (
       <button
-        className="jp-mod-styled jp-mod-warn jp-Button jp-trainhub-cancel"
+        className="jp-mod-styled jp-Button jp-trainhub-cancel"
         disabled={cancelling}
         onClick={async () => {
           try {
