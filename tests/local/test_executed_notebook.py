@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -204,3 +206,29 @@ def test_readers_see_the_cells_done_so_far_and_never_half_a_file(tmp_path: Path)
         "last cell\n",
     ]
     assert nb.metadata.trainhub.state == "completed" and reads > 10
+
+
+def test_a_rank_asked_to_stop_keeps_what_it_ran(tmp_path: Path) -> None:
+    job = cells_job(
+        tmp_path, ["print('done')", "import time\nprint('waiting', flush=True)\ntime.sleep(600)"]
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainhub.rank.runner", str(job.bundle)],
+        env=rank_env(job),
+        cwd=job.root,
+        start_new_session=True,
+    )
+    path = job.root / "notebook.ipynb"
+    try:
+        wait_for(lambda: path.exists() and read_notebook(path).cells[1].outputs, 60, "cell 2")
+        os.killpg(proc.pid, signal.SIGTERM)  # as torchrun and the supervisor stop a job
+        proc.wait(60)
+    finally:
+        proc.kill()
+    nb = read_notebook(path)
+    assert nb.metadata.trainhub.state == "stopped"
+    assert [c.metadata.trainhub.status for c in nb.cells] == ["ok", "stopped"]
+    assert [c.outputs[0].text for c in nb.cells] == [
+        "done\n",
+        "waiting\n[trainhub] asked to stop (SIGTERM): running the job's stop callbacks\n",
+    ]

@@ -140,7 +140,8 @@ class NotebookCapture:
         self._displays: dict[str, list[tuple[_Cell, dict[str, Any]]]] = {}
         self._pid = os.getpid()
         self._lock = threading.RLock()
-        self._write_lock = threading.Lock()
+        # Reentrant: a stop (SIGTERM) may close the notebook while this thread was writing it.
+        self._write_lock = threading.RLock()
         self._dirty = True
         self._last_write = 0.0
         self._paused = 0
@@ -183,6 +184,8 @@ class NotebookCapture:
             self._flusher.join()
         with self._lock:
             self.state = state
+            if self._current is not None:  # stopped inside a cell
+                self._current.status = state
             self._current = None
             self._dirty = True
         self.write()
@@ -451,7 +454,10 @@ def captured(
     if not writes_notebook(job, rank):
         yield None
         return
+    from trainhub.checkpoint.stopping import on_stop
+
     capture = NotebookCapture(job, cells, rank=rank, attempt=attempt)
+    on_stop(lambda: capture.close("stopped"))  # asked to stop: the cells so far, said so
     streams = sys.stdout, sys.stderr
     sys.stdout = Tee(streams[0], "stdout", capture)  # type: ignore[assignment]
     sys.stderr = Tee(streams[1], "stderr", capture)  # type: ignore[assignment]

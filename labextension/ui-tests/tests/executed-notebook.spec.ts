@@ -1,0 +1,58 @@
+/**
+ * A job's executed notebook in its job view: the Notebook tab renders the cells the job ran
+ * with JupyterLab's own renderers (the matplotlib figure as an image, the HTML, the failing
+ * cell's traceback), the failure box opens it at the cell that raised, and a copy lands in the
+ * workspace as a new notebook.
+ */
+import { expect, test } from '@jupyterlab/galata';
+import * as path from 'path';
+import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+
+const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
+const NOTEBOOK = 'examples/executed.ipynb';
+
+test('the executed notebook opens in the job view, at the failing cell too', async ({ page }) => {
+  test.setTimeout(300 * 1000);
+  await openNewNotebook(page, NOTEBOOK, [
+    cell('markdown', '# An executed notebook'),
+    cell('code', "print('hello from the job')"),
+    cell('code', 'import matplotlib.pyplot as plt\nplt.plot([1, 4, 9, 16])\nplt.title("squares")'),
+    cell('code', "from IPython.display import HTML\nHTML('<b>bold</b> words')"),
+    cell('code', "raise ValueError('the failing cell')"),
+    cell('code', "print('never reached')")
+  ]);
+  const dialog = await openSubmitDialog(page, 'executed');
+  await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(dialog).toHaveCount(0);
+
+  const row = page.locator('.jp-trainhub-job').filter({ hasText: 'executed' }).first();
+  await expect(row).toHaveAttribute('data-state', 'failed', { timeout: 180 * 1000 });
+  await row.dblclick();
+  const view = page.locator('.jp-trainhub-jobview:visible');
+  await view.locator('.lm-TabBar-tab').filter({ hasText: 'Notebook' }).click();
+
+  const notebook = view.locator('.jp-trainhub-executed-notebook');
+  await expect(notebook.locator('.jp-CodeCell')).toHaveCount(5);
+  await expect(notebook.locator('.jp-OutputArea-output').first()).toHaveText('hello from the job');
+  await expect(notebook.locator('.jp-RenderedImage img')).toHaveCount(1);
+  await expect(notebook.locator('.jp-RenderedHTMLCommon b')).toHaveText('bold');
+  await expect(notebook.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]'))
+    .toContainText('ValueError: the failing cell');
+  await expect(notebook.locator('.jp-InputPrompt').first()).toContainText('[1]');
+  await expect(view.locator('.jp-trainhub-notebook-status')).toContainText('4 of 5 cells run');
+  await page.screenshot({ path: path.join(DOCS, 'job-notebook.png') });
+
+  // The failure box opens the executed notebook at the cell that raised.
+  await view.locator('.lm-TabBar-tab').filter({ hasText: 'Overview' }).click();
+  await view.getByRole('button', { name: 'Open the executed notebook there' }).click();
+  await expect(notebook.locator('.jp-trainhub-flash')).toContainText('the failing cell');
+
+  // A copy in the workspace, named after the job, opens as a notebook of its own.
+  await view.getByRole('button', { name: 'Copy into workspace' }).click();
+  await expect(view.locator('.jp-trainhub-notebook-status')).toContainText('Copied to examples/executed-');
+  await expect
+    .poll(() =>
+      page.evaluate(() => (window as any).jupyterapp.shell.currentWidget?.context?.path ?? '')
+    )
+    .toMatch(/^examples\/executed-executed-[0-9a-f]+\.ipynb$/);
+});
