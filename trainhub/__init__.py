@@ -16,6 +16,7 @@ _LAZY = {
     "submit": ("trainhub.api", "submit"),
     "get_job": ("trainhub.api", "get_job"),
     "jobs": ("trainhub.api", "jobs"),
+    "compare": ("trainhub.api", "compare"),
     "Job": ("trainhub.api", "Job"),
     "log": ("trainhub.metrics.scalars", "log"),
     "checkpoint": ("trainhub.checkpoint", None),
@@ -30,6 +31,7 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
     "submit",
     "get_job",
     "jobs",
+    "compare",
     "Job",
     "log",
     "checkpoint",
@@ -43,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
     from trainhub import checkpoint, datasets, distributed
-    from trainhub.api import Job, datasets_available, get_job, jobs, submit
+    from trainhub.api import Job, compare, datasets_available, get_job, jobs, submit
     from trainhub.jobs.spec import JobSpec
     from trainhub.metrics.scalars import log
 

@@ -11,6 +11,7 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
+import trainhub
 from tests.server.conftest import OTHER, insert_job, spec
 from tests.server.test_jobs import wait_for_state
 from trainhub import cli
@@ -105,6 +106,11 @@ async def test_three_real_runs_side_by_side(
     )
     assert status == 200, flipped
     assert flipped["series"] == [] and flipped["scalars"][-1]["best_job"] == a
+
+    # The Python API answers the same comparison.
+    same_again = trainhub.compare(a, b, c, goals={"loss": "max"}, points=4)
+    assert [j.id for j in same_again.jobs] == [a, b, c]
+    assert same_again.scalars[-1].goal == "max" and same_again.scalars[-1].best_job == a
 
     # The CLI says the same, differing rows first.
     assert cli.main(["compare", a, b, c]) == 0
