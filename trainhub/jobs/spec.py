@@ -389,7 +389,9 @@ class JobSpec(Model):
         resources = info.data.get("resources")  # absent when it was refused itself
         world = resources.world_size if isinstance(resources, Resources) else None
         for rank in v:
-            if rank < 0 or (world is not None and rank >= world):
+            if rank < 0:
+                raise ValueError(f"{rank} is not a rank; ranks are numbered from 0")
+            if world is not None and rank >= world:
                 ranks = "its only rank is 0" if world == 1 else f"its ranks are 0 to {world - 1}"
                 raise ValueError(f"the job has no rank {rank}; {ranks}")
         return v
