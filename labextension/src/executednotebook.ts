@@ -21,7 +21,7 @@ export function cellsRun(nb: IExecutedNotebook): number {
 
 /** The ranks that keep an executed notebook: the spec's notebook_ranks ([0] unless it says). */
 export function notebookRanks(job: Pick<IDescribeJob, 'spec' | 'world_size'>): number[] {
-  const ranks = (job.spec as { notebook_ranks?: number[] | 'all' }).notebook_ranks ?? [0];
+  const ranks = job.spec.notebook_ranks ?? [0];
   if (ranks === 'all') {
     return Array.from({ length: job.world_size }, (_, r) => r);
   }

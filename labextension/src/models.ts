@@ -101,6 +101,8 @@ export interface IJobSpec {
   tags?: string[];
   resume_from?: ICheckpointRef | null;
   sweep?: ISweepRef | null;
+  /** Ranks that keep their executed notebook (default [0]). */
+  notebook_ranks?: number[] | 'all';
 }
 
 export interface IVerdict {
