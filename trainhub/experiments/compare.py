@@ -305,12 +305,13 @@ def _parse_lines(data: bytes, into: Scalars) -> None:
 
 
 class _ScalarCache:
-    """Parsed scalars files by (device, inode), kept with the offset parsed up to: the file is
-    only ever appended to, so a second comparison parses only what was added since."""
+    """Parsed scalars files by job directory, device and inode, kept with the offset parsed up
+    to: the file is only ever appended to, so a second comparison parses only what was added
+    since (a file replaced or cut shorter is parsed again)."""
 
     def __init__(self, size: int = 32):
         self.size = size
-        self.entries: OrderedDict[tuple[int, int], tuple[int, Scalars]] = OrderedDict()
+        self.entries: OrderedDict[tuple[str, int, int], tuple[int, Scalars]] = OrderedDict()
         self.lock = threading.Lock()
 
     def read(self, jobdir: JobDir) -> Scalars:
@@ -320,7 +321,7 @@ class _ScalarCache:
             return Scalars()
         with f:
             st = os.fstat(f.fileno())
-            key = (st.st_dev, st.st_ino)
+            key = (str(jobdir.root), st.st_dev, st.st_ino)
             with self.lock:
                 offset, scalars = self.entries.pop(key, (0, None))
             if scalars is None or offset > st.st_size:
