@@ -38,7 +38,7 @@ async def test_denied_resource_is_refused_everywhere(
             assert refused.value.code == 403, path
             continue
         for name in routes.methods(handler):
-            body = "{}" if name == "post" else None
+            body = "{}" if name in ("post", "put", "patch") else None
             response = await jp_fetch(path, method=name.upper(), body=body, raise_error=False)
             assert response.code == 403, (name, path, response.code)
             assert re.search(rb"not authorized to \w+ on resource: trainhub", response.body)
