@@ -255,6 +255,11 @@ export class LogView {
       badge.textContent = `r${rank}`;
       row.appendChild(badge);
     }
+    const label = kind === 'cell' ? document.createElement('span') : row;
+    if (kind === 'cell') {
+      label.className = 'jp-trainhub-log-cell-label';
+      row.appendChild(label);
+    }
     let spans =
       kind === 'cell'
         ? [{ text: this.shownText(index), style: {} }]
@@ -266,7 +271,7 @@ export class LogView {
       const current = results.rows[results.current] === index ? results.current - first : -1;
       spans = markSpans(spans, ranges, current);
     }
-    renderSpans(row, spans);
+    renderSpans(label, spans);
   }
 
   private firstVisibleRow(): number {
