@@ -118,7 +118,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
     states = [JobState(s) for s in args.state] if args.state else None
     page = service().list_jobs(
-        ListJobsQuery(states=states, limit=args.limit), user=None if args.all_users else _user()
+        ListJobsQuery(states=states, limit=args.limit, search=args.search),
+        user=None if args.all_users else _user(),
     )
     if args.json:
         _print_json(page)
@@ -317,6 +318,22 @@ def cmd_resubmit(args: argparse.Namespace) -> int:
 
     job = service().resubmit(args.job)
     _print_json(job) if args.json else print(job.id)
+    return 0
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    svc = service()
+    tags = None
+    if args.tag or args.untag:
+        tags = [t for t in svc.describe(args.job).tags if t not in args.untag]
+        tags += [t for t in args.tag if t not in tags]
+    job = svc.edit(args.job, {"tags": tags, "note": args.note})
+    if args.json:
+        _print_json(job)
+    else:
+        print(f"{job.id}: tags {', '.join(job.tags) or '(none)'}; note {job.note or '(none)'}")
     return 0
 
 
@@ -519,6 +536,7 @@ def parser() -> argparse.ArgumentParser:
     j = sub.add_parser("jobs", help="list jobs")
     j.add_argument("--state", action="append", choices=[s.value for s in JobState])
     j.add_argument("--limit", type=int, default=50)
+    j.add_argument("--search", help="words found in the name, tags, note or parameters")
     j.add_argument("--all-users", action="store_true")
     j.add_argument("--json", action="store_true")
     j.set_defaults(func=cmd_jobs)
@@ -533,6 +551,14 @@ def parser() -> argparse.ArgumentParser:
         v.add_argument("job")
         v.add_argument("--json", action="store_true")
         v.set_defaults(func=func)
+
+    e = sub.add_parser("edit", help="change a job's tags or note (its spec stays as submitted)")
+    e.add_argument("job")
+    e.add_argument("--tag", action="append", default=[], help="add a tag (repeatable)")
+    e.add_argument("--untag", action="append", default=[], help="remove a tag (repeatable)")
+    e.add_argument("--note", help="replace the note ('' clears it)")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=cmd_edit)
 
     r = sub.add_parser("resume", help="a new job starting from a checkpoint of this one")
     r.add_argument("job")

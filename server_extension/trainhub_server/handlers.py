@@ -22,7 +22,7 @@ from trainhub.checkpoint.layout import read_manifest
 from trainhub.errors import TooLarge
 from trainhub.experiments.compare import parse_goals
 from trainhub.jobs import limits
-from trainhub.jobs.models import ListJobsQuery
+from trainhub.jobs.models import JobEdit, ListJobsQuery
 from trainhub.jobs.spec import explain
 from trainhub.usage.models import UsageQuery
 from trainhub_server.base import TrainhubHandlerMixin, dump, field_error
@@ -120,7 +120,12 @@ class JobsHandler(TrainhubAPIHandler):
     async def get(self) -> None:
         params = self.query(ListJobsParams)
         query = ListJobsQuery(
-            states=params.state, limit=params.limit, before=params.before, sweep=params.sweep
+            states=params.state,
+            limit=params.limit,
+            before=params.before,
+            sweep=params.sweep,
+            search=params.q,
+            scalar=params.scalar,
         )
         self.reply(await self.calls.call(self.service.list_jobs, query, user=self.owner))
 
@@ -204,6 +209,12 @@ class JobHandler(TrainhubAPIHandler):
     @authorized
     async def get(self, job_id: str) -> None:
         self.reply(await self.calls.call(self.service.describe, job_id, user=self.owner))
+
+    @web.authenticated
+    @authorized
+    async def patch(self, job_id: str) -> None:
+        change = self.body_as(JobEdit)
+        self.reply(await self.calls.call(self.service.edit, job_id, change, user=self.owner))
 
 
 class CancelHandler(TrainhubAPIHandler):

@@ -23,7 +23,7 @@ from trainhub.datasets.catalog import DatasetList
 from trainhub.experiments.compare import Comparison
 from trainhub.experiments.models import DescribeSweep, SweepList
 from trainhub.experiments.sweep import CreateSweep
-from trainhub.jobs.models import DescribeJob, JobPage
+from trainhub.jobs.models import DescribeJob, JobEdit, JobPage, JobSummary
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub.jobs.spec import JobSpec
 from trainhub.usage.models import UsageReport
@@ -145,6 +145,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "One job with spec, lineage, state, wait reason, position, timeline and verdict",
         DescribeJob,
         errors=JOB,
+    ),
+    ("/jobs/{job_id}", "patch"): Operation(
+        "Change a job's tags or note after submission (its spec stays as submitted)",
+        JobSummary,
+        body=JobEdit,
+        body_required=True,
+        errors=(*JOB, 413),
     ),
     ("/jobs/{job_id}/cancel", "post"): Operation(
         "Cancel a job (queued jobs at once; running ones are stopped)",

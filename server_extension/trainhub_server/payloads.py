@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from trainhub.backends.base import Backend
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.jobs import limits as job_limits
+from trainhub.jobs.search import MAX_SEARCH_CHARS
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import FieldError, Resources
 from trainhub.jobs.states import JobState
@@ -36,6 +37,15 @@ class ListJobsParams(Query):
     limit: int = Field(50, ge=1, le=500)
     before: int | None = Field(
         None, ge=0, le=MAX_INTEGER, description="seq to page from (next_before of a page)"
+    )
+    q: str | None = Field(
+        None,
+        max_length=MAX_SEARCH_CHARS,
+        description="Only jobs whose name, tags, note or parameters (name=value) hold every "
+        "word of this",
+    )
+    scalar: str | None = Field(
+        None, max_length=200, description="Add each job's latest value of this training scalar"
     )
     sweep: str | None = Field(None, max_length=63, description="Only the trials of this sweep")
 

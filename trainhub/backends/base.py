@@ -6,6 +6,7 @@ The service prepares the job directory (spec, bundle, lineage) before calling ``
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from enum import StrEnum
@@ -57,13 +58,39 @@ class Backend(ABC):
         limit: int,
         before_seq: int | None,
         sweep_id: str | None = None,
+        search: str | None = None,
     ) -> list[JobRecord]:
-        """Newest first; only the trials of sweep ``sweep_id`` when given."""
+        """Newest first; only the trials of sweep ``sweep_id`` when given; only jobs that
+        ``search`` finds (:mod:`trainhub.jobs.search`) when given."""
 
     @abstractmethod
     def count(
-        self, *, user: str | None, states: Sequence[JobState] | None, sweep_id: str | None = None
+        self,
+        *,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        sweep_id: str | None = None,
+        search: str | None = None,
     ) -> int: ...
+
+    def edit(self, job_id: str, *, tags: list[str] | None, note: str | None) -> JobRecord:
+        """Change a job's tags and note (None: unchanged); returns the job as changed. Kept by
+        default in its job directory (``edits.json``), which outlives the workload; a backend
+        with a store of its own keeps them there."""
+        from trainhub.errors import NotFound
+        from trainhub.jobs.directory import JobDir
+
+        record = self.get(job_id)
+        if record is None:
+            raise NotFound(f"No job {job_id}.")
+        changed = record.model_copy(
+            update={
+                "tags": record.tags if tags is None else tags,
+                "note": record.note if note is None else note,
+            }
+        )
+        JobDir(record.job_dir).write_edits(changed.tags, changed.note)
+        return changed
 
     @abstractmethod
     def cancel(self, job_id: str, reason: str) -> JobRecord:
@@ -72,6 +99,11 @@ class Backend(ABC):
     @abstractmethod
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
         """For a queued job: a sentence saying why it waits, and how many jobs are ahead."""
+
+    def reading(self) -> contextlib.AbstractContextManager[None]:
+        """A scope whose reads (a page of the job list, its total, its wait reasons) the
+        backend may answer from one look at its state; by default each read looks afresh."""
+        return contextlib.nullcontext()
 
     def wait_reasons(
         self, records: Sequence[JobRecord]

@@ -27,6 +27,8 @@ EVENTS = "events.jsonl"
 SPEC = "spec.json"
 LINEAGE = "lineage.json"
 NOTEBOOK = "notebook.ipynb"
+EDITS = "edits.json"  # tags and note changed after submission
+SCALAR_TAIL_BYTES = 64 << 10
 # A JSON document of the job directory (spec, lineage) is read whole: past this it is refused.
 MAX_JSON_BYTES = 64 << 20
 log = logging.getLogger(__name__)
@@ -236,3 +238,47 @@ class JobDir:
         when ``length`` cuts the log."""
         chunk = logs.read_chunk(self.log_reader(rank), offset, length)
         return chunk.data, chunk.next_offset
+
+    # --- after submission -------------------------------------------------------------------
+    def read_edits(self, submitted_tags: list[str]) -> dict[str, Any]:
+        """The tags and note the job was given after submission (``edits.json``); the submitted
+        tags and no note when it was never edited (or the file is not the job's own JSON)."""
+        try:
+            data = self.read_json(EDITS)
+        except (OSError, ValueError, confined.NotAJobFile):
+            data = None
+        if not isinstance(data, dict):
+            return {"tags": list(submitted_tags), "note": ""}
+        tags = data.get("tags")
+        ok = isinstance(tags, list) and all(isinstance(t, str) for t in tags)
+        note = data.get("note")
+        return {
+            "tags": tags if ok else list(submitted_tags),
+            "note": note if isinstance(note, str) else "",
+        }
+
+    def write_edits(self, tags: list[str], note: str) -> None:
+        confined.replace(self.root, EDITS, json.dumps({"tags": tags, "note": note}).encode())
+
+    def last_scalar(self, name: str) -> dict[str, Any] | None:
+        """The latest record of scalar ``name`` in the end of ``metrics/scalars.jsonl`` (its
+        last :data:`SCALAR_TAIL_BYTES`): cheap enough for every row of a list; None when it
+        is not there (or the file is not the job's own)."""
+        relative = "metrics/scalars.jsonl"
+        try:
+            end = confined.size(self.root, relative)
+            start = max(0, end - SCALAR_TAIL_BYTES)
+            tail = confined.read_range(self.root, relative, start, end - start)
+        except (OSError, confined.NotAJobFile):
+            return None
+        needle = json.dumps(name).encode()
+        for line in reversed(tail.split(b"\n")[1 if start else 0 :]):
+            if needle not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("name") == name:
+                return record
+        return None

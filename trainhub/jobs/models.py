@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trainhub.jobs import limits
+from trainhub.jobs.search import MAX_SEARCH_CHARS
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
 
@@ -42,6 +44,9 @@ class JobBase(BaseModel):
     attempt: int = 0
     seq: int | None = None  # submission order; page with ListJobsQuery.before
     sweep_id: str | None = None  # the sweep this job is a trial of (spec.sweep.id)
+    # Editable after submission (JobEdit); the spec keeps the tags it was submitted with.
+    tags: list[str] = Field(default_factory=list)
+    note: str = ""
 
 
 class JobDetails(BaseModel):
@@ -73,6 +78,14 @@ class JobRecord(JobDetails, JobBase):
         return self
 
 
+class LatestScalar(BaseModel):
+    """The last value a job logged of one training scalar."""
+
+    name: str
+    step: int
+    value: float
+
+
 class JobSummary(JobBase):
     """A row of the jobs list."""
 
@@ -82,6 +95,15 @@ class JobSummary(JobBase):
     position: int | None = None  # queued jobs ahead of this one
     failure_class: FailureClass | None = None
     source: str  # notebook or script path
+    parameters: dict[str, Any] = Field(
+        default_factory=dict, description="The parameters the job was given (spec.parameters)"
+    )
+    origin: str | None = Field(
+        None, description="What it runs again, e.g. 'resume of train-1a2b at step 74'"
+    )
+    scalar: LatestScalar | None = Field(
+        None, description="The latest value of the scalar the list was asked for (?scalar=)"
+    )
 
 
 class DescribeJob(JobDetails, JobSummary):
@@ -101,9 +123,37 @@ class ListJobsQuery(BaseModel):
     limit: int = Field(50, ge=1, le=500)
     before: int | None = Field(None, description="Return jobs submitted before this seq (paging)")
     sweep: str | None = Field(None, description="Only the trials of this sweep")
+    search: str | None = Field(
+        None, max_length=MAX_SEARCH_CHARS, description="Words found in name, tags, note, parameters"
+    )
+    scalar: str | None = Field(
+        None, max_length=200, description="Add each job's latest value of this scalar"
+    )
 
 
 class JobPage(BaseModel):
     jobs: list[JobSummary]
     next_before: int | None = None
     total: int
+
+
+MAX_NOTE_CHARS = 2000
+
+
+class JobEdit(BaseModel):
+    """What may change of a job after submission: its tags and its note (None: unchanged)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    tags: list[Annotated[str, Field(min_length=1, max_length=63)]] | None = None
+    note: str | None = Field(None, max_length=MAX_NOTE_CHARS)
+
+    @field_validator("tags")
+    @classmethod
+    def _few_tags(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        most = limits.current().tags
+        if len(v) > most:
+            raise ValueError(f"at most {most} tags")
+        return list(dict.fromkeys(v))  # each once, in the order given

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -17,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from pydantic import ValidationError
 
 from trainhub import settings
 from trainhub.backends.base import Backend, Feature
@@ -39,13 +42,16 @@ from trainhub.jobs.models import (
     DescribeJob,
     JobBase,
     JobDetails,
+    JobEdit,
     JobPage,
     JobRecord,
     JobSummary,
+    LatestScalar,
     ListJobsQuery,
     fields_of,
 )
-from trainhub.jobs.spec import JobSpec, field_error, parse_spec
+from trainhub.jobs.naming import successor_name
+from trainhub.jobs.spec import JobSpec, explain, field_error, parse_spec
 from trainhub.jobs.states import JobState
 from trainhub.usage.models import UsageBy, UsageQuery, UsageReport, since_time
 
@@ -65,6 +71,31 @@ def _check_wanted(abandoned: threading.Event | None) -> None:
         raise SubmitAbandoned(
             "The submit was given up before the job was created; no job was made."
         )
+
+
+def origin_of(record: JobRecord) -> str | None:
+    """What a job runs again, in words: 'resume of X at step 74', 'resubmit of X'."""
+    ref = record.spec.resume_from
+    if ref is not None:
+        at = f"at step {ref.step}" if ref.step is not None else "from its latest checkpoint"
+        return f"resume of {ref.job_id} {at}"
+    if record.resubmitted_from:
+        return f"resubmit of {record.resubmitted_from}"
+    return None
+
+
+def _latest_scalar(record: dict[str, Any] | None) -> LatestScalar | None:
+    try:
+        return None if record is None else LatestScalar.model_validate(record)
+    except ValueError:  # a line the job wrote that is not a scalar record
+        return None
+
+
+def parse_edit(data: dict[str, Any]) -> JobEdit:
+    try:
+        return JobEdit.model_validate(data)
+    except ValidationError as e:
+        raise explain(e) from None
 
 
 def _no_notebook(record: JobRecord, rank: int) -> str:
@@ -211,6 +242,7 @@ class JobService:
             gpus=spec.resources.total_gpus,
             created_at=time.time(),
             resubmitted_from=resubmitted_from,
+            tags=spec.tags,
         )
 
     def _check_paths(self, spec: JobSpec) -> tuple[JobSpec, dict[str, Readable]]:
@@ -258,6 +290,8 @@ class JobService:
         data = old.spec.model_dump(mode="json")
         data.pop("sweep", None)  # a trial run again is a job of its own, not one of the sweep's
         data.update(overrides or {})
+        if data.get("name") == old.name:  # told apart from the job it runs again
+            data["name"] = self._successor_name(old, user)
         return self.submit(data, user=user, resubmitted_from=job_id, abandoned=abandoned)
 
     def resume(
@@ -276,6 +310,25 @@ class JobService:
             overrides={**(overrides or {}), "resume_from": {"job_id": job_id, "step": step}},
             abandoned=abandoned,
         )
+
+    def _successor_name(self, old: JobRecord, user: str) -> str:
+        """``name-2`` (the next number free among the user's jobs) for a job run again; the
+        number of a job that was itself run again counts on (``train-2`` -> ``train-3``)."""
+        numbered = old.resubmitted_from is not None
+        base = re.sub(r"-\d+$", "", old.name) if numbered else old.name
+        taken = self.backend.list_jobs(
+            user=user, states=None, limit=500, before_seq=None, search=base
+        )
+        return successor_name(old.name, (r.name for r in taken), numbered=numbered)
+
+    def edit(
+        self, job_id: str, change: JobEdit | dict[str, Any], *, user: str | None = None
+    ) -> JobSummary:
+        """Change a job's tags or note after submission; its spec stays as submitted."""
+        change = change if isinstance(change, JobEdit) else parse_edit(change)
+        user = user or getpass.getuser()
+        self.record(job_id, user)
+        return self._summary(self.backend.edit(job_id, tags=change.tags, note=change.note))
 
     def cancel(
         self, job_id: str, *, user: str | None = None, reason: str | None = None
@@ -302,26 +355,35 @@ class JobService:
 
     def list_jobs(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
         query = query or ListJobsQuery()
-        records = self.backend.list_jobs(
-            user=user,
-            states=query.states,
-            limit=query.limit,
-            before_seq=query.before,
-            sweep_id=query.sweep,
-        )
-        total = self.backend.count(user=user, states=query.states, sweep_id=query.sweep)
+        with self.backend.reading():  # the page, its total and its wait reasons agree
+            records = self.backend.list_jobs(
+                user=user,
+                states=query.states,
+                limit=query.limit,
+                before_seq=query.before,
+                sweep_id=query.sweep,
+                search=query.search,
+            )
+            total = self.backend.count(
+                user=user, states=query.states, sweep_id=query.sweep, search=query.search
+            )
+            waits = self.backend.wait_reasons(records)
         next_before = records[-1].seq if len(records) == query.limit else None
-        waits = self.backend.wait_reasons(records)
         return JobPage(
-            jobs=[self._summary(r, waits.get(r.id)) for r in records],
+            jobs=[self._summary(r, waits.get(r.id), scalar=query.scalar) for r in records],
             next_before=next_before,
             total=total,
         )
 
     def _summary(
-        self, record: JobRecord, wait: tuple[str | None, int | None] | None = None
+        self,
+        record: JobRecord,
+        wait: tuple[str | None, int | None] | None = None,
+        *,
+        scalar: str | None = None,
     ) -> JobSummary:
         reason, ahead = wait if wait is not None else self.backend.wait_reason(record)
+        latest = JobDir(record.job_dir).last_scalar(scalar) if scalar else None
         return JobSummary(
             **fields_of(record, JobBase),
             priority=record.spec.priority.value,
@@ -332,6 +394,9 @@ class JobService:
             if record.verdict and record.state.terminal
             else None,
             source=record.spec.source.path,
+            parameters=record.spec.parameters,
+            origin=origin_of(record),
+            scalar=_latest_scalar(latest),
         )
 
     def _describe(self, record: JobRecord, *, files: bool = True) -> DescribeJob:

@@ -29,10 +29,10 @@ from pydantic import (
 )
 
 from trainhub.jobs import limits
+from trainhub.jobs.naming import MAX_NAME_LENGTH, slug_name
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DATASET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
-MAX_NAME_LENGTH = 40  # leaves room for the id suffix inside a 63-character Kubernetes name
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Set by trainhub or torchrun for every rank; a job may not override them.
 RESERVED_ENV_PREFIXES = ("TRAINHUB_", "TORCHELASTIC_")
@@ -484,6 +484,4 @@ def parse_spec(data: dict[str, Any]) -> JobSpec:
 
 def default_name(path: str) -> str:
     """A valid job name derived from a notebook or script file name."""
-    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
-    name = re.sub(r"[^a-z0-9]+", "-", stem).strip("-")[:MAX_NAME_LENGTH].strip("-")
-    return name or "job"
+    return slug_name(path.rsplit("/", 1)[-1].rsplit(".", 1)[0])

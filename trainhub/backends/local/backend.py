@@ -84,13 +84,26 @@ class LocalBackend(Backend):
     def get(self, job_id: str) -> JobRecord | None:
         return self.store.get(job_id)
 
-    def list_jobs(self, *, user, states, limit, before_seq, sweep_id=None) -> list[JobRecord]:
+    def list_jobs(
+        self, *, user, states, limit, before_seq, sweep_id=None, search=None
+    ) -> list[JobRecord]:
         return self.store.list_jobs(
-            user=user, states=states, limit=limit, before_seq=before_seq, sweep_id=sweep_id
+            user=user,
+            states=states,
+            limit=limit,
+            before_seq=before_seq,
+            sweep_id=sweep_id,
+            search=search,
         )
 
-    def count(self, *, user, states, sweep_id=None) -> int:
-        return self.store.count(user=user, states=states, sweep_id=sweep_id)
+    def count(self, *, user, states, sweep_id=None, search=None) -> int:
+        return self.store.count(user=user, states=states, sweep_id=sweep_id, search=search)
+
+    def edit(self, job_id: str, *, tags: list[str] | None, note: str | None) -> JobRecord:
+        record = self.store.edit(job_id, tags=tags, note=note)
+        if record is None:
+            raise NotFound(f"No job {job_id}.")
+        return record
 
     def cancel(self, job_id: str, reason: str) -> JobRecord:
         with self.store.transaction() as conn:

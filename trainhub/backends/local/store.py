@@ -12,6 +12,7 @@ thread's statements), and two of its threads wait on each other exactly as two p
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sqlite3
 import threading
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from trainhub.jobs.models import JobRecord
+from trainhub.jobs.search import search_text, words
+from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import JobState
 
 SCHEMA_VERSION = 1  # PRAGMA user_version of a database this module has brought up to date
@@ -55,6 +58,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     cancel_reason     TEXT,
     resubmitted_from  TEXT,
     sweep_id          TEXT,
+    tags              TEXT NOT NULL DEFAULT '[]',
+    note              TEXT NOT NULL DEFAULT '',
+    search            TEXT NOT NULL DEFAULT '',
     updated_at        REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, priority DESC, seq);
@@ -76,13 +82,21 @@ CREATE TABLE IF NOT EXISTS machine (
 # database that lacks them when it is opened).
 _ADDED_COLUMNS = {
     "sweep_id": ("TEXT", "CREATE INDEX IF NOT EXISTS jobs_by_sweep ON jobs (sweep_id, seq DESC)"),
+    "tags": ("TEXT NOT NULL DEFAULT '[]'", None),
+    "note": ("TEXT NOT NULL DEFAULT ''", None),
+    # trainhub.jobs.search.search_text of the job; the index holds it, so a search scans the
+    # index in the list's order and stops at a page of matches.
+    "search": (
+        "TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX IF NOT EXISTS jobs_search ON jobs (user, seq DESC, search)",
+    ),
 }
 
 # Databases written before ``local_jobs`` existed kept these columns in ``jobs``.
 _MOVED_TO_LOCAL_JOBS = ("slots", "supervisor_pid", "supervisor_start", "process_groups")
 
 _RECORD_COLUMNS = tuple(JobRecord.model_fields)
-_JSON_COLUMNS = ("spec", "assigned_gpus", "retries", "verdict")
+_JSON_COLUMNS = ("spec", "assigned_gpus", "retries", "verdict", "tags")
 _SELECT_JOBS = f"SELECT {', '.join(f'jobs.{c}' for c in _RECORD_COLUMNS)} FROM jobs"
 _WITH_LOCAL = " LEFT JOIN local_jobs ON local_jobs.job_id = jobs.id"
 
@@ -113,10 +127,14 @@ def _where(
     states: Sequence[JobState] | None = None,
     before_seq: int | None = None,
     sweep_id: str | None = None,
+    search: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The WHERE clause (empty when nothing is asked) and its arguments of a query over jobs."""
     terms: list[str] = []
     args: list[Any] = []
+    for word in words(search):  # every word found (trainhub.jobs.search)
+        terms.append("jobs.search LIKE ? ESCAPE '\\'")
+        args.append(_like_pattern(word))
     if sweep_id is not None:
         terms.append("jobs.sweep_id = ?")
         args.append(sweep_id)
@@ -130,6 +148,33 @@ def _where(
         terms.append("jobs.seq < ?")
         args.append(before_seq)
     return (" WHERE " + " AND ".join(terms) if terms else ""), args
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_spec(raw: str) -> JobSpec:
+    """A stored spec, parsed once: a spec never changes after submission, and validating it
+    again (its limits, its parameters) was most of the cost of a page of the job list."""
+    return JobSpec.model_validate_json(raw)
+
+
+def _search_of(record: JobRecord) -> str:
+    return search_text(record.name, record.tags, record.note, record.spec.parameters)
+
+
+def _fill_search(conn: sqlite3.Connection) -> None:
+    """Tags (as submitted) and search text of the jobs written before the store kept them."""
+    for job_id, raw in conn.execute("SELECT id, spec FROM jobs").fetchall():
+        spec = json.loads(raw)
+        tags = spec.get("tags") or []
+        text = search_text(spec.get("name", ""), tags, "", spec.get("parameters") or {})
+        conn.execute(
+            "UPDATE jobs SET tags = ?, search = ? WHERE id = ?", (json.dumps(tags), text, job_id)
+        )
+
+
+def _like_pattern(word: str) -> str:
+    """A LIKE pattern (``ESCAPE '\\'``) finding ``word`` anywhere, its own % and _ literal."""
+    return "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 class _ThreadConnection:
@@ -201,6 +246,8 @@ class Store:
             for column, (kind, index) in _ADDED_COLUMNS.items():
                 if column not in columns:
                     conn.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+                    if column == "search":
+                        _fill_search(conn)
                 if index:
                     conn.execute(index)
 
@@ -235,7 +282,7 @@ class Store:
         data = {col: row[col] for col in _RECORD_COLUMNS}
         for col in _JSON_COLUMNS:
             if data[col] is not None:
-                data[col] = json.loads(data[col])
+                data[col] = _stored_spec(data[col]) if col == "spec" else json.loads(data[col])
         data["cancel_requested"] = bool(data["cancel_requested"])
         return JobRecord.model_validate(data)
 
@@ -247,6 +294,7 @@ class Store:
         for col in _JSON_COLUMNS:
             data[col] = None if data[col] is None else json.dumps(data[col])
         data["cancel_requested"] = int(data["cancel_requested"])
+        data["search"] = _search_of(record)
         data["updated_at"] = time.time()
         cols = ", ".join(data)
         marks = ", ".join(f":{c}" for c in data)
@@ -276,6 +324,27 @@ class Store:
             fields["cancel_requested"] = int(fields["cancel_requested"])
         fields["updated_at"] = time.time()
         self._set(conn, "jobs", "id", job_id, fields)
+
+    def edit(self, job_id: str, *, tags: list[str] | None, note: str | None) -> JobRecord | None:
+        """Change a job's tags and note (None: unchanged), and what a search finds it by."""
+        with self.transaction() as conn:
+            record = self.get(job_id, conn)
+            if record is None:
+                return None
+            changed = record.model_copy(
+                update={
+                    "tags": record.tags if tags is None else tags,
+                    "note": record.note if note is None else note,
+                }
+            )
+            self.update(
+                conn,
+                job_id,
+                tags=changed.tags,
+                note=changed.note,
+                search=_search_of(changed),
+            )
+        return changed
 
     def update_local(self, conn: sqlite3.Connection | None, job_id: str, **fields: Any) -> None:
         """Change fields of what this backend keeps of a job (:class:`LocalJob`)."""
@@ -395,9 +464,12 @@ class Store:
         limit: int = 50,
         before_seq: int | None = None,
         sweep_id: str | None = None,
+        search: str | None = None,
     ) -> list[JobRecord]:
         """Newest first, paged by ``before_seq`` (keyset paging stays fast with many jobs)."""
-        where, args = _where(user=user, states=states, before_seq=before_seq, sweep_id=sweep_id)
+        where, args = _where(
+            user=user, states=states, before_seq=before_seq, sweep_id=sweep_id, search=search
+        )
         rows = self._conn.execute(
             f"{_SELECT_JOBS}{where} ORDER BY jobs.seq DESC LIMIT ?", [*args, limit]
         )
@@ -417,6 +489,7 @@ class Store:
         user: str | None = None,
         states: Sequence[JobState] | None = None,
         sweep_id: str | None = None,
+        search: str | None = None,
     ) -> int:
-        where, args = _where(user=user, states=states, sweep_id=sweep_id)
+        where, args = _where(user=user, states=states, sweep_id=sweep_id, search=search)
         return int(self._conn.execute(f"SELECT COUNT(*) FROM jobs{where}", args).fetchone()[0])
