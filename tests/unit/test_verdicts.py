@@ -66,6 +66,7 @@ def test_a_rank_report_wins_over_exit_codes_and_a_stop_wins_over_all():
             "cell_index": 4,
             "line": 2,
             "time": 5.0,
+            "traceback": "Traceback (most recent call last):\n  Cell 5, line 2\nValueError: bad",
         },
         0: {
             "outcome": "error",
@@ -80,6 +81,7 @@ def test_a_rank_report_wins_over_exit_codes_and_a_stop_wins_over_all():
     v = attempt_verdict(attempt=2, rank_results=results, exits=[RankExit(None, 1)])
     assert v.failure_class == FailureClass.CODE and v.rank == 1 and v.attempt == 2
     assert v.reason == "ValueError in cell 5, line 2 (rank 1): bad"
+    assert v.traceback and v.traceback.endswith("ValueError: bad")  # shown in the failure box
     assert not should_retry(v, RetryPolicy(), {})
     stopped = attempt_verdict(
         attempt=0, rank_results=results, exits=[], stop_reason="cancelled by ana"

@@ -26,6 +26,7 @@ class Verdict(BaseModel):
     exit_code: int | None = None
     signal: str | None = None
     attempt: int = 0
+    traceback: str | None = None  # the raising rank's traceback, as its cell printed it
 
 
 class JobBase(BaseModel):

@@ -68,6 +68,7 @@ def rank_error_verdict(rank: int, result: dict[str, Any], attempt: int) -> Verdi
         exception=result.get("exception"),
         message=result.get("message"),
         attempt=attempt,
+        traceback=result.get("traceback"),
     )
 
 
