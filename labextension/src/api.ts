@@ -5,15 +5,28 @@ import {
   ICheckpointInfo,
   IConfig,
   IDescribeJob,
+  IJobEdit,
   IJobPage,
   IJobSpec,
   ILogChunk,
+  IJobSummary,
   INotebookParameters,
   JobState,
   MetricKind
 } from './models';
 import { IComparison } from './compare';
 import { apiUrl, requestAPI } from './request';
+
+/** GET jobs: a page of the user's jobs, found by words (q), states and sweep. */
+export interface IListOptions {
+  states?: JobState[];
+  limit?: number;
+  before?: number | null;
+  sweep?: string;
+  q?: string;
+  /** Add each job's latest value of this training scalar. */
+  scalar?: string;
+}
 
 export class TrainHubAPI {
   constructor(
@@ -31,17 +44,22 @@ export class TrainHubAPI {
     return this.call(['config']);
   }
 
-  listJobs(
-    options: { states?: JobState[]; limit?: number; before?: number; sweep?: string } = {}
-  ): Promise<IJobPage> {
+  listJobs(options: IListOptions = {}): Promise<IJobPage> {
     return this.call(['jobs'], {
       query: {
         state: options.states,
         limit: options.limit ?? 50,
         before: options.before,
-        sweep: options.sweep
+        sweep: options.sweep || undefined,
+        q: options.q || undefined,
+        scalar: options.scalar || undefined
       }
     });
+  }
+
+  /** Change a job's tags or note (its spec stays as submitted). */
+  editJob(jobId: string, change: IJobEdit): Promise<IJobSummary> {
+    return this.call(['jobs', jobId], { method: 'PATCH', body: change });
   }
 
   /** Validate only: resolves when the server accepts the spec, throws ApiError otherwise. */
@@ -124,7 +142,6 @@ export class TrainHubAPI {
       query: { ids: ids.join(','), points, goal: goals, scalars: scalars === false ? 'false' : undefined }
     });
   }
-
 
   notebookParameters(path: string): Promise<INotebookParameters> {
     return this.call(['notebook', 'parameters'], { query: { path } });

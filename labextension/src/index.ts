@@ -30,7 +30,7 @@ import { TrainHubAPI } from './api';
 import { registerCompare } from './widgets/compareview';
 import { registerSweepView } from './widgets/sweepview';
 import { justFinished, JobsModel } from './jobsmodel';
-import { ICheckpointInfo, IConfig, IDescribeJob, IJobSummary } from './models';
+import { ICheckpointInfo, IConfig, IDescribeJob, IJobSummary, TERMINAL_STATES } from './models';
 import { IParameter, PARAMETERS_TAG, parseParameterCell } from './parameters';
 import { ApiError } from './request';
 import { loadCheckpointSource } from './notebookcells';
@@ -38,18 +38,28 @@ import { initialForm } from './specform';
 import { revealCell } from './gotocell';
 import { failureNotice } from './jobsummary';
 import { IJobViewActions, JobView, JobViews } from './widgets/jobview';
-import { JobsPanel } from './widgets/jobspanel';
+import { IJobActions, JobsPanel } from './widgets/jobspanel';
+import { showEditDialog } from './widgets/editdialog';
+import { cancelWithConfirmation } from './cancel';
+import { openRerunDialog } from './rerun';
 import { showSubmitDialog } from './widgets/submitdialog';
 import { executedNotebookPlugin } from './widgets/notebooktab';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 18h3v-6H4v6zm6.5 0h3V8h-3v10zM17 18h3V4h-3v14zM3 20h18v1.5H3z"/></g></svg>`;
 export const trainhubIcon = new LabIcon({ name: 'trainhub:jobs', svgstr: ICON_SVG });
 
+/** The palette's category of every trainhub command: typing "trainhub" finds them all. */
+export const PALETTE_CATEGORY = 'trainhub: training jobs';
+
 export namespace CommandIDs {
   export const submit = 'trainhub:submit';
   export const submitSelected = 'trainhub:submit-selected';
   export const openJobs = 'trainhub:open-jobs';
   export const openJob = 'trainhub:open-job';
+  export const cancelJob = 'trainhub:cancel-job';
+  /** Registered by the compare view (args `{ids}`) and the sweep view (args `{sweepId}`). */
+  export const compare = 'trainhub:compare';
+  export const openSweep = 'trainhub:open-sweep';
 }
 
 /** The cell tagged `parameters`, read from the open notebook. */
@@ -165,27 +175,67 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     };
 
-    const jobActions = {
-      open: (job: IJobSummary) => void openJob(job.id),
-      cancel: async (job: IJobSummary) => {
-        try {
-          model.apply([await api.cancel(job.id, 'cancelled from JupyterLab')]);
-        } catch (error) {
-          reportError(`Could not cancel ${job.name}`, error);
-        }
-      },
-      resubmit: async (job: IJobSummary) => {
-        try {
-          const created = await api.resubmit(job.id);
+    // Resume and resubmit open the submit dialog prefilled from the job (rerun.ts).
+    const rerun = async (
+      jobId: string,
+      kind: 'resubmit' | 'resume',
+      step?: number | null
+    ): Promise<void> => {
+      try {
+        const created = await openRerunDialog({
+          api,
+          config: await config(),
+          job: await api.describe(jobId),
+          kind,
+          step
+        });
+        if (created) {
           model.apply([created]);
           openJob(created.id);
-        } catch (error) {
-          reportError(`Could not resubmit ${job.name}`, error);
         }
+      } catch (error) {
+        reportError(`Could not ${kind} ${jobId}`, error);
+      }
+    };
+    viewActions.rerun = (job, kind, step) => rerun(job.id, kind, step);
+
+    const cancelJob = async (job: IJobSummary): Promise<void> => {
+      try {
+        const cancelled = await cancelWithConfirmation(api, job);
+        if (cancelled) {
+          model.apply([cancelled]);
+        }
+      } catch (error) {
+        reportError(`Could not cancel ${job.name}`, error);
       }
     };
 
-    const panel = new JobsPanel(model, jobActions);
+    const jobActions: IJobActions = {
+      open: (job: IJobSummary) => void openJob(job.id),
+      cancel: cancelJob,
+      resubmit: (job: IJobSummary) => rerun(job.id, 'resubmit'),
+      edit: async (job: IJobSummary) => {
+        const change = await showEditDialog(job);
+        if (!change) {
+          return null;
+        }
+        try {
+          const changed = await api.editJob(job.id, change);
+          model.apply([changed]);
+          return changed;
+        } catch (error) {
+          reportError(`Could not change ${job.name}`, error);
+          return null;
+        }
+      },
+      // Registered by the compare and sweep views, when they are installed.
+      compare: ids => void app.commands.execute(CommandIDs.compare, { ids }),
+      canCompare: () => app.commands.hasCommand(CommandIDs.compare),
+      openSweep: sweepId => void app.commands.execute(CommandIDs.openSweep, { sweepId }),
+      canOpenSweep: () => app.commands.hasCommand(CommandIDs.openSweep)
+    };
+
+    const panel = new JobsPanel(model, api, jobActions);
     panel.title.icon = trainhubIcon;
     app.shell.add(panel, 'left', { rank: 650 });
     restorer?.add(panel, 'trainhub-jobs');
@@ -275,9 +325,32 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
-    palette?.addItem({ command: CommandIDs.submit, category: 'Training jobs' });
-    palette?.addItem({ command: CommandIDs.submitSelected, category: 'Training jobs' });
-    palette?.addItem({ command: CommandIDs.openJobs, category: 'Training jobs' });
+    // The palette finds these by "trainhub" (the category) and by what they do ("cancel").
+    app.commands.addCommand(CommandIDs.cancelJob, {
+      label: args =>
+        args.id ? `Cancel training job ${String(args.id)}…` : 'Cancel training job…',
+      caption: 'Cancel the job of the open job view (asks first)',
+      isEnabled: args => {
+        const id = typeof args.id === 'string' ? args.id : views.currentWidget?.jobId;
+        const job = id ? model.get(id) : undefined;
+        return !!job && !TERMINAL_STATES.has(job.state);
+      },
+      execute: async args => {
+        const id = typeof args.id === 'string' ? args.id : views.currentWidget?.jobId;
+        const job = id ? model.get(id) : undefined;
+        if (job) {
+          await cancelJob(job);
+        }
+      }
+    });
+    for (const command of [
+      CommandIDs.submit,
+      CommandIDs.submitSelected,
+      CommandIDs.openJobs,
+      CommandIDs.cancelJob
+    ]) {
+      palette?.addItem({ command, category: PALETTE_CATEGORY });
+    }
     app.contextMenu.addItem({
       command: CommandIDs.submitSelected,
       selector: '.jp-Notebook .jp-Cell',

@@ -119,6 +119,18 @@ export interface IVerdict {
   attempt?: number;
 }
 
+export interface ILatestScalar {
+  name: string;
+  step: number;
+  value: number;
+}
+
+/** PATCH jobs/{id}: what may change after submission (absent: unchanged). */
+export interface IJobEdit {
+  tags?: string[];
+  note?: string;
+}
+
 export interface IJobSummary {
   id: string;
   name: string;
@@ -140,6 +152,15 @@ export interface IJobSummary {
   seq?: number | null;
   /** The sweep this job is a trial of. */
   sweep_id?: string | null;
+  /** Editable after submission (PATCH jobs/{id}); spec.tags keeps what was submitted. */
+  tags?: string[];
+  note?: string;
+  /** The parameters the job was given. */
+  parameters?: Record<string, unknown>;
+  /** What it runs again, e.g. "resume of train-1a2b at step 74". */
+  origin?: string | null;
+  /** The latest value of the scalar the list was asked for (listJobs({ scalar })). */
+  scalar?: ILatestScalar | null;
 }
 
 export interface ITimelineEvent {

@@ -235,3 +235,92 @@ export function pythonLiteral(value: unknown): string {
   }
   return String(value);
 }
+
+/** What a parameter's default is, from its source text: the type its values must have. */
+export type ParameterKind = 'bool' | 'int' | 'float' | 'str' | 'none' | 'list' | 'dict' | 'other';
+
+export function parameterKind(defaultText: string): ParameterKind {
+  const r = parsePythonLiteral(defaultText);
+  if (!r.ok) {
+    return 'other'; // an expression (1 / 3, np.float32(...)): nothing to check against
+  }
+  const v = r.value;
+  if (v === null) {
+    return 'none';
+  }
+  if (typeof v === 'boolean') {
+    return 'bool';
+  }
+  if (typeof v === 'number') {
+    // JSON has one number type: the source text says whether the notebook wrote a float.
+    return /[.eE]/.test(defaultText) ? 'float' : 'int';
+  }
+  if (typeof v === 'string') {
+    return 'str';
+  }
+  return Array.isArray(v) ? 'list' : 'dict';
+}
+
+const KIND_WORDS: Record<ParameterKind, string> = {
+  bool: 'True or False',
+  int: 'a whole number',
+  float: 'a number',
+  str: 'text',
+  none: 'any value',
+  list: 'a list, e.g. [1, 2]',
+  dict: "a dict, e.g. {'a': 1}",
+  other: 'any value'
+};
+
+/**
+ * The value to submit for `text` typed for a parameter whose default is `defaultText`: as
+ * `parameterValue`, except that text for a text parameter stays text (`5` means '5').
+ */
+export function parameterValueFor(defaultText: string, text: string): unknown {
+  const value = parameterValue(text);
+  return parameterKind(defaultText) === 'str' && typeof value !== 'string' ? text.trim() : value;
+}
+
+/**
+ * Why `text` is not a value of the default's type (a typo in a float, a fraction for a
+ * whole number), or null when it is one.
+ */
+export function parameterError(defaultText: string, text: string): string | null {
+  const kind = parameterKind(defaultText);
+  if (kind === 'other' || kind === 'none' || kind === 'str') {
+    return null;
+  }
+  const r = parsePythonLiteral(text);
+  const v = r.ok ? r.value : undefined;
+  const fits =
+    r.ok &&
+    (kind === 'bool'
+      ? typeof v === 'boolean'
+      : kind === 'int'
+        ? typeof v === 'number' && Number.isInteger(v) && !/[.eE]/.test(text)
+        : kind === 'float'
+          ? typeof v === 'number'
+          : kind === 'list'
+            ? Array.isArray(v)
+            : typeof v === 'object' && v !== null && !Array.isArray(v));
+  if (fits) {
+    return null;
+  }
+  const shown = text.trim() ? `“${text.trim()}”` : 'an empty value';
+  return `${shown} is not ${KIND_WORDS[kind]}, as the notebook's default ${defaultText} is.`;
+}
+
+/** Each parameter's type error, by name (a typo in a float, a fraction for an int). */
+export function parameterErrors(
+  parameters: IParameter[],
+  values: Record<string, string>
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of parameters) {
+    const error = parameterError(p.text, values[p.name] ?? p.text);
+    if (error) {
+      out[p.name] = error;
+    }
+  }
+  return out;
+}

@@ -1,8 +1,33 @@
 /** The submit dialog's form state and its translation to a JobSpec (and errors back). */
-import { Feature, ICellSelection, IConfig, IFieldError, IJobSpec, Priority } from './models';
-import { IParameter, parameterValue } from './parameters';
+import {
+  Feature,
+  ICellSelection,
+  ICheckpointRef,
+  IConfig,
+  IFieldError,
+  IJobSpec,
+  Priority
+} from './models';
+import { slugName } from './naming';
+import { IParameter, parameterValueFor, pythonLiteral } from './parameters';
 
-export const MAX_NAME_LENGTH = 40;
+/** Running a job again from the dialog: what it runs again, and from where. */
+export interface IRerun {
+  kind: 'resubmit' | 'resume';
+  jobId: string;
+  jobName: string;
+  /** resume: the checkpoint's step (null: the job's latest checkpoint). */
+  step?: number | null;
+  /** resubmit of a resumed job: the checkpoint it started from. */
+  resumedFrom?: ICheckpointRef | null;
+  /** resubmit of a resumed job: the step of its own latest checkpoint, if it saved one. */
+  latestStep?: number | null;
+  /** The name the server will give it (shown until a name of one's own is typed). */
+  suggestedName: string;
+}
+
+/** Where a resubmitted resumed job starts. */
+export type StartFrom = 'same' | 'latest' | 'scratch';
 
 export interface ISubmitForm {
   notebookPath: string;
@@ -20,6 +45,10 @@ export interface ISubmitForm {
   parameters: Record<string, string>;
   cells: 'all' | 'selected';
   selectedCells: number[];
+  /** Set when the dialog runs a job again (resume, resubmit). */
+  rerun?: IRerun;
+  /** For a resubmit of a resumed job. */
+  startFrom?: StartFrom;
 }
 
 /** The form's fields, also the keys field errors are shown under. */
@@ -41,13 +70,7 @@ export type FormField =
 export function defaultJobName(path: string): string {
   const file = path.split('/').pop() ?? '';
   const dot = file.lastIndexOf('.');
-  const stem = (dot > 0 ? file.slice(0, dot) : file).toLowerCase();
-  const name = stem
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, MAX_NAME_LENGTH)
-    .replace(/-+$/g, '');
-  return name || 'job';
+  return slugName(dot > 0 ? file.slice(0, dot) : file);
 }
 
 export function has(config: Pick<IConfig, 'features'>, feature: Feature): boolean {
@@ -101,7 +124,7 @@ export function formToSpec(
   const parameters: Record<string, unknown> = {};
   for (const [name, text] of Object.entries(form.parameters)) {
     if (text.trim() !== (defaults[name] ?? '').trim()) {
-      parameters[name] = parameterValue(text);
+      parameters[name] = parameterValueFor(defaults[name] ?? '', text);
     }
   }
   const resources: Record<string, unknown> = {
@@ -112,7 +135,7 @@ export function formToSpec(
     resources.processes_per_worker = count(form.processesPerWorker);
   }
   const spec: IJobSpec = {
-    name: form.name.trim(),
+    name: submittedName(form),
     source: { kind: 'notebook', path: form.notebookPath, cells },
     parameters,
     resources
@@ -163,4 +186,144 @@ export function errorsByField(errors: IFieldError[]): Partial<Record<FormField, 
     (out[key] ??= []).push(message);
   }
   return out;
+}
+
+/** The name a form submits: what was typed, made valid by the server's rule; for a job run
+ * again with no name typed, the name the server will give it. */
+export function submittedName(form: Pick<ISubmitForm, 'name' | 'rerun'>): string {
+  if (!form.name.trim() && form.rerun) {
+    return form.rerun.suggestedName;
+  }
+  return form.name.trim() ? slugName(form.name) : '';
+}
+
+/** "resume from step 74 of train-1a2b": what a rerun runs again, in words. */
+export function rerunStatement(rerun: IRerun, startFrom: StartFrom = 'same'): string {
+  const of = `${rerun.jobName} (${rerun.jobId})`;
+  if (rerun.kind === 'resume') {
+    return rerun.step !== null && rerun.step !== undefined
+      ? `Resume from step ${rerun.step} of ${of}`
+      : `Resume from the latest checkpoint of ${of}`;
+  }
+  const from = rerun.resumedFrom;
+  if (!from || startFrom === 'scratch') {
+    return `Resubmit of ${of}${from ? ', from scratch' : ''}`;
+  }
+  if (startFrom === 'latest' && rerun.latestStep !== null && rerun.latestStep !== undefined) {
+    return `Resubmit of ${of}, from its latest checkpoint (step ${rerun.latestStep})`;
+  }
+  const step =
+    from.step !== null && from.step !== undefined ? `step ${from.step}` : 'the latest checkpoint';
+  return `Resubmit of ${of}, from the same checkpoint: ${step} of ${from.job_id}`;
+}
+
+/** The checkpoint a rerun starts from (null: from scratch). */
+export function rerunResumeFrom(
+  rerun: IRerun,
+  startFrom: StartFrom = 'same'
+): ICheckpointRef | null {
+  if (rerun.kind === 'resume') {
+    return { job_id: rerun.jobId, step: rerun.step ?? null };
+  }
+  if (!rerun.resumedFrom || startFrom === 'scratch') {
+    return null;
+  }
+  if (startFrom === 'latest') {
+    return rerun.latestStep !== null && rerun.latestStep !== undefined
+      ? { job_id: rerun.jobId, step: rerun.latestStep }
+      : { job_id: rerun.resumedFrom.job_id, step: null };
+  }
+  return rerun.resumedFrom;
+}
+
+/**
+ * The resubmit request of a rerun form: the source job and the spec fields to change. The
+ * name is left to the server (a distinct one) unless one was typed.
+ */
+export function rerunRequest(
+  form: ISubmitForm,
+  config: Pick<IConfig, 'features' | 'teams'>,
+  defaults: Record<string, string> = {}
+): { jobId: string; overrides: Partial<IJobSpec> } {
+  const rerun = form.rerun!;
+  const { name, ...rest } = formToSpec(form, config, defaults);
+  const overrides: Partial<IJobSpec> = {
+    ...rest,
+    resume_from: rerunResumeFrom(rerun, form.startFrom)
+  };
+  if (form.name.trim()) {
+    overrides.name = name;
+  }
+  return { jobId: rerun.jobId, overrides };
+}
+
+/**
+ * The form for running `spec` again: its resources, settings and parameters (each as
+ * Python source, over the notebook's own), the name left for the server to choose.
+ */
+export function formFromSpec(
+  spec: IJobSpec,
+  config: IConfig,
+  parameters: IParameter[],
+  rerun: IRerun
+): ISubmitForm {
+  const base = initialForm(spec.source.path, config, parameters);
+  const res = spec.resources ?? {};
+  const cells = spec.source.kind === 'notebook' ? spec.source.cells : undefined;
+  const given: Record<string, string> = {};
+  for (const [k, v] of Object.entries(spec.parameters ?? {})) {
+    given[k] = pythonLiteral(v);
+  }
+  return {
+    ...base,
+    name: '',
+    image: spec.image ?? base.image,
+    workers: String(res.workers ?? 1),
+    processesPerWorker:
+      res.processes_per_worker !== null && res.processes_per_worker !== undefined
+        ? String(res.processes_per_worker)
+        : '',
+    gpusPerWorker: String(res.gpus_per_worker ?? 0),
+    team: spec.team ?? base.team,
+    queue: spec.queue ?? base.queue,
+    priority: spec.priority ?? base.priority,
+    maxRuntime: runtimeText(spec.max_runtime),
+    parameters: { ...base.parameters, ...given },
+    cells: cells?.mode === 'indices' ? 'selected' : 'all',
+    selectedCells: cells?.mode === 'indices' ? (cells.indices ?? []) : [],
+    rerun,
+    startFrom: rerun.resumedFrom ? 'same' : undefined
+  };
+}
+
+/** A stored max_runtime (seconds, or an ISO 8601 duration such as PT1H30M) as 1h30m. */
+export function runtimeText(value: IJobSpec['max_runtime']): string {
+  if (value === null || value === undefined || value === '') {
+    return '';
+  }
+  let seconds: number;
+  if (typeof value === 'number') {
+    seconds = value;
+  } else {
+    const m = /^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$/.exec(value);
+    if (!m) {
+      return value;
+    }
+    const [d, h, mi, s] = m.slice(1).map(x => (x ? parseFloat(x) : 0));
+    seconds = d * 86400 + h * 3600 + mi * 60 + s;
+  }
+  const parts: string[] = [];
+  for (const [unit, size] of [
+    ['d', 86400],
+    ['h', 3600],
+    ['m', 60],
+    ['s', 1]
+  ] as const) {
+    const n = Math.floor(seconds / size);
+    if (n) {
+      parts.push(`${n}${unit}`);
+      seconds -= n * size;
+    }
+  }
+  return parts.join('') || '';
 }

@@ -9,18 +9,36 @@ import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
 import { IConfig, IDescribeJob, IFieldError, Priority } from '../models';
-import { IParameter } from '../parameters';
+import { isValidName, slugName } from '../naming';
+import { IParameter, parameterErrors, parameterKind } from '../parameters';
 import { ApiError } from '../request';
 import { useSweep } from './sweepform';
-import { errorsByField, FormField, formToSpec, has, ISubmitForm } from '../specform';
+import {
+  errorsByField,
+  FormField,
+  formToSpec,
+  has,
+  ISubmitForm,
+  rerunRequest,
+  rerunResumeFrom,
+  rerunStatement,
+  StartFrom,
+  submittedName
+} from '../specform';
+
+/** What the Check button does, said where it is pressed. */
+export const CHECK_EXPLAINED =
+  'Check is a dry run: the server checks the spec, the notebook, the resources and the ' +
+  'checkpoint as a submit would, and nothing is submitted.';
 
 export interface ISubmitDialogOptions {
   api: TrainHubAPI;
   config: IConfig;
   form: ISubmitForm;
   parameters: IParameter[];
-  /** Saves the notebook; called right before the job is submitted. */
-  save: () => Promise<void>;
+  /** Saves the notebook; called right before the job is submitted (none for a rerun of a
+   * notebook that is not open). */
+  save?: () => Promise<void>;
 }
 
 type Errors = Partial<Record<FormField, string[]>>;
@@ -89,10 +107,26 @@ function SubmitForm(props: {
     }
   };
 
+  const typeErrors = parameterErrors(parameters, form.parameters);
+  const rerun = form.rerun;
+  const typed = form.name.trim();
+  const slug = typed ? slugName(typed) : '';
+  const specOf = () => {
+    const spec = formToSpec(form, config, defaults);
+    if (rerun) {
+      spec.resume_from = rerunResumeFrom(rerun, form.startFrom);
+    }
+    return spec;
+  };
+
   const check = async (): Promise<boolean> => {
+    if (Object.keys(typeErrors).length) {
+      setErrors({ parameters: Object.entries(typeErrors).map(([k, e]) => `${k}: ${e}`) });
+      return false;
+    }
     setBusy('checking');
     try {
-      await api.validate(formToSpec(form, config, defaults));
+      await api.validate(specOf());
       setErrors({});
       setChecked(true);
       return true;
@@ -110,12 +144,18 @@ function SubmitForm(props: {
     }
     setBusy('submitting');
     try {
-      await props.options.save();
-      if (sweep.active) {
+      await props.options.save?.();
+      if (sweep.active && !rerun) {
         const started = await sweep.submit(formToSpec(form, config, defaults));
         return started ? props.onDone(null) : setBusy('');
       }
-      const job = await api.submit(formToSpec(form, config, defaults));
+      let job: IDescribeJob;
+      if (rerun) {
+        const request = rerunRequest(form, config, defaults);
+        job = await api.resubmit(request.jobId, request.overrides);
+      } else {
+        job = await api.submit(formToSpec(form, config, defaults));
+      }
       props.onDone(job);
     } catch (error) {
       report(error);
@@ -148,17 +188,71 @@ function SubmitForm(props: {
         }
       }}
     >
-      <div className="jp-Dialog-header">Submit {form.notebookPath} as a job</div>
+      <div className="jp-Dialog-header">
+        {rerun ? rerunStatement(rerun, form.startFrom) : `Submit ${form.notebookPath} as a job`}
+      </div>
       <div className="jp-trainhub-form-body">
-        <Row label="Name" field="name" errors={errors}>
+        {rerun ? (
+          <div className="jp-trainhub-rerun-source" data-field="source">
+            Runs {form.notebookPath} as it is now, with the resources, settings and parameters
+            {` ${rerun.jobName}`} ran with, below.
+          </div>
+        ) : null}
+        <Row
+          label="Name"
+          field="name"
+          errors={errors}
+          hint={
+            typed && !isValidName(typed)
+              ? `Submitted as ${slug} (lower-case letters, digits and '-')`
+              : rerun && !typed
+                ? `Leave empty for ${rerun.suggestedName}, told apart from ${rerun.jobName}`
+                : undefined
+          }
+        >
           <input
             className="jp-mod-styled"
             name="name"
             value={form.name}
+            placeholder={rerun?.suggestedName}
             autoFocus
             onChange={e => update({ name: e.target.value })}
           />
         </Row>
+        {rerun?.kind === 'resubmit' && rerun.resumedFrom ? (
+          <Row label="Start from" field="general" errors={{}}>
+            <span className="jp-trainhub-radio-group" role="radiogroup" aria-label="Start from">
+              {(
+                [
+                  [
+                    'same',
+                    `the same checkpoint (${
+                      rerun.resumedFrom.step ?? 'latest'
+                    } of ${rerun.resumedFrom.job_id})`
+                  ],
+                  [
+                    'latest',
+                    rerun.latestStep !== null && rerun.latestStep !== undefined
+                      ? `the latest one (step ${rerun.latestStep} of ${rerun.jobId})`
+                      : `the latest one of ${rerun.resumedFrom.job_id}`
+                  ],
+                  ['scratch', 'scratch (no checkpoint)']
+                ] as [StartFrom, string][]
+              ).map(([value, label]) => (
+                <label key={value}>
+                  <input
+                    type="radio"
+                    name="startFrom"
+                    value={value}
+                    checked={(form.startFrom ?? 'same') === value}
+                    onChange={() => update({ startFrom: value })}
+                  />
+                  {label}
+                </label>
+              ))}
+            </span>
+          </Row>
+        ) : null}
         {config.images.length ? (
           <Row
             label="Image"
@@ -283,30 +377,54 @@ function SubmitForm(props: {
               No cell tagged “parameters” in this notebook.
             </div>
           )}
-          {parameters.map(p => (
-            <label className="jp-trainhub-form-row" key={p.name}>
-              <span className="jp-trainhub-form-label jp-trainhub-mono">{p.name}</span>
-              <span className="jp-trainhub-form-control">
-                <input
-                  className={`jp-mod-styled jp-trainhub-mono${
-                    form.parameters[p.name] !== p.text ? ' jp-mod-changed' : ''
-                  }`}
-                  name={`param-${p.name}`}
-                  value={form.parameters[p.name] ?? ''}
-                  onChange={e =>
-                    update({ parameters: { ...form.parameters, [p.name]: e.target.value } })
-                  }
-                />
-                {p.comment ? <span className="jp-trainhub-form-hint">{p.comment}</span> : null}
-              </span>
-            </label>
-          ))}
+          {parameters.map(p => {
+            const value = form.parameters[p.name] ?? '';
+            const set = (text: string) =>
+              update({ parameters: { ...form.parameters, [p.name]: text } });
+            const changed = value.trim() !== p.text.trim() ? ' jp-mod-changed' : '';
+            return (
+              <label className="jp-trainhub-form-row" key={p.name} data-parameter={p.name}>
+                <span className="jp-trainhub-form-label jp-trainhub-mono">{p.name}</span>
+                <span className="jp-trainhub-form-control">
+                  {parameterKind(p.text) === 'bool' ? (
+                    <input
+                      type="checkbox"
+                      className={`jp-trainhub-param-bool${changed}`}
+                      name={`param-${p.name}`}
+                      checked={value.trim() === 'True'}
+                      onChange={e => set(e.target.checked ? 'True' : 'False')}
+                    />
+                  ) : (
+                    <input
+                      className={`jp-mod-styled jp-trainhub-mono${changed}${
+                        typeErrors[p.name] ? ' jp-mod-invalid' : ''
+                      }`}
+                      name={`param-${p.name}`}
+                      value={value}
+                      aria-invalid={!!typeErrors[p.name]}
+                      onChange={e => set(e.target.value)}
+                    />
+                  )}
+                  {p.comment ? <span className="jp-trainhub-form-hint">{p.comment}</span> : null}
+                  <FieldErrors
+                    errors={typeErrors[p.name] ? [typeErrors[p.name]] : undefined}
+                    id={`trainhub-error-param-${p.name}`}
+                  />
+                </span>
+              </label>
+            );
+          })}
           <FieldErrors errors={errors.parameters} id="trainhub-error-parameters" />
         </fieldset>
-        {sweep.fields}
+        {rerun ? null : sweep.fields}
         <FieldErrors errors={errors.general} id="trainhub-error-general" />
-        {checked ? <div className="jp-trainhub-form-ok">The server accepts this job.</div> : null}
+        {checked ? (
+          <div className="jp-trainhub-form-ok">
+            The server would accept this job as {submittedName(form)}; nothing was submitted yet.
+          </div>
+        ) : null}
       </div>
+      <div className="jp-trainhub-form-hint jp-trainhub-check-hint">{CHECK_EXPLAINED}</div>
       <div className="jp-Dialog-footer">
         <button
           type="button"
@@ -319,6 +437,7 @@ function SubmitForm(props: {
           type="button"
           className="jp-Dialog-button jp-mod-styled"
           disabled={!!busy}
+          title={CHECK_EXPLAINED}
           onClick={() => void check()}
         >
           <span className="jp-Dialog-buttonLabel">

@@ -1,33 +1,44 @@
 /**
  * A job that would run for ten minutes: it saves a checkpoint, is cancelled from the jobs
- * panel, is resubmitted from there, and a third run resumes from its checkpoint.
+ * panel (which asks first), is resubmitted through the submit dialog prefilled from it (a
+ * distinct name), and a third run resumes from its checkpoint through the same dialog, which
+ * says where it starts. Resubmitting the resumed job asks where to start. Screenshots of the
+ * confirmation and the prefilled dialog go to docs/.
  */
 import { expect, test } from '@jupyterlab/galata';
+import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
 
+const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/long_run.ipynb';
 
 const code = (source: string) => cell('code', source);
+const parameters = {
+  ...code('seconds = 600\nrate = 0.5\nverbose = False'),
+  metadata: { tags: ['parameters'] }
+};
 
 test('cancel a running job, resubmit it, and resume from its checkpoint', async ({ page }) => {
-  test.setTimeout(300 * 1000);
+  test.setTimeout(360 * 1000);
   await openNewNotebook(page, NOTEBOOK, [
+    parameters,
     code('import time\nimport torch\nimport trainhub.checkpoint as ckpt'),
     code(
       'last = ckpt.latest()\nstart = last.step + 1 if last else 0\n' +
-        "print(f'starting at step {start}', flush=True)"
+        "print(f'starting at step {start} rate {rate}', flush=True)"
     ),
     code("ckpt.save({'w': torch.zeros(2)}, start).wait()\nprint(f'saved step {start}', flush=True)"),
-    code('for _ in range(1200):\n    time.sleep(0.5)')
+    code('for _ in range(int(seconds / rate)):\n    time.sleep(rate)')
   ]);
   const dialog = await openSubmitDialog(page, 'long-run');
   await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(dialog).toHaveCount(0);
 
-  const rows = page.locator('.jp-trainhub-job').filter({ hasText: 'long-run' });
+  const panel = page.locator('#trainhub-jobs');
+  const rows = panel.locator('.jp-trainhub-job').filter({ hasText: 'long-run' });
   await expect(rows).toHaveCount(1);
   const first = await rows.first().getAttribute('data-job-id');
-  const row = page.locator(`.jp-trainhub-job[data-job-id="${first}"]`);
+  const row = panel.locator(`.jp-trainhub-job[data-job-id="${first}"]`);
 
   // It runs and has saved step 0 before it is cancelled.
   await row.getByRole('button', { name: 'Open' }).click();
@@ -38,39 +49,89 @@ test('cancel a running job, resubmit it, and resume from its checkpoint', async 
   });
   await expect(row).toHaveAttribute('data-state', 'running');
 
-  await row.getByRole('button', { name: 'Cancel' }).click();
+  // Cancel from the panel asks first; keeping it running changes nothing.
+  await row.getByRole('button', { name: 'Cancel…' }).click();
+  const confirm = page.locator('.jp-Dialog').filter({ hasText: 'Cancel job' });
+  await expect(confirm).toContainText(`Cancel long-run (${first})?`);
+  await page.screenshot({ path: path.join(DOCS, 'cancel-confirm.png') });
+  await confirm.getByRole('button', { name: 'Keep running' }).click();
+  await expect(confirm).toHaveCount(0);
+  await page.waitForTimeout(2000);
+  await expect(row).toHaveAttribute('data-state', 'running');
+  await row.getByRole('button', { name: 'Cancel…' }).click();
+  await confirm.getByRole('button', { name: 'Cancel job' }).click();
   await expect(row).toHaveAttribute('data-state', 'cancelled', { timeout: 60 * 1000 });
   await expect(row.locator('.jp-trainhub-failure')).toHaveCount(0); // cancelled is no failure
-  await expect(view.locator('.jp-trainhub-log-status')).toContainText('ended');
 
-  // Resubmit makes a new job of the same notebook; it starts from scratch.
-  await row.getByRole('button', { name: 'Resubmit' }).click();
-  await expect(rows).toHaveCount(2);
-  const second = page.locator(`.jp-trainhub-job:not([data-job-id="${first}"])`).filter({
-    hasText: 'long-run'
-  });
+  // Resubmit opens the dialog prefilled from the job, stating it, with a distinct name.
+  await row.getByRole('button', { name: 'Resubmit…' }).click();
+  const again = page.locator('.jp-trainhub-submit-dialog');
+  await expect(again.locator('.jp-Dialog-header')).toHaveText(`Resubmit of long-run (${first})`);
+  await expect(again.locator('.jp-trainhub-rerun-source')).toContainText(
+    `Runs ${NOTEBOOK} as it is now`
+  );
+  await expect(again.locator('input[name="name"]')).toHaveAttribute('placeholder', 'long-run-2');
+  await expect(again.locator('input[name="param-seconds"]')).toHaveValue('600');
+  await expect(again.locator('input[name="param-verbose"]')).toHaveAttribute('type', 'checkbox');
+  // A typo in a float is refused before anything is sent.
+  await again.locator('input[name="param-rate"]').fill('0.O5');
+  await expect(again.locator('#trainhub-error-param-rate')).toContainText('is not a number');
+  await again.locator('input[name="param-rate"]').fill('0.25');
+  await again.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(again).toHaveCount(0);
+  const second = panel.locator('.jp-trainhub-job').filter({ hasText: 'long-run-2' });
+  await expect(second).toHaveCount(1);
+  await expect(second).toContainText(`resubmit of ${first}`);
+  await expect(second).toContainText('rate=0.25');
   await expect(second).toHaveAttribute('data-state', /queued|starting|running/);
-  const secondId = await second.getAttribute('data-job-id');
-  await second.getByRole('button', { name: 'Cancel' }).click();
+  await second.getByRole('button', { name: 'Cancel…' }).click();
+  await confirm.getByRole('button', { name: 'Cancel job' }).click();
   await expect(second).toHaveAttribute('data-state', 'cancelled', { timeout: 60 * 1000 });
 
-  // "Resume from" on the first job's checkpoint starts a third that continues after it.
+  // "Resume from" on the first job's checkpoint opens the same dialog, saying from where.
   await row.getByRole('button', { name: 'Open' }).click();
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Checkpoints' }).click();
   const step0 = view.locator('.jp-trainhub-checkpoints tr[data-step="0"]');
   await expect(step0).toBeVisible();
   await step0.getByRole('button', { name: 'Resume from' }).click();
-  await expect(rows).toHaveCount(3);
-  const third = page
-    .locator('.jp-trainhub-job')
-    .filter({ hasText: 'long-run' })
-    .and(page.locator(`:not([data-job-id="${first}"]):not([data-job-id="${secondId}"])`));
+  const resume = page.locator('.jp-trainhub-submit-dialog');
+  await expect(resume.locator('.jp-Dialog-header')).toHaveText(
+    `Resume from step 0 of long-run (${first})`
+  );
+  await expect(resume.locator('input[name="name"]')).toHaveAttribute('placeholder', 'long-run-3');
+  await expect(resume.locator('input[name="processesPerWorker"]')).toHaveValue('1');
+  await expect(resume.locator('input[name="param-rate"]')).toHaveValue('0.5');
+  await expect(resume.locator('.jp-trainhub-check-hint')).toContainText('Check is a dry run');
+  await page.screenshot({ path: path.join(DOCS, 'resume-dialog.png') });
+  await resume.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(resume).toHaveCount(0);
+  const third = panel.locator('.jp-trainhub-job').filter({ hasText: 'long-run-3' });
+  await expect(third).toContainText(`resume of ${first} at step 0`);
   const thirdId = await third.getAttribute('data-job-id');
   const resumed = page.locator(`#trainhub-job-${thirdId}`);
   await resumed.locator('.lm-TabBar-tab').filter({ hasText: 'Logs' }).click();
   await expect(resumed.locator('.jp-trainhub-logview')).toContainText('starting at step 1', {
     timeout: 180 * 1000
   });
-  await third.getByRole('button', { name: 'Cancel' }).click();
+  await expect(resumed.locator('.jp-trainhub-logview')).toContainText('saved step 1', {
+    timeout: 60 * 1000
+  });
+  await third.getByRole('button', { name: 'Cancel…' }).click();
+  await confirm.getByRole('button', { name: 'Cancel job' }).click();
   await expect(third).toHaveAttribute('data-state', 'cancelled', { timeout: 60 * 1000 });
+
+  // Resubmitting the resumed job asks where to start: same checkpoint, the latest, scratch.
+  await third.getByRole('button', { name: 'Resubmit…' }).click();
+  const choice = page.locator('.jp-trainhub-submit-dialog');
+  const start = choice.getByRole('radiogroup', { name: 'Start from' });
+  await expect(start.locator('input[value="same"]')).toBeChecked();
+  await expect(start).toContainText(`the same checkpoint (0 of ${first})`);
+  await expect(start).toContainText(`the latest one (step 1 of ${thirdId})`);
+  await expect(choice.locator('.jp-Dialog-header')).toContainText('from the same checkpoint');
+  await start.locator('input[value="scratch"]').check();
+  await expect(choice.locator('.jp-Dialog-header')).toHaveText(
+    `Resubmit of long-run-3 (${thirdId}), from scratch`
+  );
+  await choice.getByRole('button', { name: 'Cancel', exact: true }).click();
+  await expect(choice).toHaveCount(0);
 });

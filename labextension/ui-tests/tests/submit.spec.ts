@@ -25,13 +25,19 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await dialog.locator('input[name="param-epochs"]').fill('1');
   await dialog.locator('input[name="param-steps_per_epoch"]').fill('20');
 
+  // A natural name is made valid by the server's rule, and the dialog says so.
+  await dialog.locator('input[name="name"]').fill('Train DDP 0.5');
+  await expect(dialog.locator('[data-field="name"]')).toContainText('Submitted as train-ddp-0-5');
   // A refused value is reported next to its field by the server's dry run.
-  await dialog.locator('input[name="name"]').fill('Bad Name');
+  await dialog.locator('input[name="processesPerWorker"]').fill('99');
   await dialog.getByRole('button', { name: 'Check' }).click();
-  await expect(dialog.locator('#trainhub-error-name')).toBeVisible();
+  await expect(dialog.locator('#trainhub-error-processesPerWorker')).toBeVisible();
+  await dialog.locator('input[name="processesPerWorker"]').fill('2');
   await dialog.locator('input[name="name"]').fill('train-ddp');
   await dialog.getByRole('button', { name: 'Check' }).click();
-  await expect(dialog.getByText('The server accepts this job.')).toBeVisible();
+  await expect(
+    dialog.getByText('The server would accept this job as train-ddp; nothing was submitted yet.')
+  ).toBeVisible();
   await page.screenshot({ path: path.join(DOCS, 'submit-dialog.png') });
 
   await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
