@@ -342,8 +342,8 @@ class CompareBody extends ReactWidget {
 
 /**
  * A comparison of `ids` in the main area; curves of at most `points` points (0: all). Two
- * requests at once: one without scalars, which answers quickly, paints the tables; the full
- * one (the scalar files of every job read) then adds scalars and curves.
+ * requests: one without scalars, which answers quickly, paints the tables; the full one (the
+ * scalar files of every job read) then adds scalars and curves.
  */
 export class CompareView extends MainAreaWidget<CompareBody> {
   constructor(
@@ -363,17 +363,15 @@ export class CompareView extends MainAreaWidget<CompareBody> {
       body.error = (e as Error).message ?? String(e);
       body.update();
     };
+    // The full request only once the quick one has answered: asked at once, it would read
+    // the scalar files on the server meanwhile and slow the quick answer down.
     void api
       .compare(ids, { scalars: false })
       .then(c => {
-        if (body.scalarsPending && !body.error) {
-          body.comparison = c;
-          body.update();
-        }
+        body.comparison = c;
+        body.update();
+        return api.compare(ids, { points: points || undefined });
       })
-      .catch(fail);
-    void api
-      .compare(ids, { points: points || undefined })
       .then(c => {
         body.comparison = c;
         body.scalarsPending = false;
