@@ -29,6 +29,7 @@ SUITES = {
     "log_latency": ("benchmarks.log_latency", {}, {}),
     "job_streams": ("benchmarks.job_streams", {}, {"seconds": 10}),
     "list_endpoint": ("benchmarks.list_endpoint", {}, {"requests": 60}),
+    "list_search": ("benchmarks.list_search", {}, {"requests": 60}),
     "spawn": ("benchmarks.spawn", {}, {"spawns": 3}),
     "kueue": ("benchmarks.kueue", {}, {"jobs": 100}),
     "usage_report": ("benchmarks.usage_report", {}, {"repeats": 10}),
