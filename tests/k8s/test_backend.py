@@ -71,7 +71,13 @@ class Team:
         )
 
     def submit(
-        self, name: str, *, workers: int = 1, gpus: int = 8, priority: str = "normal"
+        self,
+        name: str,
+        *,
+        workers: int = 1,
+        gpus: int = 8,
+        priority: str = "normal",
+        retry: dict[str, Any] | None = None,
     ) -> str:
         spec = {
             "name": name,
@@ -79,6 +85,7 @@ class Team:
             "priority": priority,
             "team": self.ns,
             "resources": {"workers": workers, "gpus_per_worker": gpus},
+            **({"retry": retry} if retry is not None else {}),
         }
         return self.service.submit(spec, user="ada").id
 
@@ -86,11 +93,17 @@ class Team:
         return self.service.describe(job_id, user="ada").state
 
     def wait_state(self, job_id: str, state: JobState, timeout: float = 60) -> Any:
-        return wait_for(
-            f"{job_id} {state.value}",
-            lambda: (d := self.service.describe(job_id, user="ada")).state == state and d,
-            timeout,
-        )
+        """Once the job reads ``state``, a reconcile (which the server runs periodically)
+        records it in the job directory, as reads never do."""
+
+        def reached() -> Any:
+            described = self.service.describe(job_id, user="ada")
+            if described.state != state:
+                return None
+            self.backend.reconcile()
+            return described
+
+        return wait_for(f"{job_id} {state.value}", reached, timeout)
 
     def pods(self, job_id: str) -> list[Any]:
         return (
@@ -176,7 +189,7 @@ def test_higher_priority_preempts_lower(team: Team) -> None:
 
 
 def test_failing_pod_gets_its_verdict(team: Team) -> None:
-    job_id = team.submit("oom", gpus=1)
+    job_id = team.submit("oom", gpus=1, retry={"infrastructure": 0})  # the verdict is final
     team.wait_state(job_id, JobState.RUNNING)
     team.end_pods(job_id, result="Failed", exit_code="137", reason="OOMKilled")
     failed = team.wait_state(job_id, JobState.FAILED)

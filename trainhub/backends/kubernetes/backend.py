@@ -13,14 +13,16 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainhub import settings
 from trainhub.backends.base import Backend, Feature
-from trainhub.backends.kubernetes import manifests, status
+from trainhub.backends.kubernetes import manifests, recovery, status
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.checkpoint.layout import resume_checkpoint
@@ -30,6 +32,7 @@ from trainhub.jobs import confined
 from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
+from trainhub.jobs.search import found
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import count_retry
@@ -41,6 +44,12 @@ from trainhub.usage.models import UsageBy, UsageGroup
 from trainhub.usage.store import UsageStore
 
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
+KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"  # on the Workload Kueue makes for a Job
+_PAGE_WORKLOADS = object()  # reading()'s key for the Workloads of the page just listed
+# (connect, read) seconds for each API request: a cluster that does not answer ends the
+# request with an error well within the server's call_time_limit, never holding a worker.
+REQUEST_TIMEOUT = (5.0, 10.0)
+DELETE_WAIT_SECONDS = 30.0  # for a failed Job to be gone before its retry's takes its name
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
@@ -69,6 +78,7 @@ class KubernetesBackend(Backend):
         jobs_root: Path | None = None,
         api_client: Any = None,
         default_image: str | None = None,
+        request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
     ):
         from kubernetes import client
 
@@ -79,6 +89,10 @@ class KubernetesBackend(Backend):
         self.jobs_root = Path(jobs_root or Path(self.team.shared_volume.mount_path) / "jobs")
         self.default_image = default_image or teams.image(self.team.images[0]).image
         self.api = api_client or _default_client()
+        self.request_timeout = request_timeout
+        # What reconcile last recorded of each Job: uid -> the resource versions it saw.
+        self._reconciled: dict[str, tuple[Any, ...]] = {}
+        self._reading = threading.local()  # what reading() has seen, per thread
         self.core = client.CoreV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
@@ -91,7 +105,7 @@ class KubernetesBackend(Backend):
     @classmethod
     def from_env(cls) -> KubernetesBackend:
         """TRAINHUB_TEAMS_FILE, TRAINHUB_TEAM, TRAINHUB_K8S_NAMESPACE, TRAINHUB_K8S_QUEUE,
-        TRAINHUB_JOBS_ROOT."""
+        TRAINHUB_JOBS_ROOT, TRAINHUB_K8S_REQUEST_TIMEOUT (seconds an API request may take)."""
         env = os.environ
         teams = load_teams(env.get("TRAINHUB_TEAMS_FILE", "/etc/trainhub/teams.yaml"))
         team = env.get("TRAINHUB_TEAM") or teams.teams[0].name
@@ -102,6 +116,11 @@ class KubernetesBackend(Backend):
             namespace=env.get("TRAINHUB_K8S_NAMESPACE"),
             queue=env.get("TRAINHUB_K8S_QUEUE"),
             jobs_root=Path(root) if root else None,
+            **(
+                {"request_timeout": (REQUEST_TIMEOUT[0], float(timeout))}
+                if (timeout := env.get("TRAINHUB_K8S_REQUEST_TIMEOUT"))
+                else {}
+            ),
         )
 
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
@@ -209,30 +228,7 @@ class KubernetesBackend(Backend):
             }
         )
         pool, image = self.pool_for(record), self.image_for(record)
-        job = manifests.job_manifest(
-            record,
-            team=self.team,
-            pool=pool,
-            image=image,
-            resume_from=self._resume_from(record),
-            datasets=self.readable_datasets(),
-        )
-        job["metadata"]["namespace"] = self.namespace
-        job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = self.queue
-        service = manifests.service_manifest(record, self.team)
-        service["metadata"]["namespace"] = self.namespace
-        self.core.create_namespaced_service(self.namespace, service)  # type: ignore[arg-type]
-        try:
-            created = self.api.sanitize_for_serialization(
-                self.batch.create_namespaced_job(self.namespace, job)
-            )  # type: ignore[arg-type]
-        except BaseException:
-            self.core.delete_namespaced_service(record.id, self.namespace)
-            raise
-        owner = manifests.owned_by(service, created)["metadata"]["ownerReferences"]
-        self.core.patch_namespaced_service(
-            record.id, self.namespace, {"metadata": {"ownerReferences": owner}}
-        )
+        self._create(record, pool, image, self._resume_from(record))
         jobdir = JobDir(record.job_dir)
         jobdir.emit(
             "state",
@@ -243,6 +239,43 @@ class KubernetesBackend(Backend):
             image=image,
         )
         return record
+
+    def _create(self, record: JobRecord, pool: Pool, image: str, resume_from: str | None) -> None:
+        """The attempt's Job, and its headless Service (kept from an earlier attempt when
+        there is one), owned by the Job."""
+        from kubernetes.client import ApiException
+
+        job = manifests.job_manifest(
+            record,
+            team=self.team,
+            pool=pool,
+            image=image,
+            resume_from=resume_from,
+            datasets=self.readable_datasets(),
+        )
+        job["metadata"]["namespace"] = self.namespace
+        job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = self.queue
+        service = manifests.service_manifest(record, self.team)
+        service["metadata"]["namespace"] = self.namespace
+        made_service = True
+        try:
+            self.core.create_namespaced_service(self.namespace, service)  # type: ignore[arg-type]
+        except ApiException as e:
+            if e.status != 409 or record.attempt == 0:
+                raise
+            made_service = False  # the earlier attempt's, released by it
+        try:
+            created = self.api.sanitize_for_serialization(
+                self.batch.create_namespaced_job(self.namespace, job)
+            )  # type: ignore[arg-type]
+        except BaseException:
+            if made_service:
+                self.core.delete_namespaced_service(record.id, self.namespace)
+            raise
+        owner = manifests.owned_by(service, created)["metadata"]["ownerReferences"]
+        self.core.patch_namespaced_service(
+            record.id, self.namespace, {"metadata": {"ownerReferences": owner}}
+        )
 
     def _resume_from(self, record: JobRecord) -> str | None:
         """The checkpoint of an earlier job this one starts from, if it asked for one."""
@@ -279,20 +312,27 @@ class KubernetesBackend(Backend):
         )
 
     # --- reads --------------------------------------------------------------------------------
+    # Reads list each object kind once per call (Jobs, pods, Workloads, by label selector) and
+    # build every record from those lists in memory, so a call makes the same few requests
+    # whatever the number of jobs. A watch-fed cache (KubeSpawner's reflector) would spare even
+    # those, but needs a watch thread per kind, resyncs, and a rule for how stale an answer may
+    # be; the lists keep each answer as fresh as the apiserver's and cost milliseconds. Reads
+    # write nothing: what the job directory records (state changes, Kubernetes events, the
+    # verdict) is written by reconcile(), which the server runs periodically.
     def get(self, job_id: str) -> JobRecord | None:
         from kubernetes.client import ApiException
 
         try:
-            job = self.api.sanitize_for_serialization(
-                self.batch.read_namespaced_job(job_id, self.namespace)
-            )
+            job = self._json(self.batch.read_namespaced_job, job_id, self.namespace)
         except ApiException as e:
             if e.status != 404:
                 raise
             return self._from_jobdir(self.jobs_root / job_id)
         if job["metadata"].get("labels", {}).get(TEAM_LABEL) != self.team.name:
             return None
-        return self._observe(job, sync_events=True)
+        if _going(job):
+            return self._from_jobdir(self.jobs_root / job_id)
+        return self._observe(job, self._pods(job_id), self._workload_of(job))
 
     def list_jobs(
         self,
@@ -302,64 +342,136 @@ class KubernetesBackend(Backend):
         limit: int,
         before_seq: int | None,
         sweep_id: str | None = None,
+        search: str | None = None,
     ) -> list[JobRecord]:
-        records = self._all(user)
-        if sweep_id is not None:
-            records = [r for r in records if r.sweep_id == sweep_id]
-        if states:
-            records = [r for r in records if r.state in states]
-        if before_seq is not None:
-            records = [r for r in records if (r.seq or 0) < before_seq]
-        records.sort(key=lambda r: r.seq or 0, reverse=True)
-        return records[:limit]
+        page: list[tuple[_Listed, JobRecord]] = []
+        for entry in self._listed(user, states, before_seq):
+            record = entry.record()
+            if record is not None and _wanted(record, sweep_id, search):
+                page.append((entry, record))
+                if len(page) == limit:
+                    break
+        # Kueue's side of the page alone: its Workloads, in one request by their Jobs' uids.
+        workloads = self._workloads_of([e.job for e, _ in page if e.job is not None])
+        return [
+            _with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
+            for e, r in page
+        ]
 
     def count(
-        self, *, user: str | None, states: Sequence[JobState] | None, sweep_id: str | None = None
+        self,
+        *,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        sweep_id: str | None = None,
+        search: str | None = None,
     ) -> int:
-        return len(
-            self.list_jobs(
-                user=user, states=states, limit=1 << 30, before_seq=None, sweep_id=sweep_id
-            )
+        listed = self._listed(user, states, None)
+        if sweep_id is None and not search:
+            return len(listed)  # state, user and order come from the objects: no record built
+        return sum(
+            1 for e in listed if (r := e.record()) is not None and _wanted(r, sweep_id, search)
         )
 
     def _all(self, user: str | None) -> list[JobRecord]:
-        selector = f"{TEAM_LABEL}={self.team.name},{JOB_ID_LABEL}"
-        if user is not None:
-            selector += f",{USER_LABEL}={label_value(user)}"
-        jobs = self.api.sanitize_for_serialization(
-            self.batch.list_namespaced_job(self.namespace, label_selector=selector)
-        ).get("items", [])
-        # One job that swapped its files for links or FIFOs is left out of the list (asking
-        # for it names the refusal); it never takes the list of every other job down with it.
-        seen: set[str] = set()
-        records = []
-        for job in jobs:
-            seen.add(job["metadata"]["name"])
-            with _refusals_logged(job["metadata"]["name"]):
-                record = self._observe(job)
-                if user is None or record.user == user:
-                    records.append(record)
-        # Jobs whose objects are gone (cancelled, cleaned up) live on in their directories.
+        entries = self._listed(user, None, None)
+        workloads = _by_owner(self._workloads()) if any(e.job for e in entries) else {}
+        return [
+            _with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
+            for e in entries
+            if (r := e.record()) is not None
+        ]
+
+    def _listed(
+        self, user: str | None, states: Sequence[JobState] | None, before_seq: int | None
+    ) -> list[_Listed]:
+        """The team's jobs (``user``'s only, when given) in ``states`` submitted before
+        ``before_seq``, newest first: those with a Job object from one read of the namespace,
+        each record built only when asked for; those whose objects are gone (cancelled,
+        cleaned up) from their directories."""
+        seen = self._read_namespace(user)
+        entries = []
+        for job in seen.jobs:
+            notes = _notes(job)
+            if _going(job):
+                continue  # read from its directory, below
+            if user is not None and notes.get("user") != user:
+                continue  # the label holds the name made label-safe; the annotation holds it
+            entries.append(
+                _Listed(
+                    job["metadata"]["name"],
+                    _seq(notes),
+                    status.job_state(job, seen.pods_of(job)),
+                    lambda job=job: self._observe(job, seen.pods_of(job), None),
+                    job,
+                )
+            )
+        named = {j["metadata"]["name"] for j in seen.jobs if not _going(j)}
         if self.jobs_root.is_dir():
             for path in self.jobs_root.iterdir():
-                if path.name in seen or not path.is_dir() or path.is_symlink():
+                if path.name in named or not path.is_dir() or path.is_symlink():
                     continue
                 with _refusals_logged(path.name):
                     rec = self._from_jobdir(path)
                     if rec is not None and (user is None or rec.user == user):
-                        records.append(rec)
-        return records
+                        entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
+        entries = [
+            e
+            for e in entries
+            if (not states or e.state in states) and (before_seq is None or e.seq < before_seq)
+        ]
+        entries.sort(key=lambda e: e.seq, reverse=True)
+        return entries
 
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
         if record.state != JobState.QUEUED:
             return None, None
-        workload = self._workload(record.id)
-        return status.wait_reason(workload, self._cluster_queue()), None
+        return status.wait_reason(self._workload(record.id), self._cluster_queue()), None
+
+    def wait_reasons(
+        self, records: Sequence[JobRecord]
+    ) -> dict[str, tuple[str | None, int | None]]:
+        """Why each queued one waits, from one list of the namespace's Workloads and one read
+        of the team's ClusterQueue (a Workload names the Job owning it)."""
+        queued = [r for r in records if r.state == JobState.QUEUED]
+        if not queued:
+            return {}
+        shared = getattr(self._reading, "seen", None) or {}
+        page = shared.get(_PAGE_WORKLOADS)  # the list's page just read them
+        if page is None or any(r.id not in page for r in queued):
+            page = {
+                o["name"]: w
+                for w in self._workloads()
+                for o in w["metadata"].get("ownerReferences") or []
+                if o.get("kind") == "Job"
+            }
+        workloads = page
+        cluster_queue = self._cluster_queue()
+        return {
+            r.id: (status.wait_reason(workloads.get(r.id), cluster_queue), None) for r in queued
+        }
 
     def reconcile(self) -> None:
-        for record in self._all(None):
-            if not record.state.terminal:
-                self.get(record.id)
+        """Record in each job directory what the cluster did since the last reconcile: state
+        changes, preemptions, the verdict of a job that ended, and the Kubernetes events of the
+        Job, its pods and its Workload; from one read of the namespace and one list of events."""
+        seen = self._read_namespace(None)
+        workloads = _by_owner(self._workloads())
+        events = _events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
+        reconciled = {}
+        for job in seen.jobs:
+            pods, workload = seen.pods_of(job), workloads.get(job["metadata"]["uid"])
+            mine = [e for uid in _uids(job, pods, workload) for e in events.get(uid, ())]
+            uid, version = job["metadata"]["uid"], _versions(job, pods, workload, mine)
+            reconciled[uid] = version
+            if self._reconciled.get(uid) == version:
+                continue  # nothing about it changed since it was last recorded: no file read
+            with _refusals_logged(job["metadata"]["name"]):
+                record = self._record_base(job)
+                self._record_changes(record, job, pods, workload)
+                self._sync_events(JobDir(record.job_dir), mine)
+        self._reconciled = reconciled  # only once all are recorded: a failure retries them
+        self._start_retries(seen.jobs)
 
     def usage(
         self,
@@ -400,6 +512,7 @@ class KubernetesBackend(Backend):
         node cannot serve its log (container not started, log gone with the node).
         """
         from kubernetes.client import ApiException
+        from urllib3.exceptions import HTTPError
 
         try:
             spec = _read_spec(JobDir(self.jobs_root / job_id))
@@ -425,7 +538,12 @@ class KubernetesBackend(Backend):
                 container=manifests.CONTAINER,
                 limit_bytes=offset + length,
                 _preload_content=False,
+                _request_timeout=self.request_timeout,
             ).data  # type: ignore[attr-defined]
+        except HTTPError as e:
+            raise BackendUnavailable(
+                f"cannot read the log of pod {pod['metadata']['name']}: {type(e).__name__}"
+            ) from None
         except ApiException as e:
             if e.status in (400, 404):  # container waiting to start; pod or its log gone
                 return None
@@ -441,94 +559,165 @@ class KubernetesBackend(Backend):
         self.api.close()
 
     # --- observation ----------------------------------------------------------------------------
+    def _json(self, call: Any, *args: Any, **kwargs: Any) -> Obj:
+        """One API request's answer as plain JSON (the client's models are slow to build and
+        only converted back), within the per-request time limit."""
+        from urllib3.exceptions import HTTPError
+
+        try:
+            response = call(
+                *args, _preload_content=False, _request_timeout=self.request_timeout, **kwargs
+            )
+        except HTTPError as e:  # timed out, refused, cut off (after urllib3's retries)
+            raise BackendUnavailable(
+                f"the cluster did not answer within {self.request_timeout[1]:g} s "
+                f"({type(e).__name__}); try again"
+            ) from None
+        return json.loads(response.data)
+
+    def _items(self, call: Any, *args: Any, **kwargs: Any) -> list[Obj]:
+        return self._json(call, *args, **kwargs).get("items") or []
+
+    def _read_namespace(self, user: str | None) -> _Namespace:
+        """The team's Jobs (``user``'s only, when given), their pods and the namespace's
+        Workloads: one list request each."""
+        shared = getattr(self._reading, "seen", None)  # inside reading(): looked at once
+        if shared is not None and user in shared:
+            return shared[user]
+        team = f"{TEAM_LABEL}={self.team.name},{JOB_ID_LABEL}"
+        selector = team if user is None else f"{team},{USER_LABEL}={label_value(user)}"
+        jobs = self._items(self.batch.list_namespaced_job, self.namespace, label_selector=selector)
+        pods: dict[str, list[Obj]] = {}
+        for pod in self._items(self.core.list_namespaced_pod, self.namespace, label_selector=team):
+            pods.setdefault(pod["metadata"]["labels"][JOB_ID_LABEL], []).append(pod)
+        seen = _Namespace(jobs, pods)
+        if shared is not None:
+            shared[user] = seen
+        return seen
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads inside share one read of the namespace (per thread: each request its own)."""
+        if getattr(self._reading, "seen", None) is not None:
+            yield  # already inside one
+            return
+        self._reading.seen = {}
+        try:
+            yield
+        finally:
+            self._reading.seen = None
+
     def _pods(self, job_id: str) -> list[Obj]:
-        pods = self.core.list_namespaced_pod(
-            self.namespace, label_selector=f"{JOB_ID_LABEL}={job_id}"
+        return self._items(
+            self.core.list_namespaced_pod,
+            self.namespace,
+            label_selector=f"{TEAM_LABEL}={self.team.name},{JOB_ID_LABEL}={job_id}",
         )
-        return self.api.sanitize_for_serialization(pods).get("items", [])
+
+    def _workloads(self, job_uid: str | None = None) -> list[Obj]:
+        """The namespace's Workloads; only the one Kueue made for the Job ``job_uid`` (by the
+        label Kueue puts on it) when given."""
+        selector = {"label_selector": f"{KUEUE_JOB_UID_LABEL}={job_uid}"} if job_uid else {}
+        return self._items(
+            self.custom.list_namespaced_custom_object,
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            self.namespace,
+            "workloads",
+            **selector,
+        )
+
+    def _workloads_of(self, jobs: list[Obj]) -> dict[str, Obj]:
+        """The Workloads of ``jobs`` (a page of them), by their Job's uid: one request with a
+        set-based selector on Kueue's label, however many Workloads the namespace holds."""
+        if not jobs:
+            return {}
+        uids = ",".join(j["metadata"]["uid"] for j in jobs)
+        listed = self._items(
+            self.custom.list_namespaced_custom_object,
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            self.namespace,
+            "workloads",
+            label_selector=f"{KUEUE_JOB_UID_LABEL} in ({uids})",
+        )
+        shared = getattr(self._reading, "seen", None)
+        if shared is not None:  # for the page's wait reasons
+            shared[_PAGE_WORKLOADS] = {j["metadata"]["name"]: None for j in jobs} | {
+                o["name"]: w
+                for w in listed
+                for o in w["metadata"].get("ownerReferences") or []
+                if o.get("kind") == "Job"
+            }
+        return _by_owner(listed)
+
+    def _workload_of(self, job: Obj) -> Obj | None:
+        return _by_owner(self._workloads(job["metadata"]["uid"])).get(job["metadata"]["uid"])
 
     def _workload(self, job_id: str) -> Obj | None:
         from kubernetes.client import ApiException
 
         try:
-            uid = self.batch.read_namespaced_job(job_id, self.namespace).metadata.uid  # type: ignore[union-attr]
+            job = self._json(self.batch.read_namespaced_job, job_id, self.namespace)
         except ApiException as e:
             if e.status == 404:
                 return None
             raise
-        listed: Obj = self.custom.list_namespaced_custom_object(  # type: ignore[assignment]
-            KUEUE_GROUP, KUEUE_VERSION, self.namespace, "workloads"
-        )
-        items = listed["items"]
-        return next(
-            (
-                w
-                for w in items
-                if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences", []))
-            ),
-            None,
-        )
+        return self._workload_of(job)
 
     def _cluster_queue(self) -> Obj | None:
         from kubernetes.client import ApiException
 
         name = self.team.cluster_queue
         try:
-            return self.custom.get_cluster_custom_object(  # type: ignore[return-value]
-                KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", name
+            return self._json(
+                self.custom.get_cluster_custom_object,
+                KUEUE_GROUP,
+                KUEUE_VERSION,
+                "clusterqueues",
+                name,
             )
         except ApiException:
             return None  # not readable for this account: the sentence goes without figures
 
-    def _observe(self, job: Obj, *, sync_events: bool = False) -> JobRecord:
-        """The record of a live Job; writes state changes (and optionally its events) to the
-        job dir."""
+    def _observe(self, job: Obj, pods: list[Obj], workload: Obj | None) -> JobRecord:
+        """The record of a live Job, from its objects and its directory; writes nothing."""
         record = self._record_base(job)
-        jobdir = JobDir(record.job_dir)
-        pods = self._pods(record.id)
         state = status.job_state(job, pods)
-        # As a job ends its Workload is read once more: Kueue's admission time goes into the
-        # final state event, which outlives the Job (usage accounting reads it from there).
-        finishing = state.terminal and (_last_state(jobdir) or {}).get("state") != state.value
-        workload = (
-            self._workload(record.id)
-            if state in (JobState.QUEUED, JobState.STARTING) or sync_events or finishing
-            else None
-        )
-        self._note_preemptions(record, jobdir, workload)
         verdict = None
         if state == JobState.FAILED:
             verdict = status.failure_verdict(
-                job, pods, _rank_results(jobdir, record.attempt), attempt=record.attempt
+                job,
+                pods,
+                _rank_results(JobDir(record.job_dir), record.attempt),
+                attempt=record.attempt,
             )
-        times = _times(job, workload)
+        observed = record.model_copy(update={"state": state, "verdict": verdict})
+        return _with_workload(observed, job, workload)
+
+    def _record_changes(
+        self, record: JobRecord, job: Obj, pods: list[Obj], workload: Obj | None
+    ) -> None:
+        """Write to the job directory what changed since it last recorded the Job: a
+        preemption, a new state, the verdict and times of a job that ended (the final state
+        event keeps Kueue's admission time, which outlives the Job: usage reads it there)."""
+        jobdir = JobDir(record.job_dir)
+        self._note_preemptions(record, jobdir, workload)
+        observed = self._observe(job, pods, workload)
         last = _last_state(jobdir)
-        if last is None or last.get("state") != state.value:
-            if state.terminal:
-                self._finish(record, state, verdict, times)
+        if last is None or last.get("state") != observed.state.value:
+            if observed.state.terminal:
+                times = _times(job, workload)
+                self._finish(record, observed.state, observed.verdict, times)
             else:
-                jobdir.emit("state", state=state.value, attempt=record.attempt)
-        if sync_events:
-            self._sync_events(record, jobdir, job, pods, workload)
-        # Kueue requeues a preempted job itself: each of its evictions is a preemption retry used.
-        retries = record.retries
-        if evictions := status.preemptions(workload):
-            retries = count_retry(retries, FailureClass.PREEMPTED, used=evictions)
-        return record.model_copy(
-            update={"state": state, "verdict": verdict, **times, "retries": retries}
-        )
+                jobdir.emit("state", state=observed.state.value, attempt=record.attempt)
 
     def _record_base(self, job: Obj) -> JobRecord:
-        meta = job["metadata"]
-        notes = {
-            k[len(ANNOTATION) :]: v
-            for k, v in (meta.get("annotations") or {}).items()
-            if k.startswith(ANNOTATION)
-        }
+        meta, notes = job["metadata"], _notes(job)
         jobdir = JobDir(notes["job-dir"])
         spec = _read_spec(jobdir)
         return JobRecord(
-            seq=int(float(notes["created-at"]) * 1000),
+            seq=_seq(notes),
             id=meta["name"],
             name=spec.name,
             user=notes["user"],
@@ -543,6 +732,7 @@ class KubernetesBackend(Backend):
             attempt=int(notes.get("attempt", "0")),
             retries=json.loads(notes.get("retries", "{}")),
             resubmitted_from=notes.get("resubmitted-from"),
+            **jobdir.read_edits(spec.tags),
         )
 
     def _from_jobdir(self, root: Path) -> JobRecord | None:
@@ -589,6 +779,7 @@ class KubernetesBackend(Backend):
             started_at=_time_of(last, "started_at"),
             finished_at=_time_of(last, "finished_at") or last.get("time"),
             verdict=Verdict.model_validate(last["verdict"]) if last.get("verdict") else None,
+            **jobdir.read_edits(spec.tags),
         )
 
     def _finish(
@@ -597,7 +788,14 @@ class KubernetesBackend(Backend):
         state: JobState,
         verdict: Verdict | None,
         times: dict[str, float | None] | None = None,
+        *,
+        retry: bool = True,
     ) -> None:
+        """Record how the attempt ended: the job's end, or, for a failure its retry policy
+        still allows, the plan of its next attempt (started by reconcile, see recovery)."""
+        failed = state == JobState.FAILED and verdict is not None
+        if failed and retry and self._plan_retry(record, verdict):  # type: ignore[arg-type]
+            return
         fields: dict[str, Any] = {"state": state.value, "attempt": record.attempt}
         fields.update(
             {k: v for k, v in (times or {}).items() if k in _KEPT_TIMES and v is not None}
@@ -605,6 +803,92 @@ class KubernetesBackend(Backend):
         if verdict is not None:
             fields.update(reason=verdict.reason, verdict=verdict.model_dump(mode="json"))
         JobDir(record.job_dir).emit("state", **fields)
+
+    def _plan_retry(self, record: JobRecord, verdict: Verdict) -> bool:
+        """Mark the failed Job for a retry and say so in the job directory, when the policy
+        allows one; False when the job ends here."""
+        from kubernetes.client import ApiException
+
+        plan = recovery.plan_retry(
+            verdict, record.spec.retry, record.retries, attempt=record.attempt, now=time.time()
+        )
+        if plan is None:
+            return False
+        try:
+            self.batch.patch_namespaced_job(
+                record.id,
+                self.namespace,
+                {"metadata": {"annotations": {recovery.RETRY_ANNOTATION: plan.to_json()}}},
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            return False  # the Job went meanwhile: nothing left to replace, the job ends
+        jobdir = JobDir(record.job_dir)
+        latest = resume_checkpoint(jobdir.root)
+        jobdir.emit("verdict", **verdict.model_copy(update={"retriable": True}).model_dump())
+        jobdir.emit(
+            "retry",
+            **plan.fields(),
+            resume_step=latest.step if latest is not None else None,
+        )
+        jobdir.emit("state", state=JobState.RETRYING.value, attempt=plan.attempt)
+        return True
+
+    def _start_retries(self, jobs: list[Obj]) -> None:
+        """Replace each failed Job whose retry backoff has passed by its next attempt's."""
+        now = time.time()
+        for job in jobs:
+            plan = recovery.pending_retry(job)
+            if plan is not None and plan.due(now):
+                with _refusals_logged(job["metadata"]["name"]):
+                    self._next_attempt(self._record_base(job), plan)
+
+    def _next_attempt(self, record: JobRecord, plan: recovery.RetryPlan) -> None:
+        """Delete the failed Job (its pods with it; its Service stays), then create the next
+        attempt's, resuming from the job's latest checkpoint."""
+        from kubernetes.client import ApiException
+
+        try:  # the Service outlives the failed Job: the next attempt's pods rendezvous on it
+            self.core.patch_namespaced_service(
+                record.id, self.namespace, {"metadata": {"ownerReferences": None}}
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise  # gone: the next attempt's _create makes it again
+        try:
+            self.batch.delete_namespaced_job(
+                record.id, self.namespace, propagation_policy="Background"
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise
+        jobdir = JobDir(record.job_dir)
+        latest = resume_checkpoint(jobdir.root)
+        resume = str(latest.path) if latest is not None else self._resume_from(record)
+        attempt = record.model_copy(update={"attempt": plan.attempt, "retries": plan.retries})
+        deadline = time.monotonic() + DELETE_WAIT_SECONDS
+        while True:
+            try:
+                self._create(attempt, self.pool_for(attempt), self.image_for(attempt), resume)
+                break
+            except ApiException as e:
+                if e.status == 409 and time.monotonic() < deadline:
+                    time.sleep(0.2)  # the failed Job is still being deleted
+                    continue
+                verdict = Verdict(
+                    failure_class=FailureClass.INFRASTRUCTURE,
+                    reason=f"attempt {plan.attempt} could not be created: {e.status} {e.reason}",
+                    attempt=plan.attempt,
+                )
+                self._finish(attempt, JobState.FAILED, verdict, retry=False)
+                return
+        jobdir.emit(
+            "state",
+            state=JobState.QUEUED.value,
+            attempt=plan.attempt,
+            **({"resume_from": resume} if resume else {}),
+        )
 
     def _note_preemptions(self, record: JobRecord, jobdir: JobDir, workload: Obj | None) -> None:
         seen = sum(1 for e in jobdir.iter_events() if e.get("type") == "preempted")
@@ -618,25 +902,18 @@ class KubernetesBackend(Backend):
             )
             jobdir.emit("state", state=JobState.QUEUED.value, attempt=record.attempt)
 
-    def _sync_events(
-        self, record: JobRecord, jobdir: JobDir, job: Obj, pods: list[Obj], workload: Obj | None
-    ) -> None:
-        """Append the Kubernetes events of the Job, its pods and its Workload not yet recorded."""
-        uids = {job["metadata"]["uid"], *(p["metadata"]["uid"] for p in pods)}
-        if workload:
-            uids.add(workload["metadata"]["uid"])
+    def _sync_events(self, jobdir: JobDir, mine: list[Obj]) -> None:
+        """Append the Kubernetes events of the Job, its pods and its Workload (``mine``) that
+        the job directory does not hold yet."""
+        if not mine:
+            return  # nothing to add: the job directory is not read at all
         seen = {
             (e.get("uid"), e.get("count"))
             for e in jobdir.iter_events()
             if e.get("type") == "k8s_event"
         }
-        events = self.api.sanitize_for_serialization(
-            self.core.list_namespaced_event(self.namespace)
-        ).get("items", [])
-        events.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
-        for event in events:
-            if (event.get("involvedObject") or {}).get("uid") not in uids:
-                continue
+        mine.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        for event in mine:
             fields = status.event_record(event)
             if (fields["uid"], fields["count"]) not in seen:
                 jobdir.emit("k8s_event", **fields)
@@ -657,6 +934,107 @@ def _default_client() -> Any:
 def _index(pod: Obj) -> int | None:
     value = pod["metadata"].get("annotations", {}).get("batch.kubernetes.io/job-completion-index")
     return int(value) if value is not None else None
+
+
+@dataclass
+class _Namespace:
+    """What one read of the team's namespace saw."""
+
+    jobs: list[Obj]
+    pods: dict[str, list[Obj]]  # by job id
+
+    def pods_of(self, job: Obj) -> list[Obj]:
+        return self.pods.get(job["metadata"]["name"], [])
+
+
+@dataclass
+class _Listed:
+    """A job of a list: what filtering and ordering need, its record built on demand (None
+    when its files are refused: it is left out, logged)."""
+
+    id: str
+    seq: int
+    state: JobState
+    build: Callable[[], JobRecord | None]  # without what its Workload adds (_with_workload)
+    job: Obj | None = None  # None: read from its directory
+
+    def record(self) -> JobRecord | None:
+        # One job that swapped its files for links or FIFOs is left out of the list (asking
+        # for it names the refusal); it never takes the list of every other job down with it.
+        with _refusals_logged(self.id):
+            return self.build()
+        return None
+
+
+def _with_workload(record: JobRecord, job: Obj, workload: Obj | None) -> JobRecord:
+    """What Kueue's Workload adds to a live Job's record: its admission and finish times, and
+    its evictions (Kueue requeues a preempted job itself: each is a preemption retry used)."""
+    retries = record.retries
+    if evictions := status.preemptions(workload):
+        retries = count_retry(retries, FailureClass.PREEMPTED, used=evictions)
+    return record.model_copy(update={**_times(job, workload), "retries": retries})
+
+
+def _wanted(record: JobRecord, sweep_id: str | None, search: str | None) -> bool:
+    return (sweep_id is None or record.sweep_id == sweep_id) and (
+        not search or found(record, search)
+    )
+
+
+def _going(job: Obj) -> bool:
+    """A Job on its way out (cancelled, or replaced by its next attempt's): its pods and state
+    are being torn down, so the job directory says how it stands."""
+    return bool(job["metadata"].get("deletionTimestamp"))
+
+
+def _notes(job: Obj) -> dict[str, str]:
+    """The record fields kept as the Job's annotations."""
+    return {
+        k[len(ANNOTATION) :]: v
+        for k, v in (job["metadata"].get("annotations") or {}).items()
+        if k.startswith(ANNOTATION)
+    }
+
+
+def _seq(notes: dict[str, str]) -> int:
+    return int(float(notes["created-at"]) * 1000)
+
+
+def _by_owner(workloads: list[Obj]) -> dict[str, Obj]:
+    return {
+        o["uid"]: w
+        for w in workloads
+        for o in w["metadata"].get("ownerReferences") or []
+        if o.get("uid")
+    }
+
+
+def _uids(job: Obj, pods: list[Obj], workload: Obj | None) -> list[str]:
+    """The uids of a Job, its pods and its Workload: what its Kubernetes events are about."""
+    return [
+        job["metadata"]["uid"],
+        *(p["metadata"]["uid"] for p in pods),
+        *([workload["metadata"]["uid"]] if workload else []),
+    ]
+
+
+def _versions(
+    job: Obj, pods: list[Obj], workload: Obj | None, events: list[Obj]
+) -> tuple[Any, ...]:
+    """Changes whenever any of a Job's objects or events does."""
+    return tuple(
+        (o or {}).get("metadata", {}).get("resourceVersion")
+        for o in (job, *pods, workload, *events)
+    )
+
+
+def _events_by_object(events: list[Obj]) -> dict[str, list[Obj]]:
+    out: dict[str, list[Obj]] = {}
+    for event in events:
+        uid = (event.get("involvedObject") or {}).get("uid")
+        if uid:
+            out.setdefault(uid, []).append(event)
+    return out
 
 
 @contextlib.contextmanager

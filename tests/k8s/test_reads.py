@@ -1,0 +1,159 @@
+"""Reads of the Kubernetes backend on the real control plane: listing makes the same API
+requests for 3 jobs as for 30 (each object kind listed once, no request per job), a read
+writes nothing to the job directory (reconcile records what happened), and an apiserver call
+that never answers holds up no other request of the server's worker threads."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.k8s.apiproxy import ApiProxy
+from tests.k8s.test_admin_apply import apply_teams, teams_for
+from tests.k8s.test_backend import Team, wait_for
+from trainhub.backends.kubernetes.backend import KubernetesBackend
+from trainhub.errors import BackendUnavailable
+from trainhub.jobs.models import ListJobsQuery
+from trainhub.jobs.service import JobService
+from trainhub.jobs.states import JobState
+from trainhub_server.calls import CallTimedOut, ServiceCalls
+
+
+@pytest.fixture
+def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
+    teams = teams_for([k8s_namespace.name], tmp_path)
+    apply_teams(k8s_namespace, teams)
+    t = Team(k8s_namespace, k8s_namespace.name, teams, tmp_path)
+    yield t
+    t.cleanup()
+
+
+@pytest.fixture
+def proxy(k8s_namespace: Any) -> Iterator[ApiProxy]:
+    p = ApiProxy(k8s_namespace.kubeconfig)
+    yield p
+    p.close()
+
+
+def through(team: Team, proxy: ApiProxy, **kwargs: Any) -> JobService:
+    """The team's job service with a backend whose every request goes through ``proxy``."""
+    backend = KubernetesBackend(
+        team.backend.teams, team.ns, api_client=proxy.api_client(), **kwargs
+    )
+    return JobService(
+        backend, workspace_root=team.service.workspace_root, jobs_root=backend.jobs_root
+    )
+
+
+def files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file below ``root``: size and modification time."""
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            st = os.stat(Path(dirpath) / name, follow_symlinks=False)
+            out[str((Path(dirpath) / name).relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def test_listing_makes_the_same_requests_for_3_jobs_as_for_30(team: Team, proxy: ApiProxy) -> None:
+    service = through(team, proxy)
+
+    def listed(jobs: int) -> list[tuple[str, str]]:
+        # 8 GPUs of quota: two 4-GPU jobs run, the rest wait (each with its reason).
+        def settled() -> Any:
+            page = service.list_jobs(ListJobsQuery(limit=50), user="ada")
+            running = [j for j in page.jobs if j.state == JobState.RUNNING]
+            return len(page.jobs) == jobs and len(running) == 2 and page
+
+        wait_for(f"{jobs} jobs, 2 running", settled)
+        proxy.reset()
+        page = service.list_jobs(ListJobsQuery(limit=50), user="ada")
+        assert page.total == jobs and len(page.jobs) == jobs
+        queued = [j for j in page.jobs if j.state == JobState.QUEUED]
+        assert len(queued) == jobs - 2 and all(j.wait_reason for j in queued)
+        return sorted(proxy.requests)
+
+    for i in range(3):
+        team.submit(f"few-{i}", gpus=4)
+    few = listed(3)
+    for i in range(27):
+        team.submit(f"many-{i}", gpus=4)
+    many = listed(30)
+
+    assert few == many
+    # Each kind listed, never one job (nor one job's pods) asked for by name.
+    job_paths = [p for _, p in many if "/jobs" in p or "/pods" in p]
+    assert job_paths and all(p.endswith(("/jobs", "/pods")) for p in job_paths), job_paths
+    # One look for the page, its total and its wait reasons: Jobs, pods, Workloads, the queue.
+    assert len(many) == 4, many
+
+
+def test_a_read_writes_nothing_and_reconcile_records_what_happened(team: Team) -> None:
+    job_id = team.submit("quiet", gpus=1)
+    running = wait_for(
+        "running",
+        lambda: (d := team.service.describe(job_id, user="ada")).state.value == "running" and d,
+    )
+    jobdir = Path(running.job_dir)
+    before = files(jobdir)
+    recorded = [e["type"] for e in team.events(job_id)]
+    for _ in range(3):
+        assert team.backend.get(job_id).state == JobState.RUNNING
+        team.service.describe(job_id, user="ada")
+        team.service.list_jobs(user="ada")
+        team.service.log(job_id, user="ada")
+    assert files(jobdir) == before
+    assert recorded == ["submitted", "state"]  # what the submit wrote, nothing since
+
+    team.backend.reconcile()
+    events = team.events(job_id)
+    assert [e["state"] for e in events if e["type"] == "state"] == ["queued", "running"]
+    kinds = {e["kind"] for e in events if e["type"] == "k8s_event"}
+    assert {"Job", "Pod", "Workload"} <= kinds, kinds
+    after = files(jobdir)
+    # Nothing new happened: nothing is written twice, nor by a server started afresh.
+    team.backend.reconcile()
+    KubernetesBackend(team.backend.teams, team.ns, api_client=team.api).reconcile()
+    assert files(jobdir) == after
+
+
+def test_a_cluster_call_that_never_answers_holds_up_no_other_request(
+    team: Team, proxy: ApiProxy
+) -> None:
+    stuck, other = team.submit("stuck", gpus=1), team.submit("other", gpus=1)
+    service = through(team, proxy, request_timeout=(3.0, 3.0))
+    calls = ServiceCalls(service, time_limit=30)
+    proxy.stall(f"/jobs/{stuck}")
+
+    async def both() -> tuple[Any, float, BaseException | None, float]:
+        start = time.monotonic()
+        slow = asyncio.ensure_future(calls.call(service.describe, stuck, user="ada"))
+        while not proxy.held:
+            await asyncio.sleep(0.02)
+        fast = await calls.call(service.describe, other, user="ada")
+        fast_s = time.monotonic() - start
+        assert not slow.done()  # still waiting for the apiserver
+        try:
+            await slow
+            error = None
+        except BaseException as e:
+            error = e
+        return fast, fast_s, error, time.monotonic() - start
+
+    try:
+        fast, fast_s, error, slow_s = asyncio.run(both())
+    finally:
+        calls.shutdown()
+    assert fast.id == other and fast.state in (JobState.QUEUED, JobState.STARTING, JobState.RUNNING)
+    # Ended by its own request time limit (after urllib3's retries), with a sentence: not
+    # by the server writing its thread off.
+    assert isinstance(error, BackendUnavailable) and not isinstance(error, CallTimedOut), error
+    assert "the cluster did not answer within 3 s" in str(error)
+    assert fast_s < slow_s and 3.0 <= slow_s < 30
+    assert calls._calls.stuck == 0
