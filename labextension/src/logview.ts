@@ -251,8 +251,11 @@ export class LogView {
     const rank = rows.rank(index);
     if (rank !== null) {
       const badge = document.createElement('span');
+      // The rank's colour marks the edge; the text keeps the theme's font colour.
       badge.className = `jp-trainhub-log-rank jp-trainhub-c${rank % 10}`;
-      badge.textContent = `r${rank}`;
+      const name = document.createElement('span');
+      name.textContent = `r${rank}`;
+      badge.appendChild(name);
       row.appendChild(badge);
     }
     const label = kind === 'cell' ? document.createElement('span') : row;
