@@ -75,7 +75,7 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await expect(view.locator('.jp-trainhub-logview-row.jp-mod-highlighted')).toContainText(
     'validation accuracy'
   );
-  await view.locator('select[aria-label="Rank"]').selectOption('1');
+  await view.locator('.jp-trainhub-logs select[aria-label="Rank"]').selectOption('1');
   await expect(logs).toContainText('rank 1 of 2');
 
   // The overview tells its story: the result first (final and best of each scalar, the best
