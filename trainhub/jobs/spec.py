@@ -50,6 +50,8 @@ RESERVED_ENV = frozenset(
     }
 )
 _DURATION = re.compile(r"^\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*$")
+# How a stored spec writes a timedelta (ISO 8601, "PT1H30M"): a spec read back must parse.
+_ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
 _QUANTITY_UNITS = {
     None: 1,
@@ -279,7 +281,7 @@ def parse_duration(value: Any) -> timedelta | None:
         if text.replace(".", "", 1).isdigit():
             seconds = float(text)
         else:
-            m = _DURATION.match(text)
+            m = _DURATION.match(text) or _ISO_DURATION.match(text)
             if not text or not m or not any(m.groups()):
                 raise ValueError(f"{str(value)[:40]!r} is not a duration such as 90m, 2h or 1d12h")
             # More digits than any runtime has are too long, however many there are.
