@@ -70,14 +70,16 @@ class JobView:
 
 
 def cells_done(events: Iterable[dict[str, Any]]) -> int:
-    """Cells rank 0 finished in its latest attempt (a retry starts the count again)."""
+    """Cells rank 0 finished without an error in its latest attempt (a retry starts the count
+    again; a cell that raised is not done)."""
     attempt, done = -1, set[int]()
     for event in events:
         if event.get("type") != "cell" or event.get("rank", 0) != 0:
             continue
         if event.get("attempt", 0) > attempt:
             attempt, done = event.get("attempt", 0), set()
-        if event.get("attempt", 0) == attempt and event.get("phase") == "end":
+        ended = event.get("phase") == "end" and event.get("ok", True) is not False
+        if event.get("attempt", 0) == attempt and ended:
             done.add(int(event.get("cell_index", -1)))
     return len(done)
 

@@ -67,7 +67,10 @@ export function latestStep(scalars: IScalarSummary[]): number | null {
   return scalars.length ? Math.max(...scalars.map(s => s.last.step)) : null;
 }
 
-/** Cells rank 0 finished in its latest attempt (a retry starts the count again). */
+/**
+ * Cells rank 0 finished without an error in its latest attempt (a retry starts the count
+ * again; a cell that raised is not done).
+ */
 export function cellsDone(events: Iterable<Record<string, unknown>>): number {
   let attempt = -1;
   let done = new Set<number>();
@@ -80,7 +83,7 @@ export function cellsDone(events: Iterable<Record<string, unknown>>): number {
       attempt = a;
       done = new Set();
     }
-    if (a === attempt && e.phase === 'end') {
+    if (a === attempt && e.phase === 'end' && e.ok !== false) {
       done.add(Number(e.cell_index));
     }
   }

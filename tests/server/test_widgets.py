@@ -33,6 +33,11 @@ def test_cells_done_counts_rank_zero_of_the_latest_attempt() -> None:
     assert cells_done(events) == 1
     events.append({"type": "cell", "rank": 0, "attempt": 1, "cell_index": 1, "phase": "start"})
     assert cells_done(events) == 0  # the retry starts again
+    events.append({"type": "cell", "rank": 0, "attempt": 1, "cell_index": 1, "phase": "end"})
+    events.append(
+        {"type": "cell", "rank": 0, "attempt": 1, "cell_index": 2, "phase": "end", "ok": False}
+    )
+    assert cells_done(events) == 1  # the cell that raised is not done
 
 
 def test_view_progress_and_colour() -> None:

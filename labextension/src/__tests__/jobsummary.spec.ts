@@ -66,6 +66,12 @@ describe('cellsDone', () => {
     expect(cellsDone([cell(0, 'end'), cell(1, 'start'), cell(1, 'end', 0, 1)])).toBe(1);
     expect(cellsDone([cell(0, 'end'), cell(1, 'end'), cell(0, 'end', 1)])).toBe(1);
   });
+
+  it('does not count a cell that raised', () => {
+    const failed = { type: 'cell', cell_index: 1, phase: 'end', attempt: 0, rank: 0, ok: false };
+    const ended = { type: 'cell', cell_index: 0, phase: 'end', attempt: 0, rank: 0, ok: true };
+    expect(cellsDone([ended, failed])).toBe(1);
+  });
 });
 
 describe('bestCheckpoint', () => {
