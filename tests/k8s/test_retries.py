@@ -93,8 +93,15 @@ def test_a_killed_worker_is_retried_after_the_backoff_from_the_latest_checkpoint
     team.end_pods(job_id, result="Succeeded")
     done = reconciled(team, job_id, lambda d: d.state.terminal, "the end")
     assert done.state == JobState.SUCCEEDED and done.attempt == 1
-    states = [(e["state"], e.get("attempt")) for e in team.events(job_id) if e["type"] == "state"]
-    assert ("retrying", 1) in states and states[-1][0] == "succeeded"
+
+    def states() -> list[tuple[str, int | None]]:
+        team.backend.reconcile()  # the read above may see the end before reconcile records it
+        return [(e["state"], e.get("attempt")) for e in team.events(job_id) if e["type"] == "state"]
+
+    recorded = wait_for(
+        "the end recorded", lambda: (s := states()) and s[-1][0] == "succeeded" and s
+    )
+    assert ("retrying", 1) in recorded and ("starting", 1) not in recorded[-2:]
 
 
 def test_used_up_retries_and_code_errors_end_the_job(team: Team) -> None:

@@ -252,6 +252,9 @@ def test_job_state_follows_suspend_pods_and_conditions() -> None:
         status.job_state(job, [{"metadata": {}, "status": {"phase": "Running"}}])
         == JobState.RUNNING
     )
+    # Pods done, the Job not yet marked Complete: still running, never back to starting.
+    done = [{"metadata": {}, "status": {"phase": "Succeeded"}}] * 2
+    assert status.job_state(job, done) == JobState.RUNNING
     job["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
     assert status.job_state(job, []) == JobState.SUCCEEDED
 

@@ -153,7 +153,7 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
   const overview = waitingView.locator('.jp-trainhub-overview');
   await expect(overview.locator('.jp-trainhub-cancelled')).toContainText('before it started');
   await expect(overview.locator('.jp-trainhub-verdict')).toHaveCount(0);
-  await expect(overview.locator('.jp-trainhub-kv')).toContainText('did not run');
+  await expect(overview.locator('.jp-trainhub-kv').filter({ hasText: 'ran for' })).toContainText('did not run');
   expect(await belowAA(overview.locator('.jp-trainhub-cancelled')), 'cancelled, dark').toEqual([]);
   const timeline = await overview.locator('.jp-trainhub-timeline li').allTextContents();
   const said = timeline.map(t => t.replace(/^.*?(\d{1,2}:\d{2}:\d{2}\s*(AM|PM)?)\s*/, ''));

@@ -120,7 +120,9 @@ def job_state(job: Obj, pods: list[Obj]) -> JobState:
     if job.get("spec", {}).get("suspend"):
         return JobState.QUEUED
     live = [p for p in pods if not p.get("metadata", {}).get("deletionTimestamp")]
-    if live and any(p.get("status", {}).get("phase") == "Running" for p in live):
+    # A pod that already succeeded counts as running: the Job controller has yet to mark the
+    # Job Complete, and "starting" would go back in the job's timeline.
+    if live and any(p.get("status", {}).get("phase") in ("Running", "Succeeded") for p in live):
         return JobState.RUNNING
     return JobState.STARTING
 
