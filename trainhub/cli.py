@@ -337,6 +337,19 @@ def cmd_edit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_share(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    job = service().edit(args.job, {"shared": "private" if args.private else "team"})
+    if args.json:
+        _print_json(job)
+    elif job.shared == "team":
+        print(f"{job.id}: shared with team {job.team} (read-only)")
+    else:
+        print(f"{job.id}: private")
+    return 0
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     from trainhub.api import service
 
@@ -559,6 +572,18 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--note", help="replace the note ('' clears it)")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_edit)
+
+    sh = sub.add_parser(
+        "share",
+        help="let your team read a job (a hub with teams), or make it private again",
+        description="Teammates then see the job in their list and read its logs, metrics, "
+        "checkpoints and executed notebook, compare it and resubmit it as a job of their own; "
+        "they cannot change or cancel it. Other teams never see it. Jobs are private by default.",
+    )
+    sh.add_argument("job")
+    sh.add_argument("--private", action="store_true", help="stop sharing it")
+    sh.add_argument("--json", action="store_true")
+    sh.set_defaults(func=cmd_share)
 
     r = sub.add_parser("resume", help="a new job starting from a checkpoint of this one")
     r.add_argument("job")

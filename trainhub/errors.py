@@ -18,6 +18,10 @@ class NotFound(TrainhubError):
     """No such job, log or checkpoint — also what another user's job looks like."""
 
 
+class ReadOnly(TrainhubError):
+    """The user may read the job (their team's, shared with them) but not change or stop it."""
+
+
 class Conflict(TrainhubError):
     """The request does not fit the job's state (e.g. resume from a job that has no checkpoint)."""
 

@@ -198,6 +198,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     };
     viewActions.rerun = (job, kind, step) => rerun(job.id, kind, step);
+    viewActions.changed = job => model.apply([job]);
+    // Whose jobs are whose (a teammate's shared job is read-only), once the server has said.
+    void config()
+      .then(c => {
+        viewActions.viewer = { user: c.user, features: c.features };
+      })
+      .catch(() => undefined);
 
     const cancelJob = async (job: IJobSummary): Promise<void> => {
       try {
@@ -232,7 +239,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       compare: ids => void app.commands.execute(CommandIDs.compare, { ids }),
       canCompare: () => app.commands.hasCommand(CommandIDs.compare),
       openSweep: sweepId => void app.commands.execute(CommandIDs.openSweep, { sweepId }),
-      canOpenSweep: () => app.commands.hasCommand(CommandIDs.openSweep)
+      canOpenSweep: () => app.commands.hasCommand(CommandIDs.openSweep),
+      viewer: () => viewActions.viewer
     };
 
     const panel = new JobsPanel(model, api, jobActions);

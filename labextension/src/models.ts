@@ -47,7 +47,8 @@ export type Feature =
   | 'preemption'
   | 'pip_install'
   | 'datasets'
-  | 'images';
+  | 'images'
+  | 'team_sharing';
 
 export interface ICellSelection {
   mode: 'all' | 'indices' | 'tags';
@@ -126,9 +127,13 @@ export interface ILatestScalar {
 }
 
 /** PATCH jobs/{id}: what may change after submission (absent: unchanged). */
+/** Who besides the owner may read a job: nobody, or the owner's team (read-only). */
+export type Sharing = 'private' | 'team';
+
 export interface IJobEdit {
   tags?: string[];
   note?: string;
+  shared?: Sharing;
 }
 
 export interface IJobSummary {
@@ -155,6 +160,8 @@ export interface IJobSummary {
   /** Editable after submission (PATCH jobs/{id}); spec.tags keeps what was submitted. */
   tags?: string[];
   note?: string;
+  /** 'team': the owner shared it with their team, who may read it but not change it. */
+  shared?: Sharing;
   /** The parameters the job was given. */
   parameters?: Record<string, unknown>;
   /** What it runs again, e.g. "resume of train-1a2b at step 74". */

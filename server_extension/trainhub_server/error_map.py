@@ -1,6 +1,7 @@
 """The one place where exceptions become HTTP answers (DESIGN.md, "Conventions").
 
-Validation 400 (naming the field), not found 404, conflict 409, over quota 403, over a
+Validation 400 (naming the field), not found 404, conflict 409, over quota and a teammate's
+job that is shared read-only 403, over a
 size limit 413, backend unavailable 503. Anything else is a 500 whose details stay in the
 server log.
 """
@@ -20,6 +21,7 @@ from trainhub.errors import (
     Conflict,
     NotFound,
     OverQuota,
+    ReadOnly,
     TooLarge,
     scrub_paths,
 )
@@ -77,7 +79,7 @@ def _response(
         return 413, {"message": str(exc)}, True
     if isinstance(exc, Conflict):
         return 409, {"message": str(exc)}, True
-    if isinstance(exc, OverQuota):
+    if isinstance(exc, OverQuota | ReadOnly):
         return 403, {"message": str(exc)}, True
     if isinstance(exc, BackendUnavailable):
         return 503, {"message": str(exc)}, True

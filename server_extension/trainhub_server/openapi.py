@@ -147,17 +147,18 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         errors=JOB,
     ),
     ("/jobs/{job_id}", "patch"): Operation(
-        "Change a job's tags or note after submission (its spec stays as submitted)",
+        "Change a job's tags, note or sharing after submission (its spec stays as submitted); "
+        "a teammate's shared job is read-only (403)",
         JobSummary,
         body=JobEdit,
         body_required=True,
-        errors=(*JOB, 413),
+        errors=(*JOB, 403, 409, 413),
     ),
     ("/jobs/{job_id}/cancel", "post"): Operation(
         "Cancel a job (queued jobs at once; running ones are stopped)",
         DescribeJob,
         body=CancelRequest,
-        errors=(*JOB, 409, 413),
+        errors=(*JOB, 403, 409, 413),
     ),
     ("/jobs/{job_id}/resubmit", "post"): Operation(
         "Run the same spec again as a new job, optionally changed",
@@ -210,7 +211,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "One checkpoint's manifest", CheckpointInfo, errors=JOB
     ),
     ("/jobs/{job_id}/checkpoints/{step}", "delete"): Operation(
-        "Delete a checkpoint", status=204, errors=(*JOB, 409)
+        "Delete a checkpoint", status=204, errors=(*JOB, 403, 409)
     ),
     ("/jobs/{job_id}/checkpoints/{step}/files/{name}", "get"): Operation(
         "Download a checkpoint file (Content-Disposition attachment, X-Content-Type-Options "

@@ -102,7 +102,7 @@ class JobFollower(StreamHandler):
         self.jobdir = await self.calls.call(self.service.jobdir, job_id, self.owner)
 
     async def job_ended(self) -> bool:
-        record = await self.calls.call(self.service.record, self.job_id, self.owner)
+        record = await self.calls.call(self.service.readable, self.job_id, self.owner)
         return record.state.terminal
 
     async def drain(self, *, final: bool) -> None:

@@ -429,6 +429,7 @@ def hub_world(
 ) -> Iterator[HubWorld]:
     from kubernetes import client
 
+    from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT
     from trainhub.teams import parse_teams
 
     tmp = tmp_path_factory.mktemp("hub")
@@ -452,6 +453,16 @@ def hub_world(
     members.write_text(yaml.safe_dump(groups))
     pods_dir = tmp / "pods"
     pods_dir.mkdir()
+    accounts = pods_dir / "accounts"  # the sessions' ServiceAccount, as local_pods mounts it
+    accounts.mkdir()
+    for team in teams.teams:
+        service_account_kubeconfig(
+            Path(k8s_cluster.kubeconfig),
+            core,
+            team.namespace,
+            NOTEBOOK_ACCOUNT,
+            accounts / f"{team.namespace}.kubeconfig",
+        )
     utilization = Utilization()
     port, admin_token = free_port(), secrets.token_hex(16)
     (tmp / "test_config.py").write_text(

@@ -3,7 +3,8 @@
 kwok runs no containers, so when the hub asks where a Running pod serves, this starts the
 real ``jupyterhub-singleuser`` on 127.0.0.1 from that pod's own spec (its command, args
 and env, JUPYTERHUB_* included) and answers with the port it chose. Only the listening
-address, HOME (and --allow-root where the tests run as root) differ from the pod. One server
+address, HOME (and --allow-root where the tests run as root) differ from the pod, plus what
+the kubelet would mount: the ServiceAccount's credentials and the teams file. One server
 per pod uid, recorded under
 $TRAINHUB_TEST_PODS_DIR, so a restarted hub finds the same server again.
 """
@@ -40,6 +41,19 @@ def _executable(name: str) -> str:
     return str(here) if here.exists() else (shutil.which(name) or name)
 
 
+def _mounted(root: Path, pod: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
+    """What a kubelet gives the pod besides its env: its ServiceAccount's token (here a
+    kubeconfig the test wrote for that account, under accounts/<namespace>.kubeconfig) and the
+    teams ConfigMap (here the hub's own teams file)."""
+    out: dict[str, str] = {}
+    account = root / "accounts" / f"{pod['metadata']['namespace']}.kubeconfig"
+    if account.exists():
+        out["KUBECONFIG"] = str(account)
+    if "TRAINHUB_TEAMS_FILE" in env and os.environ.get("TRAINHUB_TEAMS_FILE"):
+        out["TRAINHUB_TEAMS_FILE"] = os.environ["TRAINHUB_TEAMS_FILE"]
+    return out
+
+
 def serve_pod(spawner: Any, pod: dict[str, Any]) -> str:
     root = Path(os.environ["TRAINHUB_TEST_PODS_DIR"])
     uid = pod["metadata"]["uid"]
@@ -60,6 +74,7 @@ def serve_pod(spawner: Any, pod: dict[str, Any]) -> str:
     home = root / "homes" / pod["metadata"]["name"]
     home.mkdir(parents=True, exist_ok=True)
     env.update({"HOME": str(home), "PATH": os.environ.get("PATH", ""), "TRAINHUB_GPUS": "0"})
+    env.update(_mounted(root, pod, env))
     log = (root / f"{pod['metadata']['name']}-{uid[:8]}.log").open("ab")
     proc = subprocess.Popen(
         argv, env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

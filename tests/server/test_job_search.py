@@ -145,6 +145,21 @@ async def test_edit_refusals(api: Any, server_service: JobService) -> None:
     assert server_service.record(job.id).tags == []
 
 
+async def test_sharing_needs_a_hub_with_teams(api: Any, server_service: JobService) -> None:
+    """The local backend keeps one user's jobs: a job stays private, saying why; a bad value is
+    refused naming the field (team sharing itself: tests/hub/test_team_sharing.py)."""
+    job = ended_job(server_service, f"{unique()}-job")
+    status, error, _ = await api("PATCH", "jobs", job.id, body={"shared": "team"})
+    assert status == 409, error
+    assert "sharing with a team needs a hub with teams" in error["message"]
+    status, error, _ = await api("PATCH", "jobs", job.id, body={"shared": "everyone"})
+    assert status == 400 and error["errors"][0]["field"] == "shared", error
+    status, summary, _ = await api("PATCH", "jobs", job.id, body={"shared": "private"})
+    assert status == 200 and summary["shared"] == "private"
+    status, described, _ = await api("GET", "jobs", job.id)
+    assert described["shared"] == "private"
+
+
 async def test_latest_scalar_per_job(api: Any, server_service: JobService) -> None:
     word = unique()
     job = ended_job(server_service, f"{word}-a")

@@ -56,13 +56,23 @@ def test_search_rule() -> None:
 
 def test_edits_live_in_the_job_directory(tmp_path: Path) -> None:
     jobdir = JobDir(tmp_path / "job").create()
-    assert jobdir.read_edits(["submitted"]) == {"tags": ["submitted"], "note": ""}
+    never = {"tags": ["submitted"], "note": "", "shared": "private"}
+    assert jobdir.read_edits(["submitted"]) == never
     jobdir.write_edits(["best"], "kept")
-    assert jobdir.read_edits(["submitted"]) == {"tags": ["best"], "note": "kept"}
+    assert jobdir.read_edits(["submitted"]) == {
+        "tags": ["best"],
+        "note": "kept",
+        "shared": "private",
+    }
+    jobdir.write_edits(["best"], "kept", "team")
+    assert jobdir.read_edits(["submitted"])["shared"] == "team"
+    # Anything but the one word the owner's edit writes is private.
+    (jobdir.root / "edits.json").write_text('{"tags": [], "note": "", "shared": "everyone"}')
+    assert jobdir.read_edits(["submitted"])["shared"] == "private"
     # A job that swapped the file for a link is not read through: the submitted tags stand.
     (jobdir.root / "edits.json").unlink()
     (jobdir.root / "edits.json").symlink_to("/etc/passwd")
-    assert jobdir.read_edits(["submitted"]) == {"tags": ["submitted"], "note": ""}
+    assert jobdir.read_edits(["submitted"]) == never
     jobdir.write_edits(["again"], "")  # replaced, never written through
     assert (jobdir.root / "edits.json").is_file() and not (jobdir.root / "edits.json").is_symlink()
 

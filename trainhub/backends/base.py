@@ -30,6 +30,7 @@ class Feature(StrEnum):
     PIP_INSTALL = "pip_install"
     DATASETS = "datasets"
     IMAGES = "images"  # the image really selects the environment (containers)
+    TEAM_SHARING = "team_sharing"  # teammates' jobs are at hand (a team's namespace and volume)
 
 
 class Backend(ABC):
@@ -59,9 +60,12 @@ class Backend(ABC):
         before_seq: int | None,
         sweep_id: str | None = None,
         search: str | None = None,
+        with_shared: bool = False,
     ) -> list[JobRecord]:
         """Newest first; only the trials of sweep ``sweep_id`` when given; only jobs that
-        ``search`` finds (:mod:`trainhub.jobs.search`) when given."""
+        ``search`` finds (:mod:`trainhub.jobs.search`) when given; with ``with_shared`` (a
+        backend with :attr:`Feature.TEAM_SHARING`) also the jobs other members of the team
+        shared with it."""
 
     @abstractmethod
     def count(
@@ -71,12 +75,20 @@ class Backend(ABC):
         states: Sequence[JobState] | None,
         sweep_id: str | None = None,
         search: str | None = None,
+        with_shared: bool = False,
     ) -> int: ...
 
-    def edit(self, job_id: str, *, tags: list[str] | None, note: str | None) -> JobRecord:
-        """Change a job's tags and note (None: unchanged); returns the job as changed. Kept by
-        default in its job directory (``edits.json``), which outlives the workload; a backend
-        with a store of its own keeps them there."""
+    def edit(
+        self,
+        job_id: str,
+        *,
+        tags: list[str] | None,
+        note: str | None,
+        shared: str | None = None,
+    ) -> JobRecord:
+        """Change a job's tags, note and sharing (None: unchanged); returns the job as changed.
+        Kept by default in its job directory (``edits.json``), which outlives the workload; a
+        backend with a store of its own keeps tags and note there."""
         from trainhub.errors import NotFound
         from trainhub.jobs.directory import JobDir
 
@@ -87,10 +99,16 @@ class Backend(ABC):
             update={
                 "tags": record.tags if tags is None else tags,
                 "note": record.note if note is None else note,
+                "shared": record.shared if shared is None else shared,
             }
         )
-        JobDir(record.job_dir).write_edits(changed.tags, changed.note)
+        JobDir(record.job_dir).write_edits(changed.tags, changed.note, changed.shared)
         return changed
+
+    def team_name(self) -> str | None:
+        """The team whose jobs this backend reads (the session's, on a cluster); None when it
+        keeps one user's jobs."""
+        return None
 
     @abstractmethod
     def cancel(self, job_id: str, reason: str) -> JobRecord:

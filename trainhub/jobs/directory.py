@@ -27,7 +27,7 @@ EVENTS = "events.jsonl"
 SPEC = "spec.json"
 LINEAGE = "lineage.json"
 NOTEBOOK = "notebook.ipynb"
-EDITS = "edits.json"  # tags and note changed after submission
+EDITS = "edits.json"  # tags, note and sharing changed after submission
 SCALAR_TAIL_BYTES = 64 << 10
 # A JSON document of the job directory (spec, lineage) is read whole: past this it is refused.
 MAX_JSON_BYTES = 64 << 20
@@ -241,24 +241,28 @@ class JobDir:
 
     # --- after submission -------------------------------------------------------------------
     def read_edits(self, submitted_tags: list[str]) -> dict[str, Any]:
-        """The tags and note the job was given after submission (``edits.json``); the submitted
-        tags and no note when it was never edited (or the file is not the job's own JSON)."""
+        """The tags, note and sharing the job was given after submission (``edits.json``); the
+        submitted tags, no note and private when it was never edited (or the file is not the
+        job's own JSON)."""
         try:
             data = self.read_json(EDITS)
         except (OSError, ValueError, confined.NotAJobFile):
             data = None
         if not isinstance(data, dict):
-            return {"tags": list(submitted_tags), "note": ""}
+            return {"tags": list(submitted_tags), "note": "", "shared": "private"}
         tags = data.get("tags")
         ok = isinstance(tags, list) and all(isinstance(t, str) for t in tags)
         note = data.get("note")
         return {
             "tags": tags if ok else list(submitted_tags),
             "note": note if isinstance(note, str) else "",
+            # anything but the one word the owner's edit writes is private
+            "shared": "team" if data.get("shared") == "team" else "private",
         }
 
-    def write_edits(self, tags: list[str], note: str) -> None:
-        confined.replace(self.root, EDITS, json.dumps({"tags": tags, "note": note}).encode())
+    def write_edits(self, tags: list[str], note: str, shared: str = "private") -> None:
+        body = {"tags": tags, "note": note, "shared": shared}
+        confined.replace(self.root, EDITS, json.dumps(body).encode())
 
     def last_scalar(self, name: str) -> dict[str, Any] | None:
         """The latest record of scalar ``name`` in the end of ``metrics/scalars.jsonl`` (its

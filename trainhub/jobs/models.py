@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from trainhub.jobs import limits
 from trainhub.jobs.search import MAX_SEARCH_CHARS
+from trainhub.jobs.sharing import Sharing
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
 
@@ -48,6 +49,8 @@ class JobBase(BaseModel):
     # Editable after submission (JobEdit); the spec keeps the tags it was submitted with.
     tags: list[str] = Field(default_factory=list)
     note: str = ""
+    # Who besides the owner may read it (trainhub.jobs.sharing): private, or the owner's team.
+    shared: Sharing = Sharing.PRIVATE
 
 
 class JobDetails(BaseModel):
@@ -142,12 +145,16 @@ MAX_NOTE_CHARS = 2000
 
 
 class JobEdit(BaseModel):
-    """What may change of a job after submission: its tags and its note (None: unchanged)."""
+    """What may change of a job after submission: its tags, its note, and whether its team
+    may read it (None: unchanged)."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     tags: list[Annotated[str, Field(min_length=1, max_length=63)]] | None = None
     note: str | None = Field(None, max_length=MAX_NOTE_CHARS)
+    shared: Sharing | None = Field(
+        None, description="'team': the owner's team may read it (a hub with teams); 'private'"
+    )
 
     @field_validator("tags")
     @classmethod

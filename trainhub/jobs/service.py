@@ -30,12 +30,12 @@ from trainhub.checkpoint.layout import (
     resolve_file,
 )
 from trainhub.datasets.catalog import DatasetList, Readable
-from trainhub.errors import Conflict, NotFound
+from trainhub.errors import Conflict, NotFound, ReadOnly
 from trainhub.experiments import compare as comparing
 from trainhub.experiments.controller import Sweeps
 from trainhub.experiments.models import DescribeSweep, SweepList
 from trainhub.experiments.sweep import CreateSweep
-from trainhub.jobs import confined, logs
+from trainhub.jobs import confined, logs, sharing
 from trainhub.jobs.datasets import check_dataset_paths
 from trainhub.jobs.directory import JobDir, notebook_name, write_json_atomic
 from trainhub.jobs.models import (
@@ -269,7 +269,7 @@ class JobService:
     def _check_resume(self, spec: JobSpec, user: str) -> None:
         ref = spec.resume_from
         assert ref is not None
-        source = self.record(ref.job_id, user)
+        source = self.readable(ref.job_id, user)
         infos = list_checkpoints(JobDir(source.job_dir).checkpoints)
         if not infos:
             raise Conflict(f"Job {ref.job_id} has no checkpoint to resume from.")
@@ -286,13 +286,29 @@ class JobService:
     ) -> DescribeJob:
         """Run the same spec again (optionally changed) as a new job."""
         user = user or getpass.getuser()
-        old = self.record(job_id, user)
+        old = self.readable(job_id, user)  # a teammate's shared job runs again as one's own
+        if not sharing.is_owner(old, user):
+            self._check_teammate_source(old, overrides)
         data = old.spec.model_dump(mode="json")
         data.pop("sweep", None)  # a trial run again is a job of its own, not one of the sweep's
         data.update(overrides or {})
         if data.get("name") == old.name:  # told apart from the job it runs again
             data["name"] = self._successor_name(old, user)
         return self.submit(data, user=user, resubmitted_from=job_id, abandoned=abandoned)
+
+    def _check_teammate_source(self, old: JobRecord, overrides: dict[str, Any] | None) -> None:
+        """A run again compiles the notebook from the workspace: a teammate's job runs the file
+        of that path in one's own workspace (a clone of the team's repository), or is refused
+        saying so before anything is made."""
+        source = (overrides or {}).get("source")
+        path = source.get("path") if isinstance(source, dict) else None
+        path = path if isinstance(path, str) and path else old.spec.source.path
+        if not (self.workspace_root / path).resolve().is_file():
+            raise field_error(
+                "source.path",
+                f"{path} (of {old.user}'s job {old.id}) is not in your workspace: running a "
+                "teammate's job again runs that file from your own workspace",
+            )
 
     def resume(
         self,
@@ -324,17 +340,28 @@ class JobService:
     def edit(
         self, job_id: str, change: JobEdit | dict[str, Any], *, user: str | None = None
     ) -> JobSummary:
-        """Change a job's tags or note after submission; its spec stays as submitted."""
+        """Change a job's tags, note or sharing after submission (the owner alone); its spec
+        stays as submitted."""
         change = change if isinstance(change, JobEdit) else parse_edit(change)
         user = user or getpass.getuser()
-        self.record(job_id, user)
-        return self._summary(self.backend.edit(job_id, tags=change.tags, note=change.note))
+        record = self.owned(job_id, user, "change")
+        teams = Feature.TEAM_SHARING in self.backend.features and record.team is not None
+        if change.shared is None or (change.shared == sharing.Sharing.PRIVATE and not teams):
+            # nothing to share with: private it stays
+            return self._summary(self.backend.edit(job_id, tags=change.tags, note=change.note))
+        if not teams:
+            raise Conflict(
+                f"Job {job_id} cannot be shared: sharing with a team needs a hub with teams "
+                f"(this server's {self.backend.name} backend keeps each user's jobs apart)."
+            )
+        edited = self.backend.edit(job_id, tags=change.tags, note=change.note, shared=change.shared)
+        return self._summary(edited)
 
     def cancel(
         self, job_id: str, *, user: str | None = None, reason: str | None = None
     ) -> DescribeJob:
         user = user or getpass.getuser()
-        self.record(job_id, user)
+        self.owned(job_id, user, "cancel")
         record = self.backend.cancel(job_id, reason or f"cancelled by {user}")
         try:
             return self._describe(record)
@@ -350,11 +377,39 @@ class JobService:
             raise NotFound(f"No job {job_id}.")
         return record
 
+    @property
+    def team(self) -> str | None:
+        """The team of this session, whose members' shared jobs it may read."""
+        return self.backend.team_name()
+
+    def readable(self, job_id: str, user: str | None = None) -> JobRecord:
+        """A job ``user`` may read: their own, or a teammate's shared with their team
+        (:mod:`trainhub.jobs.sharing`); anything else is not found, alike for a job that does
+        not exist and one of another user or team."""
+        # Ids are names with a suffix: anything else ("..", a path) is no job, asked of nobody.
+        record = self.backend.get(job_id) if sharing.JOB_ID.match(job_id) else None
+        if record is not None and (
+            sharing.is_owner(record, user)
+            or sharing.teammate_may_read(record, str(user), self.team, self.jobs_root)
+        ):
+            return record
+        raise NotFound(f"No job {job_id}.")
+
+    def owned(self, job_id: str, user: str | None, verb: str) -> JobRecord:
+        """A job ``user`` may change (``verb`` it): their own. A teammate's shared job is
+        refused as read-only (they see it already); any other as not found."""
+        record = self.readable(job_id, user)
+        if not sharing.is_owner(record, user):
+            raise ReadOnly(sharing.read_only_sentence(record, verb))
+        return record
+
     def describe(self, job_id: str, *, user: str | None = None) -> DescribeJob:
-        return self._describe(self.record(job_id, user))
+        return self._describe(self.readable(job_id, user))
 
     def list_jobs(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
         query = query or ListJobsQuery()
+        # A user's list holds what their team shared with them, where the backend has teams.
+        shared = {"with_shared": True} if self._shares(user) else {}
         with self.backend.reading():  # the page, its total and its wait reasons agree
             records = self.backend.list_jobs(
                 user=user,
@@ -363,16 +418,38 @@ class JobService:
                 before_seq=query.before,
                 sweep_id=query.sweep,
                 search=query.search,
+                **shared,
             )
             total = self.backend.count(
-                user=user, states=query.states, sweep_id=query.sweep, search=query.search
+                user=user,
+                states=query.states,
+                sweep_id=query.sweep,
+                search=query.search,
+                **shared,
             )
             waits = self.backend.wait_reasons(records)
         next_before = records[-1].seq if len(records) == query.limit else None
         return JobPage(
-            jobs=[self._summary(r, waits.get(r.id), scalar=query.scalar) for r in records],
+            jobs=[
+                self._summary(r, waits.get(r.id), scalar=query.scalar)
+                for r in records
+                if self._visible(r, user)
+            ],
             next_before=next_before,
             total=total,
+        )
+
+    def _shares(self, user: str | None) -> bool:
+        return (
+            user is not None
+            and Feature.TEAM_SHARING in self.backend.features
+            and self.team is not None
+        )
+
+    def _visible(self, record: JobRecord, user: str | None) -> bool:
+        """A listed job of another member counts only when it passes the teammate's check."""
+        return sharing.is_owner(record, user) or sharing.teammate_may_read(
+            record, str(user), self.team, self.jobs_root
         )
 
     def _summary(
@@ -414,7 +491,8 @@ class JobService:
         )
 
     def jobdir(self, job_id: str, user: str | None = None) -> JobDir:
-        return JobDir(self.record(job_id, user).job_dir)
+        """The directory of a job ``user`` may read (their own, or shared with their team)."""
+        return JobDir(self.readable(job_id, user).job_dir)
 
     def events(
         self, job_id: str, *, user: str | None = None, offset: int = 0, limit: int | None = None
@@ -422,7 +500,7 @@ class JobService:
         return self.jobdir(job_id, user).read_events(offset, limit)
 
     def _log_record(self, job_id: str, user: str | None, rank: int) -> JobRecord:
-        record = self.record(job_id, user)
+        record = self.readable(job_id, user)
         if rank < 0:
             raise field_error("rank", "must be 0 or more")
         world = record.spec.resources.world_size
@@ -501,7 +579,8 @@ class JobService:
         return f, path.name, os.fstat(f.fileno()).st_size
 
     def delete_checkpoint(self, job_id: str, step: int, *, user: str | None = None) -> None:
-        delete_checkpoint(self.jobdir(job_id, user).checkpoints, step)
+        record = self.owned(job_id, user, "delete checkpoints of")
+        delete_checkpoint(JobDir(record.job_dir).checkpoints, step)
 
     # --- the executed notebook ------------------------------------------------------------
     def notebook(self, job_id: str, *, user: str | None = None, rank: int = 0) -> dict[str, Any]:
@@ -534,10 +613,10 @@ class JobService:
         series: bool = True,
         points: int | None = None,
     ) -> comparing.Comparison:
-        """2 to 10 of the user's jobs side by side (:mod:`trainhub.experiments.compare`), in
-        the order given; another user's job is not found, as everywhere. Without ``scalars``
-        the training scalars are not read (a quick first answer)."""
-        records = [self.record(job_id, user) for job_id in comparing.check_ids(ids)]
+        """2 to 10 jobs the user may read side by side (:mod:`trainhub.experiments.compare`),
+        in the order given: their own and those their team shared; another's is not found.
+        Without ``scalars`` the training scalars are not read (a quick first answer)."""
+        records = [self.readable(job_id, user) for job_id in comparing.check_ids(ids)]
         runs = [comparing.read_run(r, scalars=scalars) for r in records]
         return comparing.compare(runs, goals=goals, series=series, points=points, now=time.time())
 

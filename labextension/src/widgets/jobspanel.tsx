@@ -23,8 +23,9 @@ import {
   visibleRange
 } from '../joblist';
 import { JobsModel } from '../jobsmodel';
-import { IJobSummary, JOB_STATES, JobState, TERMINAL_STATES } from '../models';
+import { Feature, IJobSummary, JOB_STATES, JobState, TERMINAL_STATES } from '../models';
 import { pythonLiteral } from '../parameters';
+import { sharingView } from '../sharing';
 
 export interface IJobActions {
   open: (job: IJobSummary) => void;
@@ -39,6 +40,8 @@ export interface IJobActions {
   canCompare: () => boolean;
   openSweep?: (sweepId: string) => void;
   canOpenSweep: () => boolean;
+  /** Who is looking (a teammate's shared job is read-only for them); undefined until known. */
+  viewer?: () => { user: string; features: Feature[] } | undefined;
 }
 
 /** Every row is this tall, so the window knows what is in view without measuring. */
@@ -83,6 +86,8 @@ function JobRow(props: {
   };
   const params = parametersText(job.parameters);
   const tags = job.tags ?? [];
+  const viewer = actions.viewer?.();
+  const sharing = sharingView(job, viewer?.user, viewer?.features);
   return (
     <div
       className={`jp-trainhub-job${props.trial ? ' jp-trainhub-job-trial' : ''}${
@@ -91,6 +96,7 @@ function JobRow(props: {
       role="listitem"
       data-job-id={job.id}
       data-state={job.state}
+      data-shared={job.shared ?? 'private'}
       title={`${job.name} (${job.id}) — ${job.source}${job.note ? `\n${job.note}` : ''}`}
       onDoubleClick={() => actions.open(job)}
       onClick={e => {
@@ -127,6 +133,7 @@ function JobRow(props: {
           <span className="jp-trainhub-failure">{job.failure_class}</span>
         ) : null}
         {job.origin ? <span className="jp-trainhub-job-origin">{job.origin}</span> : null}
+        {sharing.label ? <span className="jp-trainhub-shared">{sharing.label}</span> : null}
       </div>
       <div className="jp-trainhub-job-detail">
         {wait ? (
@@ -157,7 +164,7 @@ function JobRow(props: {
           >
             Resubmit…
           </button>
-        ) : (
+        ) : sharing.readOnly ? null : (
           <button
             className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"
             disabled={!!busy}
@@ -166,19 +173,21 @@ function JobRow(props: {
             {busy === 'cancel' ? 'Cancelling…' : 'Cancel…'}
           </button>
         )}
-        <button
-          className="jp-mod-styled jp-trainhub-link"
-          title="Edit tags and note"
-          disabled={!!busy}
-          onClick={run('edit', async () => {
-            const changed = await actions.edit(job);
-            if (changed) {
-              props.onEdited(changed);
-            }
-          })}
-        >
-          Tags…
-        </button>
+        {sharing.readOnly ? null : (
+          <button
+            className="jp-mod-styled jp-trainhub-link"
+            title="Edit tags and note"
+            disabled={!!busy}
+            onClick={run('edit', async () => {
+              const changed = await actions.edit(job);
+              if (changed) {
+                props.onEdited(changed);
+              }
+            })}
+          >
+            Tags…
+          </button>
+        )}
       </div>
     </div>
   );

@@ -28,14 +28,17 @@ import {
   summarizeScalars
 } from '../jobsummary';
 import {
+  Feature,
   ICheckpointInfo,
   IDescribeJob,
+  IJobSummary,
   IScalarRecord,
   ITimelineEvent,
   IVerdict,
   TERMINAL_STATES
 } from '../models';
 import { requestAPI } from '../request';
+import { shareButtonLabel, sharingView } from '../sharing';
 import { stateIcon, stateIconClass } from '../stateicons';
 import { LogsTab } from './logstab';
 import { MetricsTab } from './metricstab';
@@ -51,6 +54,10 @@ export interface IJobViewActions {
   error: (title: string, error: unknown) => void;
   /** Resubmit, or resume from a checkpoint (null: the latest), through the submit dialog. */
   rerun?: (job: IDescribeJob, kind: 'resubmit' | 'resume', step?: number | null) => Promise<void>;
+  /** Who is looking, and what the server offers (from its config, once known). */
+  viewer?: { user: string; features: Feature[] };
+  /** The job changed in place (shared or made private): the view shows it as the server says. */
+  changed?: (job: IJobSummary) => void;
 }
 
 /** One sentence per timeline event. */
@@ -328,6 +335,7 @@ function JobActions(props: {
 }): JSX.Element {
   const { job, api, actions, cancelling, setCancelling } = props;
   const ended = TERMINAL_STATES.has(job.state);
+  const { readOnly } = sharingView(job, actions.viewer?.user, actions.viewer?.features);
   const [armed, setArmed] = React.useState(ended);
   React.useEffect(() => {
     if (!ended) {
@@ -337,6 +345,9 @@ function JobActions(props: {
     const t = setTimeout(() => setArmed(true), REPLACEMENT_GRACE_MS);
     return () => clearTimeout(t);
   }, [ended]);
+  if (!ended && readOnly) {
+    return <></>; // a teammate's job: only its owner stops it
+  }
   if (!ended) {
     return (
       <button
@@ -376,6 +387,44 @@ function JobActions(props: {
   );
 }
 
+/** The owner's control: share the job with their team (read-only for them), or not. */
+function ShareButton(props: {
+  job: IDescribeJob;
+  api: TrainHubAPI;
+  actions: IJobViewActions;
+}): JSX.Element | null {
+  const { job, api, actions } = props;
+  const [busy, setBusy] = React.useState(false);
+  if (!sharingView(job, actions.viewer?.user, actions.viewer?.features).canShare) {
+    return null;
+  }
+  const shared = job.shared === 'team';
+  return (
+    <button
+      className="jp-mod-styled jp-Button jp-trainhub-share"
+      aria-pressed={shared}
+      disabled={busy}
+      title={
+        shared
+          ? 'Only you will see this job again'
+          : `Members of team ${job.team} may read it (logs, metrics, checkpoints, notebook) and run it again as their own; they cannot change or cancel it`
+      }
+      onClick={async () => {
+        setBusy(true);
+        try {
+          actions.changed?.(await api.editJob(job.id, { shared: shared ? 'private' : 'team' }));
+        } catch (error) {
+          actions.error(`Could not change the sharing of ${job.name}`, error);
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      {shareButtonLabel(job)}
+    </button>
+  );
+}
+
 function lineageFacts(lineage: Record<string, unknown>): Record<string, unknown> {
   const git = lineage.git as Record<string, unknown> | null | undefined;
   const python = lineage.python as Record<string, unknown> | undefined;
@@ -409,6 +458,7 @@ function Overview(props: {
   const cancelVerdict = job.state === 'cancelled' && v?.failure_class === 'cancelled' ? v : null;
   const packages = job.lineage?.packages;
   const parameters = parameterRows(job.spec.parameters ?? {}, records.notebookParameters ?? {});
+  const sharing = sharingView(job, actions.viewer?.user, actions.viewer?.features);
   return (
     <div className="jp-trainhub-overview" data-state={cancelling ? 'cancelling' : job.state}>
       <div className="jp-trainhub-overview-head">
@@ -421,7 +471,13 @@ function Overview(props: {
           <StateBadge state={job.state} />
         )}
         <span className="jp-trainhub-muted">{job.id}</span>
+        {sharing.label ? (
+          <span className="jp-trainhub-shared" data-read-only={sharing.readOnly}>
+            {sharing.label}
+          </span>
+        ) : null}
         <span className="jp-trainhub-overview-actions">
+          <ShareButton job={job} api={api} actions={actions} />
           <JobActions
             job={job}
             api={api}
@@ -584,6 +640,8 @@ function Checkpoints(props: {
     );
   }
   const metricNames = [...new Set(items.flatMap(c => Object.keys(c.metrics)))].sort();
+  // a teammate's job: its checkpoints are theirs to download and resume from, not to delete
+  const { readOnly } = sharingView(job, actions.viewer?.user, actions.viewer?.features);
   return (
     <table className="jp-trainhub-table jp-trainhub-checkpoints">
       <thead>
@@ -643,6 +701,7 @@ function Checkpoints(props: {
               >
                 Resume from
               </button>
+              {readOnly ? null : (
               <button
                 className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"
                 onClick={async () => {
@@ -658,6 +717,7 @@ function Checkpoints(props: {
               >
                 Delete
               </button>
+              )}
             </td>
           </tr>
         ))}

@@ -65,6 +65,7 @@ class KubernetesBackend(Backend):
             Feature.GPUS,
             Feature.IMAGES,
             Feature.DATASETS,
+            Feature.TEAM_SHARING,
         }
     )
 
@@ -343,9 +344,10 @@ class KubernetesBackend(Backend):
         before_seq: int | None,
         sweep_id: str | None = None,
         search: str | None = None,
+        with_shared: bool = False,
     ) -> list[JobRecord]:
         page: list[tuple[_Listed, JobRecord]] = []
-        for entry in self._listed(user, states, before_seq):
+        for entry in self._listed(user, states, before_seq, with_shared):
             record = entry.record()
             if record is not None and _wanted(record, sweep_id, search):
                 page.append((entry, record))
@@ -365,8 +367,9 @@ class KubernetesBackend(Backend):
         states: Sequence[JobState] | None,
         sweep_id: str | None = None,
         search: str | None = None,
+        with_shared: bool = False,
     ) -> int:
-        listed = self._listed(user, states, None)
+        listed = self._listed(user, states, None, with_shared)
         if sweep_id is None and not search:
             return len(listed)  # state, user and order come from the objects: no record built
         return sum(
@@ -383,20 +386,27 @@ class KubernetesBackend(Backend):
         ]
 
     def _listed(
-        self, user: str | None, states: Sequence[JobState] | None, before_seq: int | None
+        self,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        before_seq: int | None,
+        with_shared: bool = False,
     ) -> list[_Listed]:
-        """The team's jobs (``user``'s only, when given) in ``states`` submitted before
-        ``before_seq``, newest first: those with a Job object from one read of the namespace,
-        each record built only when asked for; those whose objects are gone (cancelled,
-        cleaned up) from their directories."""
-        seen = self._read_namespace(user)
+        """The team's jobs (``user``'s only, when given, and with ``with_shared`` those other
+        members shared with the team) in ``states`` submitted before ``before_seq``, newest
+        first: those with a Job object from one read of the namespace, each record built only
+        when asked for; those whose objects are gone (cancelled, cleaned up) from their
+        directories."""
+        seen = self._read_namespace(None if with_shared else user)
         entries = []
         for job in seen.jobs:
             notes = _notes(job)
             if _going(job):
                 continue  # read from its directory, below
-            if user is not None and notes.get("user") != user:
-                continue  # the label holds the name made label-safe; the annotation holds it
+            # the label holds the name made label-safe; the annotation holds it
+            theirs = user is not None and notes.get("user") != user
+            if theirs and not (with_shared and self._shared(job["metadata"]["name"])):
+                continue
             entries.append(
                 _Listed(
                     job["metadata"]["name"],
@@ -413,7 +423,9 @@ class KubernetesBackend(Backend):
                     continue
                 with _refusals_logged(path.name):
                     rec = self._from_jobdir(path)
-                    if rec is not None and (user is None or rec.user == user):
+                    if rec is not None and (
+                        user is None or rec.user == user or (with_shared and rec.shared == "team")
+                    ):
                         entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
         entries = [
             e
@@ -422,6 +434,14 @@ class KubernetesBackend(Backend):
         ]
         entries.sort(key=lambda e: e.seq, reverse=True)
         return entries
+
+    def _shared(self, job_id: str) -> bool:
+        """Whether the owner of the team's job ``job_id`` shared it with the team, as its
+        directory below the team's jobs root says (trainhub.jobs.sharing)."""
+        return JobDir(self.jobs_root / job_id).read_edits([])["shared"] == "team"
+
+    def team_name(self) -> str | None:
+        return self.team.name
 
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
         if record.state != JobState.QUEUED:

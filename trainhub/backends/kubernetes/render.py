@@ -147,7 +147,12 @@ def notebook_rbac(team: Team) -> list[Manifest]:
             "resources": ["jobs"],
             "verbs": [*read, "create", "delete", "patch"],
         },
-        {"apiGroups": [""], "resources": ["services"], "verbs": [*read, "create", "delete"]},
+        # patch: a job's Service is given its Job as owner once the Job exists
+        {
+            "apiGroups": [""],
+            "resources": ["services"],
+            "verbs": [*read, "create", "delete", "patch"],
+        },
         {"apiGroups": [""], "resources": ["pods"], "verbs": read},
         {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": read},

@@ -95,7 +95,9 @@ _ADDED_COLUMNS = {
 # Databases written before ``local_jobs`` existed kept these columns in ``jobs``.
 _MOVED_TO_LOCAL_JOBS = ("slots", "supervisor_pid", "supervisor_start", "process_groups")
 
-_RECORD_COLUMNS = tuple(JobRecord.model_fields)
+# The local backend keeps one user's jobs: nothing is shared with a team (trainhub.jobs.sharing).
+_NOT_STORED = frozenset({"shared"})
+_RECORD_COLUMNS = tuple(f for f in JobRecord.model_fields if f not in _NOT_STORED)
 _JSON_COLUMNS = ("spec", "assigned_gpus", "retries", "verdict", "tags")
 _SELECT_JOBS = f"SELECT {', '.join(f'jobs.{c}' for c in _RECORD_COLUMNS)} FROM jobs"
 _WITH_LOCAL = " LEFT JOIN local_jobs ON local_jobs.job_id = jobs.id"
@@ -290,7 +292,7 @@ class Store:
     def insert(
         self, conn: sqlite3.Connection, record: JobRecord, local: LocalJob = LocalJob()
     ) -> JobRecord:
-        data = record.model_dump(mode="json", exclude={"seq"})
+        data = record.model_dump(mode="json", exclude={"seq", *_NOT_STORED})
         for col in _JSON_COLUMNS:
             data[col] = None if data[col] is None else json.dumps(data[col])
         data["cancel_requested"] = int(data["cancel_requested"])
