@@ -18,6 +18,7 @@ from trainhub.bundle.errors import BundleError
 from trainhub.errors import (
     BackendUnavailable,
     Conflict,
+    NotAllowed,
     NotFound,
     OverQuota,
     TooLarge,
@@ -77,7 +78,7 @@ def _response(
         return 413, {"message": str(exc)}, True
     if isinstance(exc, Conflict):
         return 409, {"message": str(exc)}, True
-    if isinstance(exc, OverQuota):
+    if isinstance(exc, OverQuota | NotAllowed):
         return 403, {"message": str(exc)}, True
     if isinstance(exc, BackendUnavailable):
         return 503, {"message": str(exc)}, True

@@ -76,7 +76,8 @@ def test_empty_options_mean_the_first_profile_image_and_smallest_size() -> None:
         ),
         (
             {"profile": "vision.a100", "image": "pytorch-nlp"},
-            r"image 'pytorch-nlp' is not one of team vision's curated images \(pytorch\)",
+            r"image 'pytorch-nlp' is not allowed: team vision allows its catalog images only "
+            r"\(pytorch\)",
         ),
         (
             {"profile": "vision.a100", "image": "docker.io/evil/miner:1"},
