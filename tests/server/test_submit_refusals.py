@@ -181,3 +181,13 @@ async def test_an_image_the_policy_does_not_allow_is_refused_with_a_403_and_make
     assert (sorted(jobs.iterdir()) if jobs.exists() else []) == before
     status, _ = await dry_run(api, spec(image="base"))
     assert status == 200
+    # The dialog offers the local catalog's images, less one whose scan failed.
+    images_file.write_text(
+        "images:\n  - {name: base, image: 'ghcr.io/trainhub/base:0.1.0', description: B}\n"
+        "  - {name: old, image: 'ghcr.io/trainhub/old:1', scan: {status: failed}}\n"
+    )
+    status, config, _ = await api("GET", "config")
+    assert status == 200
+    assert config["images"] == [
+        {"name": "base", "image": "ghcr.io/trainhub/base:0.1.0", "description": "B"}
+    ]

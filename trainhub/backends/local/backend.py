@@ -71,6 +71,16 @@ class LocalBackend(Backend):
         images = load_images_file(settings.images_file(self.home))
         return local_image(wanted, images, team=settings.team())
 
+    def catalog(self) -> dict[str, list[dict[str, Any]]]:
+        """The local images file's catalog, for the submit dialog to offer."""
+        images = load_images_file(settings.images_file(self.home))
+        offered = [
+            {"name": i.name, "image": i.image, "description": i.description}
+            for i in (images.images if images else [])
+            if i.scan.status != "failed"
+        ]
+        return {"images": offered, "teams": []}
+
     def ran_image(self) -> dict[str, Any]:
         """No container image: the ranks run in this machine's Python environment."""
         return {
