@@ -182,3 +182,32 @@ def test_the_local_images_file(tmp_path: Path) -> None:
         with pytest.raises(ImagesFileError) as e:
             parse_images_file(yaml.safe_load(text), "images.yaml")
         assert str(e.value) == f"images.yaml: {sentence}"
+
+
+def test_what_the_pods_ran_is_their_image_id() -> None:
+    from trainhub.backends.kubernetes.status import ran_image
+    from trainhub.experiments.compare import _ran_image
+
+    def pod(name: str, image_id: str, container: str = "trainer") -> dict:
+        status = {"name": container, "image": "ghcr.io/t/p:1", "imageID": image_id}
+        return {"metadata": {"name": name}, "status": {"containerStatuses": [status]}}
+
+    digest = "ghcr.io/t/p@sha256:" + "c" * 64
+    assert ran_image([{"metadata": {"name": "p"}, "status": {}}], "trainer") is None
+    assert ran_image([pod("p", "")], "trainer") is None  # not started: no digest yet
+    ran = ran_image(
+        [pod("j-1", digest), pod("j-0", digest), pod("x", "other", "sidecar")], "trainer"
+    )
+    assert ran == {
+        "backend": "kubernetes",
+        "image": "ghcr.io/t/p:1",
+        "image_id": digest,
+        "pods": {"j-0": digest, "j-1": digest},
+    }
+    mixed = ran_image([pod("j-0", digest), pod("j-1", "ghcr.io/t/p@sha256:" + "d" * 64)], "trainer")
+    assert mixed is not None and mixed["image_id"] is None
+    assert _ran_image(ran) == digest
+    assert _ran_image(mixed) == ", ".join(sorted(mixed["pods"].values()))
+    local = {"backend": "local", "environment": "/opt/venv", "image": None}
+    assert _ran_image(local) == "local environment /opt/venv"
+    assert _ran_image(None) is None
