@@ -1,6 +1,6 @@
 """The one place where exceptions become HTTP answers (DESIGN.md, "Conventions").
 
-Validation 400 (naming the field), not found 404, conflict 409, over quota 403, over a
+Validation 400 (naming the field), not found 404, conflict 409, over quota or not allowed 403, over a
 size limit 413, backend unavailable 503. Anything else is a 500 whose details stay in the
 server log.
 """
