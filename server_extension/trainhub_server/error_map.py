@@ -1,8 +1,8 @@
 """The one place where exceptions become HTTP answers (DESIGN.md, "Conventions").
 
 Validation 400 (naming the field), not found 404, conflict 409, over quota or not allowed by a
-policy 403, over a size limit 413, backend unavailable 503. Anything else is a 500 whose details stay in the
-server log.
+policy 403, over a size limit 413, backend unavailable 503. Anything else is a 500 whose
+details stay in the server log.
 """
 
 from __future__ import annotations
