@@ -35,7 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "images"
 # The checkout's own Dockerfile reader and catalog, whichever trainhub the environment installed.
 sys.path[:0] = [str(ROOT), str(ROOT / "spawner")]
-from trainhub_spawner.images import build_args, instructions, load_catalog  # noqa: E402
+from trainhub_spawner.images import (  # noqa: E402
+    build_args,
+    dockerfile_sha256,
+    instructions,
+    load_catalog,
+    pin_dockerfiles,
+)
 
 DEBIAN = "debian"
 DEBIAN_REF = "localhost/trainhub/debian:12"
@@ -414,6 +420,11 @@ class Builder:
             entry = index["images"].get(name, {})
             if archive.is_file() and entry.get("content_hash") == key:
                 log(f"{name}: up to date ({archive})")
+                if "dockerfile_sha256" not in entry:  # an index written before it was kept
+                    entry["dockerfile_sha256"] = dockerfile_sha256(image.dockerfile)
+                    write_atomic(
+                        self.paths.index, json.dumps(index, indent=2, sort_keys=True) + "\n"
+                    )
                 continue
             started = time.monotonic()
             if image.parent:
@@ -425,6 +436,7 @@ class Builder:
                 "archive": str(archive),
                 "format": "docker-archive",
                 "content_hash": key,
+                "dockerfile_sha256": dockerfile_sha256(image.dockerfile),
                 "local_reference": image.local_ref(key),
                 "parent": image.parent,
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -555,8 +567,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--checkout", type=Path, default=ROOT, help="the checkout to build from (default: this one)"
     )
+    parser.add_argument(
+        "--pin-dockerfiles",
+        action="store_true",
+        help="write each catalog entry's dockerfile_sha256 into images/catalog.yaml, build nothing",
+    )
     args = parser.parse_args(argv)
     root = args.checkout.resolve()
+    if args.pin_dockerfiles:
+        changed = pin_dockerfiles(root / "images" / "catalog.yaml", root / "images")
+        log(f"dockerfile_sha256 written for: {', '.join(changed) or 'none (all current)'}")
+        return 0
     paths = Paths.from_env()
     paths.out.mkdir(parents=True, exist_ok=True)
     try:

@@ -518,7 +518,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--gpus-per-worker", "--gpus", type=int, default=0)
     s.add_argument("--cpu", type=float)
     s.add_argument("--memory")
-    s.add_argument("--image")
+    s.add_argument(
+        "--image",
+        help="a catalog image (name or reference), or a pinned image under a prefix the team's "
+        "image policy allows; anything else is refused",
+    )
     s.add_argument("--team")
     s.add_argument("--queue")
     s.add_argument("--priority", choices=["low", "normal", "high"], default="normal")

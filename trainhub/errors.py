@@ -30,6 +30,11 @@ class OverQuota(TrainhubError):
     """The job could never fit the quota or the machine."""
 
 
+class NotAllowed(TrainhubError):
+    """The admin's policy does not allow what was asked for (an image): refused before anything
+    starts."""
+
+
 class BackendUnavailable(TrainhubError):
     """The backend cannot take requests right now (e.g. the cluster does not answer)."""
 

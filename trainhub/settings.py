@@ -80,6 +80,13 @@ def datasets_file(base: Path | None = None) -> Path:
     return Path(explicit).expanduser() if explicit else (base or home()) / "datasets.yaml"
 
 
+def images_file(base: Path | None = None) -> Path:
+    """TRAINHUB_IMAGES_FILE, else ``images.yaml`` in the data directory: the images and the
+    image policy of the local backend (:mod:`trainhub.imagepolicy`)."""
+    explicit = os.environ.get("TRAINHUB_IMAGES_FILE")
+    return Path(explicit).expanduser() if explicit else (base or home()) / "images.yaml"
+
+
 def team() -> str | None:
     """TRAINHUB_TEAM: the team whose datasets this installation's user may read (on a cluster
     the spawner sets it for each session)."""

@@ -7,6 +7,7 @@ path of the offending field, e.g. ``teams[1].quota.a100.gpus: must be >= 0``.
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -24,6 +25,11 @@ _LABEL_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
 PRIORITY_NAMES = ("low", "normal", "high")
+
+
+def is_pinned(reference: str) -> bool:
+    """A tag other than 'latest', or a digest: the reference says which build it means."""
+    return bool(_PINNED_IMAGE.match(reference))
 
 
 class TeamsError(ValueError):
@@ -79,6 +85,13 @@ class Pool(_Model):
         return v
 
 
+class Scan(_Model):
+    """The image's latest vulnerability scan, as the admin's scanner reported it."""
+
+    status: Literal["passed", "failed", "unscanned"] = "unscanned"
+    at: datetime.date | None = Field(None, description="When it was scanned (YYYY-MM-DD)")
+
+
 class Image(_Model):
     """A curated image; researchers pick it by name."""
 
@@ -88,6 +101,14 @@ class Image(_Model):
     frameworks: dict[str, str] = Field(
         default_factory=dict, description="e.g. torch: '2.5', cuda: '12.4'"
     )
+    owner: str = Field("", description="Who answers for the image, e.g. a person or a list")
+    version: str = Field("", description="The image's own version; empty: the reference's tag")
+    dockerfile_sha256: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="sha256 of the Dockerfile it is built from (images/build.py --pin-dockerfiles)",
+    )
+    scan: Scan = Field(default_factory=Scan)
 
     @field_validator("image")
     @classmethod
@@ -155,6 +176,35 @@ class SharedVolume(_Model):
         return str(p)
 
 
+class ImagePolicy(_Model):
+    """Which images a team's jobs and sessions may run (:mod:`trainhub.imagepolicy`):
+    the catalog images the team lists, or also any pinned image below ``allowed_prefixes``."""
+
+    policy: Literal["catalog", "prefixes"] = "catalog"
+    allowed_prefixes: list[str] = Field(
+        default_factory=list, description="e.g. ghcr.io/vision-lab/ (with policy: prefixes)"
+    )
+
+    @field_validator("allowed_prefixes")
+    @classmethod
+    def _prefixes(cls, v: list[str]) -> list[str]:
+        for prefix in v:
+            if not prefix or any(c.isspace() for c in prefix) or "@" in prefix:
+                raise ValueError(f"{prefix!r} is not an image prefix such as ghcr.io/acme/")
+            if not prefix.endswith("/"):
+                # Without it "ghcr.io/acme" would also allow ghcr.io/acme-other/...
+                raise ValueError(f"{prefix!r} must end with '/', e.g. {prefix}/")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ImagePolicy:
+        if self.policy == "prefixes" and not self.allowed_prefixes:
+            raise ValueError("policy 'prefixes' needs allowed_prefixes")
+        if self.policy == "catalog" and self.allowed_prefixes:
+            raise ValueError("allowed_prefixes go with policy 'prefixes', not 'catalog'")
+        return self
+
+
 # A team's dataset has the one schema of a declared dataset (trainhub.datasets.catalog).
 TeamDataset = DatasetEntry
 
@@ -171,6 +221,7 @@ class Team(_Model):
     images: list[str] = Field(
         min_length=1, description="Names of the curated images the team may use"
     )
+    image_policy: ImagePolicy = Field(default_factory=ImagePolicy)
     session_gpus: list[int] = Field(
         default_factory=lambda: [0], description="GPU sizes offered for sessions"
     )

@@ -4,6 +4,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import {
   ICheckpointInfo,
   IConfig,
+  IDatasetInfo,
   IDescribeJob,
   IJobEdit,
   IJobPage,
@@ -42,6 +43,11 @@ export class TrainHubAPI {
 
   config(): Promise<IConfig> {
     return this.call(['config']);
+  }
+
+  /** The datasets the user's team may ask for by name. */
+  datasets(): Promise<{ datasets: IDatasetInfo[] }> {
+    return this.call(['datasets']);
   }
 
   listJobs(options: IListOptions = {}): Promise<IJobPage> {

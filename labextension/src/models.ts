@@ -104,6 +104,18 @@ export interface IJobSpec {
   sweep?: ISweepRef | null;
   /** Ranks that keep their executed notebook (default [0]). */
   notebook_ranks?: number[] | 'all';
+  /** Datasets by name (GET datasets lists those the team may read), or resolved entries. */
+  datasets?: (string | { name: string; path?: string | null; catalog?: boolean })[];
+}
+
+/** A dataset the user's team may read (GET trainhub/api/datasets). */
+export interface IDatasetInfo {
+  name: string;
+  description: string;
+  read_only: boolean;
+  owner: string;
+  team?: string | null;
+  path: string;
 }
 
 export interface IVerdict {

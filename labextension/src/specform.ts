@@ -45,6 +45,8 @@ export interface ISubmitForm {
   parameters: Record<string, string>;
   cells: 'all' | 'selected';
   selectedCells: number[];
+  /** Datasets asked for by name (those the team may read are offered). */
+  datasets: string[];
   /** Set when the dialog runs a job again (resume, resubmit). */
   rerun?: IRerun;
   /** For a resubmit of a resumed job. */
@@ -64,6 +66,7 @@ export type FormField =
   | 'maxRuntime'
   | 'parameters'
   | 'cells'
+  | 'datasets'
   | 'general';
 
 /** A valid job name from a notebook path (mirrors trainhub.jobs.spec.default_name). */
@@ -98,7 +101,8 @@ export function initialForm(
     maxRuntime: '',
     parameters: Object.fromEntries(parameters.map(p => [p.name, p.text])),
     cells: 'all',
-    selectedCells
+    selectedCells,
+    datasets: []
   };
 }
 
@@ -143,6 +147,9 @@ export function formToSpec(
   if (form.image) {
     spec.image = form.image;
   }
+  if (form.datasets.length) {
+    spec.datasets = [...form.datasets];
+  }
   if (config.teams.length && form.team) {
     spec.team = form.team;
     if (has(config, 'queues') && form.queue) {
@@ -169,7 +176,8 @@ const FIELD_OF_PATH: [RegExp, FormField][] = [
   [/^priority$/, 'priority'],
   [/^max_runtime$/, 'maxRuntime'],
   [/^parameters(\.|$)/, 'parameters'],
-  [/^source\.cells(\.|$)/, 'cells']
+  [/^source\.cells(\.|$)/, 'cells'],
+  [/^datasets(\.|$)/, 'datasets']
 ];
 
 /** Group the server's field errors under the form fields they belong to. */
@@ -291,6 +299,7 @@ export function formFromSpec(
     parameters: { ...base.parameters, ...given },
     cells: cells?.mode === 'indices' ? 'selected' : 'all',
     selectedCells: cells?.mode === 'indices' ? (cells.indices ?? []) : [],
+    datasets: datasetNames(spec.datasets),
     rerun,
     startFrom: rerun.resumedFrom ? 'same' : undefined
   };
@@ -326,4 +335,12 @@ export function runtimeText(value: IJobSpec['max_runtime']): string {
     }
   }
   return parts.join('') || '';
+}
+
+/** The names of a stored spec's datasets asked for by name (a path of one's own is kept by the
+ * resubmit's spec, not offered in the picker). */
+export function datasetNames(datasets: IJobSpec['datasets']): string[] {
+  return (datasets ?? []).flatMap(d =>
+    typeof d === 'string' ? [d] : d.catalog || !d.path ? [d.name] : []
+  );
 }

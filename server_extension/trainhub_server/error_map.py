@@ -1,9 +1,8 @@
 """The one place where exceptions become HTTP answers (DESIGN.md, "Conventions").
 
-Validation 400 (naming the field), not found 404, conflict 409, over quota and a teammate's
-job that is shared read-only 403, over a
-size limit 413, backend unavailable 503. Anything else is a 500 whose details stay in the
-server log.
+Validation 400 (naming the field), not found 404, conflict 409, over quota, not allowed by a
+policy, or a teammate's job that is shared read-only 403, over a size limit 413, backend
+unavailable 503. Anything else is a 500 whose details stay in the server log.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from trainhub.bundle.errors import BundleError
 from trainhub.errors import (
     BackendUnavailable,
     Conflict,
+    NotAllowed,
     NotFound,
     OverQuota,
     ReadOnly,
@@ -79,7 +79,7 @@ def _response(
         return 413, {"message": str(exc)}, True
     if isinstance(exc, Conflict):
         return 409, {"message": str(exc)}, True
-    if isinstance(exc, OverQuota | ReadOnly):
+    if isinstance(exc, OverQuota | NotAllowed | ReadOnly):
         return 403, {"message": str(exc)}, True
     if isinstance(exc, BackendUnavailable):
         return 503, {"message": str(exc)}, True

@@ -17,6 +17,7 @@ Building the images needs a container engine; the checks here need none.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 from dataclasses import dataclass
@@ -207,6 +208,57 @@ def lint_dockerfile(text: str, path: str = "Dockerfile") -> list[Finding]:
 
 
 # --- the catalog -------------------------------------------------------------------------------
+def dockerfile_sha256(path: Path) -> str:
+    """The hash a catalog entry records of the Dockerfile it is built from: sha256 of its bytes,
+    the same bytes images/build.py puts into the image's content hash."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pin_dockerfiles(catalog_path: Path, images_dir: Path) -> list[str]:
+    """Write each entry's ``dockerfile_sha256`` into the catalog file in place (comments and
+    order kept); returns the names whose hash changed."""
+    lines = catalog_path.read_text().splitlines(keepends=True)
+    out: list[str] = []
+    changed: list[str] = []
+    name: str | None = None
+
+    def close_entry() -> None:
+        # The hash line goes at the end of the entry before, replacing an older one.
+        if name is None:
+            return
+        dockerfile = images_dir / name / "Dockerfile"
+        if not dockerfile.is_file():
+            return
+        digest = dockerfile_sha256(dockerfile)
+        old = next((i for i in range(start, len(out)) if _HASH_LINE.match(out[i])), None)
+        line = f"    dockerfile_sha256: {digest}\n"
+        if old is None:
+            end = len(out)
+            while end > start and not out[end - 1].strip():
+                end -= 1
+            out.insert(end, line)
+            changed.append(name)
+        elif out[old] != line:
+            out[old] = line
+            changed.append(name)
+
+    start = 0
+    for raw in lines:
+        m = _ENTRY_LINE.match(raw)
+        if m:
+            close_entry()
+            name, start = m.group(1), len(out)
+        out.append(raw)
+    close_entry()
+    if changed:
+        catalog_path.write_text("".join(out))
+    return changed
+
+
+_ENTRY_LINE = re.compile(r"^  - name:\s*([a-z0-9-]+)\s*$")
+_HASH_LINE = re.compile(r"^    dockerfile_sha256:")
+
+
 class CatalogError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
@@ -256,6 +308,11 @@ def check_catalog(images_dir: Path) -> list[str]:
             problems.append(f"{image.name}: no Dockerfile at {dockerfile}")
             continue
         problems += [str(f) for f in lint_dockerfile(dockerfile.read_text(), str(dockerfile))]
+        if image.dockerfile_sha256 != dockerfile_sha256(dockerfile):
+            problems.append(
+                f"{image.name}: the catalog's dockerfile_sha256 is not that of {dockerfile} "
+                "(python images/build.py --pin-dockerfiles writes it)"
+            )
         declared = _declared_versions(images_dir, image, by_ref)
         for framework, version in image.frameworks.items():
             arg = f"{framework.upper().replace('-', '_')}_VERSION"

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainhub.errors import NotAllowed
+from trainhub.imagepolicy import choose_image
 from trainhub.teams import Image, Pool, Team, Teams
 
 OPTION_KEYS = ("profile", "image", "gpus")
@@ -149,14 +151,16 @@ def resolve_session(teams: Teams, groups: list[str], user_options: Any) -> Sessi
 
 
 def _allowed_image(teams: Teams, team: Team, wanted: Any) -> Image:
-    for name in team.images:
-        image = teams.image(name)
-        if wanted in (image.name, image.image):
-            return image
-    raise Refused(
-        f"image {wanted!r} is not one of team {team.name}'s curated images "
-        f"({_known(list(team.images))})"
-    )
+    """The team's image policy decides (:mod:`trainhub.imagepolicy`): a catalog image, or a
+    pinned reference under one of its allowed prefixes (then an entry of its own, ``custom``)."""
+    if not isinstance(wanted, str):
+        raise Refused(f"image {wanted!r} must be a catalog name or an image reference")
+    offered = [teams.image(name) for name in team.images]
+    try:
+        allowed = choose_image(wanted, team=team.name, offered=offered, policy=team.image_policy)
+    except NotAllowed as e:
+        raise Refused(str(e)) from None
+    return allowed.entry or Image(name="custom", image=allowed.reference)
 
 
 def _as_count(value: Any) -> int | None:

@@ -178,12 +178,13 @@ def test_an_over_quota_spawn_is_refused_with_the_sentence(hub_world: HubWorld) -
     [
         (
             {"profile": "vision.a100", "image": "docker.io/evil/miner:1"},
-            "image 'docker.io/evil/miner:1' is not one of team vision's curated images (pytorch)",
+            "image 'docker.io/evil/miner:1' is not allowed: team vision allows its catalog images "
+            "only (pytorch)",
         ),
         (
             {"profile": "vision.a100", "image": "ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4"},
             "image 'ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4' "
-            "is not one of team vision's curated images",
+            "is not allowed: team vision allows its catalog images only",
         ),
         ({"profile": "nlp.a100", "gpus": "1"}, "profile 'nlp.a100' is not offered to you"),
         (

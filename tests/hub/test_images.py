@@ -11,9 +11,11 @@ from trainhub.teams import load_teams, parse_teams
 from trainhub_spawner.images import (
     check_catalog,
     check_teams_images,
+    dockerfile_sha256,
     instructions,
     lint_dockerfile,
     load_catalog,
+    pin_dockerfiles,
 )
 
 ROOT = Path(__file__).parents[2]
@@ -144,3 +146,31 @@ def test_each_rule_names_the_line(change: tuple[str, str], finding: str) -> None
 def test_a_pinned_digest_passes() -> None:
     digest = "python@sha256:" + "ab" * 32
     assert lint_dockerfile(f"FROM {digest}\nUSER 1000\n") == []
+
+
+def test_each_entry_records_the_hash_of_its_dockerfile_and_a_stale_one_is_named(
+    tmp_path: Path,
+) -> None:
+    catalog = {i.name: i for i in load_catalog(IMAGES / "catalog.yaml")}
+    for name, image in catalog.items():
+        assert image.dockerfile_sha256 == dockerfile_sha256(IMAGES / name / "Dockerfile")
+        assert image.owner and image.version and image.scan.status in {"passed", "unscanned"}
+    images = tmp_path / "images"
+    shutil.copytree(IMAGES, images)
+    dockerfile = images / "base" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "LABEL changed=yes\n")
+    assert check_catalog(images) == [
+        f"base: the catalog's dockerfile_sha256 is not that of {dockerfile} "
+        "(python images/build.py --pin-dockerfiles writes it)"
+    ]
+    before = (images / "catalog.yaml").read_text()
+    assert pin_dockerfiles(images / "catalog.yaml", images) == ["base"]
+    after = (images / "catalog.yaml").read_text()
+    assert check_catalog(images) == []
+    # Only the one line changed: comments, order and the other entries stay as written.
+    changed = [
+        (a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b
+    ]
+    assert len(changed) == 1
+    assert changed[0][1] == f"    dockerfile_sha256: {dockerfile_sha256(dockerfile)}"
+    assert pin_dockerfiles(images / "catalog.yaml", images) == []

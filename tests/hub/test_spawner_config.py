@@ -198,7 +198,8 @@ async def test_options_posted_to_the_api_are_refused_before_any_pod(spawner) -> 
     assert e.value.status_code == 403
     assert (
         e.value.jupyterhub_message
-        == "image 'docker.io/evil/miner:1' is not one of team vision's curated images (pytorch)"
+        == "image 'docker.io/evil/miner:1' is not allowed: team vision allows its catalog images "
+        "only (pytorch)"
     )
     with pytest.raises(SpawnRefused, match="not offered to you"):
         spawner(["vision"], {})._checked_options_from_form(

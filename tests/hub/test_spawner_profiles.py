@@ -76,7 +76,8 @@ def test_empty_options_mean_the_first_profile_image_and_smallest_size() -> None:
         ),
         (
             {"profile": "vision.a100", "image": "pytorch-nlp"},
-            r"image 'pytorch-nlp' is not one of team vision's curated images \(pytorch\)",
+            r"image 'pytorch-nlp' is not allowed: team vision allows its catalog images only "
+            r"\(pytorch\)",
         ),
         (
             {"profile": "vision.a100", "image": "docker.io/evil/miner:1"},
@@ -121,3 +122,40 @@ def test_the_form_keeps_only_the_chosen_profiles_fields() -> None:
     }
     assert options_from_formdata(form) == {"profile": "nlp.t4", "image": "pytorch-nlp", "gpus": "1"}
     assert options_from_formdata({}) == {}
+
+
+def test_spawn_follows_the_teams_image_policy() -> None:
+    from trainhub.teams import parse_teams
+
+    data = TEAMS.model_dump(mode="json", exclude={"image_catalog"})
+    data["teams"][0]["image_policy"] = {
+        "policy": "prefixes",
+        "allowed_prefixes": ["ghcr.io/vision-lab/"],
+    }
+    data["images"][1]["scan"] = {"status": "failed", "at": "2026-11-30"}  # pytorch-nlp
+    teams = parse_teams(data)
+    custom = resolve_session(
+        teams, ["vision"], {"profile": "vision.a100", "image": "ghcr.io/vision-lab/exp:3"}
+    )
+    assert (custom.image.name, custom.image.image) == ("custom", "ghcr.io/vision-lab/exp:3")
+    for image, sentence in {
+        "ghcr.io/vision-lab-x/exp:3": "image 'ghcr.io/vision-lab-x/exp:3' is not allowed: team "
+        "vision allows its catalog images (pytorch) and pinned images under ghcr.io/vision-lab/",
+        "ghcr.io/vision-lab/exp:latest": "image 'ghcr.io/vision-lab/exp:latest' is under the "
+        "allowed prefix ghcr.io/vision-lab/ but not pinned: give a tag other than 'latest' or "
+        "an @sha256: digest",
+    }.items():
+        with pytest.raises(Refused) as e:
+            resolve_session(teams, ["vision"], {"profile": "vision.a100", "image": image})
+        assert str(e.value) == sentence
+    # Team nlp keeps the catalog policy; its image whose scan failed is refused.
+    with pytest.raises(Refused) as e:
+        resolve_session(teams, ["nlp"], {"profile": "nlp.a100", "image": "pytorch-nlp"})
+    assert str(e.value).startswith(
+        "image pytorch-nlp (ghcr.io/trainhub/pytorch-nlp:2.5.1-cuda12.4) failed its scan on "
+        "2026-11-30"
+    )
+    with pytest.raises(Refused, match="catalog images only"):
+        resolve_session(
+            teams, ["nlp"], {"profile": "nlp.a100", "image": "ghcr.io/vision-lab/exp:3"}
+        )

@@ -156,3 +156,38 @@ async def test_a_link_at_the_workspace_root_is_left_out_and_noted(
     copied = {p.name for p in (bundle / "workspace").rglob("*")}
     assert copied.isdisjoint({"data", "notes.txt", "secret.txt", NOTEBOOK})
     await api("POST", "jobs", job["id"], "cancel", body={})
+
+
+async def test_an_image_the_policy_does_not_allow_is_refused_with_a_403_and_makes_no_job(
+    api: Any, tmp_path: Path, trainhub_home: Path, monkeypatch: Any
+) -> None:
+    images_file = tmp_path / "images.yaml"
+    images_file.write_text(
+        "images: [{name: base, image: 'ghcr.io/trainhub/base:0.1.0'}]\n"
+        "image_policy: {policy: catalog}\n"
+    )
+    monkeypatch.setenv("TRAINHUB_IMAGES_FILE", str(images_file))
+    jobs = trainhub_home / "jobs"
+    before = sorted(jobs.iterdir()) if jobs.exists() else []
+    sentence = (
+        "image 'docker.io/evil/miner:1' is not allowed: this installation allows its catalog "
+        "images only (base)"
+    )
+    for params in ({"dry_run": "1"}, {}):
+        status, error, _ = await api(
+            "POST", "jobs", body=spec(image="docker.io/evil/miner:1"), params=params
+        )
+        assert (status, error["message"]) == (403, sentence)
+    assert (sorted(jobs.iterdir()) if jobs.exists() else []) == before
+    status, _ = await dry_run(api, spec(image="base"))
+    assert status == 200
+    # The dialog offers the local catalog's images, less one whose scan failed.
+    images_file.write_text(
+        "images:\n  - {name: base, image: 'ghcr.io/trainhub/base:0.1.0', description: B}\n"
+        "  - {name: old, image: 'ghcr.io/trainhub/old:1', scan: {status: failed}}\n"
+    )
+    status, config, _ = await api("GET", "config")
+    assert status == 200
+    assert config["images"] == [
+        {"name": "base", "image": "ghcr.io/trainhub/base:0.1.0", "description": "B"}
+    ]

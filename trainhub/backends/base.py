@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from trainhub.datasets.catalog import Catalog
+from trainhub.imagepolicy import Allowed
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.usage.models import UsageBy, UsageGroup
@@ -132,6 +133,16 @@ class Backend(ABC):
     def dataset_catalog(self) -> Catalog:
         """The datasets this backend's user may ask for by name."""
         return Catalog()
+
+    def check_image(self, wanted: str | None) -> Allowed:
+        """The image the admin's policy allows for ``wanted``, else
+        :class:`trainhub.errors.NotAllowed` with a sentence; by default no policy."""
+        return Allowed(wanted or "", None, "no policy")
+
+    def ran_image(self) -> dict[str, Any] | None:
+        """What the job's ranks run in, as far as the submitting side knows it (lineage's
+        ``ran_image``); None when the workload reports it later (a cluster's pods)."""
+        return None
 
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
         """What the submit dialog may offer: ``{"images": [...], "teams": [...]}``."""

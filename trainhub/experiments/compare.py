@@ -449,9 +449,22 @@ def _lineage_rows(runs: Sequence[Run]) -> list[Row]:
         # The uncommitted diff itself can be long: a digest says whether two are the same.
         _row("git uncommitted diff", each(lambda lin, rec: _digest(_get(lin, "git", "diff")))),
         _row("image", each(lambda lin, rec: rec.spec.image)),
+        _row("image ran", each(lambda lin, rec: _ran_image(_get(lin, "ran_image")))),
         _row("python", each(lambda lin, rec: _get(lin, "python", "version"))),
         _row("torch", each(lambda lin, rec: _get(lin, "torch", "version"))),
     ]
+
+
+def _ran_image(ran: Any) -> str | None:
+    """What the job really ran: the pods' image digest, or the local environment."""
+    if not isinstance(ran, Mapping):
+        return None
+    if ran.get("backend") == "local":
+        return f"local environment {ran.get('environment')}"
+    if ran.get("image_id"):
+        return str(ran["image_id"])
+    pods = ran.get("pods")
+    return ", ".join(sorted(set(map(str, pods.values())))) if isinstance(pods, Mapping) else None
 
 
 def _dataset_text(entry: Mapping[str, Any]) -> str:

@@ -44,9 +44,12 @@ def collect_lineage(
     user: str | None = None,
     cache_dir: Path | None = None,
     dataset_views: Mapping[str, tuple[str | None, bool]] | None = None,
+    ran_image: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``dataset_views``: for each dataset asked for by name, where the submitting side sees it
-    and whether it asks for a content hash."""
+    and whether it asks for a content hash. ``ran_image``: what the ranks run in, when the
+    backend knows it at submit (locally: this machine's environment; on a cluster the
+    reconcile adds the pods' image digest later)."""
     views = dataset_views or {}
     root = Path(workspace_root).resolve()
     entry_dir = (root / manifest.entry).parent
@@ -57,6 +60,7 @@ def collect_lineage(
         "host": socket.gethostname(),
         "team": spec.team,
         "image": spec.image,
+        **({"ran_image": dict(ran_image)} if ran_image is not None else {}),
         "source": {
             "kind": manifest.kind,
             "path": manifest.entry,

@@ -161,6 +161,7 @@ class JobService:
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()
         spec, named = self._check_paths(spec)
+        self.backend.check_image(spec.image)  # refused before anything is made
         if spec.resume_from is not None:
             self._check_resume(spec, user)
         job_id = f"{spec.name}-{secrets.token_hex(4)}"
@@ -199,6 +200,7 @@ class JobService:
             user=user,
             cache_dir=self.jobs_root.parent / ".cache",
             dataset_views={n: (r.view_path, r.entry.content_hash) for n, r in named.items()},
+            ran_image=self.backend.ran_image(),
         )
         write_json_atomic(jobdir.lineage, lineage)
         return self._describe(self.backend.get(job_id) or record)
@@ -212,6 +214,7 @@ class JobService:
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()
         spec, _ = self._check_paths(spec)
+        self.backend.check_image(spec.image)
         if spec.resume_from is not None:
             self._check_resume(spec, user)
         self.backend.check_fits(self._new_record(spec, user, f"{spec.name}-validate", "", None))

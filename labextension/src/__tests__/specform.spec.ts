@@ -1,6 +1,12 @@
 import { IConfig } from '../models';
 import { IParameter } from '../parameters';
-import { defaultJobName, errorsByField, formToSpec, initialForm } from '../specform';
+import {
+  datasetNames,
+  defaultJobName,
+  errorsByField,
+  formToSpec,
+  initialForm
+} from '../specform';
 
 const localConfig: IConfig = {
   backend: 'local',
@@ -81,6 +87,27 @@ describe('formToSpec', () => {
     expect(spec.resources).toEqual({ workers: 1, gpus_per_worker: 0, processes_per_worker: 1 });
     expect(spec.priority).toBeUndefined();
     expect(spec.queue).toBeUndefined();
+  });
+
+  it('sends the datasets picked by name, and none when none is picked', () => {
+    const form = initialForm('n.ipynb', localConfig, []);
+    expect(formToSpec(form, localConfig).datasets).toBeUndefined();
+    form.datasets = ['imagenet', 'coco'];
+    expect(formToSpec(form, localConfig).datasets).toEqual(['imagenet', 'coco']);
+    expect(errorsByField([{ field: 'datasets.0.name', message: 'no dataset' }])).toEqual({
+      datasets: ['no dataset']
+    });
+  });
+
+  it('prefills a rerun with the datasets its spec asked for by name', () => {
+    expect(
+      datasetNames([
+        { name: 'imagenet', path: '/datasets/imagenet', catalog: true },
+        { name: 'mine', path: 'data/mine' },
+        'coco'
+      ])
+    ).toEqual(['imagenet', 'coco']);
+    expect(datasetNames(undefined)).toEqual([]);
   });
 
   it('passes non-numeric counts through for the server to name the field', () => {

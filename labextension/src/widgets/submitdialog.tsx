@@ -8,7 +8,7 @@ import { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
-import { IConfig, IDescribeJob, IFieldError, Priority } from '../models';
+import { IConfig, IDatasetInfo, IDescribeJob, IFieldError, Priority } from '../models';
 import { isValidName, slugName } from '../naming';
 import { IParameter, parameterErrors, parameterKind } from '../parameters';
 import { ApiError } from '../request';
@@ -75,6 +75,34 @@ function Row(props: {
   );
 }
 
+/** The datasets the user's team may read, once (none when the backend has no datasets). */
+function useDatasets(api: TrainHubAPI, wanted: boolean): IDatasetInfo[] {
+  const [datasets, setDatasets] = React.useState<IDatasetInfo[]>([]);
+  React.useEffect(() => {
+    if (!wanted) {
+      return;
+    }
+    let live = true;
+    api.datasets().then(
+      answer => live && setDatasets(answer.datasets),
+      () => live && setDatasets([]) // the dialog still submits; a name typed elsewhere is checked
+    );
+    return () => {
+      live = false;
+    };
+  }, [api, wanted]);
+  return datasets;
+}
+
+/** Where the chosen datasets appear to the ranks, or how to choose several. */
+function datasetHint(offered: IDatasetInfo[], chosen: string[]): string {
+  const picked = offered.filter(d => chosen.includes(d.name));
+  if (!picked.length) {
+    return 'Only the datasets your team may read; Ctrl or Shift to choose several';
+  }
+  return picked.map(d => `${d.name} at ${d.path} (read-only)`).join('; ');
+}
+
 function SubmitForm(props: {
   options: ISubmitDialogOptions;
   onDone: (job: IDescribeJob | null) => void;
@@ -95,6 +123,7 @@ function SubmitForm(props: {
   };
   const limits = config.limits;
   const team = config.teams.find(t => t.name === form.team);
+  const offered = useDatasets(api, has(config, 'datasets'));
 
   const report = (error: unknown) => {
     if (error instanceof ApiError) {
@@ -269,6 +298,31 @@ function SubmitForm(props: {
               {config.images.map(i => (
                 <option key={i.name} value={i.name}>
                   {i.name}
+                </option>
+              ))}
+            </select>
+          </Row>
+        ) : null}
+        {offered.length ? (
+          <Row
+            label="Datasets"
+            field="datasets"
+            errors={errors}
+            hint={datasetHint(offered, form.datasets)}
+          >
+            <select
+              className="jp-mod-styled jp-trainhub-datasets"
+              name="datasets"
+              multiple
+              size={Math.min(offered.length, 5)}
+              value={form.datasets}
+              onChange={e =>
+                update({ datasets: Array.from(e.target.selectedOptions, o => o.value) })
+              }
+            >
+              {offered.map(d => (
+                <option key={d.name} value={d.name} title={d.description}>
+                  {d.name}
                 </option>
               ))}
             </select>

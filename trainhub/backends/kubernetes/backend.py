@@ -28,9 +28,10 @@ from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.checkpoint.layout import resume_checkpoint
 from trainhub.datasets.catalog import Catalog, Readable
 from trainhub.errors import BackendUnavailable, NotFound, OverQuota
+from trainhub.imagepolicy import Allowed, choose_image
 from trainhub.jobs import confined
 from trainhub.jobs.confined import NotAJobFile
-from trainhub.jobs.directory import JobDir
+from trainhub.jobs.directory import LINEAGE, JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.search import found
 from trainhub.jobs.spec import JobSpec
@@ -176,16 +177,16 @@ class KubernetesBackend(Backend):
         )
 
     def image_for(self, record: JobRecord) -> str:
+        """The image the team's policy allows for this job (:mod:`trainhub.imagepolicy`)."""
         wanted = record.spec.image
         if wanted is None:
             return self.default_image
-        for name in self.team.images:
-            image = self.teams.image(name)
-            if wanted in (image.name, image.image):
-                return image.image
-        allowed = ", ".join(self.team.images)
-        raise OverQuota(
-            f"image {wanted!r} is not one of team {self.team.name}'s images ({allowed})"
+        return self.check_image(wanted).reference
+
+    def check_image(self, wanted: str | None) -> Allowed:
+        offered = [self.teams.image(name) for name in self.team.images]
+        return choose_image(
+            wanted, team=self.team.name, offered=offered, policy=self.team.image_policy
         )
 
     def check_fits(self, record: JobRecord) -> None:
@@ -490,6 +491,8 @@ class KubernetesBackend(Backend):
                 record = self._record_base(job)
                 self._record_changes(record, job, pods, workload)
                 self._sync_events(JobDir(record.job_dir), mine)
+                if not self._note_image(JobDir(record.job_dir), pods):
+                    reconciled.pop(uid)  # the submitter has not written the lineage yet
         self._reconciled = reconciled  # only once all are recorded: a failure retries them
         self._start_retries(seen.jobs)
 
@@ -731,6 +734,21 @@ class KubernetesBackend(Backend):
                 self._finish(record, observed.state, observed.verdict, times)
             else:
                 jobdir.emit("state", state=observed.state.value, attempt=record.attempt)
+
+    def _note_image(self, jobdir: JobDir, pods: list[Obj]) -> bool:
+        """Keep in the lineage the image the pods really ran (their ``imageID`` digest);
+        False when there is no lineage to write it in yet."""
+        ran = status.ran_image(pods, manifests.CONTAINER)
+        if ran is None:
+            return True
+        lineage = jobdir.read_lineage()
+        if lineage is None:
+            return False
+        if lineage.get("ran_image") != ran:
+            lineage["ran_image"] = ran
+            data = json.dumps(lineage, indent=2, default=str).encode()
+            confined.replace(jobdir.root, LINEAGE, data)
+        return True
 
     def _record_base(self, job: Obj) -> JobRecord:
         meta, notes = job["metadata"], _notes(job)

@@ -191,3 +191,24 @@ def event_record(event: Obj) -> dict[str, Any]:
         "message": event.get("message") or event.get("note"),
         "event_type": event.get("type"),
     }
+
+
+def ran_image(pods: list[Obj], container: str) -> dict[str, Any] | None:
+    """The image the job's pods really ran: each started pod's ``imageID`` (the digest the
+    node pulled) for ``container``, with the reference they named; None while no pod says."""
+    ids: dict[str, str] = {}
+    named = None
+    for pod in pods:
+        for cs in pod.get("status", {}).get("containerStatuses") or []:
+            if cs.get("name") == container and cs.get("imageID"):
+                ids[pod.get("metadata", {}).get("name", "")] = cs["imageID"]
+                named = named or cs.get("image")
+    if not ids:
+        return None
+    distinct = sorted(set(ids.values()))
+    return {
+        "backend": "kubernetes",
+        "image": named,
+        "image_id": distinct[0] if len(distinct) == 1 else None,
+        "pods": dict(sorted(ids.items())),
+    }

@@ -23,6 +23,7 @@ from trainhub.backends.local.admitter import ACTIVE, Admitter, demand_of
 from trainhub.backends.local.store import LocalJob, Store
 from trainhub.datasets.catalog import Catalog, load_datasets_file, local_catalog
 from trainhub.errors import Conflict, NotFound
+from trainhub.imagepolicy import Allowed, load_images_file, local_image
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
@@ -63,6 +64,33 @@ class LocalBackend(Backend):
             roots=settings.dataset_roots(),
             source=str(source),
         )
+
+    def check_image(self, wanted: str | None) -> Allowed:
+        """The local images file's policy, read anew each time; without one nothing is refused
+        (locally the image is a label: the ranks run in this machine's environment)."""
+        images = load_images_file(settings.images_file(self.home))
+        return local_image(wanted, images, team=settings.team())
+
+    def catalog(self) -> dict[str, list[dict[str, Any]]]:
+        """The local images file's catalog, for the submit dialog to offer."""
+        images = load_images_file(settings.images_file(self.home))
+        offered = [
+            {"name": i.name, "image": i.image, "description": i.description}
+            for i in (images.images if images else [])
+            if i.scan.status != "failed"
+        ]
+        return {"images": offered, "teams": []}
+
+    def ran_image(self) -> dict[str, Any]:
+        """No container image: the ranks run in this machine's Python environment."""
+        return {
+            "backend": "local",
+            "image": None,
+            "environment": sys.prefix,
+            "python": self.admitter.python,
+            "note": "the local backend runs no container image; the ranks ran in this "
+            "machine's Python environment",
+        }
 
     @property
     def capacity(self) -> Capacity:
