@@ -2,7 +2,9 @@
 
 The hub loads hub_config/jupyterhub_config.py unchanged, then a small test config: the
 DummyAuthenticator, loopback addresses, a sqlite database, and KubeSpawner's ``get_pod_url``
-hook pointing at :mod:`local_pods` (kwok runs no containers; see there). The team objects
+hook pointing at :mod:`local_pods` (kwok runs no containers; see there). :func:`running_hub`
+builds such a hub for any teams file; test_real_session.py uses it without the hook, its
+pods on the real node. The team objects
 are applied with ``trainhub admin apply``; the hub talks to the API server as a
 ServiceAccount holding only the Roles of :mod:`trainhub_spawner.hub_objects`.
 """
