@@ -2,7 +2,9 @@
 
 The hub loads hub_config/jupyterhub_config.py unchanged, then a small test config: the
 DummyAuthenticator, loopback addresses, a sqlite database, and KubeSpawner's ``get_pod_url``
-hook pointing at :mod:`local_pods` (kwok runs no containers; see there). The team objects
+hook pointing at :mod:`local_pods` (kwok runs no containers; see there). :func:`running_hub`
+builds such a hub for any teams file; test_real_session.py uses it without the hook, its
+pods on the real node. The team objects
 are applied with ``trainhub admin apply``; the hub talks to the API server as a
 ServiceAccount holding only the Roles of :mod:`trainhub_spawner.hub_objects`.
 """
@@ -218,15 +220,13 @@ TEST_CONFIG = """
 import sys
 c = get_config()
 load_subconfig({hub_config!r})
-sys.path.insert(0, {here!r})
-from local_pods import serve_pod
 
 c.JupyterHub.authenticator_class = "dummy"
 c.DummyAuthenticator.password = {password!r}
 c.Authenticator.allowed_users = {users!r}
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = {port}
-c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_ip = {hub_ip!r}
 c.JupyterHub.hub_port = {hub_port}
 c.JupyterHub.db_url = "sqlite:///{dir}/jupyterhub.sqlite"
 c.JupyterHub.cookie_secret_file = "{dir}/cookie_secret"
@@ -241,13 +241,18 @@ c.JupyterHub.services = list(c.JupyterHub.get("services", [])) + [\
 c.JupyterHub.load_roles = list(c.JupyterHub.get("load_roles", [])) + [
     {{"name": "test-admin", "scopes": ["admin:users", "admin:servers", "tokens", "list:users"],
       "services": ["test-admin"]}}]
-c.KubeSpawner.hub_connect_url = "http://127.0.0.1:{hub_port}"
-c.KubeSpawner.get_pod_url = serve_pod
+c.KubeSpawner.hub_connect_url = "http://{hub_ip}:{hub_port}"
 c.KubeSpawner.http_timeout = 180
 c.KubeSpawner.start_timeout = 180
 c.KubeSpawner.events_enabled = True
 c.KubeSpawner.cpu_guarantee = 1
 c.KubeSpawner.mem_guarantee = "1G"
+"""
+# kwok runs no containers: each pod is served on loopback from its own spec (local_pods.py).
+LOCAL_PODS_CONFIG = """
+sys.path.insert(0, {here!r})
+from local_pods import serve_pod
+c.KubeSpawner.get_pod_url = serve_pod
 """
 
 
@@ -421,20 +426,29 @@ def prepare_cluster_for_hub(
     return service_account_kubeconfig(kubeconfig, core, hub_ns, "hub", out)
 
 
-@pytest.fixture(scope="package")
-def hub_world(
+@contextlib.contextmanager
+def running_hub(
     k8s_cluster: Any,
     chp: str,
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp: Path,
+    data: dict[str, Any],
+    users: dict[str, str],
+    *,
+    hub_ip: str = "127.0.0.1",
+    pods_config: str = LOCAL_PODS_CONFIG,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[HubWorld]:
+    """A hub for the teams of ``data`` (users: name -> group) on the cluster, torn down after.
+
+    ``hub_ip``: where the hub's own server listens (and pods reach its API); the proxy's
+    public side is always on 127.0.0.1. ``pods_config``: what the test config adds about
+    where pods serve (loopback stand-ins by default)."""
     from kubernetes import client
 
     from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT
     from trainhub.teams import parse_teams
 
-    tmp = tmp_path_factory.mktemp("hub")
-    suffix = secrets.token_hex(3)
-    data = teams_data(suffix, tmp / "shared")
+    suffix = data["teams"][0]["namespace"].rsplit("-", 1)[-1]
     teams_file = tmp / "teams.yaml"
     teams_file.write_text(yaml.safe_dump(data, sort_keys=False))
     teams = parse_teams(data)
@@ -448,7 +462,7 @@ def hub_world(
 
     members = tmp / "members.yaml"
     groups: dict[str, list[str]] = {}
-    for user, group in USERS.items():
+    for user, group in users.items():
         groups.setdefault(group, []).append(user)
     members.write_text(yaml.safe_dump(groups))
     pods_dir = tmp / "pods"
@@ -465,21 +479,21 @@ def hub_world(
         )
     utilization = Utilization()
     port, admin_token = free_port(), secrets.token_hex(16)
-    (tmp / "test_config.py").write_text(
-        TEST_CONFIG.format(
-            hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
-            here=str(HERE),
-            password=PASSWORD,
-            port=port,
-            hub_port=free_port(),
-            dir=tmp,
-            chp=chp,
-            proxy_api_port=free_port(),
-            proxy_token=secrets.token_hex(16),
-            admin_token=admin_token,
-            users=set(USERS),
-        )
+    fields = dict(
+        hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
+        here=str(HERE),
+        password=PASSWORD,
+        port=port,
+        hub_ip=hub_ip,
+        hub_port=free_port(),
+        dir=tmp,
+        chp=chp,
+        proxy_api_port=free_port(),
+        proxy_token=secrets.token_hex(16),
+        admin_token=admin_token,
+        users=set(users),
     )
+    (tmp / "test_config.py").write_text(TEST_CONFIG.format(**fields) + pods_config.format(**fields))
     hub_env = {
         **os.environ,
         "KUBECONFIG": str(hub_kubeconfig),
@@ -493,9 +507,9 @@ def hub_world(
         "TRAINHUB_IDLE_STOP_MINUTES": "0.1",
         "TRAINHUB_IDLE_INTERVAL_SECONDS": "1",
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "spawner")]),
+        **(extra_env or {}),
     }
     hub = Hub(dir=tmp, env=hub_env, port=port, admin_token=admin_token)
-    hub.start()
     world = HubWorld(
         hub=hub,
         api=api,
@@ -505,6 +519,7 @@ def hub_world(
         utilization=utilization,
     )
     try:
+        hub.start()
         yield world
     finally:
         hub.stop()
@@ -529,3 +544,15 @@ def hub_world(
                     if e.status != 404:
                         raise
         api.close()
+
+
+@pytest.fixture(scope="package")
+def hub_world(
+    k8s_cluster: Any,
+    chp: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[HubWorld]:
+    tmp = tmp_path_factory.mktemp("hub")
+    data = teams_data(secrets.token_hex(3), tmp / "shared")
+    with running_hub(k8s_cluster, chp, tmp, data, USERS) as world:
+        yield world

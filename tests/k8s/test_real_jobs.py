@@ -59,22 +59,34 @@ def ctr(node: Any, *args: str) -> str:
     ).stdout
 
 
-@pytest.fixture(scope="module")
-def pytorch_image(k8s_real_node: Any) -> str:
-    """The curated pytorch-cpu image, imported into the node's containerd (once per node)."""
+def built_image(name: str) -> dict[str, Any]:
+    """images/build.sh's index entry of a curated image (skips when it is not built)."""
     cache = Path(os.environ.get("TRAINHUB_CACHE") or Path.home() / ".cache" / "trainhub")
     index_file = cache / "images" / "index.json"
     index = json.loads(index_file.read_text()) if index_file.exists() else {}
-    entry = index.get("images", {}).get("pytorch-cpu")
+    entry = index.get("images", {}).get(name)
     if entry is None or not Path(entry["archive"]).is_file():
-        pytest.skip(f"pytorch-cpu is not built ({index_file}); run: bash images/build.sh")
+        pytest.skip(f"{name} is not built ({index_file}); run: bash images/build.sh")
+    return entry
+
+
+def import_built_image(node: Any, name: str) -> str:
+    """A curated image, imported into the node's containerd unless it is there; its reference.
+    Each cluster's containerd has its own store: nothing is shared across clusters."""
+    entry = built_image(name)
     ref = entry["reference"]
-    listed = ctr(k8s_real_node, "images", "ls", "-q").split()
+    listed = ctr(node, "images", "ls", "-q").split()
     if ref not in listed:
         started = time.monotonic()
-        _cluster_module().import_image(k8s_real_node.cluster_dir, entry["archive"])
+        _cluster_module().import_image(node.cluster_dir, entry["archive"])
         print(f"imported {ref} in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return ref
+
+
+@pytest.fixture(scope="module")
+def pytorch_image(k8s_real_node: Any) -> str:
+    """The curated pytorch-cpu image, imported into the node's containerd (once per node)."""
+    return import_built_image(k8s_real_node, "pytorch-cpu")
 
 
 @pytest.fixture
