@@ -293,7 +293,10 @@ def test_a_real_session_pod_is_spawned_served_through_the_proxy_and_stopped(
         assert c.image == session_image
         sc, psc = c.security_context, pod.spec.security_context
         assert psc.run_as_non_root and psc.seccomp_profile.type == "RuntimeDefault"
-        assert psc.run_as_user == RUN_AS and psc.run_as_group == 100
+        # KubeSpawner sets the user on the container, which wins over the pod's.
+        uid = sc.run_as_user if sc.run_as_user is not None else psc.run_as_user
+        gid = sc.run_as_group if sc.run_as_group is not None else psc.run_as_group
+        assert (uid, gid) == (RUN_AS, 100)
         assert sc.run_as_non_root and sc.allow_privilege_escalation is False
         assert sc.capabilities.drop == ["ALL"] and not sc.privileged
         assert sc.seccomp_profile.type == "RuntimeDefault"
@@ -315,7 +318,11 @@ def test_a_real_session_pod_is_spawned_served_through_the_proxy_and_stopped(
         lab = through_proxy(world, token, f"{base}/lab")
         assert lab.status_code == 200 and "jupyter-config-data" in lab.text
         config = through_proxy(world, token, f"{base}/trainhub/api/config")
-        assert config.status_code == 200, config.text
+        pod = cpu_pod if base == f"/user/{USER}" else gpu_pod
+        server_log = client.CoreV1Api(world.api).read_namespaced_pod_log(
+            pod.metadata.name, pod.metadata.namespace, tail_lines=60
+        )
+        assert config.status_code == 200, server_log
         assert config.json()["backend"] == "kubernetes"
         assert [t["name"] for t in config.json()["teams"]] == [TEAM]
         assert config.json()["user"] == USER
