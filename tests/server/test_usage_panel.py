@@ -151,13 +151,16 @@ async def test_the_panel_shows_a_users_own_figures_and_their_teams(
     assert wasteful[:2] == [late.id, clean.id]
     assert panel["wasteful"][0]["goodput"] == pytest.approx(0.4)
     assert panel["wasteful"][1]["goodput"] == pytest.approx(0.9)
-    assert panel["wasteful"][0]["gpu_startup_s"] == pytest.approx(60)
+    assert panel["wasteful"][0]["startup_s"] == pytest.approx(60)
     assert all(w["job_id"].startswith("pia-") for w in panel["wasteful"])
 
     # One job's goodput, for the job view; another user's job is not found.
     status, row = await as_user("pia", "jobs", late.id, "usage")
     assert status == 200, row
     assert (row["goodput"], row["gpu_startup_s"]) == (pytest.approx(0.4), pytest.approx(60))
+    _, clean_row = await as_user("pia", "jobs", clean.id, "usage")
+    assert clean_row["startup_s"] == pytest.approx(10)  # of time; 2 GPUs: 20 GPU-seconds
+    assert clean_row["gpu_startup_s"] == pytest.approx(20)
     status, _ = await as_user("otto", "jobs", late.id, "usage")
     assert status == 404
 

@@ -185,3 +185,13 @@ def test_a_table_from_before_goodput_is_derived_again(tmp_path):
     assert usage.count() == 0  # dropped: the next report backfills every ended job
     columns = {r[1] for r in conn.execute("PRAGMA table_info(usage)")}
     assert {"goodput", "gpu_redone_s", "redone_steps"} <= columns
+
+
+def test_the_parts_in_time_are_the_gpu_parts_per_gpu():
+    events = [state(0, "running"), state(100, "succeeded")]
+    spans = attempt_spans(events, 0, 100)
+    g = goodput(spans, events, steps(0, 20, 0, 79), gpus=4)
+    assert (g.startup_s, g.productive_s) == (pytest.approx(20), pytest.approx(80))
+    assert g.gpu_startup_s == pytest.approx(4 * g.startup_s)
+    none = goodput(spans, events, steps(0, 20, 0, 79), gpus=0)
+    assert (none.startup_s, none.gpu_startup_s, none.goodput) == (pytest.approx(20), 0, 0.8)

@@ -70,6 +70,11 @@ class UsageRow:
     requeue_s: float = 0.0
     steps: int = 0
     redone_steps: int = 0
+    productive_s: float = 0.0
+    startup_s: float = 0.0
+    checkpoint_s: float = 0.0
+    redone_s: float = 0.0
+    interrupted_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

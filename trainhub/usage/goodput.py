@@ -39,6 +39,12 @@ class Goodput:
     steps: int = 0  # distinct steps reached (kept progress)
     redone_steps: int = 0
     goodput: float | None = None  # productive / allocated; None without any step
+    # The same parts in seconds of the attempts (GPUs or not): what a breakdown draws.
+    productive_s: float = 0.0
+    startup_s: float = 0.0
+    checkpoint_s: float = 0.0
+    redone_s: float = 0.0
+    interrupted_s: float = 0.0
 
 
 def _number(value: Any) -> bool:
@@ -121,4 +127,9 @@ def goodput(
         steps=kept,
         redone_steps=redone_steps,
         goodput=productive / allocated,
+        productive_s=productive,
+        startup_s=startup,
+        checkpoint_s=stalled,
+        redone_s=redone,
+        interrupted_s=interrupted,
     )

@@ -52,17 +52,20 @@ class FailureShare(BaseModel):
 
 
 class WastefulJob(BaseModel):
+    """A job and where its time went (seconds of its attempts; x ``gpus`` for GPU time)."""
+
     job_id: str
     state: str
     finished_at: float
+    gpus: int
     gpu_allocated_s: float
     gpu_waste_s: float
     goodput: float | None
-    gpu_productive_s: float
-    gpu_startup_s: float
-    gpu_checkpoint_s: float
-    gpu_redone_s: float
-    gpu_interrupted_s: float
+    productive_s: float
+    startup_s: float
+    checkpoint_s: float
+    redone_s: float
+    interrupted_s: float
 
 
 class UsagePanel(BaseModel):

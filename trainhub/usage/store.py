@@ -48,7 +48,12 @@ CREATE TABLE IF NOT EXISTS usage (
     gpu_interrupted_s      REAL NOT NULL,
     requeue_s              REAL NOT NULL,
     steps                  INTEGER NOT NULL,
-    redone_steps           INTEGER NOT NULL
+    redone_steps           INTEGER NOT NULL,
+    productive_s           REAL NOT NULL,
+    startup_s              REAL NOT NULL,
+    checkpoint_s           REAL NOT NULL,
+    redone_s               REAL NOT NULL,
+    interrupted_s          REAL NOT NULL
 );
 -- Covers every report over all users: a range of end times read from the index alone.
 CREATE INDEX IF NOT EXISTS usage_report ON usage (
@@ -228,8 +233,8 @@ class UsageStore:
             " ELSE gpu_allocated_s - gpu_productive_s END)"
         )
         cur = self._connection().execute(
-            "SELECT job_id, state, finished_at, gpu_allocated_s, gpu_waste_s, goodput,"
-            " gpu_productive_s, gpu_startup_s, gpu_checkpoint_s, gpu_redone_s, gpu_interrupted_s"
+            "SELECT job_id, state, finished_at, gpus, gpu_allocated_s, gpu_waste_s, goodput,"
+            " productive_s, startup_s, checkpoint_s, redone_s, interrupted_s"
             f" FROM usage WHERE {where} AND ({lost} > 0 OR goodput < 1)"
             f" ORDER BY {lost} DESC, COALESCE(goodput, 1), finished_at DESC LIMIT ?",
             [*args, limit],
