@@ -154,6 +154,9 @@ async def test_the_panel_shows_a_users_own_figures_and_their_teams(
     assert panel["wasteful"][0]["startup_s"] == pytest.approx(60)
     assert all(w["job_id"].startswith("pia-") for w in panel["wasteful"])
 
+    # pia's goodput: the productive share of her jobs' GPU time (the step-less job is out).
+    assert panel["goodput_30d"] == pytest.approx((0.9 * 200 + 0.4 * 100) / 300)
+
     # One job's goodput, for the job view; another user's job is not found.
     status, row = await as_user("pia", "jobs", late.id, "usage")
     assert status == 200, row

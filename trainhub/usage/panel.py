@@ -86,7 +86,11 @@ class UsagePanel(BaseModel):
     )
     ended_30d: int
     failures: list[FailureShare] = Field(default_factory=list)
-    goodput_30d: float | None = None
+    goodput_30d: float | None = Field(
+        None,
+        description="The user's goodput over 30 days: of their GPU time, else (no GPU time) of "
+        "their attempts' time",
+    )
     wasteful: list[WastefulJob] = Field(default_factory=list)
     waste_utilization_pct: float
 
@@ -160,7 +164,11 @@ def panel(
             FailureShare(failure_class=c, jobs=n, rate=n / ended if ended else 0.0)
             for c, n in sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))
         ],
-        goodput_30d=mine_30d[0].goodput if mine_30d else None,
+        goodput_30d=(
+            mine_30d[0].goodput
+            if mine_30d and mine_30d[0].goodput is not None
+            else usage.time_goodput(since, user=user)
+        ),
         wasteful=[WastefulJob(**r) for r in usage.most_wasteful(since, user=user, limit=WASTEFUL)],
         waste_utilization_pct=waste_utilization_pct,
     )

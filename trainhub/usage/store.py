@@ -222,6 +222,24 @@ class UsageStore:
         )
         return {k: int(n) for k, n in rows}
 
+    def time_goodput(
+        self, since: float, *, user: str | None = None, team: str | None = None
+    ) -> float | None:
+        """The productive share of the attempts' time of the jobs that logged steps, GPUs or
+        not (for a user whose jobs had no GPU time to weigh the share by)."""
+        where, args = self._scope(since, user, team)
+        productive, total = (
+            self._connection()
+            .execute(
+                "SELECT SUM(productive_s),"
+                " SUM(productive_s + startup_s + checkpoint_s + redone_s + interrupted_s)"
+                f" FROM usage WHERE {where} AND goodput IS NOT NULL",
+                args,
+            )
+            .fetchone()
+        )
+        return productive / total if total else None
+
     def most_wasteful(
         self, since: float, *, user: str | None = None, limit: int = 5
     ) -> list[dict[str, Any]]:

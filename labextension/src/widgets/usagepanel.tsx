@@ -246,6 +246,11 @@ export function UsageView(props: {
       <section>
         <h3>GPU-hours per day</h3>
         <DailyChart data={data} />
+        {data.daily.every(d => !d.mine && !d.team) ? (
+          <div className="jp-trainhub-muted jp-trainhub-usage-nogpu">
+            No GPU time in the last 30 days (jobs without GPUs count no GPU-hours).
+          </div>
+        ) : null}
         <div className="jp-trainhub-usage-key">
           <span className="jp-trainhub-usage-swatch jp-trainhub-usage-bar-mine" /> mine
           {data.team ? (
