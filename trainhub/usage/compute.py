@@ -62,6 +62,7 @@ class UsageRow:
     waste_utilization_pct: float
     # Goodput (trainhub.usage.goodput): None when the job logged no step.
     goodput: float | None = None
+    goodput_allocated_s: float = 0.0  # gpu_allocated_s when the job has a goodput, else 0
     gpu_productive_s: float = 0.0
     gpu_startup_s: float = 0.0
     gpu_checkpoint_s: float = 0.0
@@ -221,6 +222,7 @@ def usage_row(
         attempts=len(spans),
         retries=sum(record.retries.values()),
         waste_utilization_pct=threshold_pct,
+        goodput_allocated_s=allocated if good.goodput is not None else 0.0,
         **asdict(good),
     )
 
