@@ -90,7 +90,8 @@ def test_a_retry_from_an_older_checkpoint_costs_goodput(gpu_env: Trainhub):
 
     # Per team in the CLI's report: the productive share of both jobs' GPU time.
     (team,) = th.json("usage", "--by", "team")["groups"]
-    assert team["key"] == "optics" and team["redone_steps"] == 7
+    assert team["key"] == "optics"
+    assert team["gpu_redone_s"] == pytest.approx(k["gpu_redone_s"])
     assert team["goodput"] == pytest.approx(
         (c["gpu_productive_s"] + k["gpu_productive_s"])
         / (c["gpu_allocated_s"] + k["gpu_allocated_s"])

@@ -153,7 +153,6 @@ def test_the_report_sums_goodput_per_team_over_the_jobs_that_logged_steps(tmp_pa
     assert vision.gpu_allocated_s == pytest.approx(3 * 200)
     assert vision.goodput_allocated_s == pytest.approx(2 * 200)
     assert vision.goodput == pytest.approx((0.9 * 200 + 0.5 * 200) / 400)
-    assert vision.gpu_startup_s == pytest.approx(2 * (10 + 50))
     assert groups["nlp"].goodput == pytest.approx(1.0)
     assert usage.row("silent")["goodput"] is None
 

@@ -77,12 +77,7 @@ class UsageGroup(BaseModel):
         0.0, description="GPU-seconds allocated to the jobs that logged steps"
     )
     gpu_productive_s: float = 0.0
-    gpu_startup_s: float = 0.0
-    gpu_checkpoint_s: float = 0.0
-    gpu_redone_s: float = 0.0
-    gpu_interrupted_s: float = 0.0
-    requeue_s: float = Field(0.0, description="Wall seconds waiting between attempts")
-    redone_steps: int = 0
+    gpu_redone_s: float = Field(0.0, description="GPU-seconds of steps redone after a restart")
 
     @computed_field  # type: ignore[prop-decorator]
     @property

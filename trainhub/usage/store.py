@@ -59,8 +59,7 @@ CREATE TABLE IF NOT EXISTS usage (
 -- Covers every report over all users: a range of end times read from the index alone.
 CREATE INDEX IF NOT EXISTS usage_report ON usage (
     finished_at, user, team, pool, day, state, gpu_allocated_s, gpu_busy_s, gpu_waste_s, cpu_s,
-    wall_s, queue_wait_s, retries, goodput_allocated_s, gpu_productive_s, gpu_startup_s,
-    gpu_checkpoint_s, gpu_redone_s, gpu_interrupted_s, requeue_s, redone_steps
+    wall_s, queue_wait_s, retries, goodput_allocated_s, gpu_productive_s, gpu_redone_s
 );
 CREATE INDEX IF NOT EXISTS usage_by_user ON usage (user, finished_at);
 CREATE INDEX IF NOT EXISTS usage_by_team ON usage (team, finished_at);
@@ -82,9 +81,7 @@ _SUMS = (
     "COUNT(*), SUM(state = 'succeeded'), SUM(state = 'failed'), SUM(state = 'cancelled'),"
     " SUM(gpu_allocated_s), SUM(gpu_busy_s), SUM(gpu_waste_s), SUM(cpu_s), SUM(wall_s),"
     " SUM(queue_wait_s), SUM(retries),"
-    " SUM(goodput_allocated_s), SUM(gpu_productive_s),"
-    " SUM(gpu_startup_s), SUM(gpu_checkpoint_s), SUM(gpu_redone_s), SUM(gpu_interrupted_s),"
-    " SUM(requeue_s), SUM(redone_steps)"
+    " SUM(goodput_allocated_s), SUM(gpu_productive_s), SUM(gpu_redone_s)"
 )
 _GROUP_FIELDS = (
     "jobs",
@@ -100,12 +97,7 @@ _GROUP_FIELDS = (
     "retries",
     "goodput_allocated_s",
     "gpu_productive_s",
-    "gpu_startup_s",
-    "gpu_checkpoint_s",
     "gpu_redone_s",
-    "gpu_interrupted_s",
-    "requeue_s",
-    "redone_steps",
 )
 
 
