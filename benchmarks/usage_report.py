@@ -102,6 +102,8 @@ def fill(store: Store, count: int) -> None:
                 attempts=1,
                 retries=rng.randint(0, 2),
                 waste_utilization_pct=10.0,
+                # Most jobs log steps: their goodput columns are summed too.
+                **(goodput_parts(rng, allocated) if rng.random() < 0.7 else {}),
             )
         )
     usage = UsageStore(store.connection)
@@ -113,6 +115,20 @@ def fill(store: Store, count: int) -> None:
             jobs,
         )
         usage.record(rows, conn)
+
+
+def goodput_parts(rng: random.Random, allocated: float) -> dict[str, float]:
+    startup, checkpoint, redone = (allocated * rng.uniform(0, 0.1) for _ in range(3))
+    productive = allocated - startup - checkpoint - redone
+    return {
+        "goodput": productive / allocated if allocated else 0.0,
+        "goodput_allocated_s": allocated,
+        "gpu_productive_s": productive,
+        "gpu_startup_s": startup,
+        "gpu_checkpoint_s": checkpoint,
+        "gpu_redone_s": redone,
+        "redone_steps": rng.randint(0, 50),
+    }
 
 
 def python_loop(conn: sqlite3.Connection, since: float) -> dict[str, list[float]]:

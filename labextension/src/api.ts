@@ -16,6 +16,7 @@ import {
   MetricKind
 } from './models';
 import { IComparison } from './compare';
+import { IJobUsage, IUsagePanel } from './usage';
 import { apiUrl, requestAPI } from './request';
 
 /** GET jobs: a page of the user's jobs, found by words (q), states and sweep. */
@@ -147,6 +148,16 @@ export class TrainHubAPI {
     return this.call(['compare'], {
       query: { ids: ids.join(','), points, goal: goals, scalars: scalars === false ? 'false' : undefined }
     });
+  }
+
+  /** One job's usage and goodput, derived now (so far, while it runs). */
+  jobUsage(jobId: string): Promise<IJobUsage> {
+    return this.call(['jobs', jobId, 'usage']);
+  }
+
+  /** The Usage panel: the user's and their team's figures, in one answer. */
+  usagePanel(): Promise<IUsagePanel> {
+    return this.call(['usage', 'panel']);
   }
 
   notebookParameters(path: string): Promise<INotebookParameters> {

@@ -29,6 +29,7 @@ import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { TrainHubAPI } from './api';
 import { registerCompare } from './widgets/compareview';
 import { registerSweepView } from './widgets/sweepview';
+import { registerUsagePanel } from './widgets/usagepanel';
 import { justFinished, JobsModel } from './jobsmodel';
 import { ICheckpointInfo, IConfig, IDescribeJob, IJobSummary, TERMINAL_STATES } from './models';
 import { IParameter, PARAMETERS_TAG, parseParameterCell } from './parameters';
@@ -105,6 +106,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const api = new TrainHubAPI(app.serviceManager.serverSettings);
     registerCompare(app, api);
     registerSweepView(app);
+    registerUsagePanel(app, api, palette, PALETTE_CATEGORY);
     const model = new JobsModel(api);
     let configPromise: Promise<IConfig> | null = null;
     const config = (): Promise<IConfig> => {

@@ -155,6 +155,23 @@ class UsageHandler(TrainhubAPIHandler):
         self.reply(report)
 
 
+class UsagePanelHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        # The user's own figures; the team's totals only of the team this session belongs to.
+        self.reply(
+            await self.calls.call(self.service.usage_panel, user=self.owner, team=settings.team())
+        )
+
+
+class JobUsageHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        self.reply(await self.calls.call(self.service.job_usage, job_id, user=self.owner))
+
+
 class CompareHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized

@@ -26,7 +26,9 @@ from trainhub.experiments.sweep import CreateSweep
 from trainhub.jobs.models import DescribeJob, JobEdit, JobPage, JobSummary
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub.jobs.spec import JobSpec
+from trainhub.usage.compute import JobUsage
 from trainhub.usage.models import UsageReport
+from trainhub.usage.panel import UsagePanel
 from trainhub_server.base import MAX_INTEGER
 from trainhub_server.payloads import (
     CancelRequest,
@@ -262,6 +264,19 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         UsageReport,
         query=UsageParams,
         errors=(400, 503),
+    ),
+    ("/usage/panel", "get"): Operation(
+        "The Usage panel: the user's and their own team's GPU-hours this week and month and "
+        "per day, the team's quota per pool now, the queue and the typical wait, failures by "
+        "class over 30 days, the user's most wasteful jobs and their goodput",
+        UsagePanel,
+        errors=(503,),
+    ),
+    ("/jobs/{job_id}/usage", "get"): Operation(
+        "One job's usage and goodput (start-up, checkpoint stalls, redone steps, interrupted "
+        "attempts, waiting between attempts), derived now from its directory",
+        JobUsage,
+        errors=(*JOB, 503),
     ),
     ("/sweeps", "get"): Operation("The user's sweeps, newest first", SweepList),
     ("/sweeps", "post"): Operation(

@@ -50,6 +50,8 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("jobs/{job_id}/notebook/html", h.JobNotebookHTMLHandler),
     ("notebook/parameters", h.NotebookParametersHandler),
     ("usage", h.UsageHandler),
+    ("usage/panel", h.UsagePanelHandler),
+    ("jobs/{job_id}/usage", h.JobUsageHandler),
     ("sweeps", h.SweepsHandler),
     ("sweeps/{sweep_id}", h.SweepHandler),
     ("sweeps/{sweep_id}/cancel", h.SweepCancelHandler),

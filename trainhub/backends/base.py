@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,6 +18,8 @@ from trainhub.imagepolicy import Allowed
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.usage.models import UsageBy, UsageGroup
+from trainhub.usage.panel import PoolQuota
+from trainhub.usage.store import UsageStore
 
 
 class Feature(StrEnum):
@@ -173,6 +175,21 @@ class Backend(ABC):
         from trainhub.errors import BackendUnavailable
 
         raise BackendUnavailable(f"The {self.name} backend keeps no usage accounting yet.")
+
+    @contextlib.contextmanager
+    def usage_rows(
+        self, since: float, *, user: str | None = None, team: str | None = None
+    ) -> Iterator[UsageStore]:
+        """The usage rows of the jobs that ended since ``since`` (at least those: a store may
+        hold more, its queries take ``since``), for the Usage panel's questions."""
+        from trainhub.errors import BackendUnavailable
+
+        raise BackendUnavailable(f"The {self.name} backend keeps no usage accounting yet.")
+        yield  # pragma: no cover - a generator, for the context manager
+
+    def quotas(self) -> tuple[list[PoolQuota], str]:
+        """The team's quota per pool now, and where it comes from (none by default)."""
+        return [], ""
 
     def reconcile(self) -> None:  # noqa: B027 - optional hook
         """Bring stored state in line with reality (dead processes, vanished pods)."""

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from trainhub import settings
 from trainhub.backends.base import Backend, Feature
@@ -53,7 +53,9 @@ from trainhub.jobs.models import (
 from trainhub.jobs.naming import successor_name
 from trainhub.jobs.spec import JobSpec, explain, field_error, parse_spec
 from trainhub.jobs.states import JobState
+from trainhub.usage.compute import JobUsage, job_usage
 from trainhub.usage.models import UsageBy, UsageQuery, UsageReport, since_time
+from trainhub.usage.panel import MONTH_DAYS, UsagePanel, panel, period_starts
 
 TIMELINE_EVENTS = frozenset(
     {"submitted", "state", "retry", "verdict", "cancel_requested", "pip_install"}
@@ -653,6 +655,33 @@ class JobService:
             waste_utilization_pct=settings.waste_utilization_pct(),
             groups=groups,
         )
+
+    def usage_panel(self, *, user: str, team: str | None) -> UsagePanel:
+        """The Usage panel of a signed-in user: their own figures, and their team's totals
+        (``team``: the session's own team) — no other user's jobs one by one."""
+        now = time.time()
+        since = min(period_starts(now)[1], now - MONTH_DAYS * 86400)
+        quotas, source = self.backend.quotas()
+        queued = [JobState.QUEUED]
+        with self.backend.usage_rows(since, user=None if team else user, team=team) as rows:
+            return panel(
+                rows,
+                user=user,
+                team=team,
+                now=now,
+                quotas=quotas,
+                quota_source=source,
+                waiting=self.backend.count(user=None, states=queued),
+                waiting_mine=self.backend.count(user=user, states=queued),
+                waste_utilization_pct=settings.waste_utilization_pct(),
+            )
+
+    def job_usage(self, job_id: str, *, user: str | None = None) -> BaseModel:
+        """One job's usage and goodput, derived now from its directory (so far, while it
+        runs)."""
+        record = self.record(job_id, user)
+        row = job_usage(record, threshold_pct=settings.waste_utilization_pct())
+        return JobUsage(**row.as_dict())
 
     def reconcile(self) -> None:
         self.backend.reconcile()

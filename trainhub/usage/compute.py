@@ -11,6 +11,8 @@ or FIFO counts as absent, and the row is then built from the record alone).
   gap between that GPU's samples) at its utilization, clipped to the attempts.
 - GPU-seconds wasted: the sampled GPU-seconds whose utilization was under the threshold.
 - CPU-seconds: the ranks' samples (``cpu_percent`` of one core, children included) likewise.
+- Goodput and what was lost (start-up, checkpoint stalls, redone steps, interrupted attempts,
+  waiting between attempts): :mod:`trainhub.usage.goodput`, from the events and scalars.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, get_type_hints
+
+from pydantic import create_model
 
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
+from trainhub.usage.goodput import goodput
 from trainhub.usage.models import utc_day
 
 DEFAULT_INTERVAL = 1.0  # the supervisor's sampling interval, when samples cannot tell
@@ -55,9 +60,33 @@ class UsageRow:
     attempts: int
     retries: int
     waste_utilization_pct: float
+    # Goodput (trainhub.usage.goodput): None when the job logged no step.
+    goodput: float | None = None
+    goodput_allocated_s: float = 0.0  # gpu_allocated_s when the job has a goodput, else 0
+    gpu_productive_s: float = 0.0
+    gpu_startup_s: float = 0.0
+    gpu_checkpoint_s: float = 0.0
+    gpu_redone_s: float = 0.0
+    gpu_interrupted_s: float = 0.0
+    requeue_s: float = 0.0
+    steps: int = 0
+    redone_steps: int = 0
+    productive_s: float = 0.0
+    startup_s: float = 0.0
+    checkpoint_s: float = 0.0
+    redone_s: float = 0.0
+    interrupted_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# The row as the REST API answers it (the job view's goodput): the same fields, as a model.
+JobUsage = create_model(
+    "JobUsage",
+    __doc__="One job's usage and goodput (seconds throughout; so far, while it runs).",
+    **{name: (hint, ...) for name, hint in get_type_hints(UsageRow).items()},  # type: ignore[call-overload]
+)
 
 
 def attempt_spans(
@@ -151,13 +180,17 @@ def usage_row(
     events: Iterable[Mapping[str, Any]] = (),
     gpu_samples: Iterable[Mapping[str, Any]] = (),
     system_samples: Iterable[Mapping[str, Any]] = (),
+    scalars: Iterable[Mapping[str, Any]] = (),
     *,
     threshold_pct: float,
     finished_at: float | None = None,
 ) -> UsageRow:
-    """The usage row of an ended job. ``finished_at`` stands in for a record without one."""
+    """The usage row of an ended job. ``finished_at`` stands in for a record without one
+    (a running job's row so far)."""
     end = record.finished_at or finished_at or record.started_at or record.created_at
-    spans = attempt_spans(list(events), record.started_at, end)
+    events = list(events)
+    spans = attempt_spans(events, record.started_at, end)
+    good = goodput(spans, events, scalars, record.gpus)
     allocated_each = sum(e - s for s, e in spans)
     allocated = record.gpus * allocated_each
     busy, waste, sampled = (
@@ -189,6 +222,8 @@ def usage_row(
         attempts=len(spans),
         retries=sum(record.retries.values()),
         waste_utilization_pct=threshold_pct,
+        goodput_allocated_s=allocated if good.goodput is not None else 0.0,
+        **asdict(good),
     )
 
 
@@ -196,6 +231,7 @@ def job_usage(record: JobRecord, *, threshold_pct: float) -> UsageRow:
     """:func:`usage_row` from the job's directory."""
     from trainhub.jobs.directory import JobDir
     from trainhub.metrics.sampler import GPU_FILE, SYSTEM_FILE
+    from trainhub.metrics.scalars import SCALARS_FILE
 
     jobdir = JobDir(record.job_dir)
 
@@ -211,6 +247,7 @@ def job_usage(record: JobRecord, *, threshold_pct: float) -> UsageRow:
         events,
         records(jobdir.read_metrics, GPU_FILE) if record.gpus else [],
         records(jobdir.read_metrics, SYSTEM_FILE),
+        records(jobdir.read_metrics, SCALARS_FILE),
         threshold_pct=threshold_pct,
         finished_at=time.time(),
     )

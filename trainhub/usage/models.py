@@ -7,7 +7,7 @@ import time
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 DEFAULT_SINCE = "30d"
 _SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
@@ -72,6 +72,20 @@ class UsageGroup(BaseModel):
     wall_s: float = 0.0
     queue_wait_s: float = 0.0
     retries: int = 0
+    # Goodput (trainhub.usage.goodput), over the jobs that logged steps.
+    goodput_allocated_s: float = Field(
+        0.0, description="GPU-seconds allocated to the jobs that logged steps"
+    )
+    gpu_productive_s: float = 0.0
+    gpu_redone_s: float = Field(0.0, description="GPU-seconds of steps redone after a restart")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def goodput(self) -> float | None:
+        """Productive share of the GPU time of the jobs that logged steps."""
+        if self.goodput_allocated_s <= 0:
+            return None
+        return self.gpu_productive_s / self.goodput_allocated_s
 
 
 class UsageReport(BaseModel):

@@ -7,7 +7,7 @@ import io
 
 from trainhub.usage.models import UsageGroup, UsageReport, utc_day
 
-CSV_FIELDS = ("key", *(name for name in UsageGroup.model_fields if name != "key"))
+CSV_FIELDS = ("key", *(name for name in UsageGroup.model_fields if name != "key"), "goodput")
 
 
 def _hours(seconds: float) -> str:
@@ -44,6 +44,8 @@ def table(report: UsageReport) -> str:
         "WALL-H",
         "AVG WAIT",
         "RETRIES",
+        "GOODPUT",
+        "REDONE-H",
     )
     groups = list(report.groups)
     if len(groups) > 1:
@@ -71,6 +73,8 @@ def table(report: UsageReport) -> str:
             _hours(g.wall_s),
             _wait(g),
             str(g.retries),
+            "-" if g.goodput is None else f"{100 * g.goodput:.0f}%",
+            _hours(g.gpu_redone_s),
         )
         for g in groups
     ]
@@ -84,7 +88,8 @@ def table(report: UsageReport) -> str:
     ]
     lines.append(
         f"(jobs that ended since {utc_day(report.since)} UTC; waste: GPU time under"
-        f" {report.waste_utilization_pct:g}% utilization)"
+        f" {report.waste_utilization_pct:g}% utilization; goodput: the share of the GPU time"
+        " of jobs that logged steps that made progress they kept)"
     )
     if not report.groups:
         lines.insert(1, "(no job ended in this period)")
@@ -96,5 +101,5 @@ def csv_text(report: UsageReport) -> str:
     writer = csv.writer(out)
     writer.writerow(CSV_FIELDS)
     for g in report.groups:
-        writer.writerow([getattr(g, name) for name in CSV_FIELDS])
+        writer.writerow(["" if (v := getattr(g, name)) is None else v for name in CSV_FIELDS])
     return out.getvalue()

@@ -39,12 +39,27 @@ CREATE TABLE IF NOT EXISTS usage (
     cpu_s                  REAL NOT NULL,
     attempts               INTEGER NOT NULL,
     retries                INTEGER NOT NULL,
-    waste_utilization_pct  REAL NOT NULL
+    waste_utilization_pct  REAL NOT NULL,
+    goodput                REAL,
+    goodput_allocated_s    REAL NOT NULL,
+    gpu_productive_s       REAL NOT NULL,
+    gpu_startup_s          REAL NOT NULL,
+    gpu_checkpoint_s       REAL NOT NULL,
+    gpu_redone_s           REAL NOT NULL,
+    gpu_interrupted_s      REAL NOT NULL,
+    requeue_s              REAL NOT NULL,
+    steps                  INTEGER NOT NULL,
+    redone_steps           INTEGER NOT NULL,
+    productive_s           REAL NOT NULL,
+    startup_s              REAL NOT NULL,
+    checkpoint_s           REAL NOT NULL,
+    redone_s               REAL NOT NULL,
+    interrupted_s          REAL NOT NULL
 );
 -- Covers every report over all users: a range of end times read from the index alone.
 CREATE INDEX IF NOT EXISTS usage_report ON usage (
     finished_at, user, team, pool, day, state, gpu_allocated_s, gpu_busy_s, gpu_waste_s, cpu_s,
-    wall_s, queue_wait_s, retries
+    wall_s, queue_wait_s, retries, goodput_allocated_s, gpu_productive_s, gpu_redone_s
 );
 CREATE INDEX IF NOT EXISTS usage_by_user ON usage (user, finished_at);
 CREATE INDEX IF NOT EXISTS usage_by_team ON usage (team, finished_at);
@@ -65,7 +80,8 @@ _KEYS = {
 _SUMS = (
     "COUNT(*), SUM(state = 'succeeded'), SUM(state = 'failed'), SUM(state = 'cancelled'),"
     " SUM(gpu_allocated_s), SUM(gpu_busy_s), SUM(gpu_waste_s), SUM(cpu_s), SUM(wall_s),"
-    " SUM(queue_wait_s), SUM(retries)"
+    " SUM(queue_wait_s), SUM(retries),"
+    " SUM(goodput_allocated_s), SUM(gpu_productive_s), SUM(gpu_redone_s)"
 )
 _GROUP_FIELDS = (
     "jobs",
@@ -79,6 +95,9 @@ _GROUP_FIELDS = (
     "wall_s",
     "queue_wait_s",
     "retries",
+    "goodput_allocated_s",
+    "gpu_productive_s",
+    "gpu_redone_s",
 )
 
 
@@ -89,7 +108,13 @@ class UsageStore:
         """Creates the table and its indexes when missing; never inside a transaction
         (``executescript`` commits whatever is open)."""
         self._connection = connection
-        self._connection().executescript(SCHEMA)
+        conn = self._connection()
+        have = {r[1] for r in conn.execute("PRAGMA table_info(usage)")}
+        if have and set(_COLUMNS) - have:
+            # The rows are a cache of what the job directories say: a table from before a
+            # column existed is dropped, and the next report derives every row again.
+            conn.execute("DROP TABLE usage")
+        conn.executescript(SCHEMA)
 
     def record(self, rows: Iterable[UsageRow], conn: sqlite3.Connection | None = None) -> int:
         """Write (or rewrite) rows; returns how many."""
@@ -153,3 +178,77 @@ class UsageStore:
             UsageGroup(key=k or "-", **dict(zip(_GROUP_FIELDS, sums, strict=True)))
             for k, *sums in rows
         ]
+
+    # --- the Usage panel's questions (trainhub.usage.panel) ---------------------------------
+    @staticmethod
+    def _scope(since: float, user: str | None, team: str | None) -> tuple[str, list[Any]]:
+        terms, args = ["finished_at >= ?"], [since]
+        if user is not None:
+            terms.append("user = ?")
+            args.append(user)
+        if team is not None:
+            terms.append("team = ?")
+            args.append(team)
+        return " AND ".join(terms), args
+
+    def waits(
+        self, since: float, *, user: str | None = None, team: str | None = None
+    ) -> list[float]:
+        """Queue waits of the jobs that ended since ``since`` and were admitted."""
+        where, args = self._scope(since, user, team)
+        return [
+            float(r[0])
+            for r in self._connection().execute(
+                f"SELECT queue_wait_s FROM usage WHERE {where} AND admitted_at IS NOT NULL", args
+            )
+        ]
+
+    def failure_classes(
+        self, since: float, *, user: str | None = None, team: str | None = None
+    ) -> dict[str, int]:
+        """How many of the jobs that ended since ``since`` failed, per failure class."""
+        where, args = self._scope(since, user, team)
+        rows = self._connection().execute(
+            f"SELECT COALESCE(failure_class, 'unknown'), COUNT(*) FROM usage"
+            f" WHERE {where} AND state = 'failed' GROUP BY 1",
+            args,
+        )
+        return {k: int(n) for k, n in rows}
+
+    def time_goodput(
+        self, since: float, *, user: str | None = None, team: str | None = None
+    ) -> float | None:
+        """The productive share of the attempts' time of the jobs that logged steps, GPUs or
+        not (for a user whose jobs had no GPU time to weigh the share by)."""
+        where, args = self._scope(since, user, team)
+        productive, total = (
+            self._connection()
+            .execute(
+                "SELECT SUM(productive_s),"
+                " SUM(productive_s + startup_s + checkpoint_s + redone_s + interrupted_s)"
+                f" FROM usage WHERE {where} AND goodput IS NOT NULL",
+                args,
+            )
+            .fetchone()
+        )
+        return productive / total if total else None
+
+    def most_wasteful(
+        self, since: float, *, user: str | None = None, limit: int = 5
+    ) -> list[dict[str, Any]]:
+        """The jobs that lost the most GPU time (idle under the waste threshold, or not kept as
+        progress), worst first; among jobs without GPUs, the lowest goodput first."""
+        where, args = self._scope(since, user, None)
+        lost = (
+            "MAX(gpu_waste_s, CASE WHEN goodput IS NULL THEN 0"
+            " ELSE gpu_allocated_s - gpu_productive_s END)"
+        )
+        cur = self._connection().execute(
+            "SELECT job_id, state, finished_at, gpus, gpu_allocated_s, gpu_waste_s, goodput,"
+            " productive_s, startup_s, checkpoint_s, redone_s, interrupted_s"
+            f" FROM usage WHERE {where} AND ({lost} > 0 OR goodput < 1)"
+            f" ORDER BY {lost} DESC, COALESCE(goodput, 1), finished_at DESC LIMIT ?",
+            [*args, limit],
+        )
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur]

@@ -44,6 +44,7 @@ import { LogsTab } from './logstab';
 import { MetricsTab } from './metricstab';
 import { NotebookTab, openExecutedCell } from './notebooktab';
 import { StateBadge } from './jobspanel';
+import { JobGoodput } from './goodput';
 
 export interface IJobViewActions {
   /** Open the notebook at a 0-based cell, marking its 1-based line when known. */
@@ -531,6 +532,7 @@ function Overview(props: {
         </div>
       ) : null}
       <Progress job={job} records={records} now={now} />
+      <JobGoodput job={job} api={api} />
       <section>
         <h3>Summary</h3>
         <KeyValues

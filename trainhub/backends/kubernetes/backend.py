@@ -42,6 +42,7 @@ from trainhub.teams import Pool, Team, TeamDataset, Teams, load_teams
 from trainhub.usage.compute import job_usage
 from trainhub.usage.kueue import workload_times
 from trainhub.usage.models import UsageBy, UsageGroup
+from trainhub.usage.panel import PoolQuota, cluster_queue_quotas
 from trainhub.usage.store import UsageStore
 
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
@@ -507,20 +508,30 @@ class KubernetesBackend(Backend):
     ) -> list[UsageGroup]:
         """Rows derived afresh from the team's ended jobs (records, Kueue's times kept in the
         final state event, the in-pod sampler's files), aggregated in an in-memory table."""
-        if team is not None and team != self.team.name:
-            return []
-        rows = [
-            job_usage(r, threshold_pct=settings.waste_utilization_pct())
-            for r in self._all(user)
-            if r.state.terminal and (r.finished_at or 0) >= since
-        ]
+        with self.usage_rows(since, user=user, team=team) as usage:
+            return usage.report(by, since, user=user, team=team)
+
+    @contextlib.contextmanager
+    def usage_rows(
+        self, since: float, *, user: str | None = None, team: str | None = None
+    ) -> Iterator[UsageStore]:
         conn = sqlite3.connect(":memory:")
         try:
             usage = UsageStore(lambda: conn)
-            usage.record(rows)
-            return usage.report(by, since, user=user, team=team)
+            if team is None or team == self.team.name:
+                usage.record(
+                    job_usage(r, threshold_pct=settings.waste_utilization_pct())
+                    for r in self._all(user)
+                    if r.state.terminal and (r.finished_at or 0) >= since
+                )
+            yield usage
         finally:
             conn.close()
+
+    def quotas(self) -> tuple[list[PoolQuota], str]:
+        """The team's ClusterQueue: its spec's quotas and its status's usage."""
+        cq = self._cluster_queue()
+        return cluster_queue_quotas(cq), f"ClusterQueue {self.team.cluster_queue}"
 
     def live_log(
         self, job_id: str, rank: int, offset: int, length: int

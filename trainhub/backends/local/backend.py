@@ -11,7 +11,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,6 +30,8 @@ from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import count_retry, should_retry
 from trainhub.outcome.verdict import cancel_verdict
 from trainhub.usage.models import UsageBy, UsageGroup
+from trainhub.usage.panel import PoolQuota, local_quotas
+from trainhub.usage.store import UsageStore
 
 # A job admitted by a process that died before it could launch the supervisor is relaunched.
 LAUNCH_GRACE_SECONDS = 30.0
@@ -197,6 +199,22 @@ class LocalBackend(Backend):
             self.store, threshold_pct=settings.waste_utilization_pct(), recompute=recompute
         )
         return accounting.usage_store(self.store).report(by, since, user=user, team=team)
+
+    @contextlib.contextmanager
+    def usage_rows(
+        self, since: float, *, user: str | None = None, team: str | None = None
+    ) -> Iterator[UsageStore]:
+        accounting.backfill(self.store, threshold_pct=settings.waste_utilization_pct())
+        yield accounting.usage_store(self.store)
+
+    def quotas(self) -> tuple[list[PoolQuota], str]:
+        """What the local admission knows: the machine's GPUs and CPU slots, and what the
+        admitted jobs hold of them."""
+        capacity, free = self.admitter.capacity(), self.admitter.free()
+        return (
+            local_quotas(len(capacity.gpus), len(free.gpus), capacity.slots, free.slots),
+            "local admission",
+        )
 
     # --- reconcile ----------------------------------------------------------------------
     def reconcile(self) -> None:
