@@ -48,6 +48,9 @@ class JobBase(BaseModel):
     # Editable after submission (JobEdit); the spec keeps the tags it was submitted with.
     tags: list[str] = Field(default_factory=list)
     note: str = ""
+    suspended_step: int | None = Field(
+        None, description="While suspended: the checkpoint step it will resume after"
+    )
 
 
 class JobDetails(BaseModel):
@@ -71,6 +74,7 @@ class JobRecord(JobDetails, JobBase):
     admitted_at: float | None = None
     cancel_requested: bool = False
     cancel_reason: str | None = None
+    suspend_requested: bool = False
 
     @model_validator(mode="after")
     def _sweep_of_spec(self) -> JobRecord:
