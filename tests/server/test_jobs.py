@@ -165,8 +165,11 @@ async def test_suspend_and_resume_a_running_job(api: Any) -> None:
     status, resumed, _ = await api("POST", "jobs", job["id"], "resume")
     assert status == 200 and resumed["id"] == job["id"] and resumed["attempt"] == 1, resumed
     await wait_for_state(api, job["id"], {"running"})
-    await api("POST", "jobs", job["id"], "cancel")
-    await wait_for_state(api, job["id"], {"cancelled"}, 60)
+    await api("POST", "jobs", job["id"], "suspend")
+    await wait_for_state(api, job["id"], {"suspended"}, 60)
+    # A suspended job runs nothing: a cancel ends it on the spot.
+    status, cancelled, _ = await api("POST", "jobs", job["id"], "cancel")
+    assert status == 200 and cancelled["state"] == "cancelled", cancelled
 
 
 async def test_resubmit_with_overrides(api: Any, finished_job: str) -> None:

@@ -113,7 +113,7 @@ class LocalBackend(Backend):
                 raise NotFound(f"No job {job_id}.")
             if record.state.terminal:
                 raise Conflict(f"Job {job_id} already {record.state.value}.")
-            if record.state == JobState.QUEUED:
+            if record.state in (JobState.QUEUED, JobState.SUSPENDED):  # nothing running
                 verdict = cancel_verdict(reason, record.attempt)
                 self.store.update(
                     conn,
