@@ -8,6 +8,9 @@ its fixture waits for another cluster to let go of it).
 
 from __future__ import annotations
 
+import pytest
+
+from tests.k8s.test_backend import Team, team  # noqa: F401 - the kwok team's fixture
 from tests.k8s.test_real_jobs import (  # noqa: F401 - fixtures
     QUICK,
     SLOW,
@@ -18,6 +21,7 @@ from tests.k8s.test_real_jobs import (  # noqa: F401 - fixtures
     running_pods,
 )
 from trainhub.backends.kubernetes.status import SUSPEND_ANNOTATION
+from trainhub.errors import Conflict, NotFound
 from trainhub.jobs.states import JobState
 
 
@@ -52,3 +56,39 @@ def test_a_suspended_two_pod_job_frees_its_quota_and_resumes_from_its_save(
     log = t.rank_log(job_id, 0)
     assert f"resumed from step {suspended.suspended_step}" in log
     assert "rank 0/2, attempt 1" in log
+
+
+def test_suspend_deactivates_the_workload_frees_the_quota_and_resume_makes_the_next_attempt(
+    team: Team,  # noqa: F811 - the fixture, imported above
+) -> None:
+    """The same on kwok nodes, where pods end at once: Kueue's side of it alone."""
+    first = team.submit("first")  # all 8 GPUs of the team's quota
+    team.wait_state(first, JobState.RUNNING)
+    second = team.submit("second")
+    assert team.state(second) == JobState.QUEUED
+
+    asked = team.service.suspend(first, user="ada", reason="for the second")
+    assert asked.state in (JobState.RUNNING, JobState.SUSPENDED)
+    suspended = team.wait_state(first, JobState.SUSPENDED)
+    assert suspended.suspended_step is None  # kwok pods save nothing
+    (workload,) = [
+        w for w in team.backend._workloads() if w["metadata"]["ownerReferences"][0]["name"] == first
+    ]
+    assert workload["spec"]["active"] is False
+    team.wait_state(second, JobState.RUNNING)  # its quota went to the queued job
+    with pytest.raises(Conflict, match="already suspended"):
+        team.service.suspend(first, user="ada")
+    with pytest.raises(NotFound):
+        team.service.resume_suspended(first, user="bob")
+    team.end_pods(second, result="Succeeded")
+    team.wait_state(second, JobState.SUCCEEDED)
+
+    resumed = team.service.resume_suspended(first, user="ada")
+    assert resumed.id == first and resumed.attempt == 1
+    team.wait_state(first, JobState.RUNNING)
+    job = team.backend.batch.read_namespaced_job(first, team.ns)
+    env = {e.name: e.value for e in job.spec.template.spec.containers[0].env}
+    assert env["TRAINHUB_ATTEMPT"] == "1" and not job.spec.suspend
+    states = [e["state"] for e in team.events(first) if e["type"] == "state"]
+    assert states[-3:] == ["suspended", "queued", "running"], states
+    assert not any(e["type"] == "preempted" for e in team.events(first))
