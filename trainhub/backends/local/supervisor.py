@@ -116,8 +116,8 @@ class Supervisor:
         become_subreaper()
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
-        if self.record.cancel_requested:
-            self.stop_event.set()
+        if self.record.cancel_requested or self.record.suspend_requested:
+            self.stop_event.set()  # asked before this supervisor could hear it
         started = self.record.started_at or time.time()
         verdict: Verdict | None = None
         try:
