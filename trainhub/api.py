@@ -187,7 +187,8 @@ class Job:
 
     def wait(self, timeout: float | None = None, interval: float = 0.5) -> JobState:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not (state := self.status).terminal:
+        # A suspended job waits for a person to resume it: waiting ends there too.
+        while not ((state := self.status).terminal or state == JobState.SUSPENDED):
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"job {self.id} still {state.value} after {timeout} s")
             time.sleep(interval)
@@ -201,8 +202,19 @@ class Job:
         described = service().resubmit(self.id, overrides=overrides)
         return Job(described.id, described)
 
+    def suspend(self, reason: str | None = None) -> DescribeJob:
+        """Save and stop; its GPUs are freed until :meth:`resume`."""
+        self._described = service().suspend(self.id, reason=reason)
+        return self._described
+
     def resume(self, step: int | None = None) -> Job:
-        described = service().resume(self.id, step)
+        """A suspended job (no ``step``): queued again, the same job. Otherwise a new job
+        starting from this one's checkpoint of ``step`` (default: the latest)."""
+        svc = service()
+        if step is None and self.status == JobState.SUSPENDED:
+            self._described = svc.resume_suspended(self.id)
+            return self
+        described = svc.resume(self.id, step)
         return Job(described.id, described)
 
     def checkpoints(self) -> CheckpointList:

@@ -353,8 +353,27 @@ def cmd_share(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     from trainhub.api import service
 
-    job = service().resume(args.job, args.step)
+    svc = service()
+    if args.step is None and svc.describe(args.job).state == JobState.SUSPENDED:
+        job = svc.resume_suspended(args.job)  # the same job again, from where it stopped
+    else:
+        job = svc.resume(args.job, args.step)
     _print_json(job) if args.json else print(job.id)
+    return 0
+
+
+def cmd_suspend(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    svc = service()
+    for job_id in args.jobs:
+        job = svc.suspend(job_id, reason=args.reason)
+        print(f"{job.id}: {'suspended' if job.state == JobState.SUSPENDED else 'suspending'}")
+    if args.wait:
+        from trainhub.api import Job
+
+        for job_id in args.jobs:
+            Job(job_id).wait()  # ends at suspended (or ended, when it finished meanwhile)
     return 0
 
 
@@ -589,7 +608,11 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=cmd_share)
 
-    r = sub.add_parser("resume", help="a new job starting from a checkpoint of this one")
+    r = sub.add_parser(
+        "resume",
+        help="queue a suspended job again (same id, from its latest checkpoint); for any "
+        "other job, or with --step, a new job starting from a checkpoint of this one",
+    )
     r.add_argument("job")
     r.add_argument("--step", type=int, help="default: the latest checkpoint")
     r.add_argument("--json", action="store_true")
@@ -613,6 +636,19 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--reason")
     c.add_argument("--wait", action="store_true", help="until every process has ended")
     c.set_defaults(func=cmd_cancel)
+
+    su = sub.add_parser(
+        "suspend",
+        help="stop jobs with their progress saved and their GPUs freed; `resume` continues them",
+        description="The ranks get SIGTERM, which runs the callbacks the training code "
+        "registered with trainhub.checkpoint.on_stop (a save), and SIGKILL after the grace "
+        "period (TRAINHUB_SUSPEND_GRACE, 30 s). The job's state becomes suspended with the "
+        "step of its latest checkpoint; `trainhub resume JOB` queues it again.",
+    )
+    su.add_argument("jobs", nargs="+")
+    su.add_argument("--reason")
+    su.add_argument("--wait", action="store_true", help="until each job is suspended")
+    su.set_defaults(func=cmd_suspend)
 
     d = sub.add_parser(
         "datasets",

@@ -39,6 +39,7 @@ STATE_COLOURS = {
     JobState.SUCCEEDED: "#2ca02c",
     JobState.FAILED: "#d62728",
     JobState.CANCELLED: "#7f7f7f",
+    JobState.SUSPENDED: "#9467bd",
 }
 
 

@@ -89,6 +89,17 @@ export class TrainHubAPI {
     });
   }
 
+  suspend(jobId: string, reason?: string): Promise<IDescribeJob> {
+    return this.call(['jobs', jobId, 'suspend'], {
+      method: 'POST',
+      body: reason ? { reason } : {}
+    });
+  }
+
+  resume(jobId: string): Promise<IDescribeJob> {
+    return this.call(['jobs', jobId, 'resume'], { method: 'POST', body: {} });
+  }
+
   resubmit(jobId: string, overrides?: Partial<IJobSpec>): Promise<IDescribeJob> {
     return this.call(['jobs', jobId, 'resubmit'], {
       method: 'POST',

@@ -16,7 +16,8 @@ export interface IListQuery {
 }
 
 export const EMPTY_QUERY: IListQuery = { q: '', state: '', sweep: '' };
-const ACTIVE: JobState[] = ['queued', 'starting', 'running', 'retrying'];
+// Not ended: a suspended job is work still to do.
+const ACTIVE: JobState[] = ['queued', 'starting', 'running', 'retrying', 'suspended'];
 
 /** The list request of a query (one page, from `before`). */
 export function listOptions(

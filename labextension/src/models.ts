@@ -10,7 +10,8 @@ export type JobState =
   | 'retrying'
   | 'succeeded'
   | 'failed'
-  | 'cancelled';
+  | 'cancelled'
+  | 'suspended';
 
 export const JOB_STATES: JobState[] = [
   'queued',
@@ -19,7 +20,8 @@ export const JOB_STATES: JobState[] = [
   'retrying',
   'succeeded',
   'failed',
-  'cancelled'
+  'cancelled',
+  'suspended'
 ];
 
 export const TERMINAL_STATES: ReadonlySet<JobState> = new Set<JobState>([
@@ -161,6 +163,8 @@ export interface IJobSummary {
   created_at: number;
   started_at?: number | null;
   finished_at?: number | null;
+  /** While suspended: the checkpoint step it resumes after. */
+  suspended_step?: number | null;
   attempt: number;
   wait_reason?: string | null;
   position?: number | null;

@@ -7,7 +7,8 @@ import {
   refreshIcon,
   runningIcon,
   stopIcon,
-  historyIcon
+  historyIcon,
+  pauseIcon
 } from '@jupyterlab/ui-components';
 
 import { JobState } from './models';
@@ -19,7 +20,8 @@ const ICONS: Record<JobState, LabIcon> = {
   retrying: refreshIcon,
   succeeded: checkIcon,
   failed: errorIcon,
-  cancelled: stopIcon
+  cancelled: stopIcon,
+  suspended: pauseIcon
 };
 
 export function stateIcon(state: JobState): LabIcon {

@@ -244,6 +244,23 @@ class CancelHandler(TrainhubAPIHandler):
         )
 
 
+class SuspendHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        reason = self.body_as(CancelRequest).reason
+        self.reply(
+            await self.calls.call(self.service.suspend, job_id, user=self.owner, reason=reason)
+        )
+
+
+class ResumeHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        self.reply(await self.calls.call(self.service.resume_suspended, job_id, user=self.owner))
+
+
 class ResubmitHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized

@@ -162,6 +162,18 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=CancelRequest,
         errors=(*JOB, 403, 409, 413),
     ),
+    ("/jobs/{job_id}/suspend", "post"): Operation(
+        "Suspend a job: its ranks save a checkpoint and stop, its GPUs are freed, its state "
+        "becomes suspended with the step saved",
+        DescribeJob,
+        body=CancelRequest,
+        errors=(*JOB, 409, 413),
+    ),
+    ("/jobs/{job_id}/resume", "post"): Operation(
+        "Queue a suspended job again: the same id, its next attempt, from its latest checkpoint",
+        DescribeJob,
+        errors=(*JOB, 409),
+    ),
     ("/jobs/{job_id}/resubmit", "post"): Operation(
         "Run the same spec again as a new job, optionally changed",
         DescribeJob,

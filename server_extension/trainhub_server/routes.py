@@ -34,6 +34,8 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("jobs/stream", ws.JobsStreamHandler),
     ("jobs/{job_id}", h.JobHandler),
     ("jobs/{job_id}/cancel", h.CancelHandler),
+    ("jobs/{job_id}/suspend", h.SuspendHandler),
+    ("jobs/{job_id}/resume", h.ResumeHandler),
     ("jobs/{job_id}/resubmit", h.ResubmitHandler),
     ("jobs/{job_id}/events", h.EventsHandler),
     ("jobs/{job_id}/events/stream", ws.EventsStreamHandler),

@@ -146,6 +146,32 @@ async def test_queued_job_explains_its_wait_and_cancels(
     assert record.state == JobState.CANCELLED
 
 
+async def test_suspend_and_resume_a_running_job(api: Any) -> None:
+    status, job, _ = await api("POST", "jobs", body=spec(SLEEPER))
+    assert status == 201
+    await wait_for_state(api, job["id"], {"running"})
+    status, error, _ = await api("POST", "jobs", job["id"], "resume")
+    assert status == 409 and "not suspended" in error["message"]
+
+    status, asked, _ = await api("POST", "jobs", job["id"], "suspend", body={"reason": "lunch"})
+    assert status == 200 and asked["id"] == job["id"], asked
+    suspended = await wait_for_state(api, job["id"], {"suspended", "failed", "cancelled"}, 60)
+    assert suspended["state"] == "suspended" and suspended["suspended_step"] is None
+    _, listed, _ = await api("GET", "jobs", params={"state": "suspended"})
+    assert [j["id"] for j in listed["jobs"]] == [job["id"]]
+    status, error, _ = await api("POST", "jobs", job["id"], "suspend")
+    assert status == 409 and "already suspended" in error["message"]
+
+    status, resumed, _ = await api("POST", "jobs", job["id"], "resume")
+    assert status == 200 and resumed["id"] == job["id"] and resumed["attempt"] == 1, resumed
+    await wait_for_state(api, job["id"], {"running"})
+    await api("POST", "jobs", job["id"], "suspend")
+    await wait_for_state(api, job["id"], {"suspended"}, 60)
+    # A suspended job runs nothing: a cancel ends it on the spot.
+    status, cancelled, _ = await api("POST", "jobs", job["id"], "cancel")
+    assert status == 200 and cancelled["state"] == "cancelled", cancelled
+
+
 async def test_resubmit_with_overrides(api: Any, finished_job: str) -> None:
     status, job, _ = await api(
         "POST", "jobs", finished_job, "resubmit", body={"overrides": {"parameters": {"lr": 0.5}}}
@@ -214,6 +240,8 @@ async def test_another_users_job_is_not_found(api: Any, session_service: JobServ
         ("GET", (theirs, "checkpoints", "1")),
         ("DELETE", (theirs, "checkpoints", "1")),
         ("POST", (theirs, "cancel")),
+        ("POST", (theirs, "suspend")),
+        ("POST", (theirs, "resume")),
         ("POST", (theirs, "resubmit")),
         ("POST", (theirs, "checkpoints", "1", "resume")),
         ("GET", (theirs, "checkpoints", "1", "files", "state.pt")),

@@ -89,3 +89,26 @@ def test_the_pod_that_failed_the_job_is_the_cause_not_the_ones_stopped_after_it(
     verdict = status.failure_verdict(job, [pod(0, 143), pod(1, 137)], {0: lost_peer}, attempt=0)
     assert verdict.failure_class == FailureClass.INFRASTRUCTURE
     assert verdict.reason == "worker 1 was killed by SIGKILL"
+
+
+def test_a_suspended_job_reads_as_suspended_once_its_pods_are_gone_and_is_no_preemption():
+    job = {"metadata": {"annotations": {status.SUSPEND_ANNOTATION: "lunch"}}, "spec": {}}
+    running = {"metadata": {}, "status": {"phase": "Running"}}
+    # Asked, not yet suspended by Kueue: it still runs.
+    assert status.job_state(job, [running]) == JobState.RUNNING
+    job["spec"]["suspend"] = True
+    # Suspended by Kueue, its pods still saving on SIGTERM: running until they end.
+    stopping = {"metadata": {"deletionTimestamp": "now"}, "status": {"phase": "Running"}}
+    assert status.job_state(job, [stopping]) == JobState.RUNNING
+    assert status.job_state(job, []) == JobState.SUSPENDED
+    ended = {"metadata": {}, "status": {"phase": "Failed"}}
+    assert status.job_state(job, [ended]) == JobState.SUSPENDED
+    # Without the annotation a suspended Job is one Kueue has not admitted (yet).
+    del job["metadata"]["annotations"]
+    assert status.job_state(job, []) == JobState.QUEUED
+
+    evicted = {"type": "Evicted", "status": "True", "reason": "InactiveWorkload"}
+    deactivated = {"status": {"conditions": [evicted]}}
+    assert status.preemptions(deactivated) == 0
+    preempted = {"status": {"conditions": [{**evicted, "reason": "Preempted"}]}}
+    assert status.preemptions(preempted) == 1

@@ -117,6 +117,18 @@ class Backend(ABC):
     def cancel(self, job_id: str, reason: str) -> JobRecord:
         """Ask the job to stop; returns at once. Queued jobs are cancelled on the spot."""
 
+    def suspend(self, job_id: str, reason: str) -> JobRecord:
+        """Ask the job's ranks to save and stop, give its resources back; state ``suspended``."""
+        from trainhub.errors import BackendUnavailable
+
+        raise BackendUnavailable(f"The {self.name} backend cannot suspend jobs.")
+
+    def resume(self, job_id: str) -> JobRecord:
+        """Queue a suspended job again (same id, next attempt) from its latest checkpoint."""
+        from trainhub.errors import BackendUnavailable
+
+        raise BackendUnavailable(f"The {self.name} backend cannot resume jobs.")
+
     @abstractmethod
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
         """For a queued job: a sentence saying why it waits, and how many jobs are ahead."""

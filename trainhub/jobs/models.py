@@ -51,6 +51,9 @@ class JobBase(BaseModel):
     note: str = ""
     # Who besides the owner may read it (trainhub.jobs.sharing): private, or the owner's team.
     shared: Sharing = Sharing.PRIVATE
+    suspended_step: int | None = Field(
+        None, description="While suspended: the checkpoint step it will resume after"
+    )
 
 
 class JobDetails(BaseModel):
@@ -74,6 +77,7 @@ class JobRecord(JobDetails, JobBase):
     admitted_at: float | None = None
     cancel_requested: bool = False
     cancel_reason: str | None = None
+    suspend_requested: bool = False
 
     @model_validator(mode="after")
     def _sweep_of_spec(self) -> JobRecord:

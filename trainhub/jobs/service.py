@@ -58,7 +58,16 @@ from trainhub.usage.models import UsageBy, UsageQuery, UsageReport, since_time
 from trainhub.usage.panel import MONTH_DAYS, UsagePanel, panel, period_starts
 
 TIMELINE_EVENTS = frozenset(
-    {"submitted", "state", "retry", "verdict", "cancel_requested", "pip_install"}
+    {
+        "submitted",
+        "state",
+        "retry",
+        "verdict",
+        "cancel_requested",
+        "pip_install",
+        "suspend_requested",
+        "suspended",
+    }
 )
 METRIC_KINDS = ("scalars", "gpu", "system")
 
@@ -374,6 +383,20 @@ class JobService:
             # Stopping a job that swapped its files for links must always work: the answer
             # then leaves out what the job directory would have told.
             return self._describe(record, files=False)
+
+    def suspend(
+        self, job_id: str, *, user: str | None = None, reason: str | None = None
+    ) -> DescribeJob:
+        """Stop the job with its progress saved and its resources given back (the owner only)."""
+        user = user or getpass.getuser()
+        self.record(job_id, user)
+        return self._describe(self.backend.suspend(job_id, reason or f"suspended by {user}"))
+
+    def resume_suspended(self, job_id: str, *, user: str | None = None) -> DescribeJob:
+        """Queue a suspended job again: same id, next attempt, from its latest checkpoint."""
+        user = user or getpass.getuser()
+        self.record(job_id, user)
+        return self._describe(self.backend.resume(job_id))
 
     # --- reads --------------------------------------------------------------------------
     def record(self, job_id: str, user: str | None = None) -> JobRecord:

@@ -13,6 +13,9 @@ class JobState(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    # Stopped on request with its progress saved, its resources given back; `resume` queues
+    # it again (same id, next attempt) and it continues from its latest checkpoint.
+    SUSPENDED = "suspended"
 
     @property
     def terminal(self) -> bool:

@@ -57,7 +57,7 @@ describe('listOptions (the list request of the panel)', () => {
 
   it('asks for every unfinished state for "not finished", and nothing it was not given', () => {
     expect(listOptions({ ...EMPTY_QUERY, state: 'active' })).toEqual({
-      states: ['queued', 'starting', 'running', 'retrying'],
+      states: ['queued', 'starting', 'running', 'retrying', 'suspended'],
       q: undefined,
       sweep: undefined,
       limit: undefined,

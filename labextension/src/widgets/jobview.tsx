@@ -6,6 +6,13 @@ import * as React from 'react';
 import { TrainHubAPI } from '../api';
 import { cancelWithConfirmation, REPLACEMENT_GRACE_MS } from '../cancel';
 import {
+  canResume,
+  canSuspend,
+  suspendedLine,
+  suspendPending,
+  suspendWithConfirmation
+} from '../suspend';
+import {
   cellLabel,
   formatBytes,
   formatDuration,
@@ -81,6 +88,12 @@ export function describeEvent(e: ITimelineEvent): string {
       }`;
     case 'cancel_requested':
       return `cancel requested${f.reason ? `: ${String(f.reason)}` : ''}`;
+    case 'suspend_requested':
+      return `suspend requested${f.reason ? `: ${String(f.reason)}` : ''}`;
+    case 'suspended':
+      return f.step === null || f.step === undefined
+        ? 'suspended (no checkpoint yet)'
+        : `suspended at step ${String(f.step)}`;
     case 'pip_install':
       return `pip install ${String(f.phase ?? '')}${f.ok === false ? ' (failed)' : ''}`;
     default:
@@ -324,7 +337,8 @@ function FailureBox(props: { job: IDescribeJob; verdict: IVerdict; actions: IJob
 }
 
 /**
- * Cancel (asking first, `cancelling…` at once) while the job is active; Resubmit once it has
+ * Cancel (asking first, `cancelling…` at once) while the job has not ended, with Suspend or
+ * Resume beside it (SuspendOrResume); Resubmit once it has
  * ended, disabled for a moment so that a double-click on Cancel does not press it.
  */
 function JobActions(props: {
@@ -350,7 +364,7 @@ function JobActions(props: {
     return <></>; // a teammate's job: only its owner stops it
   }
   if (!ended) {
-    return (
+    const cancel = (
       <button
         className="jp-mod-styled jp-Button jp-trainhub-cancel"
         disabled={cancelling}
@@ -365,6 +379,12 @@ function JobActions(props: {
       >
         {cancelling ? 'Cancelling…' : 'Cancel'}
       </button>
+    );
+    return (
+      <>
+        <SuspendOrResume job={job} api={api} actions={actions} disabled={cancelling} />
+        {cancel}
+      </>
     );
   }
   return (
@@ -422,6 +442,60 @@ function ShareButton(props: {
       }}
     >
       {shareButtonLabel(job)}
+    </button>
+  );
+}
+
+/**
+ * Suspend next to Cancel (asking first, `Suspending…` until the job is suspended), Resume
+ * once it is; errors go to the view's error dialog.
+ */
+function SuspendOrResume(props: {
+  job: IDescribeJob;
+  api: TrainHubAPI;
+  actions: IJobViewActions;
+  disabled: boolean;
+}): JSX.Element | null {
+  const { job, api, actions, disabled } = props;
+  const [busy, setBusy] = React.useState(false);
+  const pending = suspendPending(job);
+  React.useEffect(() => setBusy(false), [job.state]);
+  if (canResume(job.state)) {
+    return (
+      <button
+        className="jp-mod-styled jp-Button jp-mod-accept jp-trainhub-resume"
+        disabled={disabled || busy}
+        onClick={async () => {
+          setBusy(true);
+          try {
+            await api.resume(job.id);
+          } catch (error) {
+            setBusy(false);
+            actions.error(`Could not resume ${job.name}`, error);
+          }
+        }}
+      >
+        {busy ? 'Resuming…' : 'Resume'}
+      </button>
+    );
+  }
+  if (!canSuspend(job.state)) {
+    return null;
+  }
+  return (
+    <button
+      className="jp-mod-styled jp-Button jp-trainhub-suspend"
+      disabled={disabled || busy || pending}
+      onClick={async () => {
+        try {
+          await suspendWithConfirmation(api, job, { onConfirmed: () => setBusy(true) });
+        } catch (error) {
+          setBusy(false);
+          actions.error(`Could not suspend ${job.name}`, error);
+        }
+      }}
+    >
+      {busy || pending ? 'Suspending…' : 'Suspend'}
     </button>
   );
 }
@@ -525,6 +599,9 @@ function Overview(props: {
         </div>
       ) : null}
       {failed ? <FailureBox job={job} verdict={v} actions={actions} /> : null}
+      {job.state === 'suspended' ? (
+        <div className="jp-trainhub-banner jp-trainhub-suspended">{suspendedLine(job)}</div>
+      ) : null}
       {job.state === 'cancelled' ? (
         <div className="jp-trainhub-cancelled">
           Cancelled{cancelVerdict?.reason ? `: ${cancelVerdict.reason}` : ''}

@@ -27,7 +27,7 @@ from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USE
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.checkpoint.layout import resume_checkpoint
 from trainhub.datasets.catalog import Catalog, Readable
-from trainhub.errors import BackendUnavailable, NotFound, OverQuota
+from trainhub.errors import BackendUnavailable, Conflict, NotFound, OverQuota
 from trainhub.imagepolicy import Allowed, choose_image
 from trainhub.jobs import confined
 from trainhub.jobs.confined import NotAJobFile
@@ -36,6 +36,7 @@ from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.search import found
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
 from trainhub.outcome.retry import count_retry
 from trainhub.outcome.verdict import cancel_verdict
 from trainhub.teams import Pool, Team, TeamDataset, Teams, load_teams
@@ -313,6 +314,57 @@ class KubernetesBackend(Backend):
                 "finished_at": time.time(),
             }
         )
+
+    def suspend(self, job_id: str, reason: str) -> JobRecord:
+        """Kueue's suspension: the Job is marked, its Workload deactivated; Kueue evicts it
+        and suspends the Job, whose pods get SIGTERM and the grace period to save."""
+        from kubernetes.client import ApiException
+
+        record = self.get(job_id)
+        if record is None:
+            raise NotFound(f"No job {job_id}.")
+        check_suspendable(record)
+        workload = self._workload(job_id)
+        if workload is None:
+            raise Conflict(f"Job {job_id} is not yet known to Kueue; suspend it in a moment.")
+        try:
+            self.batch.patch_namespaced_job(
+                job_id,
+                self.namespace,
+                {"metadata": {"annotations": {status.SUSPEND_ANNOTATION: reason[:500]}}},
+            )
+            self.custom.patch_namespaced_custom_object(
+                KUEUE_GROUP,
+                KUEUE_VERSION,
+                self.namespace,
+                "workloads",
+                workload["metadata"]["name"],
+                {"spec": {"active": False}},
+            )
+        except ApiException as e:
+            if e.status == 404:
+                raise NotFound(f"No job {job_id}.") from None
+            raise
+        JobDir(record.job_dir).emit("suspend_requested", reason=reason)
+        return self.get(job_id) or record
+
+    def resume(self, job_id: str) -> JobRecord:
+        """The suspended Job is replaced by the next attempt's (as a retry is), resuming from
+        the job's latest checkpoint; Kueue queues its new, active Workload."""
+        record = self.get(job_id)
+        if record is None:
+            raise NotFound(f"No job {job_id}.")
+        check_resumable(record)
+        plan = recovery.RetryPlan(
+            attempt=record.attempt + 1,
+            failure_class="suspended",
+            reason="resumed",
+            backoff_seconds=0.0,
+            not_before=0.0,
+            retries=dict(record.retries),
+        )
+        self._next_attempt(record, plan)
+        return self.get(job_id) or record
 
     # --- reads --------------------------------------------------------------------------------
     # Reads list each object kind once per call (Jobs, pods, Workloads, by label selector) and
@@ -726,7 +778,10 @@ class KubernetesBackend(Backend):
                 _rank_results(JobDir(record.job_dir), record.attempt),
                 attempt=record.attempt,
             )
-        observed = record.model_copy(update={"state": state, "verdict": verdict})
+        step = saved_step(record.job_dir) if state == JobState.SUSPENDED else None
+        observed = record.model_copy(
+            update={"state": state, "verdict": verdict, "suspended_step": step}
+        )
         return _with_workload(observed, job, workload)
 
     def _record_changes(
@@ -744,6 +799,8 @@ class KubernetesBackend(Backend):
                 times = _times(job, workload)
                 self._finish(record, observed.state, observed.verdict, times)
             else:
+                if observed.state == JobState.SUSPENDED:
+                    jobdir.emit("suspended", step=observed.suspended_step, attempt=record.attempt)
                 jobdir.emit("state", state=observed.state.value, attempt=record.attempt)
 
     def _note_image(self, jobdir: JobDir, pods: list[Obj]) -> bool:

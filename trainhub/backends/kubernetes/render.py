@@ -158,6 +158,8 @@ def notebook_rbac(team: Team) -> list[Manifest]:
         {"apiGroups": [""], "resources": ["events"], "verbs": read},
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": read},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": read},
+        # Suspend and resume deactivate and activate the team's own Workloads (spec.active).
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["patch"]},
     ]
     return [
         {

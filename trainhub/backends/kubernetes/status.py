@@ -97,6 +97,13 @@ def wait_reason(workload: Obj | None, cluster_queue: Obj | None = None) -> str |
     return "waiting for Kueue to admit it"
 
 
+# On a Job a person suspended: the reason. Its Workload is deactivated (spec.active false), so
+# Kueue evicts it, suspends the Job and keeps it out of the queue until trainhub resumes it.
+SUSPEND_ANNOTATION = "trainhub.io/suspend"
+# The reasons Kueue gives an eviction by deactivation (its versions name it differently).
+_DEACTIVATED = frozenset({"InactiveWorkload", "Deactivated"})
+
+
 def preemptions(workload: Obj | None) -> int:
     """How many times Kueue evicted this workload to make room (it then requeues it)."""
     stats = (workload or {}).get("status", {}).get("schedulingStats") or {}
@@ -107,7 +114,13 @@ def preemptions(workload: Obj | None) -> int:
     )
     if counted:
         return counted
+    if (condition(workload, "Evicted") or {}).get("reason") in _DEACTIVATED:
+        return int(is_true(workload, "Preempted"))  # a suspension is no preemption
     return int(any(is_true(workload, t) for t in ("Preempted", "Evicted")))
+
+
+def suspend_requested(job: Obj) -> bool:
+    return SUSPEND_ANNOTATION in (job.get("metadata", {}).get("annotations") or {})
 
 
 def job_state(job: Obj, pods: list[Obj]) -> JobState:
@@ -117,6 +130,13 @@ def job_state(job: Obj, pods: list[Obj]) -> JobState:
         return JobState.RETRYING  # failed; trainhub replaces it by the next attempt's Job
     if is_true(job, "Failed") or is_true(job, "FailureTarget"):
         return JobState.FAILED
+    if suspend_requested(job):
+        # Suspended once Kueue suspended the Job and every pod has ended (their stop
+        # callbacks saved on the way out); until then it still runs.
+        running = [p for p in pods if p.get("status", {}).get("phase") in ("Pending", "Running")]
+        if job.get("spec", {}).get("suspend") and not running:
+            return JobState.SUSPENDED
+        return JobState.RUNNING if running else JobState.STARTING
     if job.get("spec", {}).get("suspend"):
         return JobState.QUEUED
     live = [p for p in pods if not p.get("metadata", {}).get("deletionTimestamp")]

@@ -27,6 +27,7 @@ from trainhub.imagepolicy import Allowed, load_images_file, local_image
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
 from trainhub.outcome.retry import count_retry, should_retry
 from trainhub.outcome.verdict import cancel_verdict
 from trainhub.usage.models import UsageBy, UsageGroup
@@ -142,7 +143,7 @@ class LocalBackend(Backend):
                 raise NotFound(f"No job {job_id}.")
             if record.state.terminal:
                 raise Conflict(f"Job {job_id} already {record.state.value}.")
-            if record.state == JobState.QUEUED:
+            if record.state in (JobState.QUEUED, JobState.SUSPENDED):  # nothing running
                 verdict = cancel_verdict(reason, record.attempt)
                 self.store.update(
                     conn,
@@ -163,6 +164,56 @@ class LocalBackend(Backend):
         else:
             jobdir.emit("cancel_requested", reason=reason)
             self._signal_supervisor(self.store.local(job_id))
+        return self.store.get(job_id)  # type: ignore[return-value]
+
+    def suspend(self, job_id: str, reason: str) -> JobRecord:
+        with self.store.transaction() as conn:
+            record = self.store.get(job_id, conn)
+            if record is None:
+                raise NotFound(f"No job {job_id}.")
+            check_suspendable(record)
+            queued = record.state == JobState.QUEUED
+            if queued:  # holds nothing yet: suspended on the spot
+                step = saved_step(record.job_dir)
+                self.store.update(
+                    conn, job_id, state=JobState.SUSPENDED, suspended_step=step, assigned_gpus=[]
+                )
+            else:  # its supervisor stops the ranks and records the suspension
+                self.store.update(conn, job_id, suspend_requested=True)
+        jobdir = JobDir(record.job_dir)
+        if queued:
+            jobdir.emit("suspended", step=step, reason=reason)
+            jobdir.emit("state", state=JobState.SUSPENDED.value, reason=reason, step=step)
+        else:
+            jobdir.emit("suspend_requested", reason=reason)
+            self._signal_supervisor(self.store.local(job_id))
+        return self.store.get(job_id)  # type: ignore[return-value]
+
+    def resume(self, job_id: str) -> JobRecord:
+        with self.store.transaction() as conn:
+            record = self.store.get(job_id, conn)
+            if record is None:
+                raise NotFound(f"No job {job_id}.")
+            check_resumable(record)
+            self.store.update(
+                conn,
+                job_id,
+                state=JobState.QUEUED,
+                attempt=record.attempt + 1,
+                suspend_requested=False,
+                suspended_step=None,  # the timeline keeps it (resume_step)
+                admitted_at=None,
+            )
+            self.store.update_local(
+                conn, job_id, supervisor_pid=None, supervisor_start=None, process_groups=[]
+            )
+        JobDir(record.job_dir).emit(
+            "state",
+            state=JobState.QUEUED.value,
+            attempt=record.attempt + 1,
+            resume_step=record.suspended_step,
+        )
+        self.admitter.admit_and_launch()
         return self.store.get(job_id)  # type: ignore[return-value]
 
     def _signal_supervisor(self, local: LocalJob) -> None:
@@ -243,6 +294,9 @@ class LocalBackend(Backend):
                 reason=f"the job's supervisor (pid {local.supervisor_pid}) ended unexpectedly",
                 attempt=record.attempt,
             )
+        if record.suspend_requested and not record.cancel_requested:
+            self._suspended(record, local)
+            return
         retry = not record.cancel_requested and should_retry(
             verdict, record.spec.retry, record.retries
         )
@@ -289,6 +343,29 @@ class LocalBackend(Backend):
             ).value,
             reason=verdict.reason,
         )
+
+    def _suspended(self, record: JobRecord, local: LocalJob) -> None:
+        """A job asked to suspend whose supervisor is gone: suspended at its latest save."""
+        step = saved_step(record.job_dir)
+        with self.store.transaction() as conn:
+            current = self.store.get(record.id, conn)
+            if (
+                current is None
+                or current.state not in ACTIVE
+                or self.store.local(record.id, conn).supervisor_pid != local.supervisor_pid
+            ):
+                return
+            self.store.update(
+                conn,
+                record.id,
+                state=JobState.SUSPENDED,
+                suspended_step=step,
+                suspend_requested=False,
+                assigned_gpus=[],
+            )
+        jobdir = JobDir(record.job_dir)
+        jobdir.emit("suspended", step=step)
+        jobdir.emit("state", state=JobState.SUSPENDED.value, step=step)
 
     def close(self) -> None:
         self.store.close()

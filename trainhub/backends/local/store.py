@@ -56,6 +56,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     verdict           TEXT,
     cancel_requested  INTEGER NOT NULL DEFAULT 0,
     cancel_reason     TEXT,
+    suspend_requested INTEGER NOT NULL DEFAULT 0,
+    suspended_step    INTEGER,
     resubmitted_from  TEXT,
     sweep_id          TEXT,
     tags              TEXT NOT NULL DEFAULT '[]',
@@ -90,6 +92,8 @@ _ADDED_COLUMNS = {
         "TEXT NOT NULL DEFAULT ''",
         "CREATE INDEX IF NOT EXISTS jobs_search ON jobs (user, seq DESC, search)",
     ),
+    "suspend_requested": ("INTEGER NOT NULL DEFAULT 0", None),
+    "suspended_step": ("INTEGER", None),
 }
 
 # Databases written before ``local_jobs`` existed kept these columns in ``jobs``.

@@ -31,6 +31,7 @@ from trainhub.bundle.requirements import load_requirements
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.jobs.suspension import saved_step
 from trainhub.outcome.retry import backoff, count_retry, should_retry
 from trainhub.outcome.verdict import (
     RankExit,
@@ -41,6 +42,8 @@ from trainhub.outcome.verdict import (
 from trainhub.usage.compute import UsageRow, job_usage
 
 CANCEL_GRACE_SECONDS = float(os.environ.get("TRAINHUB_CANCEL_GRACE", "10"))
+# A suspend's ranks save a checkpoint on the way out: they get longer before SIGKILL.
+SUSPEND_GRACE_SECONDS = float(os.environ.get("TRAINHUB_SUSPEND_GRACE", "30"))
 POLL_SECONDS = 0.2
 
 
@@ -92,6 +95,8 @@ class Supervisor:
             current = self.store.get(self.record.id)
             if current is not None and current.cancel_requested:
                 self._stop_reason = current.cancel_reason or "cancelled"
+            elif current is not None and current.suspend_requested:
+                self._stop_reason = "suspended"
             else:
                 self._stop_reason = (
                     f"stopped by {signal.Signals(self.stop_signal or signal.SIGTERM).name}"
@@ -111,8 +116,8 @@ class Supervisor:
         become_subreaper()
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
-        if self.record.cancel_requested:
-            self.stop_event.set()
+        if self.record.cancel_requested or self.record.suspend_requested:
+            self.stop_event.set()  # asked before this supervisor could hear it
         started = self.record.started_at or time.time()
         verdict: Verdict | None = None
         try:
@@ -131,6 +136,8 @@ class Supervisor:
                 verdict = self._attempt(started, ready)
                 if verdict is None:
                     break
+                if self._suspending():
+                    break  # not an ending: _finish records the suspension
                 verdict.retriable = should_retry(
                     verdict, self.record.spec.retry, self.record.retries
                 )
@@ -232,7 +239,8 @@ class Supervisor:
 
         exit_codes = self._wait_for_agents(started)
         if self.stop_event.is_set():
-            processes.terminate_tree([a.pid for a in self.agents], grace=CANCEL_GRACE_SECONDS)
+            grace = SUSPEND_GRACE_SECONDS if self._suspending() else CANCEL_GRACE_SECONDS
+            processes.terminate_tree([a.pid for a in self.agents], grace=grace)
 
         agent_log = self._read_from(self.jobdir.supervisor_log, log_offset)
         single = res.world_size == 1
@@ -309,7 +317,33 @@ class Supervisor:
         self.jobdir.emit("state", state=JobState.RETRYING.value, attempt=rec.attempt + 1)
         return not self.stop_event.wait(delay)
 
+    def _suspending(self) -> bool:
+        """Stopped because a person suspended the job (a cancel wins over a suspend)."""
+        if not self.stop_event.is_set():
+            return False
+        current = self.store.get(self.record.id)
+        return current is not None and current.suspend_requested and not current.cancel_requested
+
+    def _suspend(self) -> None:
+        """Record the suspension: its latest checkpoint's step, its GPUs and slots given back
+        (admission counts only active jobs), nothing retried."""
+        step = saved_step(self.record.job_dir)
+        with self.store.transaction() as conn:
+            self.store.update(
+                conn,
+                self.record.id,
+                state=JobState.SUSPENDED,
+                suspended_step=step,
+                suspend_requested=False,
+                assigned_gpus=[],
+            )
+        self.jobdir.emit("suspended", step=step, attempt=self.record.attempt)
+        self.jobdir.emit("state", state=JobState.SUSPENDED.value, step=step)
+
     def _finish(self, verdict: Verdict | None) -> None:
+        if verdict is not None and self._suspending():
+            self._suspend()
+            return
         if verdict is None:
             state = JobState.SUCCEEDED
         elif verdict.failure_class in (FailureClass.CANCELLED, FailureClass.STOPPED_EARLY):
