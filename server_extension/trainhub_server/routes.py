@@ -50,6 +50,7 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("jobs/{job_id}/notebook/html", h.JobNotebookHTMLHandler),
     ("notebook/parameters", h.NotebookParametersHandler),
     ("usage", h.UsageHandler),
+    ("metrics", h.PrometheusHandler),
     ("sweeps", h.SweepsHandler),
     ("sweeps/{sweep_id}", h.SweepHandler),
     ("sweeps/{sweep_id}/cancel", h.SweepCancelHandler),
