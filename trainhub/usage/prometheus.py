@@ -121,7 +121,7 @@ def families(snap: Snapshot) -> list[Metric]:
 
     if snap.sessions is not None:
         sessions = GaugeMetricFamily(
-            "trainhub_gpu_sessions", "Interactive sessions holding GPUs, by team.", ["team"]
+            "trainhub_gpu_sessions", "Interactive sessions holding GPUs, by team.", labels=["team"]
         )
         idle = GaugeMetricFamily(
             "trainhub_idle_gpu_sessions",
@@ -129,7 +129,9 @@ def families(snap: Snapshot) -> list[Metric]:
             labels=["team"],
         )
         idle_gpus = GaugeMetricFamily(
-            "trainhub_idle_gpus", "GPUs held by idle interactive sessions, by team.", ["team"]
+            "trainhub_idle_gpus",
+            "GPUs held by idle interactive sessions, by team.",
+            labels=["team"],
         )
         for team in sorted({s.team for s in snap.sessions} | set(teams)):
             mine = [s for s in snap.sessions if s.team == team]
