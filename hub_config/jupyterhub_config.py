@@ -56,6 +56,15 @@ if not c.Authenticator.get("manage_groups", False):
 idle_state_file = os.environ.get("TRAINHUB_IDLE_STATE_FILE") or str(
     Path.cwd() / "idle-gpu-sessions.json"
 )
+# A hub service gets only the environment it is given: the backend's, the teams file, the
+# alerts' SMTP settings and the cluster's; never the scrape token.
+service_env = {
+    k: v
+    for k, v in os.environ.items()
+    if (k.startswith("TRAINHUB_") and k != "TRAINHUB_METRICS_SCRAPE_TOKEN")
+    or k in {"HOME", "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}
+}
+service_env.setdefault("TRAINHUB_TEAMS_FILE", teams_file)
 
 # --- idle GPU sessions ---------------------------------------------------------------------------
 stop_minutes = float(os.environ.get("TRAINHUB_IDLE_STOP_MINUTES", "60"))
@@ -75,7 +84,7 @@ if stop_minutes > 0:
         f"--state-file={idle_state_file}",
     ]
     services = list(c.JupyterHub.get("services", []))
-    services.append({"name": idle, "command": command})
+    services.append({"name": idle, "command": command, "environment": service_env})
     c.JupyterHub.services = services
     roles = list(c.JupyterHub.get("load_roles", []))
     # as jupyterhub-idle-culler: list the servers, read their state (pod, namespace), stop them
@@ -94,17 +103,7 @@ if metrics_port:
             "name": metrics,
             "url": f"http://127.0.0.1:{metrics_port}",
             "command": [sys.executable, "-m", "trainhub_spawner.metrics_service"],
-            # A service gets only what it is given: the backend's settings and the cluster's.
-            "environment": {
-                **{
-                    k: v
-                    for k, v in os.environ.items()
-                    if (k.startswith("TRAINHUB_") and k != "TRAINHUB_METRICS_SCRAPE_TOKEN")
-                    or k
-                    in {"HOME", "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}
-                },
-                "TRAINHUB_IDLE_STATE_FILE": idle_state_file,
-            },
+            "environment": {**service_env, "TRAINHUB_IDLE_STATE_FILE": idle_state_file},
             "display": False,
         }
     )

@@ -263,6 +263,16 @@ class IdleGpuCuller(Application):
 
     async def notify(self, server: GpuServer, message: str) -> None:
         self.log.warning(message)
+        if server.team:  # the team's alert channels, when its teams-file entry asks for it
+            from trainhub import settings
+            from trainhub.alerts.announce import announce_team
+            from trainhub.alerts.channels import TeamEvent
+
+            problem = announce_team(
+                settings.home(), server.team, TeamEvent.IDLE_GPU_SESSION, message
+            )
+            if problem:
+                self.log.warning(problem)
         if self.warning_webhook:
             body = json.dumps({"user": server.user, "server": server.name, "message": message})
             await self.http.fetch(

@@ -15,13 +15,19 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from jupyterhub.services.auth import HubAuth, HubAuthenticated
 from tornado import ioloop, web
+from tornado.log import app_log
 
 from trainhub import settings
+from trainhub.alerts import saturation
+from trainhub.alerts.channels import TeamEvent
+from trainhub.alerts.saturation import Saturation
+from trainhub.teams import load_teams
 from trainhub.usage.prometheus import (
     CONTENT_TYPE,
     IdleSession,
@@ -46,6 +52,48 @@ def cluster_backends() -> list[Any]:
 
     teams = load_teams(os.environ.get("TRAINHUB_TEAMS_FILE", "/etc/trainhub/teams.yaml"))
     return [KubernetesBackend(teams, team.name) for team in teams.teams]
+
+
+class QuotaWatch:
+    """Every minute: each team whose jobs hold all the GPUs of its quota (the teams file's
+    nominal quota, summed over pools) for ``alerts.quota_saturated_minutes`` is announced to
+    the team's channels, once per stretch (trainhub.alerts.saturation)."""
+
+    def __init__(self, backends: list[Any]):
+        self.backends = backends
+        self.states: dict[str, Saturation] = {}
+
+    def check(self, now: float | None = None) -> list[str]:
+        from trainhub.alerts.announce import announce_team, team_alerts
+
+        now = time.time() if now is None else now
+        teams_file = os.environ.get("TRAINHUB_TEAMS_FILE")
+        if not teams_file or not Path(teams_file).is_file():
+            return []
+        teams = load_teams(teams_file)
+        held: dict[str, int] = {}
+        for record in backend_snapshot(self.backends).records:
+            if record.state.active:
+                team = record.team or record.spec.team or ""
+                held[team] = held.get(team, 0) + record.gpus
+        announced = []
+        for team in teams.teams:
+            alerts = team_alerts(team.name)
+            quota = sum(q.gpus for q in team.quota.values())
+            minutes = alerts.quota_saturated_minutes if alerts else 30.0
+            state, fire = saturation.observe(
+                self.states.get(team.name, Saturation()),
+                now,
+                held.get(team.name, 0),
+                quota,
+                minutes,
+            )
+            self.states[team.name] = state
+            if fire and state.since is not None:
+                text = saturation.sentence(held.get(team.name, 0), quota, state.since, now)
+                announce_team(settings.home(), team.name, TeamEvent.QUOTA_SATURATED, text)
+                announced.append(team.name)
+        return announced
 
 
 def read_sessions(path: str) -> list[IdleSession]:
@@ -109,7 +157,17 @@ def main() -> None:
     from urllib.parse import urlparse
 
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10102"))
-    make_app().listen(url.port or 80, url.hostname or "127.0.0.1")
+    backends = cluster_backends()
+    make_app(backends).listen(url.port or 80, url.hostname or "127.0.0.1")
+    watch = QuotaWatch(backends)
+
+    async def check_quotas() -> None:
+        try:
+            await ioloop.IOLoop.current().run_in_executor(None, watch.check)
+        except Exception:
+            app_log.exception("trainhub: the quota check failed")
+
+    ioloop.PeriodicCallback(check_quotas, 60_000).start()
     ioloop.IOLoop.current().start()
 
 

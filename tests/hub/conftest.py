@@ -481,6 +481,7 @@ def hub_world(
         "TRAINHUB_IDLE_WARN_MINUTES": "0.02",
         "TRAINHUB_IDLE_STOP_MINUTES": "0.1",
         "TRAINHUB_IDLE_INTERVAL_SECONDS": "1",
+        "TRAINHUB_METRICS_PORT": str(free_port()),  # never a port another hub holds
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "spawner")]),
     }
     hub = Hub(dir=tmp, env=hub_env, port=port, admin_token=admin_token)

@@ -62,7 +62,7 @@ def announce_team(home: Path, team: str, kind: str, sentence: str) -> str | None
     """Queue a team event (idle GPU session, saturated quota) for a team that asks for it."""
     try:
         alerts = team_alerts(team)
-        if alerts is None or kind not in alerts.on or alerts.empty:
+        if alerts is None or kind not in alerts.events or alerts.empty:
             return None
         enqueue(outbox_dir(home), team_alert(kind, team, sentence), alerts)
     except Exception as error:

@@ -70,7 +70,7 @@ class Channels(BaseModel):
 class TeamAlerts(Channels):
     """A team's channels (teams file, ``teams[i].alerts``) and the team events sent there."""
 
-    on: list[TeamEvent] = Field(
+    events: list[TeamEvent] = Field(
         default_factory=lambda: list(TeamEvent), description="Team events to announce"
     )
     quota_saturated_minutes: float = Field(
