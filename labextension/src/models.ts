@@ -103,6 +103,8 @@ export interface IJobSpec {
   sweep?: ISweepRef | null;
   /** Ranks that keep their executed notebook (default [0]). */
   notebook_ranks?: number[] | 'all';
+  /** Announce the job through the user's and team's alert channels on these events. */
+  notify?: ('failure' | 'preemption' | 'end')[];
 }
 
 export interface IVerdict {
