@@ -47,7 +47,7 @@ def test_an_idle_gpu_warning_reaches_the_teams_webhook(team_hook: Receiver) -> N
     asyncio.run(culler.notify(GpuServer("bo", "", "team-nlp", "jupyter-bo", 1, "nlp"), "bo idles"))
     wait_for(lambda: team_hook.posts, 30, "the team's alert")
     time.sleep(1)
-    (status, body), *more = team_hook.posts
+    (_, body), *more = team_hook.posts
     assert not more  # team nlp has no channels
     assert body["text"] == "trainhub team vision: ada idles"
 
