@@ -5,6 +5,7 @@ a real HTTP receiver."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,9 @@ def submit(team: Team, name: str, priority: str, notify: list[str], **fields: An
     return team.service.submit(spec, user="ada").id
 
 
-def test_a_preemption_and_a_failure_are_announced_once_each(team: Team, receiver: Receiver) -> None:
+def test_a_preemption_and_a_failure_are_announced_once_each(
+    team: Team, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     low = submit(team, "low", "low", ["preemption", "failure"], retry={"infrastructure": 0})
     team.wait_state(low, JobState.RUNNING)
     high = submit(team, "high", "high", [])
@@ -67,3 +70,15 @@ def test_a_preemption_and_a_failure_are_announced_once_each(team: Team, receiver
     assert len(receiver.posts) == 2
     text = receiver.posts[1][1]["text"]
     assert text == f"trainhub job low ({low}) failed: {failed.verdict.reason}"
+
+    # Reconciled in another user's session, ada's job is recorded but not announced there.
+    monkeypatch.setenv("JUPYTERHUB_USER", "bo")
+    other = submit(team, "other", "normal", ["failure"], retry={"infrastructure": 0})
+    team.wait_state(other, JobState.RUNNING, timeout=120)
+    team.end_pods(other, result="Failed", exit_code="137", reason="OOMKilled")
+    team.wait_state(other, JobState.FAILED)
+    time.sleep(2)
+    assert len(receiver.posts) == 2
+    outbox = Path(os.environ["TRAINHUB_HOME"]) / "alerts" / "outbox"
+    assert list(outbox.glob("*.json")) == []  # nothing queued either
+    assert len((outbox / "delivered.jsonl").read_text().splitlines()) == 2
