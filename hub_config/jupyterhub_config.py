@@ -10,6 +10,11 @@ Zero-to-JupyterHub, from ``hub.extraConfig`` (see values.yaml). Everything it re
 - TRAINHUB_IDLE_THRESHOLD_PERCENT, TRAINHUB_IDLE_WARN_MINUTES, TRAINHUB_IDLE_STOP_MINUTES,
   TRAINHUB_IDLE_INTERVAL_SECONDS, TRAINHUB_PROMETHEUS_URL, TRAINHUB_IDLE_WEBHOOK: the
   idle-GPU policy (service off when TRAINHUB_IDLE_STOP_MINUTES is 0)
+- TRAINHUB_IDLE_STATE_FILE: where the idle-GPU service leaves its sessions for the metrics
+  service (default: idle-gpu-sessions.json in the hub's working directory)
+- TRAINHUB_METRICS_PORT (10102; 0 turns the metrics service off), TRAINHUB_METRICS_SCRAPE_TOKEN:
+  the cluster-wide Prometheus exporter at /services/trainhub-metrics/metrics, and the token
+  Prometheus scrapes it with (a ``prometheus`` service allowed to access it, nothing else)
 """
 
 import os
@@ -48,6 +53,19 @@ if not c.Authenticator.get("manage_groups", False):
             }
     c.JupyterHub.load_groups = groups
 
+idle_state_file = os.environ.get("TRAINHUB_IDLE_STATE_FILE") or str(
+    Path.cwd() / "idle-gpu-sessions.json"
+)
+# A hub service gets only the environment it is given: the backend's, the teams file, the
+# alerts' SMTP settings and the cluster's; never the scrape token.
+service_env = {
+    k: v
+    for k, v in os.environ.items()
+    if (k.startswith("TRAINHUB_") and k != "TRAINHUB_METRICS_SCRAPE_TOKEN")
+    or k in {"HOME", "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}
+}
+service_env.setdefault("TRAINHUB_TEAMS_FILE", teams_file)
+
 # --- idle GPU sessions ---------------------------------------------------------------------------
 stop_minutes = float(os.environ.get("TRAINHUB_IDLE_STOP_MINUTES", "60"))
 if stop_minutes > 0:
@@ -63,13 +81,43 @@ if stop_minutes > 0:
         f"--interval-seconds={os.environ.get('TRAINHUB_IDLE_INTERVAL_SECONDS', '60')}",
         f"--prometheus-url={os.environ.get('TRAINHUB_PROMETHEUS_URL', '')}",
         f"--warning-webhook={os.environ.get('TRAINHUB_IDLE_WEBHOOK', '')}",
+        f"--state-file={idle_state_file}",
     ]
     services = list(c.JupyterHub.get("services", []))
-    services.append({"name": idle, "command": command})
+    services.append({"name": idle, "command": command, "environment": service_env})
     c.JupyterHub.services = services
     roles = list(c.JupyterHub.get("load_roles", []))
     # as jupyterhub-idle-culler: list the servers, read their state (pod, namespace), stop them
     roles.append(
         {"name": idle, "scopes": ["list:users", "read:users", "admin:servers"], "services": [idle]}
     )
+    c.JupyterHub.load_roles = roles
+
+# --- cluster-wide Prometheus metrics -------------------------------------------------------------
+metrics_port = int(os.environ.get("TRAINHUB_METRICS_PORT", "10102"))
+if metrics_port:
+    metrics = "trainhub-metrics"
+    services = list(c.JupyterHub.get("services", []))
+    services.append(
+        {
+            "name": metrics,
+            "url": f"http://127.0.0.1:{metrics_port}",
+            "command": [sys.executable, "-m", "trainhub_spawner.metrics_service"],
+            "environment": {**service_env, "TRAINHUB_IDLE_STATE_FILE": idle_state_file},
+            "display": False,
+        }
+    )
+    scrape_token = os.environ.get("TRAINHUB_METRICS_SCRAPE_TOKEN")
+    roles = list(c.JupyterHub.get("load_roles", []))
+    if scrape_token:
+        # Prometheus' bearer token: it may read the metrics service and nothing else.
+        services.append({"name": "prometheus", "api_token": scrape_token})
+        roles.append(
+            {
+                "name": "prometheus",
+                "scopes": [f"access:services!service={metrics}"],
+                "services": ["prometheus"],
+            }
+        )
+    c.JupyterHub.services = services
     c.JupyterHub.load_roles = roles

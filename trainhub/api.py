@@ -57,6 +57,7 @@ def build_spec(
     tags: list[str] | None = None,
     resume_from: dict[str, Any] | None = None,
     notebook_ranks: list[int] | str | None = None,
+    notify: list[str] | None = None,
 ) -> dict[str, Any]:
     """The JSON form of a JobSpec from keyword arguments (validated on submit).
 
@@ -99,6 +100,8 @@ def build_spec(
         spec["retry"] = retry
     if notebook_ranks is not None:
         spec["notebook_ranks"] = notebook_ranks
+    if notify:
+        spec["notify"] = list(notify)
     return spec
 
 

@@ -100,6 +100,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         datasets=_datasets(args.dataset),
         tags=args.tag,
         notebook_ranks=args.notebook_ranks,
+        notify=args.notify,
     )
     job = service().submit(spec)
     if args.json:
@@ -560,6 +561,12 @@ def parser() -> argparse.ArgumentParser:
         "in the workspace or below TRAINHUB_DATASET_ROOTS",
     )
     s.add_argument("--tag", action="append", default=[])
+    s.add_argument(
+        "--notify",
+        type=lambda v: [w.strip() for w in v.split(",") if w.strip()],
+        help="announce the job through your and your team's alert channels on: failure, "
+        "preemption, end (comma-separated)",
+    )
     s.add_argument(
         "--notebook-ranks",
         type=_notebook_ranks,

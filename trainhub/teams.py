@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trainhub.alerts.channels import TeamAlerts
 from trainhub.datasets.catalog import DatasetEntry, check_names, mount_path
 from trainhub.jobs.spec import parse_quantity
 
@@ -228,6 +229,9 @@ class Team(_Model):
     shared_volume: SharedVolume
     datasets: dict[str, TeamDataset] = Field(default_factory=dict)
     local_queue: str = Field("jobs", pattern=DNS_LABEL, max_length=63)
+    alerts: TeamAlerts | None = Field(
+        None, description="Where the team's alerts go (trainhub/alerts): webhooks, e-mail"
+    )
 
     @field_validator("namespace")
     @classmethod

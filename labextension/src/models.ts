@@ -106,6 +106,8 @@ export interface IJobSpec {
   sweep?: ISweepRef | null;
   /** Ranks that keep their executed notebook (default [0]). */
   notebook_ranks?: number[] | 'all';
+  /** Announce the job through the user's and team's alert channels on these events. */
+  notify?: ('failure' | 'preemption' | 'end')[];
   /** Datasets by name (GET datasets lists those the team may read), or resolved entries. */
   datasets?: (string | { name: string; path?: string | null; catalog?: boolean })[];
 }

@@ -172,6 +172,24 @@ class JobUsageHandler(TrainhubAPIHandler):
         self.reply(await self.calls.call(self.service.job_usage, job_id, user=self.owner))
 
 
+class PrometheusHandler(TrainhubAPIHandler):
+    """The user's own jobs in Prometheus' text format (trainhub.usage.prometheus), computed at
+    scrape time through a registry of its own."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from trainhub.usage import prometheus
+
+        backend, owner = self.service.backend, self.owner
+        body = await self.calls.call(
+            prometheus.exposition,
+            lambda: prometheus.backend_snapshot([backend], user=owner, per_job=True),
+        )
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.finish(body, set_content_type=prometheus.CONTENT_TYPE)
+
+
 class CompareHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized

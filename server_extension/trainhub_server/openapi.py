@@ -290,6 +290,12 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         JobUsage,
         errors=(*JOB, 503),
     ),
+    ("/metrics", "get"): Operation(
+        "The user's own jobs as Prometheus metrics (text exposition format): jobs by state and "
+        "team, queue waits, failures by class, GPU-seconds allocated, busy and wasted",
+        download=True,
+        media="text/plain",
+    ),
     ("/sweeps", "get"): Operation("The user's sweeps, newest first", SweepList),
     ("/sweeps", "post"): Operation(
         "Start a sweep: trials of `job` over `sweep.space`, at most `sweep.max_running` active",

@@ -54,6 +54,7 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("usage", h.UsageHandler),
     ("usage/panel", h.UsagePanelHandler),
     ("jobs/{job_id}/usage", h.JobUsageHandler),
+    ("metrics", h.PrometheusHandler),
     ("sweeps", h.SweepsHandler),
     ("sweeps/{sweep_id}", h.SweepHandler),
     ("sweeps/{sweep_id}/cancel", h.SweepCancelHandler),

@@ -106,6 +106,7 @@ class GpuServer:
     namespace: str
     pod: str
     gpus: int
+    team: str = ""  # from the profile's slug, "<team>.<pool>"
 
     @property
     def key(self) -> str:
@@ -126,10 +127,46 @@ def gpu_servers(users: list[dict[str, Any]]) -> list[GpuServer]:
             except (TypeError, ValueError):
                 gpus = 0
             if gpus > 0 and state.get("pod_name") and state.get("namespace"):
+                team = str(options.get("profile") or "").partition(".")[0]
                 out.append(
-                    GpuServer(user["name"], name, state["namespace"], state["pod_name"], gpus)
+                    GpuServer(user["name"], name, state["namespace"], state["pod_name"], gpus, team)
                 )
     return out
+
+
+def sessions_document(
+    servers: list[GpuServer], states: dict[str, IdleState], done: dict[str, Action], now: float
+) -> dict[str, Any]:
+    """What the metrics service reads: each GPU session still up after this pass."""
+    return {
+        "time": now,
+        "sessions": [
+            {
+                "user": s.user,
+                "server": s.name,
+                "team": s.team,
+                "gpus": s.gpus,
+                "idle": states.get(s.key, IdleState()).low_since is not None,
+                "idle_since": states.get(s.key, IdleState()).low_since,
+            }
+            for s in servers
+            if done.get(s.key) is not Action.STOP
+        ],
+    }
+
+
+def write_sessions(
+    path: str,
+    servers: list[GpuServer],
+    states: dict[str, IdleState],
+    done: dict[str, Action],
+    now: float,
+) -> None:
+    """A new file renamed over the old one: a reader never sees half of it."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(sessions_document(servers, states, done, now), f)
+    os.replace(tmp, path)
 
 
 # --- the service ---------------------------------------------------------------------------------
@@ -162,6 +199,11 @@ class IdleGpuCuller(Application):
         help="URL that receives each warning as JSON {user, server, message} (e.g. a chat bridge).",
     ).tag(config=True)
 
+    state_file = Unicode(
+        help="JSON file rewritten after each pass with the sessions holding GPUs and whether "
+        "each is idle, for the metrics service (default: $TRAINHUB_IDLE_STATE_FILE; none: off).",
+    ).tag(config=True)
+
     aliases: ClassVar[dict[str, str]] = {  # type: ignore[misc]
         "threshold-percent": "IdleGpuCuller.threshold_percent",
         "warn-after-minutes": "IdleGpuCuller.warn_after_minutes",
@@ -169,7 +211,12 @@ class IdleGpuCuller(Application):
         "interval-seconds": "IdleGpuCuller.interval_seconds",
         "prometheus-url": "IdleGpuCuller.prometheus_url",
         "warning-webhook": "IdleGpuCuller.warning_webhook",
+        "state-file": "IdleGpuCuller.state_file",
     }
+
+    @default("state_file")
+    def _default_state_file(self) -> str:
+        return os.environ.get("TRAINHUB_IDLE_STATE_FILE", "")
 
     @default("hub_api_url")
     def _default_api_url(self) -> str:
@@ -216,6 +263,16 @@ class IdleGpuCuller(Application):
 
     async def notify(self, server: GpuServer, message: str) -> None:
         self.log.warning(message)
+        if server.team:  # the team's alert channels, when its teams-file entry asks for it
+            from trainhub import settings
+            from trainhub.alerts.announce import announce_team
+            from trainhub.alerts.channels import TeamEvent
+
+            problem = announce_team(
+                settings.home(), server.team, TeamEvent.IDLE_GPU_SESSION, message
+            )
+            if problem:
+                self.log.warning(problem)
         if self.warning_webhook:
             body = json.dumps({"user": server.user, "server": server.name, "message": message})
             await self.http.fetch(
@@ -266,6 +323,8 @@ class IdleGpuCuller(Application):
             done[server.key] = action
         for key in set(self.states) - {s.key for s in servers}:
             del self.states[key]  # stopped or no longer holding GPUs
+        if self.state_file:
+            write_sessions(self.state_file, servers, self.states, done, now)
         return done
 
     async def run(self) -> None:

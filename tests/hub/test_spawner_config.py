@@ -36,6 +36,7 @@ def test_the_hub_config_wires_the_spawner_groups_and_idle_service(
         TRAINHUB_GROUP_MEMBERS=str(members),
         TRAINHUB_IDLE_STOP_MINUTES="40",
         TRAINHUB_IDLE_THRESHOLD_PERCENT="7",
+        TRAINHUB_METRICS_PORT="0",
     )
     assert c.JupyterHub.spawner_class == "trainhub_spawner.spawner.TrainHubSpawner"
     assert c.TrainHubSpawner.teams_file == str(ROOT / "hub_config" / "teams.yaml")
@@ -71,8 +72,32 @@ def test_a_broken_teams_file_stops_the_hub_config_naming_the_field(
 
 
 def test_idle_service_off_when_stop_minutes_is_zero(monkeypatch: pytest.MonkeyPatch) -> None:
-    c = load_hub_config(monkeypatch, TRAINHUB_IDLE_STOP_MINUTES="0")
+    c = load_hub_config(monkeypatch, TRAINHUB_IDLE_STOP_MINUTES="0", TRAINHUB_METRICS_PORT="0")
     assert "services" not in c.JupyterHub
+
+
+def test_the_metrics_service_and_its_scrape_token_hold_only_what_they_need(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    c = load_hub_config(
+        monkeypatch,
+        TRAINHUB_METRICS_PORT="10555",
+        TRAINHUB_METRICS_SCRAPE_TOKEN="scrape-token-123456",
+        TRAINHUB_SMTP_HOST="smtp.example.org",
+    )
+    services = {s["name"]: s for s in c.JupyterHub.services}
+    assert set(services) == {"trainhub-idle-gpu", "trainhub-metrics", "prometheus"}
+    metrics = services["trainhub-metrics"]
+    assert metrics["url"] == "http://127.0.0.1:10555"
+    assert metrics["command"] == [sys.executable, "-m", "trainhub_spawner.metrics_service"]
+    assert services["prometheus"] == {"name": "prometheus", "api_token": "scrape-token-123456"}
+    roles = {r["name"]: r for r in c.JupyterHub.load_roles}
+    assert roles["prometheus"]["scopes"] == ["access:services!service=trainhub-metrics"]
+    for name in ("trainhub-idle-gpu", "trainhub-metrics"):
+        env = services[name]["environment"]
+        assert env["TRAINHUB_SMTP_HOST"] == "smtp.example.org"  # for the team alerts
+        assert "scrape-token-123456" not in env.values()
+        assert env["TRAINHUB_TEAMS_FILE"] == str(ROOT / "hub_config" / "teams.yaml")
 
 
 def test_helm_values_load_the_config_and_teams_file_they_mount() -> None:

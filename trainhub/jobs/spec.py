@@ -80,6 +80,14 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, str_strip_whitespace=True)
 
 
+class NotifyOn(StrEnum):
+    """What a job asks to be announced on, through its user's and team's alert channels."""
+
+    FAILURE = "failure"  # it ended failed
+    PREEMPTION = "preemption"  # an attempt was preempted (it goes on)
+    END = "end"  # it ended, however
+
+
 class Priority(StrEnum):
     LOW = "low"
     NORMAL = "normal"
@@ -349,6 +357,11 @@ class JobSpec(Model):
         default_factory=lambda: [0],
         description="Ranks that keep their executed notebook: rank 0's is notebook.ipynb, "
         "another's notebook-rank-<r>.ipynb; 'all', or [] for none",
+    )
+    notify: list[NotifyOn] = Field(
+        default_factory=list,
+        description="Announce the job on failure, preemption or end through the alert "
+        "channels of its user and team (trainhub/alerts)",
     )
     resume_from: CheckpointRef | None = None
     sweep: SweepRef | None = Field(None, description="The sweep this job is a trial of")

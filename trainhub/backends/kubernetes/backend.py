@@ -9,6 +9,7 @@ so a job reads the same after its Job object is gone.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from trainhub import settings
+from trainhub.alerts.announce import announce_job, end_alert_kind
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.kubernetes import manifests, recovery, status
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
@@ -34,7 +36,7 @@ from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.directory import LINEAGE, JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.search import found
-from trainhub.jobs.spec import JobSpec
+from trainhub.jobs.spec import JobSpec, NotifyOn
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
 from trainhub.outcome.retry import count_retry
@@ -909,6 +911,22 @@ class KubernetesBackend(Backend):
         if verdict is not None:
             fields.update(reason=verdict.reason, verdict=verdict.model_dump(mode="json"))
         JobDir(record.job_dir).emit("state", **fields)
+        kind = end_alert_kind(record.spec.notify, state)
+        if kind is not None:
+            ended = record.model_copy(update={"state": state, "verdict": verdict})
+            self._announce(ended, kind)
+
+    @staticmethod
+    def _announce(record: JobRecord, kind: str) -> None:
+        """Queue the job's alert (trainhub.alerts) when this process is its owner's: the
+        session reconciles the whole team's namespace, but only the owner's home holds the
+        owner's channels. The reconcile goes on whatever happens to the alert."""
+        owner = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+        if record.user != owner:
+            return
+        problem = announce_job(settings.home(), record, kind)
+        if problem:
+            JobDir(record.job_dir).emit("alert", error=problem)
 
     def _plan_retry(self, record: JobRecord, verdict: Verdict) -> bool:
         """Mark the failed Job for a retry and say so in the job directory, when the policy
@@ -1007,6 +1025,8 @@ class KubernetesBackend(Backend):
                 "work; it waits in the queue to run again",
             )
             jobdir.emit("state", state=JobState.QUEUED.value, attempt=record.attempt)
+            if NotifyOn.PREEMPTION in record.spec.notify:
+                self._announce(record.model_copy(update={"state": JobState.QUEUED}), "preemption")
 
     def _sync_events(self, jobdir: JobDir, mine: list[Obj]) -> None:
         """Append the Kubernetes events of the Job, its pods and its Workload (``mine``) that

@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 
 from trainhub import settings
+from trainhub.alerts.announce import announce_job, end_alert_kind
 from trainhub.backends.local import processes
 from trainhub.backends.local.accounting import usage_store
 from trainhub.backends.local.admitter import Admitter
@@ -30,6 +31,7 @@ from trainhub.backends.local.store import Store
 from trainhub.bundle.requirements import load_requirements
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
+from trainhub.jobs.spec import NotifyOn
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import saved_step
 from trainhub.outcome.retry import backoff, count_retry, should_retry
@@ -62,6 +64,7 @@ def oom_kill_count() -> int | None:
 
 class Supervisor:
     def __init__(self, home: Path, job_id: str):
+        self.home = home
         self.store = Store(settings.database(home))
         self.admitter = Admitter(home, self.store)
         record = self.store.get(job_id)
@@ -315,6 +318,10 @@ class Supervisor:
             resume_step=latest[-1].step if latest else None,
         )
         self.jobdir.emit("state", state=JobState.RETRYING.value, attempt=rec.attempt + 1)
+        if verdict.failure_class == FailureClass.PREEMPTED and NotifyOn.PREEMPTION in (
+            rec.spec.notify
+        ):
+            self._announce(self.record, "preemption")
         return not self.stop_event.wait(delay)
 
     def _suspending(self) -> bool:
@@ -367,6 +374,15 @@ class Supervisor:
         self.jobdir.emit(
             "state", state=state.value, **({"reason": verdict.reason} if verdict else {})
         )
+        kind = end_alert_kind(self.record.spec.notify, state)
+        if kind is not None:
+            self._announce(self.record.model_copy(update={**ended, "verdict": verdict}), kind)
+
+    def _announce(self, record: JobRecord, kind: str) -> None:
+        """Queue the job's alert; the detached sender delivers it (trainhub.alerts)."""
+        problem = announce_job(self.home, record, kind)
+        if problem:
+            self.jobdir.emit("alert", error=problem)
 
     def _usage_row(self, ended: JobRecord) -> UsageRow | None:
         """The ended job's usage row; a report backfills it when this fails, so accounting

@@ -1,0 +1,70 @@
+"""Announcing a job: which alert (if any) its ``notify`` asks for, to which channels, into the
+outbox. Never raises: an alert that cannot be queued is a sentence for the job's events."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trainhub.alerts.channels import Channels, TeamAlerts, user_alerts_file, user_channels
+from trainhub.alerts.message import job_alert, secret_values, team_alert
+from trainhub.alerts.outbox import enqueue
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.spec import NotifyOn
+from trainhub.jobs.states import JobState
+from trainhub.teams import load_teams
+
+
+def team_alerts(team: str | None) -> TeamAlerts | None:
+    """The team's ``alerts:`` in TRAINHUB_TEAMS_FILE, when there is such a file and team."""
+    teams_file = os.environ.get("TRAINHUB_TEAMS_FILE")
+    if not team or not teams_file or not Path(teams_file).is_file():
+        return None
+    try:
+        return load_teams(teams_file).team(team).alerts
+    except KeyError:
+        return None
+
+
+def outbox_dir(home: Path) -> Path:
+    return Path(os.environ.get("TRAINHUB_ALERTS_OUTBOX") or home / "alerts" / "outbox")
+
+
+def end_alert_kind(notify: list[NotifyOn], state: JobState) -> str | None:
+    """One alert per end: a failed job asked about failures or ends gets the failure's."""
+    if state == JobState.FAILED and (NotifyOn.FAILURE in notify or NotifyOn.END in notify):
+        return "failure"
+    if NotifyOn.END in notify and state.terminal:
+        return "end"
+    return None
+
+
+def job_channels(home: Path, record: JobRecord) -> Channels:
+    channels = user_channels(user_alerts_file(home))
+    team = team_alerts(record.team or record.spec.team)
+    return channels + Channels(webhooks=team.webhooks, email=team.email) if team else channels
+
+
+def announce_job(home: Path, record: JobRecord, kind: str) -> str | None:
+    """Queue the job's alert of ``kind``; returns why it could not be, else None."""
+    try:
+        channels = job_channels(home, record)
+        if channels.empty:
+            return None
+        secrets = secret_values(os.environ, job_env=record.spec.env)
+        enqueue(outbox_dir(home), job_alert(record, kind, secrets), channels)
+    except Exception as error:  # an alert never stands in the way of a job
+        return f"The {kind} alert could not be queued: {error}"
+    return None
+
+
+def announce_team(home: Path, team: str, kind: str, sentence: str) -> str | None:
+    """Queue a team event (idle GPU session, saturated quota) for a team that asks for it."""
+    try:
+        alerts = team_alerts(team)
+        if alerts is None or kind not in alerts.events or alerts.empty:
+            return None
+        enqueue(outbox_dir(home), team_alert(kind, team, sentence), alerts)
+    except Exception as error:
+        return f"The {kind} alert of team {team} could not be queued: {error}"
+    return None
