@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainhub.datasets.catalog import DatasetEntry, check_names, mount_path
 from trainhub.jobs.spec import parse_quantity
+from trainhub.outputs.retention import Retention
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # An image must say which build it means: a tag other than "latest", or a digest.
@@ -177,6 +178,9 @@ class Team(_Model):
     shared_volume: SharedVolume
     datasets: dict[str, TeamDataset] = Field(default_factory=dict)
     local_queue: str = Field("jobs", pattern=DNS_LABEL, max_length=63)
+    retention: Retention | None = Field(
+        None, description="How long the team's job outputs are kept (trainhub cleanup)"
+    )
 
     @field_validator("namespace")
     @classmethod

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from trainhub.datasets.catalog import Catalog
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
+from trainhub.outputs.retention import Retention
 from trainhub.usage.models import UsageBy, UsageGroup
 
 
@@ -114,6 +115,10 @@ class Backend(ABC):
     def dataset_catalog(self) -> Catalog:
         """The datasets this backend's user may ask for by name."""
         return Catalog()
+
+    def retention(self, team: str | None) -> Retention | None:
+        """The retention policy of ``team``'s job outputs (None: keep everything)."""
+        return None
 
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
         """What the submit dialog may offer: ``{"images": [...], "teams": [...]}``."""

@@ -242,3 +242,81 @@ def remove_tree(job_dir: Path, relative: str | os.PathLike[str]) -> None:
         shutil.rmtree(parts[-1], dir_fd=parent)
     finally:
         os.close(parent)
+
+
+def walk(
+    job_dir: Path, relative: str | os.PathLike[str] = ".", *, limit: int | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
+    """(path relative to ``relative``, lstat) of every real directory and regular file below the
+    job's folder ``relative``, parents before children; each folder is opened relative to its
+    parent without following links, so links, FIFOs and devices are left out, never followed.
+    An absent folder yields nothing; past ``limit`` entries the walk stops."""
+    try:
+        top = _open_dir(job_dir, _parts(relative))
+    except FileNotFoundError:
+        return
+    count = 0
+    stack: list[tuple[int, str]] = [(top, "")]
+    try:
+        while stack:
+            fd, prefix = stack.pop()
+            try:
+                with os.scandir(fd) as it:
+                    found = sorted(it, key=lambda e: e.name)
+                children = []
+                for entry in found:
+                    st = entry.stat(follow_symlinks=False)
+                    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                        continue
+                    if limit is not None and count >= limit:
+                        return
+                    count += 1
+                    name = f"{prefix}{entry.name}"
+                    yield name, st
+                    if stat.S_ISDIR(st.st_mode):
+                        children.append(entry.name)
+                for child in reversed(children):
+                    try:
+                        stack.append((os.open(child, _DIR_FLAGS, dir_fd=fd), f"{prefix}{child}/"))
+                    except OSError:  # replaced meanwhile (by a link, or removed): left out
+                        continue
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+
+
+def unlink(job_dir: Path, relative: str | os.PathLike[str]) -> int:
+    """Delete the job's regular file ``relative`` (its folders opened without following links;
+    a link or anything else in its place is refused) and return the bytes it held."""
+    parts = _parts(relative)
+    if not parts:
+        raise NotAJobFile("the job directory is not a file")
+    parent = _open_dir(job_dir, parts[:-1])
+    try:
+        st = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refusal(str(relative), st.st_mode)
+        os.unlink(parts[-1], dir_fd=parent)
+        return st.st_size
+    finally:
+        os.close(parent)
+
+
+def remove_empty_dirs(job_dir: Path, relative: str | os.PathLike[str]) -> None:
+    """Remove the empty real folders below the job's folder ``relative`` (not itself)."""
+    dirs = [name for name, st in walk(job_dir, relative) if stat.S_ISDIR(st.st_mode)]
+    base = _parts(relative)
+    for name in reversed(dirs):  # children before parents
+        *above, last = [*base, *PurePosixPath(name).parts]
+        try:
+            parent = _open_dir(job_dir, above)
+        except (OSError, NotAJobFile):
+            continue
+        try:
+            os.rmdir(last, dir_fd=parent)
+        except OSError:  # not empty (or gone): kept
+            pass
+        finally:
+            os.close(parent)

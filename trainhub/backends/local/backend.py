@@ -28,6 +28,7 @@ from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.outcome.retry import count_retry, should_retry
 from trainhub.outcome.verdict import cancel_verdict
+from trainhub.outputs.retention import Retention, load_retention_file
 from trainhub.usage.models import UsageBy, UsageGroup
 
 # A job admitted by a process that died before it could launch the supervisor is relaunched.
@@ -63,6 +64,10 @@ class LocalBackend(Backend):
             roots=settings.dataset_roots(),
             source=str(source),
         )
+
+    def retention(self, team: str | None) -> Retention | None:
+        """The local retention file's policy, for every team on the machine (read anew)."""
+        return load_retention_file(settings.retention_file(self.home))
 
     @property
     def capacity(self) -> Capacity:
