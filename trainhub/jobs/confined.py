@@ -248,42 +248,49 @@ def walk(
     job_dir: Path, relative: str | os.PathLike[str] = ".", *, limit: int | None = None
 ) -> Iterator[tuple[str, os.stat_result]]:
     """(path relative to ``relative``, lstat) of every real directory and regular file below the
-    job's folder ``relative``, parents before children; each folder is opened relative to its
-    parent without following links, so links, FIFOs and devices are left out, never followed.
-    An absent folder yields nothing; past ``limit`` entries the walk stops."""
+    job's folder ``relative``, in tree order (a folder, then what it holds, by name); each
+    folder is opened relative to its parent without following links, so links, FIFOs and
+    devices are left out, never followed. An absent folder yields nothing; past ``limit``
+    entries the walk stops."""
     try:
         top = _open_dir(job_dir, _parts(relative))
     except FileNotFoundError:
         return
     count = 0
-    stack: list[tuple[int, str]] = [(top, "")]
+    # One (descriptor, prefix, entries left) per open folder: no recursion, however deep.
+    stack: list[tuple[int, str, list[tuple[str, os.stat_result]]]] = []
+
+    def push(fd: int, prefix: str) -> None:
+        try:
+            with os.scandir(fd) as it:
+                found = [(e.name, e.stat(follow_symlinks=False)) for e in it]
+        except BaseException:
+            os.close(fd)
+            raise
+        kept = [(n, st) for n, st in found if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)]
+        stack.append((fd, prefix, sorted(kept, reverse=True)))
+
     try:
+        push(top, "")
         while stack:
-            fd, prefix = stack.pop()
-            try:
-                with os.scandir(fd) as it:
-                    found = sorted(it, key=lambda e: e.name)
-                children = []
-                for entry in found:
-                    st = entry.stat(follow_symlinks=False)
-                    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
-                        continue
-                    if limit is not None and count >= limit:
-                        return
-                    count += 1
-                    name = f"{prefix}{entry.name}"
-                    yield name, st
-                    if stat.S_ISDIR(st.st_mode):
-                        children.append(entry.name)
-                for child in reversed(children):
-                    try:
-                        stack.append((os.open(child, _DIR_FLAGS, dir_fd=fd), f"{prefix}{child}/"))
-                    except OSError:  # replaced meanwhile (by a link, or removed): left out
-                        continue
-            finally:
+            fd, prefix, left = stack[-1]
+            if not left:
                 os.close(fd)
+                stack.pop()
+                continue
+            name, st = left.pop()
+            if limit is not None and count >= limit:
+                return
+            count += 1
+            yield f"{prefix}{name}", st
+            if stat.S_ISDIR(st.st_mode):
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError:  # replaced meanwhile (by a link, or removed): left out
+                    continue
+                push(child, f"{prefix}{name}/")
     finally:
-        for fd, _ in stack:
+        for fd, _, _ in stack:
             os.close(fd)
 
 
