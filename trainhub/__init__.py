@@ -22,6 +22,7 @@ _LAZY = {
     "checkpoint": ("trainhub.checkpoint", None),
     "distributed": ("trainhub.rank.distributed", None),
     "datasets": ("trainhub.datasets", None),
+    "outputs": ("trainhub.outputs", None),
     "datasets_available": ("trainhub.api", "datasets_available"),
     "JobSpec": ("trainhub.jobs.spec", "JobSpec"),
 }
@@ -37,6 +38,7 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
     "checkpoint",
     "distributed",
     "datasets",
+    "outputs",
     "datasets_available",
     "JobSpec",
 ]
@@ -44,7 +46,7 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
-    from trainhub import checkpoint, datasets, distributed
+    from trainhub import checkpoint, datasets, distributed, outputs
     from trainhub.api import Job, compare, datasets_available, get_job, jobs, submit
     from trainhub.jobs.spec import JobSpec
     from trainhub.metrics.scalars import log

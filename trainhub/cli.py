@@ -275,6 +275,56 @@ def cmd_output(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_outputs(args: argparse.Namespace) -> int:
+    """List a job's outputs, or fetch one file of them (-o: to a file or folder; - : stdout)."""
+    import shutil
+    from pathlib import Path
+
+    from trainhub.api import service
+    from trainhub.outputs.cleanup import size_text
+
+    svc = service()
+    if args.file is None:
+        listing = svc.outputs(args.job)
+        if args.json:
+            _print_json(listing)
+            return 0
+        for e in listing.entries:
+            t = datetime.fromtimestamp(e.mtime).strftime("%Y-%m-%d %H:%M:%S")
+            name = e.path + ("/" if e.kind == "dir" else "")
+            print(f"{size_text(e.bytes):>8}  {t}  {name}")
+        more = " (more left out)" if listing.truncated else ""
+        print(f"{listing.files} files, {size_text(listing.bytes)}{more}", file=sys.stderr)
+        return 0
+    f, name, _ = svc.open_output_file(args.job, args.file)
+    with f:
+        if args.output == "-":
+            shutil.copyfileobj(f, sys.stdout.buffer)
+            return 0
+        dest = Path(args.output or name)
+        if dest.is_dir():
+            dest = dest / name
+        partial = dest.with_name(f".{dest.name}.part")
+        try:  # nothing half-written under the name asked for
+            with open(partial, "wb") as out:
+                shutil.copyfileobj(f, out)
+            os.replace(partial, dest)
+        finally:
+            partial.unlink(missing_ok=True)
+    print(dest, file=sys.stderr)
+    return 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    """Apply the teams' retention policies to ended jobs' outputs; report the space used."""
+    from trainhub.api import service
+    from trainhub.outputs.cleanup import table
+
+    report = service().cleanup(dry_run=args.dry_run)
+    _print_json(report) if args.json else print(table(report))
+    return 1 if report.errors else 0
+
+
 def _notebook_ranks(value: str) -> list[int] | str:
     """``--notebook-ranks 0,3``, ``all`` or ``none``."""
     if value in ("all", "none"):
@@ -637,6 +687,32 @@ def parser() -> argparse.ArgumentParser:
     o.add_argument("--html", action="store_true", help="rendered by nbconvert")
     o.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
     o.set_defaults(func=cmd_output)
+
+    op = sub.add_parser(
+        "outputs",
+        help="list a job's outputs, or fetch one file of them",
+        description="What the job wrote to trainhub.outputs.path() (TRAINHUB_OUTPUT_DIR), "
+        "kept after it ended. Without FILE: the folders and files, with sizes and times.",
+    )
+    op.add_argument("job")
+    op.add_argument("file", nargs="?", metavar="FILE", help="relative to the outputs directory")
+    op.add_argument(
+        "-o", "--output", metavar="DEST", help="file or folder (default: here; -: stdout)"
+    )
+    op.add_argument("--json", action="store_true")
+    op.set_defaults(func=cmd_outputs)
+
+    cu = sub.add_parser(
+        "cleanup",
+        help="apply the retention policies to job outputs (for administrators)",
+        description="Deletes what the teams' retention policies (teams file: retention of a "
+        "team; locally $TRAINHUB_HOME/retention.yaml or TRAINHUB_RETENTION_FILE) do not keep: "
+        "files older than days, then the oldest files while a job or a team is over its size. "
+        "Never touches a job that has not ended. Reports the space used per team and per job.",
+    )
+    cu.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
+    cu.add_argument("--json", action="store_true")
+    cu.set_defaults(func=cmd_cleanup)
 
     c = sub.add_parser("cancel", help="cancel jobs")
     c.add_argument("jobs", nargs="+")

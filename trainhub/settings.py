@@ -91,3 +91,10 @@ def team() -> str | None:
     """TRAINHUB_TEAM: the team whose datasets this installation's user may read (on a cluster
     the spawner sets it for each session)."""
     return os.environ.get("TRAINHUB_TEAM") or None
+
+
+def retention_file(base: Path | None = None) -> Path:
+    """TRAINHUB_RETENTION_FILE, else ``retention.yaml`` in the data directory: how long the
+    local backend keeps job outputs (:mod:`trainhub.outputs.retention`)."""
+    explicit = os.environ.get("TRAINHUB_RETENTION_FILE")
+    return Path(explicit).expanduser() if explicit else (base or home()) / "retention.yaml"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from trainhub.alerts.channels import TeamAlerts
 from trainhub.datasets.catalog import DatasetEntry, check_names, mount_path
 from trainhub.jobs.spec import parse_quantity
+from trainhub.outputs.retention import Retention
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # An image must say which build it means: a tag other than "latest", or a digest.
@@ -231,6 +232,9 @@ class Team(_Model):
     local_queue: str = Field("jobs", pattern=DNS_LABEL, max_length=63)
     alerts: TeamAlerts | None = Field(
         None, description="Where the team's alerts go (trainhub/alerts): webhooks, e-mail"
+    )
+    retention: Retention | None = Field(
+        None, description="How long the team's job outputs are kept (trainhub cleanup)"
     )
 
     @field_validator("namespace")

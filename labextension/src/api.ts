@@ -12,6 +12,7 @@ import {
   ILogChunk,
   IJobSummary,
   INotebookParameters,
+  IOutputList,
   JobState,
   MetricKind
 } from './models';
@@ -145,6 +146,16 @@ export class TrainHubAPI {
   /** A plain link for the browser to download (the server answers with an attachment). */
   checkpointFileUrl(jobId: string, step: number, name: string): string {
     return apiUrl(this.settings.baseUrl, ['jobs', jobId, 'checkpoints', step, 'files', name]);
+  }
+
+  /** The folders and files the job wrote to its outputs directory. */
+  outputs(jobId: string): Promise<IOutputList> {
+    return this.call(['jobs', jobId, 'outputs']);
+  }
+
+  /** A plain link downloading one output file (an attachment, never rendered). */
+  outputFileUrl(jobId: string, path: string): string {
+    return apiUrl(this.settings.baseUrl, ['jobs', jobId, 'outputs', 'file'], { path });
   }
 
   /**

@@ -217,6 +217,23 @@ export interface ICheckpointFile {
   sha256: string;
 }
 
+/** One folder or file of a job's outputs directory (GET jobs/{id}/outputs). */
+export interface IOutputEntry {
+  /** Relative to the outputs directory, '/' separated. */
+  path: string;
+  kind: 'file' | 'dir';
+  /** A file's size; a folder's: the files below it. */
+  bytes: number;
+  mtime: number;
+}
+
+export interface IOutputList {
+  entries: IOutputEntry[];
+  files: number;
+  bytes: number;
+  truncated: boolean;
+}
+
 export interface ICheckpointInfo {
   step: number;
   time: number;

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 from urllib.parse import quote
 
 from jupyter_server.auth.decorator import authorized
@@ -37,6 +37,7 @@ from trainhub_server.payloads import (
     LogParams,
     NotebookParams,
     NotebookRankParams,
+    OutputFileParams,
     RecordsParams,
     SubmitParams,
     UsageParams,
@@ -88,6 +89,22 @@ class TrainhubAPIHandler(TrainhubHandlerMixin, APIHandler):
     def reply(self, payload: Any, status: int = 200) -> None:
         self.set_status(status)
         self.finish(dump(payload))
+
+    async def send_download(self, f: BinaryIO, filename: str, size: int) -> None:
+        """A job's file as an attachment, from the descriptor that was checked (opened without
+        following links): the checkpoint and output downloads alike."""
+        # Always a download, never rendered: the browser must not guess a type.
+        self.set_header("Content-Type", "application/octet-stream")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(filename)}")
+        with f:  # opened without following links: the file checked is the file sent
+            self.set_header("Content-Length", str(size))
+            left = size  # no more than announced, should the file grow meanwhile
+            while left and (chunk := await self.calls.read(f.read, min(left, DOWNLOAD_CHUNK))):
+                left -= len(chunk)
+                self.write(chunk)
+                await self.flush()
+        self.finish(set_content_type="application/octet-stream")
 
 
 class ConfigHandler(TrainhubAPIHandler):
@@ -378,21 +395,10 @@ class CheckpointFileHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str, step: str, name: str) -> None:
-        f, filename, size = await self.calls.call(
+        opened = await self.calls.call(
             self.service.open_checkpoint_file, job_id, int(step), name, user=self.owner
         )
-        # Always a download, never rendered: the browser must not guess a type.
-        self.set_header("Content-Type", "application/octet-stream")
-        self.set_header("X-Content-Type-Options", "nosniff")
-        self.set_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(filename)}")
-        with f:  # opened without following links: the file checked is the file sent
-            self.set_header("Content-Length", str(size))
-            left = size  # no more than announced, should the file grow meanwhile
-            while left and (chunk := await self.calls.read(f.read, min(left, DOWNLOAD_CHUNK))):
-                left -= len(chunk)
-                self.write(chunk)
-                await self.flush()
-        self.finish(set_content_type="application/octet-stream")
+        await self.send_download(*opened)
 
 
 class CheckpointResumeHandler(TrainhubAPIHandler):
@@ -409,6 +415,22 @@ class CheckpointResumeHandler(TrainhubAPIHandler):
             abandoned=self.abandoned,
         )
         self.reply(described, 201)
+
+
+class OutputsHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        self.reply(await self.calls.call(self.service.outputs, job_id, user=self.owner))
+
+
+class OutputFileHandler(TrainhubAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        path = self.query(OutputFileParams).path
+        opened = await self.calls.call(self.service.open_output_file, job_id, path, user=self.owner)
+        await self.send_download(*opened)
 
 
 class JobNotebookHandler(TrainhubAPIHandler):

@@ -26,6 +26,7 @@ from trainhub.experiments.sweep import CreateSweep
 from trainhub.jobs.models import DescribeJob, JobEdit, JobPage, JobSummary
 from trainhub.jobs.service import METRIC_KINDS
 from trainhub.jobs.spec import JobSpec
+from trainhub.outputs.files import OutputList
 from trainhub.usage.compute import JobUsage
 from trainhub.usage.models import UsageReport
 from trainhub.usage.panel import UsagePanel
@@ -47,6 +48,7 @@ from trainhub_server.payloads import (
     NotebookParameters,
     NotebookParams,
     NotebookRankParams,
+    OutputFileParams,
     Query,
     RecordsParams,
     ServerConfig,
@@ -239,6 +241,19 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=ChangeRequest,
         errors=CHANGE,
+    ),
+    ("/jobs/{job_id}/outputs", "get"): Operation(
+        "The folders and regular files of the job's outputs directory (TRAINHUB_OUTPUT_DIR), "
+        "with sizes and modification times; links and FIFOs left out, never followed",
+        OutputList,
+        errors=JOB,
+    ),
+    ("/jobs/{job_id}/outputs/file", "get"): Operation(
+        "Download one output file (Content-Disposition attachment, X-Content-Type-Options "
+        "nosniff); a path leading outside the outputs or through a link is refused (400)",
+        query=OutputFileParams,
+        download=True,
+        errors=JOB,
     ),
     ("/jobs/{job_id}/notebook", "get"): Operation(
         "A rank's executed notebook (nbformat 4): the cells done so far while the job runs, "

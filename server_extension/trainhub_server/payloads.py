@@ -114,6 +114,14 @@ class NotebookRankParams(Query):
     rank: int = Field(0, ge=0, le=MAX_INTEGER, description="Whose executed notebook: rank 0's")
 
 
+class OutputFileParams(Query):
+    path: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="The file, relative to the job's outputs directory ('/' separated)",
+    )
+
+
 class ExecutedNotebook(BaseModel):
     """A rank's executed notebook, nbformat 4: the cells it ran with their outputs (each cell's
     metadata.trainhub: cell_index in the submitted notebook, status, seconds)."""

@@ -48,6 +48,8 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("jobs/{job_id}/checkpoints/{step}", h.CheckpointHandler),
     ("jobs/{job_id}/checkpoints/{step}/files/{name}", h.CheckpointFileHandler),
     ("jobs/{job_id}/checkpoints/{step}/resume", h.CheckpointResumeHandler),
+    ("jobs/{job_id}/outputs", h.OutputsHandler),
+    ("jobs/{job_id}/outputs/file", h.OutputFileHandler),
     ("jobs/{job_id}/notebook", h.JobNotebookHandler),
     ("jobs/{job_id}/notebook/html", h.JobNotebookHTMLHandler),
     ("notebook/parameters", h.NotebookParametersHandler),

@@ -250,3 +250,15 @@ def api(jp_fetch: Any, workspace: Path) -> Any:
         return response.code, json.loads(response.body or b"null"), response.headers
 
     return call
+
+
+@pytest.fixture
+def raw_fetch(http_server_client: Any, jp_auth_header: dict[str, str], jp_base_url: str) -> Any:
+    """A request whose path is sent exactly as written (jp_fetch would escape '%')."""
+
+    async def fetch(path: str) -> Any:
+        return await http_server_client.fetch(
+            jp_base_url + path, headers=jp_auth_header, raise_error=False
+        )
+
+    return fetch

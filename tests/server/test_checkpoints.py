@@ -30,18 +30,6 @@ def job_with_checkpoints(
     return record.id, jobdir.root
 
 
-@pytest.fixture
-def raw_fetch(http_server_client: Any, jp_auth_header: dict[str, str], jp_base_url: str) -> Any:
-    """A request whose path is sent exactly as written (jp_fetch would escape '%')."""
-
-    async def fetch(path: str) -> Any:
-        return await http_server_client.fetch(
-            jp_base_url + path, headers=jp_auth_header, raise_error=False
-        )
-
-    return fetch
-
-
 async def test_list_and_manifest(api: Any, job_with_checkpoints: tuple[str, Path]) -> None:
     job_id, _ = job_with_checkpoints
     status, body, _ = await api("GET", "jobs", job_id, "checkpoints")

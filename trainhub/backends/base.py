@@ -17,6 +17,7 @@ from trainhub.datasets.catalog import Catalog
 from trainhub.imagepolicy import Allowed
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
+from trainhub.outputs.retention import Retention
 from trainhub.usage.models import UsageBy, UsageGroup
 from trainhub.usage.panel import PoolQuota
 from trainhub.usage.store import UsageStore
@@ -156,6 +157,10 @@ class Backend(ABC):
     def ran_image(self) -> dict[str, Any] | None:
         """What the job's ranks run in, as far as the submitting side knows it (lineage's
         ``ran_image``); None when the workload reports it later (a cluster's pods)."""
+        return None
+
+    def retention(self, team: str | None) -> Retention | None:
+        """The retention policy of ``team``'s job outputs (None: keep everything)."""
         return None
 
     def catalog(self) -> dict[str, list[dict[str, Any]]]:

@@ -242,3 +242,88 @@ def remove_tree(job_dir: Path, relative: str | os.PathLike[str]) -> None:
         shutil.rmtree(parts[-1], dir_fd=parent)
     finally:
         os.close(parent)
+
+
+def walk(
+    job_dir: Path, relative: str | os.PathLike[str] = ".", *, limit: int | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
+    """(path relative to ``relative``, lstat) of every real directory and regular file below the
+    job's folder ``relative``, in tree order (a folder, then what it holds, by name); each
+    folder is opened relative to its parent without following links, so links, FIFOs and
+    devices are left out, never followed. An absent folder yields nothing; past ``limit``
+    entries the walk stops."""
+    try:
+        top = _open_dir(job_dir, _parts(relative))
+    except FileNotFoundError:
+        return
+    count = 0
+    # One (descriptor, prefix, entries left) per open folder: no recursion, however deep.
+    stack: list[tuple[int, str, list[tuple[str, os.stat_result]]]] = []
+
+    def push(fd: int, prefix: str) -> None:
+        try:
+            with os.scandir(fd) as it:
+                found = [(e.name, e.stat(follow_symlinks=False)) for e in it]
+        except BaseException:
+            os.close(fd)
+            raise
+        kept = [(n, st) for n, st in found if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)]
+        stack.append((fd, prefix, sorted(kept, reverse=True)))
+
+    try:
+        push(top, "")
+        while stack:
+            fd, prefix, left = stack[-1]
+            if not left:
+                os.close(fd)
+                stack.pop()
+                continue
+            name, st = left.pop()
+            if limit is not None and count >= limit:
+                return
+            count += 1
+            yield f"{prefix}{name}", st
+            if stat.S_ISDIR(st.st_mode):
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError:  # replaced meanwhile (by a link, or removed): left out
+                    continue
+                push(child, f"{prefix}{name}/")
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+
+
+def unlink(job_dir: Path, relative: str | os.PathLike[str]) -> int:
+    """Delete the job's regular file ``relative`` (its folders opened without following links;
+    a link or anything else in its place is refused) and return the bytes it held."""
+    parts = _parts(relative)
+    if not parts:
+        raise NotAJobFile("the job directory is not a file")
+    parent = _open_dir(job_dir, parts[:-1])
+    try:
+        st = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refusal(str(relative), st.st_mode)
+        os.unlink(parts[-1], dir_fd=parent)
+        return st.st_size
+    finally:
+        os.close(parent)
+
+
+def remove_empty_dirs(job_dir: Path, relative: str | os.PathLike[str]) -> None:
+    """Remove the empty real folders below the job's folder ``relative`` (not itself)."""
+    dirs = [name for name, st in walk(job_dir, relative) if stat.S_ISDIR(st.st_mode)]
+    base = _parts(relative)
+    for name in reversed(dirs):  # children before parents
+        *above, last = [*base, *PurePosixPath(name).parts]
+        try:
+            parent = _open_dir(job_dir, above)
+        except (OSError, NotAJobFile):
+            continue
+        try:
+            os.rmdir(last, dir_fd=parent)
+        except OSError:  # not empty (or gone): kept
+            pass
+        finally:
+            os.close(parent)

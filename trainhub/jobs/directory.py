@@ -3,7 +3,7 @@
 Layout (DESIGN.md, "The job directory is the data plane")::
 
     spec.json  bundle/  lineage.json  logs/rank-<r>.log  events.jsonl
-    metrics/*.jsonl  checkpoints/<step>/  status/
+    metrics/*.jsonl  checkpoints/<step>/  status/  outputs/
 
 Writers are separate processes (supervisor, every rank), so appends use O_APPEND with one
 ``write`` per line, which the kernel keeps whole for regular files.
@@ -136,7 +136,9 @@ class JobDir:
 
     @property
     def outputs(self) -> Path:
-        """Images and other rich cell output saved by the runner."""
+        """The job's products: what ranks write to ``trainhub.outputs.path()``
+        (``TRAINHUB_OUTPUT_DIR``), and the images of cell output the runner saves; kept after
+        the job ends, until the team's retention policy deletes them."""
         return self.root / "outputs"
 
     def rank_log(self, rank: int) -> Path:
@@ -150,7 +152,15 @@ class JobDir:
         return self.status / str(attempt) / f"rank-{rank}.json"
 
     def create(self) -> JobDir:
-        for d in (self.root, self.bundle, self.logs, self.metrics, self.checkpoints, self.status):
+        for d in (
+            self.root,
+            self.bundle,
+            self.logs,
+            self.metrics,
+            self.checkpoints,
+            self.status,
+            self.outputs,
+        ):
             d.mkdir(parents=True, exist_ok=True)
         return self
 

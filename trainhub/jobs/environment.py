@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 
-from trainhub import datasets
+from trainhub import datasets, outputs
 from trainhub.jobs import limits
 
 # What a Python training process needs from its host to behave as it does interactively.
@@ -114,6 +115,8 @@ def job_environment(
     env.update(
         TRAINHUB_JOB_ID=job_id,
         TRAINHUB_JOB_DIR=job_dir,
+        # The job's products (trainhub.outputs.path()): in the job directory, kept after it.
+        TRAINHUB_OUTPUT_DIR=str(PurePosixPath(job_dir) / outputs.FOLDER),
         TRAINHUB_ATTEMPT=str(attempt),
         PYTHONUNBUFFERED="1",
         # NVML numbers GPUs in PCI bus order; make CUDA agree so the indices mean the same GPUs.

@@ -53,6 +53,8 @@ from trainhub.jobs.models import (
 from trainhub.jobs.naming import successor_name
 from trainhub.jobs.spec import JobSpec, explain, field_error, parse_spec
 from trainhub.jobs.states import JobState
+from trainhub.outputs.cleanup import CleanupReport
+from trainhub.outputs.files import OutputList, list_outputs, open_output
 from trainhub.usage.compute import JobUsage, job_usage
 from trainhub.usage.models import UsageBy, UsageQuery, UsageReport, since_time
 from trainhub.usage.panel import MONTH_DAYS, UsagePanel, panel, period_starts
@@ -609,6 +611,25 @@ class JobService:
     def delete_checkpoint(self, job_id: str, step: int, *, user: str | None = None) -> None:
         record = self.owned(job_id, user, "delete checkpoints of")
         delete_checkpoint(JobDir(record.job_dir).checkpoints, step)
+
+    # --- outputs ---------------------------------------------------------------------------
+    def outputs(self, job_id: str, *, user: str | None = None) -> OutputList:
+        """What the job wrote to its outputs directory (links left out, never followed)."""
+        return list_outputs(self.jobdir(job_id, user).root)
+
+    def open_output_file(
+        self, job_id: str, path: str, *, user: str | None = None
+    ) -> tuple[BinaryIO, str, int]:
+        """(file, its name, its size) of one output file, for a download: opened without
+        following links, confined to the job's outputs directory."""
+        return open_output(self.jobdir(job_id, user).root, path)
+
+    def cleanup(self, *, dry_run: bool = False) -> CleanupReport:
+        """Apply each team's retention policy to every ended job's outputs (every user's: an
+        administrator's call) and report the space each team and job uses."""
+        from trainhub.outputs.cleanup import all_records, cleanup
+
+        return cleanup(all_records(self.backend), self.backend.retention, dry_run=dry_run)
 
     # --- the executed notebook ------------------------------------------------------------
     def notebook(self, job_id: str, *, user: str | None = None, rank: int = 0) -> dict[str, Any]:

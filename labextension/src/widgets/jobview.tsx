@@ -1,4 +1,4 @@
-/** A job in the main area: Overview, Logs, Metrics and Checkpoints tabs. */
+/** A job in the main area: Overview, Logs, Metrics, Checkpoints, Outputs and Notebook tabs. */
 import { MainAreaWidget, ReactWidget } from '@jupyterlab/apputils';
 import { TabPanel } from '@lumino/widgets';
 import * as React from 'react';
@@ -50,6 +50,7 @@ import { stateIcon, stateIconClass } from '../stateicons';
 import { LogsTab } from './logstab';
 import { MetricsTab } from './metricstab';
 import { NotebookTab, openExecutedCell } from './notebooktab';
+import { Outputs } from './outputstab';
 import { StateBadge } from './jobspanel';
 import { JobGoodput } from './goodput';
 
@@ -857,6 +858,7 @@ export class JobView extends MainAreaWidget<TabPanel> {
   private checkpointVersion = 0;
   private readonly overview: JobReactTab;
   private readonly checkpoints: JobReactTab;
+  private readonly outputs: JobReactTab;
   readonly logs: LogsTab;
   readonly metrics: MetricsTab;
 
@@ -884,7 +886,17 @@ export class JobView extends MainAreaWidget<TabPanel> {
         <Checkpoints job={this.job} api={api} actions={actions} version={this.checkpointVersion} />
       ) : null
     );
-    for (const tab of [this.overview, this.logs, this.metrics, this.checkpoints, new NotebookTab(api, jobId)]) {
+    this.outputs = new JobReactTab('Outputs', () =>
+      this.job ? <Outputs job={this.job} api={api} /> : null
+    );
+    for (const tab of [
+      this.overview,
+      this.logs,
+      this.metrics,
+      this.checkpoints,
+      this.outputs,
+      new NotebookTab(api, jobId)
+    ]) {
       content.addWidget(tab);
     }
     content.currentChanged.connect(() => this.startCurrent());
@@ -892,7 +904,7 @@ export class JobView extends MainAreaWidget<TabPanel> {
     void this.refresh();
   }
 
-  /** Select a tab by label (Overview, Logs, Metrics, Checkpoints). */
+  /** Select a tab by label (Overview, Logs, Metrics, Checkpoints, Outputs, Notebook). */
   select(label: string): void {
     const index = this.content.widgets.findIndex(w => w.title.label === label);
     if (index >= 0) {
@@ -913,6 +925,7 @@ export class JobView extends MainAreaWidget<TabPanel> {
     }
     this.overview.update();
     this.checkpoints.update();
+    this.outputs.update();
     this.startCurrent();
   }
 

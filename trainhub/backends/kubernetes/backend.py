@@ -41,6 +41,7 @@ from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
 from trainhub.outcome.retry import count_retry
 from trainhub.outcome.verdict import cancel_verdict
+from trainhub.outputs.retention import Retention
 from trainhub.teams import Pool, Team, TeamDataset, Teams, load_teams
 from trainhub.usage.compute import job_usage
 from trainhub.usage.kueue import workload_times
@@ -166,6 +167,11 @@ class KubernetesBackend(Backend):
         )
 
     # --- choosing ------------------------------------------------------------------------------
+    def retention(self, team: str | None) -> Retention | None:
+        """The teams file's policy of ``team`` (this backend's own team when unnamed)."""
+        known = {t.name: t for t in self.teams.teams}
+        return known.get(team or self.team.name, self.team).retention
+
     def pool_for(self, record: JobRecord) -> Pool:
         """The pool named by the spec's queue, else the team's first pool whose nodes
         hold a worker."""

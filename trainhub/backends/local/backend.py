@@ -30,6 +30,7 @@ from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
 from trainhub.outcome.retry import count_retry, should_retry
 from trainhub.outcome.verdict import cancel_verdict
+from trainhub.outputs.retention import Retention, load_retention_file
 from trainhub.usage.models import UsageBy, UsageGroup
 from trainhub.usage.panel import PoolQuota, local_quotas
 from trainhub.usage.store import UsageStore
@@ -94,6 +95,10 @@ class LocalBackend(Backend):
             "note": "the local backend runs no container image; the ranks ran in this "
             "machine's Python environment",
         }
+
+    def retention(self, team: str | None) -> Retention | None:
+        """The local retention file's policy, for every team on the machine (read anew)."""
+        return load_retention_file(settings.retention_file(self.home))
 
     @property
     def capacity(self) -> Capacity:
