@@ -44,7 +44,7 @@ def test_a_snapshot_renders_every_family_with_its_labels() -> None:
     )
     text = exposition(lambda: snap).decode()
     jobs = samples(text, "trainhub_jobs")
-    assert len(jobs) == 7 * 2  # every state of every team, zeros included
+    assert len(jobs) == len(JobState) * 2  # every state of every team, zeros included
     assert jobs[(("state", "queued"), ("team", "nlp"))] == 1
     assert samples(text, "trainhub_job_gpus_in_use") == {
         (("team", "nlp"),): 0,
