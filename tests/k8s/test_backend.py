@@ -244,6 +244,22 @@ def test_team_borrows_idle_quota_and_gives_it_back(k8s_namespace: Any, tmp_path:
         # 16 GPUs: team a's 8 plus team b's idle 8, borrowed through the cohort.
         wide = a.submit("wide", workers=2, gpus=8)
         a.wait_state(wide, JobState.RUNNING)
+        # The Usage panel's quota per pool, as each team's ClusterQueue has it.
+        pool = f"{ns}-a100"
+
+        def gpus(t: Team) -> Any:
+            return next(
+                q
+                for q in t.backend.quotas()[0]
+                if q.pool == pool and q.resource == "nvidia.com/gpu"
+            )
+
+        borrowing = wait_for(
+            "a's borrowing in its ClusterQueue",
+            lambda: q if (q := gpus(a)).borrowed == 8 else None,
+        )
+        assert borrowing.used == 16 and gpus(a).nominal == 8 and gpus(a).lendable == 0
+        assert (gpus(b).used, gpus(b).nominal, gpus(b).lendable) == (0, 8, 8)
         mine = b.submit("mine", gpus=8)
         b.wait_state(mine, JobState.RUNNING)  # b reclaims its quota ...
         a.wait_state(wide, JobState.QUEUED)  # ... and a's borrowing job goes back to the queue
