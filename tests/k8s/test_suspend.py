@@ -35,7 +35,8 @@ def test_a_suspended_two_pod_job_frees_its_quota_and_resumes_from_its_save(
 
     t.service.suspend(job_id, user=t.user, reason="the node is needed")
     suspended = t.until(job_id, "suspended", lambda d: d.state == JobState.SUSPENDED, 180)
-    assert t.pods(job_id) == []  # no pod left behind
+    # No pod runs on: what is left are ended pods, which hold no GPU.
+    assert {p.status.phase for p in t.pods(job_id)} <= {"Succeeded", "Failed"}
     job = t.backend.batch.read_namespaced_job(job_id, t.ns)
     assert job.spec.suspend and job.metadata.annotations[SUSPEND_ANNOTATION]
     saves = [e for e in t.checkpoints_made(job_id) if not e["async_"]]  # the on_stop save

@@ -51,7 +51,7 @@ RESERVED_ENV = frozenset(
 )
 _DURATION = re.compile(r"^\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*$")
 # How a stored spec writes a timedelta (ISO 8601, "PT1H30M"): a spec read back must parse.
-_ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
+_ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(\.\d+)?S)?)?$")
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
 _QUANTITY_UNITS = {
     None: 1,
@@ -293,9 +293,10 @@ def parse_duration(value: Any) -> timedelta | None:
             if not text or not m or not any(m.groups()):
                 raise ValueError(f"{str(value)[:40]!r} is not a duration such as 90m, 2h or 1d12h")
             # More digits than any runtime has are too long, however many there are.
-            d, h, mi, s = (int(g[:18]) if g else 0 for g in m.groups())
-            seconds = d * 86400 + h * 3600 + mi * 60 + s
-            if any(g and len(g) > 18 for g in m.groups()):
+            whole, fraction = m.groups()[:4], "".join(g or "" for g in m.groups()[4:])  # "35.6S"
+            d, h, mi, s = (int(g[:18]) if g else 0 for g in whole)
+            seconds = d * 86400 + h * 3600 + mi * 60 + s + float("0" + fraction[:10])
+            if any(g and len(g) > 18 for g in whole):
                 seconds = math.inf
     if math.isnan(seconds):
         raise ValueError(f"{value!r} is not a duration such as 90m, 2h or 1d12h")
