@@ -134,11 +134,9 @@ def busy_gpus(k8s_real_node: Any) -> Iterator[dict[str, int]]:
     before = path.read_text()
     fields = dict(line.split("=", 1) for line in before.splitlines() if "=" in line)
     busy = {fields[f"gpu{i}.uuid"]: 41 + i for i in range(int(fields["gpu_count"]))}
-    lines = [
-        f"{k}={41 + int(k[3:].split('.')[0])}" if k.endswith(".utilization_gpu") else f"{k}={v}"
-        for k, v in fields.items()
-    ]
-    _replace(path, "\n".join(lines) + "\n")
+    for i in range(len(busy)):  # set, or added where the node's file leaves it out (0)
+        fields[f"gpu{i}.utilization_gpu"] = str(41 + i)
+    _replace(path, "".join(f"{k}={v}\n" for k, v in fields.items()))
     try:
         yield busy
     finally:
