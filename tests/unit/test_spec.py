@@ -72,8 +72,10 @@ def test_durations_quantities_and_names():
     assert stored["max_runtime"] == "PT1H30M"
     assert parse_spec(stored).max_runtime == timedelta(hours=1, minutes=30)
     assert parse_spec({**BASE, "max_runtime": "P1DT2S"}).max_runtime == timedelta(days=1, seconds=2)
+    # Whole seconds, rounded up, so the stored form is one RFC 3339 admits (no PT1.5S).
     odd = parse_spec({**BASE, "max_runtime": 1.5}).model_dump(mode="json")["max_runtime"]
-    assert parse_spec({**BASE, "max_runtime": odd}).max_runtime == timedelta(seconds=1.5)
+    assert odd == "PT2S"
+    assert parse_spec({**BASE, "max_runtime": "PT1.5S"}).max_runtime == timedelta(seconds=2)
     assert parse_quantity("16Gi") == 16 * 2**30 and parse_quantity("2G") == 2 * 10**9
     assert default_name("notebooks/My Fancy_Model v2.ipynb") == "my-fancy-model-v2"
     assert errors({**BASE, "resources": {"memory": "lots"}})["resources.memory"].startswith(

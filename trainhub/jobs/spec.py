@@ -305,7 +305,9 @@ def parse_duration(value: Any) -> timedelta | None:
     longest = limits.current().max_runtime_days
     if seconds > longest * 86400:
         raise ValueError(f"must be at most {longest} days")
-    return timedelta(seconds=seconds)
+    # Whole seconds, rounded up: a limit finer than that means nothing, and an ISO 8601
+    # duration with a fraction (PT1.5S) is not one RFC 3339's grammar admits.
+    return timedelta(seconds=math.ceil(seconds))
 
 
 # What parse_duration takes, for the API's documents (the default longest runtime).
