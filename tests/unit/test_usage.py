@@ -127,6 +127,15 @@ def test_cpu_seconds_sum_the_ranks_and_leave_the_machine_out():
     assert row.cpu_s == pytest.approx(100 * 1.5 + 99 * 0.5)
 
 
+def test_a_delayed_cpu_reading_counts_the_whole_interval_it_measured():
+    # A busy machine held the sampler back: psutil's 100 % at t=20 measured the 10 s since t=10.
+    times = [*range(7, 11), 20, *range(21, 30)]
+    system = [{"time": T0 + t, "rank": 0, "cpu_percent": 100.0} for t in times]
+    row = usage_row(record(), [], [], system, threshold_pct=10)
+
+    assert row.cpu_s == pytest.approx(29 - 7 + 1)  # the first reading stands for one median step
+
+
 def test_a_job_cancelled_in_the_queue_waited_and_was_allocated_nothing():
     rec = record(
         state=JobState.CANCELLED,

@@ -168,10 +168,15 @@ def cpu_seconds(
     """CPU-seconds of the ranks (the machine's own records, ``rank: null``, are left out)."""
     total = 0.0
     for series in _series(system_samples, "rank", "cpu_percent").values():
-        step = _interval([t for t, _ in series])
-        total += sum(
-            _covered(t, step, spans) * percent / 100 for t, percent in series if percent is not None
-        )
+        # psutil's percentage is measured since the previous reading: a sampler delayed on
+        # a busy machine reads a longer interval, which the median step would undercount.
+        previous = None
+        first_step = _interval([t for t, _ in series])
+        for t, percent in series:
+            step = first_step if previous is None else t - previous
+            previous = t
+            if percent is not None:
+                total += _covered(t, step, spans) * percent / 100
     return total
 
 
