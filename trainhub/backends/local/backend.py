@@ -111,6 +111,10 @@ class LocalBackend(Backend):
     # --- verbs --------------------------------------------------------------------------
     def submit(self, record: JobRecord) -> JobRecord:
         self.check_fits(record)
+        # The installation's team (TRAINHUB_TEAM), whose datasets and images it was given:
+        # its usage is that team's too.
+        if record.team is None and settings.team():
+            record = record.model_copy(update={"team": settings.team()})
         with self.store.transaction() as conn:
             record = self.store.insert(conn, record, LocalJob(slots=demand_of(record).slots))
             admitted = self.admitter.admit(conn)
