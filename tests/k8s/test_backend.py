@@ -15,6 +15,8 @@ from tests.k8s.test_admin_apply import apply_teams, teams_for
 from trainhub.backends.kubernetes.backend import KubernetesBackend
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.usage.kueue import workload_times
+from trainhub.usage.models import UsageBy, UsageQuery
 
 T = TypeVar("T")
 
@@ -268,3 +270,48 @@ def test_team_borrows_idle_quota_and_gives_it_back(k8s_namespace: Any, tmp_path:
         a.cleanup()
         b.cleanup()
         client.CoreV1Api(k8s_namespace.api).delete_namespace(other, propagation_policy="Background")
+
+
+def test_usage_of_ended_jobs_reads_kueues_workload_times(team: Team) -> None:
+    """Usage figures of jobs with known GPU counts and durations: one holds the whole quota
+    for a few seconds while the other waits for it; admission times are Kueue's."""
+    first = team.submit("whole-quota")  # 8 GPUs, all of the team's
+    team.wait_state(first, JobState.RUNNING)
+    second = team.submit("after-it", gpus=4)
+    held = 4.0
+    time.sleep(held)
+    team.end_pods(first, result="Succeeded")
+    team.wait_state(first, JobState.SUCCEEDED)
+    team.wait_state(second, JobState.RUNNING)
+    time.sleep(2.0)
+    team.end_pods(second, result="Succeeded")
+    team.wait_state(second, JobState.SUCCEEDED)
+
+    workloads = {
+        w["metadata"]["ownerReferences"][0]["name"]: workload_times(w)
+        for w in client.CustomObjectsApi(team.api).list_namespaced_custom_object(
+            "kueue.x-k8s.io", "v1beta2", team.ns, "workloads"
+        )["items"]
+    }
+    rows = {}
+    for job_id in (first, second):
+        record = team.service.describe(job_id, user="ada")
+        row = team.service.job_usage(job_id, user="ada")
+        rows[job_id] = row
+        runtime = record.finished_at - record.started_at
+        assert row.wall_s == pytest.approx(runtime)
+        assert row.gpu_allocated_s == pytest.approx(row.gpus * runtime)
+        # Kueue's times are whole seconds.
+        admitted = workloads[job_id].admitted_at
+        assert admitted is not None
+        assert row.queue_wait_s == pytest.approx(max(0.0, admitted - record.created_at), abs=1.0)
+    assert (rows[first].gpus, rows[second].gpus) == (8, 4)
+    assert rows[first].wall_s >= held - 1.0
+    # The second job waited for the first's GPUs: at least as long as the first held them.
+    assert rows[second].queue_wait_s >= held - 1.0
+
+    # The report over the team's ended jobs sums the same rows.
+    (group,) = team.service.usage(UsageQuery(by=UsageBy.TEAM), user="ada", team=team.ns).groups
+    assert (group.key, group.jobs, group.succeeded) == (team.ns, 2, 2)
+    assert group.gpu_allocated_s == pytest.approx(sum(r.gpu_allocated_s for r in rows.values()))
+    assert group.queue_wait_s == pytest.approx(sum(r.queue_wait_s for r in rows.values()))

@@ -86,6 +86,17 @@ def test_attempts_come_from_the_state_events_and_the_backoff_is_not_allocated():
     assert (row.attempts, row.retries) == (2, 1)
 
 
+def test_the_first_attempt_opens_when_the_backend_says_it_started():
+    # On Kubernetes a reconcile sees the pod running (and writes the event) after it started.
+    events = [
+        {"time": T0 + 9.5, "type": "state", "state": "running", "attempt": 0},
+        {"time": T0 + 30.2, "type": "state", "state": "succeeded"},
+    ]
+    assert attempt_spans(events, T0 + 8, T0 + 30) == [(T0 + 8, T0 + 30)]
+    # A later start (the latest attempt's) leaves the first attempt's event alone.
+    assert attempt_spans(events, T0 + 20, T0 + 30) == [(T0 + 9.5, T0 + 30)]
+
+
 def test_busy_and_waste_follow_the_samples_inside_the_attempt():
     # GPU 0 at 80 % and GPU 1 at 4 % for the whole run, sampled every second; samples
     # outside the attempt (before it started, during a backoff) do not count.

@@ -92,9 +92,9 @@ JobUsage = create_model(
 def attempt_spans(
     events: Iterable[Mapping[str, Any]], started_at: float | None, finished_at: float
 ) -> list[tuple[float, float]]:
-    """(start, end) of each attempt: a ``running`` state event opens one, the next other
-    state event (retrying, queued after a preemption, a terminal state) closes it; nothing
-    lasts past ``finished_at``."""
+    """(start, end) of each attempt: a ``running`` state event opens one (the first opens at
+    ``started_at`` when that is earlier), the next other state event (retrying, queued after
+    a preemption, a terminal state) closes it; nothing lasts past ``finished_at``."""
     spans: list[tuple[float, float]] = []
     opened: float | None = None
     for event in events:
@@ -111,6 +111,10 @@ def attempt_spans(
         spans.append((opened, max(opened, finished_at)))
     if not spans and started_at is not None:
         spans.append((started_at, max(started_at, finished_at)))
+    elif spans and started_at is not None and started_at < spans[0][0]:
+        # The first attempt began when the backend says it did (a pod's start on Kubernetes),
+        # not when a reconcile first saw it running and wrote the event.
+        spans[0] = (started_at, spans[0][1])
     # The record's end is the end: the final state event is written just after it.
     return [(start, min(end, finished_at)) for start, end in spans if start < finished_at]
 
