@@ -47,12 +47,14 @@ test('the executed notebook opens in the job view, at the failing cell too', asy
   await view.getByRole('button', { name: 'Open the executed notebook there' }).click();
   await expect(notebook.locator('.jp-trainhub-flash')).toContainText('the failing cell');
 
-  // A copy in the workspace, named after the job, opens as a notebook of its own.
+  // A copy in the workspace, named after the job, opens as a notebook of its own (in front
+  // of the job view, which then is no longer visible).
+  const status = page.locator('.jp-trainhub-jobview .jp-trainhub-notebook-status');
   await view.getByRole('button', { name: 'Copy into workspace' }).click();
-  await expect(view.locator('.jp-trainhub-notebook-status')).toContainText('Copied to examples/executed-');
   await expect
     .poll(() =>
       page.evaluate(() => (window as any).jupyterapp.shell.currentWidget?.context?.path ?? '')
     )
     .toMatch(/^examples\/executed-executed-[0-9a-f]+\.ipynb$/);
+  await expect(status).toContainText('Copied to examples/executed-executed-');
 });
