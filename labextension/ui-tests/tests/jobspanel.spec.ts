@@ -105,7 +105,18 @@ test('search, filter, tag, show a scalar, hold the list and compare', async ({ p
   await page.locator('#trainhub-jobs').screenshot({ path: path.join(DOCS, 'jobs-panel-search.png') });
 
   // Under the pointer the list holds still: a new job waits as "1 new job".
+  // The filter's first page is loaded before the job arrives (a page asked for later would
+  // bring the new job with it, never held).
+  const unfiltered = page.waitForResponse(r => {
+    const url = new URL(r.url());
+    return (
+      url.pathname.endsWith('/trainhub/api/jobs') &&
+      url.searchParams.get('q') === 'quick' &&
+      !url.searchParams.has('state')
+    );
+  });
   await panel.getByRole('combobox', { name: 'Filter by state' }).selectOption('');
+  await unfiltered;
   await expect(rows).toHaveCount(3);
   await rows.nth(1).hover();
   const arriving = await submit(page, 'quick-new', { lr: 0.2 });
