@@ -347,6 +347,19 @@ def test_the_example_runs_as_two_workers_on_the_real_node_and_is_served_by_cli_a
         assert steps == [19, 39]
         cli_steps = [c["step"] for c in json.loads(t.cli("checkpoints", job_id, "--json"))]
         assert cli_steps == steps
+
+        # The lineage keeps the image the pods really ran: each pod's imageID, one digest that
+        # the node's containerd holds for the curated image's reference.
+        ran = server.get(f"trainhub/api/jobs/{job_id}")["lineage"]["ran_image"]
+        ended = {p.metadata.name: p.status.container_statuses[0].image_id for p in t.pods(job_id)}
+        assert ran["pods"] == ended and set(ended.values()) == {ran["image_id"]}, ran
+        digest = ran["image_id"].rsplit("@", 1)[-1]  # repo@sha256:… or the image's own id
+        assert digest.startswith("sha256:"), ran
+        images = [line.split() for line in ctr(k8s_real_node, "images", "ls").splitlines()[1:]]
+        manifest_of = {row[0]: row[2] for row in images}
+        assert manifest_of[pytorch_image] in {
+            row[2] for row in images if digest in (row[0].rsplit("@", 1)[-1], row[2])
+        }, (digest, images)
     # Written by the pods' user, on the PersistentVolume bound to the team's claim.
     claim = client.CoreV1Api(t.api).read_namespaced_persistent_volume_claim("shared", t.ns)
     assert claim.status.phase == "Bound" and claim.spec.volume_name == f"{t.ns}-shared"
