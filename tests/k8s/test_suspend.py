@@ -34,7 +34,16 @@ def test_a_suspended_two_pod_job_frees_its_quota_and_resumes_from_its_save(
     t.until(job_id, "some training", lambda d: "step 19" in t.rank_log(job_id, 0), 240)
 
     t.service.suspend(job_id, user=t.user, reason="the node is needed")
-    suspended = t.until(job_id, "suspended", lambda d: d.state == JobState.SUSPENDED, 180)
+    # Once a reconcile has recorded it too (a read may say "suspended" just before).
+    suspended = t.until(
+        job_id,
+        "suspended, and recorded",
+        lambda d: (
+            d.state == JobState.SUSPENDED
+            and any(e["type"] == "suspended" for e in t.events(job_id))
+        ),
+        180,
+    )
     # No pod runs on: what is left are ended pods, which hold no GPU.
     assert {p.status.phase for p in t.pods(job_id)} <= {"Succeeded", "Failed"}
     job = t.backend.batch.read_namespaced_job(job_id, t.ns)
