@@ -545,8 +545,8 @@ class Cluster:
                 f"--service-account-key-file={pki / 'service-account.pub'}",
                 f"--service-account-signing-key-file={pki / 'service-account.key'}",
                 "--allow-privileged=true",
-                # The kubernetes Service cannot have a loopback endpoint; nothing in-cluster
-                # needs it.
+                # The kubernetes Service cannot have a loopback endpoint: the real node names
+                # its relay on the bridge instead (node.py, apiforward.py).
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
                 f"--cert-dir={pki}",

@@ -25,6 +25,7 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -62,7 +63,14 @@ SYSCTLS = (
     "net/ipv4/ip_forward",
 )
 # Stopped last to first; containerd outlives its clients so their pods can be torn down.
-NODE_COMPONENTS = ("containerd", "kubelet", "kube-proxy", "coredns", "device-plugin")
+NODE_COMPONENTS = (
+    "containerd",
+    "kubelet",
+    "kube-proxy",
+    "coredns",
+    "api-forward",
+    "device-plugin",
+)
 NODE_BINARIES = ("kubelet", "kube-proxy", "coredns", "pause", "trainhub-device-plugin")
 HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "busybox")
 # Unix socket paths are limited to 108 bytes.
@@ -138,6 +146,12 @@ def _run(argv: list[str], check: bool = True, **kw: Any) -> subprocess.Completed
     if check and proc.returncode != 0:
         raise NodeError(f"{shlex.join(argv)} exited {proc.returncode}: {proc.stderr.strip()}")
     return proc
+
+
+def _accepts(host: str, port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=2):
+        return True
+    return False
 
 
 def _sysctl_path(name: str) -> Path:
@@ -218,6 +232,7 @@ class RealNode:
             self._start_kubelet(deadline, lock)
             self._start_kube_proxy(deadline)
             self._start_coredns(deadline)
+            self._publish_api(deadline)
             self._start_device_plugin(deadline, gpus)
         finally:
             os.close(lock)  # the node's processes hold it from here on
@@ -604,6 +619,43 @@ class RealNode:
             lambda: self.cluster._http_ok(f"http://127.0.0.1:{p['coredns-ready']}/ready"),
             deadline,
             what="CoreDNS ready (its Kubernetes informers synced)",
+        )
+
+    def _publish_api(self, deadline: float) -> None:
+        """The API server for pods: a relay on the gateway (apiforward.py) as the endpoint of
+        the ``kubernetes`` Service, which the API server itself leaves without one."""
+        c, gw = self.cluster, self.state["gateway"]
+        port = c.state["ports"]["api-forward"] = c._free_port()
+        c._spawn(
+            "api-forward",
+            [
+                sys.executable,
+                str(HERE / "apiforward.py"),
+                gw,
+                str(port),
+                "127.0.0.1",
+                str(c.state["ports"]["apiserver"]),
+            ],
+        )
+        c._wait("api-forward", lambda: _accepts(gw, port), deadline)
+        slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+        c._request("DELETE", f"{slices}/kubernetes")  # a previous node's gateway
+        c._create(
+            slices,
+            {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "metadata": {
+                    "name": "kubernetes",
+                    "labels": {
+                        "kubernetes.io/service-name": "kubernetes",
+                        "endpointslice.kubernetes.io/managed-by": "trainhub-test-node",
+                    },
+                },
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": [gw], "conditions": {"ready": True}}],
+                "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+            },
         )
 
     def _start_device_plugin(self, deadline: float, gpus: int) -> None:
