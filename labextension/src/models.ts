@@ -50,7 +50,8 @@ export type Feature =
   | 'pip_install'
   | 'datasets'
   | 'images'
-  | 'team_sharing';
+  | 'team_sharing'
+  | 'worker_resources';
 
 export interface ICellSelection {
   mode: 'all' | 'indices' | 'tags';
@@ -289,6 +290,10 @@ export interface ILogChunk {
 export interface INotebookParameters {
   parameters: Record<string, unknown>;
   cell_index: number | null;
+  /** Names whose value is source text (not a JSON literal). */
+  source_text?: string[];
+  /** Each value's source text as the cell writes it (0.0 stays a float). */
+  texts?: Record<string, string>;
 }
 
 export type MetricKind = 'scalars' | 'gpu' | 'system';

@@ -36,6 +36,9 @@ export interface ISubmitForm {
   workers: string;
   processesPerWorker: string;
   gpusPerWorker: string;
+  /** CPU cores and memory per worker (e.g. 0.5, 16Gi); empty for the backend's default. */
+  cpuPerWorker: string;
+  memoryPerWorker: string;
   team: string;
   queue: string;
   priority: Priority;
@@ -60,6 +63,8 @@ export type FormField =
   | 'workers'
   | 'processesPerWorker'
   | 'gpusPerWorker'
+  | 'cpuPerWorker'
+  | 'memoryPerWorker'
   | 'team'
   | 'queue'
   | 'priority'
@@ -95,6 +100,8 @@ export function initialForm(
     workers: '1',
     processesPerWorker: '1',
     gpusPerWorker: has(config, 'gpus') && config.limits.max_gpus_per_worker > 0 ? '1' : '0',
+    cpuPerWorker: '',
+    memoryPerWorker: '',
     team: team?.name ?? '',
     queue: team?.queues[0] ?? '',
     priority: 'normal',
@@ -138,6 +145,15 @@ export function formToSpec(
   if (form.processesPerWorker.trim()) {
     resources.processes_per_worker = count(form.processesPerWorker);
   }
+  if (has(config, 'worker_resources')) {
+    const cpu = form.cpuPerWorker.trim();
+    if (cpu) {
+      resources.cpu = /^\d+(\.\d+)?$/.test(cpu) ? parseFloat(cpu) : cpu;
+    }
+    if (form.memoryPerWorker.trim()) {
+      resources.memory = form.memoryPerWorker.trim();
+    }
+  }
   const spec: IJobSpec = {
     name: submittedName(form),
     source: { kind: 'notebook', path: form.notebookPath, cells },
@@ -171,6 +187,8 @@ const FIELD_OF_PATH: [RegExp, FormField][] = [
   [/^resources\.workers$/, 'workers'],
   [/^resources\.processes_per_worker$/, 'processesPerWorker'],
   [/^resources\.gpus_per_worker$/, 'gpusPerWorker'],
+  [/^resources\.cpu$/, 'cpuPerWorker'],
+  [/^resources\.memory$/, 'memoryPerWorker'],
   [/^team$/, 'team'],
   [/^queue$/, 'queue'],
   [/^priority$/, 'priority'],
@@ -292,6 +310,8 @@ export function formFromSpec(
         ? String(res.processes_per_worker)
         : '',
     gpusPerWorker: String(res.gpus_per_worker ?? 0),
+    cpuPerWorker: res.cpu !== null && res.cpu !== undefined ? String(res.cpu) : '',
+    memoryPerWorker: res.memory ?? '',
     team: spec.team ?? base.team,
     queue: spec.queue ?? base.queue,
     priority: spec.priority ?? base.priority,

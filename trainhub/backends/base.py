@@ -35,6 +35,7 @@ class Feature(StrEnum):
     DATASETS = "datasets"
     IMAGES = "images"  # the image really selects the environment (containers)
     TEAM_SHARING = "team_sharing"  # teammates' jobs are at hand (a team's namespace and volume)
+    WORKER_RESOURCES = "worker_resources"  # CPU and memory per worker are requested, and held
 
 
 class Backend(ABC):

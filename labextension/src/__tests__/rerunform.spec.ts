@@ -30,7 +30,7 @@ const spec: IJobSpec = {
   name: 'train',
   source: { kind: 'notebook', path: 'dir/train.ipynb', cells: { mode: 'all' } },
   parameters: { steps: 400, lr: 0.01 },
-  resources: { workers: 1, processes_per_worker: 2, gpus_per_worker: 2 },
+  resources: { workers: 1, processes_per_worker: 2, gpus_per_worker: 2, cpu: 0.5, memory: '2Gi' },
   priority: 'high',
   max_runtime: 'PT1H30M',
   resume_from: { job_id: 'train-p1', step: 74 }
@@ -50,6 +50,7 @@ describe('the dialog prefilled to run a job again', () => {
     expect(form.notebookPath).toBe('dir/train.ipynb');
     expect(form.processesPerWorker).toBe('2');
     expect(form.gpusPerWorker).toBe('2');
+    expect([form.cpuPerWorker, form.memoryPerWorker]).toEqual(['0.5', '2Gi']);
     expect(form.priority).toBe('high');
     expect(form.maxRuntime).toBe('1h30m');
     expect(form.parameters).toEqual({ steps: '400', lr: '0.01', opt: "'adam'" });

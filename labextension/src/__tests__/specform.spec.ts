@@ -79,6 +79,28 @@ describe('formToSpec', () => {
     expect(spec.max_runtime).toBe('2h');
   });
 
+  it('sends CPU and memory per worker where the backend requests them, the text when odd', () => {
+    const config: IConfig = {
+      ...clusterConfig,
+      features: [...clusterConfig.features, 'worker_resources']
+    };
+    const form = initialForm('n.ipynb', config, []);
+    expect(formToSpec(form, config).resources).toEqual({
+      workers: 1,
+      gpus_per_worker: 1,
+      processes_per_worker: 1
+    });
+    form.cpuPerWorker = ' 0.25 ';
+    form.memoryPerWorker = '1500Mi';
+    expect(formToSpec(form, config).resources).toMatchObject({ cpu: 0.25, memory: '1500Mi' });
+    form.cpuPerWorker = 'lots';
+    expect(formToSpec(form, config).resources?.cpu).toBe('lots'); // for the server to name
+    expect(formToSpec(form, clusterConfig).resources?.cpu).toBeUndefined();
+    expect(errorsByField([{ field: 'resources.cpu', message: 'not a number' }])).toEqual({
+      cpuPerWorker: ['not a number']
+    });
+  });
+
   it('never sends what the backend cannot do', () => {
     const form = initialForm('n.ipynb', { ...localConfig, features: [] }, []);
     form.workers = '4';

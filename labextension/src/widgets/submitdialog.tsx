@@ -341,6 +341,29 @@ function SubmitForm(props: {
             {number('gpusPerWorker', limits.max_gpus_per_worker)}
           </Row>
         ) : null}
+        {has(config, 'worker_resources') ? (
+          <>
+            <Row label="CPU per worker" field="cpuPerWorker" errors={errors} hint="cores, e.g. 0.5 or 8">
+              <input
+                className="jp-mod-styled"
+                name="cpuPerWorker"
+                inputMode="decimal"
+                placeholder="one per process"
+                value={form.cpuPerWorker}
+                onChange={e => update({ cpuPerWorker: e.target.value })}
+              />
+            </Row>
+            <Row label="Memory per worker" field="memoryPerWorker" errors={errors} hint="e.g. 1500Mi or 32Gi">
+              <input
+                className="jp-mod-styled"
+                name="memoryPerWorker"
+                placeholder="default"
+                value={form.memoryPerWorker}
+                onChange={e => update({ memoryPerWorker: e.target.value })}
+              />
+            </Row>
+          </>
+        ) : null}
         {config.teams.length ? (
           <Row label="Team" field="team" errors={errors}>
             <select

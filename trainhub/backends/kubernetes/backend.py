@@ -72,6 +72,7 @@ class KubernetesBackend(Backend):
             Feature.IMAGES,
             Feature.DATASETS,
             Feature.TEAM_SHARING,
+            Feature.WORKER_RESOURCES,
         }
     )
 
@@ -312,14 +313,17 @@ class KubernetesBackend(Backend):
             if e.status != 404:
                 raise
         verdict = cancel_verdict(reason, record.attempt)
-        self._finish(record, JobState.CANCELLED, verdict)
+        # The times it had: once the Job is gone, its directory is the only record of them.
+        now = time.time()
+        times = {"admitted_at": record.admitted_at, "started_at": record.started_at}
+        self._finish(record, JobState.CANCELLED, verdict, {**times, "finished_at": now})
         return record.model_copy(
             update={
                 "state": JobState.CANCELLED,
                 "verdict": verdict,
                 "cancel_requested": True,
                 "cancel_reason": reason,
-                "finished_at": time.time(),
+                "finished_at": now,
             }
         )
 
@@ -802,6 +806,10 @@ class KubernetesBackend(Backend):
         self._note_preemptions(record, jobdir, workload)
         observed = self._observe(job, pods, workload)
         last = _last_state(jobdir)
+        if last is not None and last.get("state") in _ENDED:
+            # Its end is recorded, and final: a cancelled Job's pods, killed as it goes away,
+            # must not make it "failed" after the fact.
+            return
         if last is None or last.get("state") != observed.state.value:
             if observed.state.terminal:
                 times = _times(job, workload)
@@ -1182,6 +1190,9 @@ def _read_spec(jobdir: JobDir) -> JobSpec:
     data.pop("id", None)
     data.pop("user", None)
     return JobSpec.model_validate(data)
+
+
+_ENDED = frozenset(s.value for s in JobState if s.terminal)
 
 
 def _last_state(jobdir: JobDir) -> dict[str, Any] | None:
