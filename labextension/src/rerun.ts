@@ -15,10 +15,12 @@ import { showSubmitDialog } from './widgets/submitdialog';
 export async function notebookParametersOf(api: TrainHubAPI, path: string): Promise<IParameter[]> {
   try {
     const found = await api.notebookParameters(path);
-    const source = new Set((found as { source_text?: string[] }).source_text ?? []);
+    const source = new Set(found.source_text ?? []);
+    const texts = found.texts ?? {};
     return Object.entries(found.parameters).map(([name, value]) => ({
       name,
-      text: source.has(name) ? String(value) : pythonLiteral(value)
+      // The cell's own text: JSON's reader turns 0.0 into 0, which would read as an int.
+      text: texts[name] ?? (source.has(name) ? String(value) : pythonLiteral(value))
     }));
   } catch {
     return []; // the notebook is gone or unreadable: the job's own values are still shown

@@ -23,11 +23,13 @@ def _json_value(value: Any) -> bool:
     return type(again) is type(value) and again == value
 
 
-def cell_parameters(source: str) -> tuple[dict[str, Any], list[str]]:
+def cell_parameters(source: str) -> tuple[dict[str, Any], list[str], dict[str, str]]:
     """``name -> value`` for each top-level ``name = <expression>`` of a cell.
 
     Literals that JSON keeps exactly come back as values; anything else (tuples, calls,
-    expressions) as its source text, whose names are listed second.
+    expressions) as its source text, whose names are listed second. Third, every value's
+    source text as the cell writes it: ``0.0`` stays a float where JSON's reader (a
+    browser's) makes it 0.
     """
     from IPython.core.inputtransformer2 import TransformerManager
 
@@ -38,6 +40,7 @@ def cell_parameters(source: str) -> tuple[dict[str, Any], list[str]]:
         raise ValueError(f"the parameters cell does not parse: {e.msg} (line {e.lineno})") from None
     values: dict[str, Any] = {}
     literal: dict[str, bool] = {}
+    texts: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value_node = node.targets[0], node.value
@@ -56,11 +59,13 @@ def cell_parameters(source: str) -> tuple[dict[str, Any], list[str]]:
             exact = _json_value(value)
         values[target.id] = value if exact else text
         literal[target.id] = exact
-    return values, [name for name, exact in literal.items() if not exact]
+        texts[target.id] = text
+    return values, [name for name, exact in literal.items() if not exact], texts
 
 
 def notebook_parameters(root: Path, relative: str) -> dict[str, Any]:
-    """``{parameters, cell_index, source_text}`` for the notebook at ``relative`` under ``root``."""
+    """``{parameters, cell_index, source_text, texts}`` for the notebook at ``relative``
+    under ``root``."""
     if not relative:
         raise SpecError([FieldError(field="path", message="name the notebook")])
     root = root.resolve()
@@ -79,6 +84,11 @@ def notebook_parameters(root: Path, relative: str) -> dict[str, Any]:
         if cell.get("cell_type") == "code" and PARAMETERS_TAG in tags:
             source = cell.get("source", "")
             source = "".join(source) if isinstance(source, list) else str(source)
-            values, as_source = cell_parameters(source)
-            return {"parameters": values, "cell_index": index, "source_text": as_source}
-    return {"parameters": {}, "cell_index": None, "source_text": []}
+            values, as_source, texts = cell_parameters(source)
+            return {
+                "parameters": values,
+                "cell_index": index,
+                "source_text": as_source,
+                "texts": texts,
+            }
+    return {"parameters": {}, "cell_index": None, "source_text": [], "texts": {}}

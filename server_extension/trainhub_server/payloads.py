@@ -222,6 +222,9 @@ class NotebookParameters(BaseModel):
     )
     cell_index: int | None
     source_text: list[str] = Field(description="Names whose value is source text")
+    texts: dict[str, str] = Field(
+        default_factory=dict, description="name -> its value's source text, as the cell has it"
+    )
 
 
 LIMIT_FIELDS = {

@@ -35,6 +35,7 @@ async def test_notebook_parameters(api: Any, workspace: Path) -> None:
         "parameters": {"lr": 0.1, "epochs": 2, "shape": "(3, 4)"},
         "cell_index": 1,
         "source_text": ["shape"],
+        "texts": {"lr": "0.1", "epochs": "2", "shape": "(3, 4)"},
     }
 
 
@@ -43,7 +44,10 @@ async def test_notebook_parameters_without_a_parameters_cell(api: Any, workspace
     sub.mkdir()
     nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), sub / "plain.ipynb")
     status, body, _ = await api("GET", "notebook", "parameters", params={"path": "sub/plain.ipynb"})
-    assert (status, body) == (200, {"parameters": {}, "cell_index": None, "source_text": []})
+    assert (status, body) == (
+        200,
+        {"parameters": {}, "cell_index": None, "source_text": [], "texts": {}},
+    )
 
 
 async def test_notebook_parameters_refuses_bad_paths(
