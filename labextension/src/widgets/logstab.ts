@@ -15,6 +15,7 @@ import { ResumableSocket } from '../socket';
 
 const ALL = 'all';
 const SEARCH_DELAY_MS = 250;
+const RANKS_REFRESH_MS = 3000;
 
 interface IRankStream {
   buffer: LogBuffer;
@@ -37,6 +38,8 @@ export class LogsTab extends Widget {
   private shown: number | typeof ALL = 0;
   private started = false;
   private searchTimer: ReturnType<typeof setTimeout> | null = null;
+  // A rank's log appears when that rank first writes it: the list is read again while live.
+  private ranksTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(
     private readonly api: TrainHubAPI,
@@ -127,14 +130,26 @@ export class LogsTab extends Widget {
     this.started = true;
     await this.refreshRanks();
     this.showRank(this.shown === ALL || this.ranks.includes(this.shown) ? this.shown : (this.ranks[0] ?? 0));
+    this.ranksTimer = setInterval(() => {
+      if ([...this.streams.values()].some(s => !s.ended)) {
+        void this.refreshRanks();
+      } else if (this.ranksTimer !== null) {
+        clearInterval(this.ranksTimer);
+        this.ranksTimer = null;
+      }
+    }, RANKS_REFRESH_MS);
   }
 
   async refreshRanks(): Promise<void> {
+    const before = this.rankSelect.options.length ? this.ranks.join(',') : null;
     try {
       const { ranks } = await this.api.logRanks(this.jobId);
       this.ranks = ranks.length ? ranks : [0];
     } catch {
       this.ranks = this.ranks.length ? this.ranks : [0];
+    }
+    if (this.isDisposed || this.ranks.join(',') === before) {
+      return; // the same ranks: the open list is left as it is
     }
     const options = this.ranks.length > 1 ? [...this.ranks.map(String), ALL] : this.ranks.map(String);
     this.rankSelect.textContent = '';
@@ -169,6 +184,9 @@ export class LogsTab extends Widget {
   }
 
   dispose(): void {
+    if (this.ranksTimer !== null) {
+      clearInterval(this.ranksTimer);
+    }
     this.streams.forEach(s => s.socket?.dispose());
     if (this.searchTimer) {
       clearTimeout(this.searchTimer);
