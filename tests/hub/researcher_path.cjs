@@ -1,0 +1,175 @@
+// The researcher's whole path in Debian's Chromium (playwright from the UI tests' node_modules):
+// log in to the hub, choose a profile, wait for JupyterLab from the notebook pod, open the
+// example notebook, Submit as job with two workers, follow the job while Kueue holds it, while
+// it runs (logs of both ranks, metrics) and once it succeeded (checkpoints), resume from one.
+// A job holding one of the team's GPUs makes the submitted one wait; cancelling it lets it in.
+// argv: <playwright dir> <hub url> <user> <password> <profile> <image> <job image> <shots dir>
+// Prints one JSON line: what it saw, or {error, ...what it saw until then}.
+const [pwDir, hubUrl, user, password, profile, image, jobImage, shots] = process.argv.slice(2);
+const { chromium } = require(pwDir);
+const NOTEBOOK = 'examples/train_ddp.ipynb';
+
+async function until(what, fn, timeout) {
+  const end = Date.now() + timeout;
+  let last;
+  while (Date.now() < end) {
+    try {
+      last = await fn();
+      if (last) {
+        return last;
+      }
+    } catch (e) {
+      last = String(e);
+    }
+    await new Promise(r => setTimeout(r, 500));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+const text = async locator => ((await locator.count()) ? (await locator.first().innerText()) : '');
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking']
+  });
+  const result = { steps: [] };
+  const shot = async (page, name) => {
+    await page.screenshot({ path: `${shots}/${name}.png` });
+    result.steps.push(name);
+  };
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  try {
+    // Log in; the spawn form offers the team's pools; choose one without a GPU.
+    await page.goto(`${hubUrl}/hub/login`);
+    await page.fill('input[name=username]', user);
+    await page.fill('input[name=password]', password);
+    await Promise.all([page.waitForNavigation(), page.click('input[type=submit], button[type=submit]')]);
+    await page.goto(`${hubUrl}/hub/spawn/${user}`);
+    await page.waitForSelector('input[name=profile]');
+    await page.click(`label[for="profile-item-${profile}"] h3`);
+    await page.selectOption(`select[name="profile-option-${profile}--image"]`, image);
+    await page.selectOption(`select[name="profile-option-${profile}--gpus"]`, '0');
+    await shot(page, 'hub-spawn');
+    const spawned = Date.now();
+    await Promise.all([page.waitForNavigation(), page.click('form input[type=submit], form button[type=submit]')]);
+
+    // JupyterLab, served by the pod through the proxy; the example notebook opened.
+    await page.waitForURL(url => url.pathname.startsWith(`/user/${user}/lab`), { timeout: 300000 });
+    await page.waitForSelector('#jupyterlab-splash', { state: 'detached', timeout: 120000 });
+    result.labReadyS = (Date.now() - spawned) / 1000;
+    const base = `/user/${user}`;
+    await page.goto(`${hubUrl}${base}/lab/tree/${NOTEBOOK}`);
+    const toolbar = page.locator('.jp-NotebookPanel-toolbar');
+    await toolbar.getByText('Submit as job').waitFor({ timeout: 120000 });
+    const tab = page.locator('.lm-TabBar-tab[data-id="trainhub-jobs"]');
+    if (!(await page.locator('#trainhub-jobs').isVisible())) {
+      await tab.click();
+    }
+    const panel = page.locator('#trainhub-jobs');
+
+    // Another job of the team holds one of its two GPUs (submitted as the lab itself does).
+    const holder = await page.evaluate(
+      async ([url, jobImage]) => {
+        const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || '';
+        const r = await fetch(url, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'X-XSRFToken': decodeURIComponent(xsrf) },
+          body: JSON.stringify({
+            name: 'holder',
+            source: { path: 'hold.py' },
+            image: jobImage,
+            resources: { workers: 1, gpus_per_worker: 1, cpu: 0.25, memory: '1Gi' }
+          })
+        });
+        return { status: r.status, body: await r.json() };
+      },
+      [`${base}/trainhub/api/jobs`, jobImage]
+    );
+    if (holder.status !== 201) {
+      throw new Error(`the holder was refused: ${JSON.stringify(holder)}`);
+    }
+    result.holderId = holder.body.id;
+    const holderRow = panel.locator(`.jp-trainhub-job[data-job-id="${result.holderId}"]`);
+    await until('the holder running', async () => (await holderRow.getAttribute('data-state')) === 'running', 240000);
+
+    // Submit as job: two workers of one GPU each, small CPU and memory, the job image.
+    await toolbar.getByText('Submit as job').click();
+    const dialog = page.locator('.jp-trainhub-submit-dialog');
+    await dialog.locator('input[name="workers"]').fill('2');
+    await dialog.locator('input[name="processesPerWorker"]').fill('1');
+    await dialog.locator('input[name="gpusPerWorker"]').fill('1');
+    await dialog.locator('input[name="cpuPerWorker"]').fill('0.25');
+    await dialog.locator('input[name="memoryPerWorker"]').fill('1500Mi');
+    await dialog.locator('select[name="image"]').selectOption(jobImage);
+    await dialog.locator('input[name="param-epochs"]').fill('1');
+    await dialog.locator('input[name="param-steps_per_epoch"]').fill('20');
+    await dialog.locator('input[name="param-step_delay"]').fill('1.5'); // ~30 s to follow it
+    await shot(page, 'hub-submit');
+    await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
+    await dialog.waitFor({ state: 'detached' });
+
+    // It waits, and the panel says why in Kueue's terms.
+    const row = panel.locator('.jp-trainhub-job').filter({ hasText: 'train-ddp' }).first();
+    result.jobId = await until('the job in the panel', () => row.getAttribute('data-job-id'), 60000);
+    result.waiting = await until(
+      "Kueue's reason in the panel",
+      async () => (await row.getAttribute('data-state')) === 'queued' && text(row.locator('.jp-trainhub-job-wait')),
+      120000
+    );
+    await shot(page, 'hub-waiting');
+
+    // The holder ends: the job is admitted and runs; both ranks' logs arrive.
+    await holderRow.getByRole('button', { name: 'Cancel…' }).click();
+    await page.locator('.jp-Dialog').getByRole('button', { name: 'Cancel job' }).click();
+    await until('the holder cancelled', async () => (await holderRow.getAttribute('data-state')) === 'cancelled', 120000);
+    await row.getByRole('button', { name: 'Open' }).click();
+    const view = page.locator(`#trainhub-job-${result.jobId}`);
+    await view.locator('.lm-TabBar-tab').filter({ hasText: 'Logs' }).click();
+    const logs = view.locator('.jp-trainhub-logview');
+    await until('rank 0 of 2 in the log', async () => /rank 0 of 2/.test(await text(logs)), 300000);
+    result.statesSeen = { firstLog: await row.getAttribute('data-state') };
+    await view.locator('.jp-trainhub-logs select[aria-label="Rank"]').selectOption('1');
+    await until('rank 1 of 2 in the log', async () => /rank 1 of 2/.test(await text(logs)), 120000);
+    await shot(page, 'hub-logs');
+    await view.locator('.lm-TabBar-tab').filter({ hasText: 'Metrics' }).click();
+    await until('the loss chart', async () => (await view.locator('.jp-trainhub-chart-title').filter({ hasText: 'loss' }).count()) > 0, 180000);
+    result.statesSeen.metrics = await row.getAttribute('data-state');
+    await shot(page, 'hub-metrics');
+
+    // It succeeds; its checkpoints are listed; resuming from one makes a new job.
+    await until('the job succeeded', async () => (await row.getAttribute('data-state')) === 'succeeded', 420000);
+    await view.locator('.lm-TabBar-tab').filter({ hasText: 'Checkpoints' }).click();
+    const step19 = view.locator('.jp-trainhub-checkpoints tr[data-step="19"]');
+    await step19.waitFor({ timeout: 60000 });
+    result.checkpoints = await view.locator('.jp-trainhub-checkpoints tr[data-step]').evaluateAll(
+      rows => rows.map(r => Number(r.getAttribute('data-step')))
+    );
+    await shot(page, 'hub-checkpoints');
+    await step19.getByRole('button', { name: 'Resume from' }).click();
+    const resume = page.locator('.jp-trainhub-submit-dialog');
+    // Prefilled from the job (read from the server) before it is submitted.
+    result.resumeHeader = await until(
+      'the resume dialog prefilled',
+      async () => {
+        const header = await text(resume.locator('.jp-Dialog-header'));
+        const workers = await resume.locator('input[name="workers"]').inputValue();
+        return header.startsWith('Resume from') && workers === '2' && header;
+      },
+      60000
+    );
+    await resume.getByRole('button', { name: 'Submit', exact: true }).click();
+    await resume.waitFor({ state: 'detached', timeout: 120000 });
+    const resumed = panel.locator('.jp-trainhub-job').filter({ hasText: `resume of ${result.jobId}` }).first();
+    result.resumedId = await until('the resumed job in the panel', () => resumed.getAttribute('data-job-id'), 60000);
+    result.resumedText = await text(resumed);
+    await shot(page, 'hub-resumed');
+  } catch (e) {
+    result.error = String(e);
+    result.dialog = await text(page.locator('.jp-Dialog')).catch(() => '');
+    await page.screenshot({ path: `${shots}/error.png` }).catch(() => undefined);
+  } finally {
+    await browser.close();
+  }
+  process.stdout.write(JSON.stringify(result) + '\n');
+})();
