@@ -229,7 +229,12 @@ def test_cancel_removes_job_service_and_pods(team: Team) -> None:
         ),
     )
     assert team.state(job_id) == JobState.CANCELLED
-    assert team.service.describe(job_id, user="ada").verdict.reason == "not needed"
+    # Read from its directory now that the Job is gone: it ran, and for how long.
+    described = team.service.describe(job_id, user="ada")
+    assert described.verdict.reason == "not needed"
+    assert described.started_at is not None
+    assert team.backend.get(job_id).admitted_at is not None
+    assert described.started_at <= described.finished_at <= time.time()
 
 
 def test_team_borrows_idle_quota_and_gives_it_back(k8s_namespace: Any, tmp_path: Path) -> None:
