@@ -24,12 +24,17 @@ from trainhub.backends.kubernetes.status import SUSPEND_ANNOTATION
 from trainhub.errors import Conflict, NotFound
 from trainhub.jobs.states import JobState
 
+# The example saves every 20 steps; the on-stop save has something to keep only when the stop
+# lands between two saves. At 0.5 s a step the next save after "step 19" is 10 s away, far
+# more than a suspension takes to reach the pods, even on a busy machine.
+BETWEEN_SAVES = {**SLOW, "step_delay": 0.5}
+
 
 def test_a_suspended_two_pod_job_frees_its_quota_and_resumes_from_its_save(
     real_team: RealTeam,  # noqa: F811 - the fixture, imported above
 ) -> None:
     t = real_team
-    job_id = t.submit_spec(t.spec(SLOW, gpus_per_worker=1, name="long"))
+    job_id = t.submit_spec(t.spec(BETWEEN_SAVES, gpus_per_worker=1, name="long"))
     running_pods(t, job_id, 2)
     t.until(job_id, "some training", lambda d: "step 19" in t.rank_log(job_id, 0), 240)
 
@@ -49,7 +54,13 @@ def test_a_suspended_two_pod_job_frees_its_quota_and_resumes_from_its_save(
     job = t.backend.batch.read_namespaced_job(job_id, t.ns)
     assert job.spec.suspend and job.metadata.annotations[SUSPEND_ANNOTATION]
     saves = [e for e in t.checkpoints_made(job_id) if not e["async_"]]  # the on_stop save
-    assert saves and suspended.suspended_step == saves[-1]["step"], saves
+    assert saves and suspended.suspended_step == saves[-1]["step"], (
+        saves,
+        suspended.suspended_step,
+        [(e["type"], e.get("step"), e.get("rank")) for e in t.events(job_id)],
+        t.rank_log(job_id, 0)[-2000:],
+        t.rank_log(job_id, 1)[-2000:],
+    )
     types = [e["type"] for e in t.events(job_id)]
     assert "suspend_requested" in types and "suspended" in types and "preempted" not in types
 
