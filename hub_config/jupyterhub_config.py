@@ -11,7 +11,11 @@ Zero-to-JupyterHub, from ``hub.extraConfig`` (see values.yaml). Everything it re
   TRAINHUB_IDLE_INTERVAL_SECONDS, TRAINHUB_PROMETHEUS_URL, TRAINHUB_IDLE_WEBHOOK: the
   idle-GPU policy (service off when TRAINHUB_IDLE_STOP_MINUTES is 0)
 - TRAINHUB_IDLE_STATE_FILE: where the idle-GPU service leaves its sessions for the metrics
-  service (default: idle-gpu-sessions.json in the hub's working directory)
+  service (default: idle-gpu-sessions.json in the hub's working directory), and beside it why
+  it stopped each server, which the spawn form says
+- TRAINHUB_PROXY_URL: the proxy's public side as the idle-GPU service reaches it, to post its
+  warning into the user's JupyterLab (default: the hub's public URL, else http://proxy-public,
+  Zero-to-JupyterHub's Service)
 - TRAINHUB_METRICS_PORT (10102; 0 turns the metrics service off), TRAINHUB_METRICS_SCRAPE_TOKEN:
   the cluster-wide Prometheus exporter at /services/trainhub-metrics/metrics, and the token
   Prometheus scrapes it with (a ``prometheus`` service allowed to access it, nothing else)
@@ -56,6 +60,7 @@ if not c.Authenticator.get("manage_groups", False):
 idle_state_file = os.environ.get("TRAINHUB_IDLE_STATE_FILE") or str(
     Path.cwd() / "idle-gpu-sessions.json"
 )
+c.TrainHubSpawner.idle_state_file = idle_state_file  # the spawn form says why it stopped one
 # A hub service gets only the environment it is given: the backend's, the teams file, the
 # alerts' SMTP settings and the cluster's; never the scrape token.
 service_env = {
@@ -82,14 +87,19 @@ if stop_minutes > 0:
         f"--prometheus-url={os.environ.get('TRAINHUB_PROMETHEUS_URL', '')}",
         f"--warning-webhook={os.environ.get('TRAINHUB_IDLE_WEBHOOK', '')}",
         f"--state-file={idle_state_file}",
-    ]
+    ]  # and TRAINHUB_PROXY_URL, through its environment
     services = list(c.JupyterHub.get("services", []))
     services.append({"name": idle, "command": command, "environment": service_env})
     c.JupyterHub.services = services
     roles = list(c.JupyterHub.get("load_roles", []))
-    # as jupyterhub-idle-culler: list the servers, read their state (pod, namespace), stop them
+    # as jupyterhub-idle-culler: list the servers, read their state (pod, namespace), stop
+    # them; and reach them, to post the warning that JupyterLab shows
     roles.append(
-        {"name": idle, "scopes": ["list:users", "read:users", "admin:servers"], "services": [idle]}
+        {
+            "name": idle,
+            "scopes": ["list:users", "read:users", "admin:servers", "access:servers"],
+            "services": [idle],
+        }
     )
     c.JupyterHub.load_roles = roles
 

@@ -17,6 +17,7 @@ import {
   MetricKind
 } from './models';
 import { IComparison } from './compare';
+import { INoticeList } from './notices';
 import { IJobUsage, IUsagePanel } from './usage';
 import { apiUrl, requestAPI } from './request';
 
@@ -45,6 +46,11 @@ export class TrainHubAPI {
 
   config(): Promise<IConfig> {
     return this.call(['config']);
+  }
+
+  /** The server's notices with an id above `after`, oldest first. */
+  notices(after: number): Promise<INoticeList> {
+    return this.call(['notices'], { query: { after } });
   }
 
   /** The datasets the user's team may ask for by name. */

@@ -45,6 +45,7 @@ import { cancelWithConfirmation } from './cancel';
 import { openRerunDialog } from './rerun';
 import { showSubmitDialog } from './widgets/submitdialog';
 import { executedNotebookPlugin } from './widgets/notebooktab';
+import { NoticeWatch, toastOf } from './notices';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 18h3v-6H4v6zm6.5 0h3V8h-3v10zM17 18h3V4h-3v14zM3 20h18v1.5H3z"/></g></svg>`;
 export const trainhubIcon = new LabIcon({ name: 'trainhub:jobs', svgstr: ICON_SVG });
@@ -244,6 +245,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
       canOpenSweep: () => app.commands.hasCommand(CommandIDs.openSweep),
       viewer: () => viewActions.viewer
     };
+
+    // What the hub's services tell the people using this server (the idle-GPU warning).
+    new NoticeWatch({
+      fetch: after => api.notices(after),
+      show: notice => {
+        const toast = toastOf(notice.level);
+        Notification.emit(notice.message, toast.type, { autoClose: toast.autoClose });
+      },
+      storage: window.localStorage,
+      storageKey: `trainhub:notices:${api.settings.baseUrl}`
+    });
 
     const panel = new JobsPanel(model, api, jobActions);
     panel.title.icon = trainhubIcon;

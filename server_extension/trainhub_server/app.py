@@ -19,6 +19,7 @@ from trainhub.jobs.models import JobSummary
 from trainhub.jobs.service import JobService
 from trainhub_server import routes, watch
 from trainhub_server.calls import DEFAULT_TIME_LIMIT_S, ServiceCalls
+from trainhub_server.notices import Notices
 from trainhub_server.watch import JobsWatcher
 
 
@@ -70,6 +71,7 @@ class TrainhubExtension(ExtensionApp):
     service: JobService
     calls: ServiceCalls
     jobs_watcher: JobsWatcher
+    notices: Notices
     _reconciler: PeriodicCallback | None = None
     _reconciling = False
 
@@ -98,6 +100,7 @@ class TrainhubExtension(ExtensionApp):
         )
         self.calls = ServiceCalls(self.service, time_limit=self.call_time_limit)
         self.jobs_watcher = JobsWatcher(self._job_snapshot)
+        self.notices = Notices()
         self.log.info("trainhub: %s backend, jobs in %s", backend.name, jobs_root)
 
     def initialize_handlers(self) -> None:

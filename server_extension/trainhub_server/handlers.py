@@ -27,6 +27,7 @@ from trainhub.jobs.spec import explain
 from trainhub.usage.models import UsageQuery
 from trainhub_server.base import TrainhubHandlerMixin, dump, field_error
 from trainhub_server.nesting import too_deep
+from trainhub_server.notices import NewNotice, NoticesParams
 from trainhub_server.parameters import notebook_parameters
 from trainhub_server.payloads import (
     LOG_CHUNK_MOST,
@@ -129,6 +130,25 @@ class DatasetsHandler(TrainhubAPIHandler):
     @authorized
     async def get(self) -> None:
         self.reply(await self.calls.call(self.service.datasets))
+
+
+class NoticesHandler(TrainhubAPIHandler):
+    """The server's notices (notices.py): the hub's services post, JupyterLab reads on."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.reply(self.app.notices.after(self.query(NoticesParams).after))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        try:
+            new = NewNotice.model_validate(self.body_json(required=True))
+        except ValidationError as e:
+            raise explain(e) from None
+        # Who posted is who authenticated, never what the body says.
+        self.reply(self.app.notices.add(new, source=self.current_user.username), 201)
 
 
 class JobsHandler(TrainhubAPIHandler):

@@ -31,6 +31,7 @@ from trainhub.usage.compute import JobUsage
 from trainhub.usage.models import UsageReport
 from trainhub.usage.panel import UsagePanel
 from trainhub_server.base import MAX_INTEGER
+from trainhub_server.notices import NewNotice, Notice, NoticeList, NoticesParams
 from trainhub_server.payloads import (
     CancelRequest,
     ChangeRequest,
@@ -126,6 +127,21 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "The datasets the user's team may ask for by name (a job's `datasets: [name]`)",
         DatasetList,
         errors=(503,),
+    ),
+    ("/notices", "get"): Operation(
+        "Notices for the people using this server (e.g. the hub's idle-GPU warning), the "
+        "latest 50 at most, oldest first",
+        NoticeList,
+        query=NoticesParams,
+        errors=(400,),
+    ),
+    ("/notices", "post"): Operation(
+        "Post a notice; JupyterLab shows it as a notification. Its source is who posted it",
+        Notice,
+        status=201,
+        body=NewNotice,
+        body_required=True,
+        errors=(400, 413),
     ),
     ("/jobs", "get"): Operation(
         "The user's jobs, newest first", JobPage, query=ListJobsParams, errors=(400,)

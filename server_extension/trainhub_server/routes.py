@@ -30,6 +30,7 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("config", h.ConfigHandler),
     ("openapi.json", OpenAPIHandler),
     ("datasets", h.DatasetsHandler),
+    ("notices", h.NoticesHandler),
     ("jobs", h.JobsHandler),
     ("jobs/stream", ws.JobsStreamHandler),
     ("jobs/{job_id}", h.JobHandler),

@@ -7,6 +7,10 @@ name and namespace are, and stop servers), asks a utilization source how busy ea
 session's GPUs were, and applies :func:`decide`. Sessions without GPUs are left to the
 ordinary idle culler.
 
+The warning also goes to the server itself, through the proxy (scope ``access:servers``),
+as a notice that JupyterLab shows; why a server was stopped is kept beside the state file
+(:mod:`trainhub_spawner.stops`) for the spawn form.
+
     python -m trainhub_spawner.idle --threshold-percent=5 --warn-after-minutes=30 \\
         --stop-after-minutes=60 --prometheus-url=http://prometheus.monitoring:9090
 
@@ -29,6 +33,8 @@ from typing import Any, ClassVar
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from traitlets import Float, Unicode, default
 from traitlets.config import Application
+
+from trainhub_spawner.stops import Stop, record_stop, replace_json, stops_file
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,18 @@ def warning_sentence(user: str, gpus: int, state: IdleState, now: float, policy:
     )
 
 
+def stopped_sentence(gpus: int, now: float, policy: IdlePolicy) -> str:
+    """Why a server was stopped, as the spawn form says it ("This server was ...")."""
+    gpu_word = "GPU" if gpus == 1 else "GPUs"
+    minutes = policy.stop_after_minutes
+    minute_word = "minute" if minutes == 1 else "minutes"
+    at = time.strftime("%H:%M UTC on %Y-%m-%d", time.gmtime(now))
+    return (
+        f"stopped at {at}: its {gpus} {gpu_word} stayed under {policy.threshold_percent:g}% "
+        f"for {minutes:g} {minute_word}"
+    )
+
+
 @dataclass(frozen=True)
 class GpuServer:
     """An active server that holds GPUs, as the hub API describes it."""
@@ -107,6 +125,7 @@ class GpuServer:
     pod: str
     gpus: int
     team: str = ""  # from the profile's slug, "<team>.<pool>"
+    url: str = ""  # the server's path behind the proxy, "/user/<name>/[<server>/]"
 
     @property
     def key(self) -> str:
@@ -129,7 +148,15 @@ def gpu_servers(users: list[dict[str, Any]]) -> list[GpuServer]:
             if gpus > 0 and state.get("pod_name") and state.get("namespace"):
                 team = str(options.get("profile") or "").partition(".")[0]
                 out.append(
-                    GpuServer(user["name"], name, state["namespace"], state["pod_name"], gpus, team)
+                    GpuServer(
+                        user["name"],
+                        name,
+                        state["namespace"],
+                        state["pod_name"],
+                        gpus,
+                        team,
+                        str(server.get("url") or ""),
+                    )
                 )
     return out
 
@@ -162,11 +189,12 @@ def write_sessions(
     done: dict[str, Action],
     now: float,
 ) -> None:
-    """A new file renamed over the old one: a reader never sees half of it."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(sessions_document(servers, states, done, now), f)
-    os.replace(tmp, path)
+    replace_json(path, sessions_document(servers, states, done, now))
+
+
+def notice_url(proxy_url: str, server: GpuServer) -> str:
+    """Where the server takes notices, through the proxy as a browser reaches it."""
+    return proxy_url.rstrip("/") + server.url.rstrip("/") + "/trainhub/api/notices"
 
 
 # --- the service ---------------------------------------------------------------------------------
@@ -201,7 +229,14 @@ class IdleGpuCuller(Application):
 
     state_file = Unicode(
         help="JSON file rewritten after each pass with the sessions holding GPUs and whether "
-        "each is idle, for the metrics service (default: $TRAINHUB_IDLE_STATE_FILE; none: off).",
+        "each is idle, for the metrics service (default: $TRAINHUB_IDLE_STATE_FILE; none: off). "
+        "Why each server was stopped is kept beside it (<name>-stops.json) for the spawn form.",
+    ).tag(config=True)
+    proxy_url = Unicode(
+        help="The proxy's public side as this service reaches it: each warning is posted "
+        "to the server at <proxy_url>/user/<name>/trainhub/api/notices, and JupyterLab shows "
+        "it. Default: $TRAINHUB_PROXY_URL, else the hub's public URL, else "
+        "http://proxy-public (Zero to JupyterHub's Service). Empty: not posted.",
     ).tag(config=True)
 
     aliases: ClassVar[dict[str, str]] = {  # type: ignore[misc]
@@ -212,7 +247,17 @@ class IdleGpuCuller(Application):
         "prometheus-url": "IdleGpuCuller.prometheus_url",
         "warning-webhook": "IdleGpuCuller.warning_webhook",
         "state-file": "IdleGpuCuller.state_file",
+        "proxy-url": "IdleGpuCuller.proxy_url",
     }
+
+    @default("proxy_url")
+    def _default_proxy_url(self) -> str:
+        if "TRAINHUB_PROXY_URL" in os.environ:
+            return os.environ["TRAINHUB_PROXY_URL"]
+        public = urllib.parse.urlsplit(os.environ.get("JUPYTERHUB_PUBLIC_HUB_URL", ""))
+        if public.scheme and public.netloc:
+            return f"{public.scheme}://{public.netloc}"
+        return "http://proxy-public"
 
     @default("state_file")
     def _default_state_file(self) -> str:
@@ -273,6 +318,7 @@ class IdleGpuCuller(Application):
             )
             if problem:
                 self.log.warning(problem)
+        await self.post_notice(server, message)
         if self.warning_webhook:
             body = json.dumps({"user": server.user, "server": server.name, "message": message})
             await self.http.fetch(
@@ -281,6 +327,26 @@ class IdleGpuCuller(Application):
                 body=body,
                 headers={"Content-Type": "application/json"},
             )
+
+    async def post_notice(self, server: GpuServer, message: str) -> None:
+        """The warning inside the user's JupyterLab; a server that cannot take it (not up,
+        an older image) is logged and the pass goes on."""
+        if not (self.proxy_url and server.url):
+            return
+        url = notice_url(self.proxy_url, server)
+        try:
+            await self.http.fetch(
+                url,
+                method="POST",
+                body=json.dumps({"level": "warning", "message": message}),
+                headers={
+                    "Authorization": f"token {self.api_token}",
+                    "Content-Type": "application/json",
+                },
+                request_timeout=10,
+            )
+        except Exception as e:
+            self.log.warning("could not post the warning to %s: %s", url, e)
 
     async def stop(self, server: GpuServer) -> None:
         user = urllib.parse.quote(server.user, safe="")
@@ -311,13 +377,14 @@ class IdleGpuCuller(Application):
                 )
                 state = replace(state, warned_at=now)
             elif action is Action.STOP:
-                self.log.warning(
-                    "stopping %s: its GPUs stayed under %g%% for %g minutes",
-                    server.key,
-                    self.policy.threshold_percent,
-                    self.policy.stop_after_minutes,
-                )
+                reason = stopped_sentence(server.gpus, now, self.policy)
+                self.log.warning("%s was %s", server.key, reason)
                 await self.stop(server)
+                if self.state_file:
+                    # The time is the decision's, before the stop: any later start is newer.
+                    record_stop(
+                        stops_file(self.state_file), Stop(server.user, server.name, now, reason)
+                    )
                 state = IdleState()
             self.states[server.key] = state
             done[server.key] = action

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from trainhub_spawner.profiles import (
     resolve_session,
 )
 from trainhub_spawner.quota import read_quotas, shortfall
+from trainhub_spawner.stops import form_notice, read_stops, stops_file
 
 DEFAULT_TEAMS_FILE = "/etc/trainhub/teams.yaml"
 
@@ -96,13 +98,24 @@ class TrainHubSpawner(KubeSpawner):
     ).tag(config=True)
     session_uid = Integer(1000, help="User id the session runs as (non-root).").tag(config=True)
     session_gid = Integer(100, help="Group id (and fsGroup) of the session.").tag(config=True)
+    idle_state_file = Unicode(
+        help="The idle-GPU service's state file; why it stopped a server is read from beside "
+        "it and said on the spawn form. Default: $TRAINHUB_IDLE_STATE_FILE; empty: nothing said.",
+    ).tag(config=True)
 
     session: Session | None = None
     _configured: dict[str, Any] | None = None
+    # When this spawner last started a server (seconds since the epoch); kept in its state,
+    # which outlives a stop, so an idle stop before it is old news.
+    started_at: float | None = None
 
     @default("teams_file")
     def _default_teams_file(self) -> str:
         return os.environ.get("TRAINHUB_TEAMS_FILE", DEFAULT_TEAMS_FILE)
+
+    @default("idle_state_file")
+    def _default_idle_state_file(self) -> str:
+        return os.environ.get("TRAINHUB_IDLE_STATE_FILE", "")
 
     @default("enable_user_namespaces")
     def _default_user_namespaces(self) -> bool:
@@ -133,6 +146,34 @@ class TrainHubSpawner(KubeSpawner):
         options = options_from_formdata(formdata)
         self.resolve(options)  # refused here, the form comes back with the sentence
         return options
+
+    # --- the spawn form ------------------------------------------------------------------------
+    async def get_options_form(self) -> str:
+        """The profiles form, headed by why the idle-GPU service stopped this server, if it
+        did and the server has not started since."""
+        form = await super().get_options_form()
+        if not (form and self.idle_state_file):
+            return form
+        user = self.user.name if self.user else ""
+        stop = read_stops(stops_file(self.idle_state_file)).get(f"{user}/{self.name}")
+        return form_notice(stop, self.started_at) + form
+
+    def get_state(self) -> dict[str, Any]:
+        state = super().get_state()
+        if self.started_at is not None:
+            state["trainhub_started_at"] = self.started_at
+        return state
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        started_at = state.get("trainhub_started_at")
+        if isinstance(started_at, int | float):
+            self.started_at = float(started_at)
+
+    def start(self) -> Any:
+        # KubeSpawner's start hands back the future it keeps for progress(): not awaited here.
+        self.started_at = time.time()
+        return super().start()
 
     # --- the spawn ----------------------------------------------------------------------------
     async def load_user_options(self) -> None:

@@ -506,6 +506,7 @@ def running_hub(
         "TRAINHUB_IDLE_WARN_MINUTES": "0.02",
         "TRAINHUB_IDLE_STOP_MINUTES": "0.1",
         "TRAINHUB_IDLE_INTERVAL_SECONDS": "1",
+        "TRAINHUB_PROXY_URL": f"http://127.0.0.1:{port}",  # the idle service posts warnings here
         "TRAINHUB_METRICS_PORT": str(free_port()),  # never a port another hub holds
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "spawner")]),
         **(extra_env or {}),

@@ -282,17 +282,64 @@ def test_a_hub_restart_keeps_running_servers(hub_world: HubWorld) -> None:
     )
 
 
+def _notices(world: HubWorld, user: str, token: str) -> list[dict[str, Any]]:
+    """The notices of the user's server, read through the proxy as JupyterLab reads them."""
+    import requests
+
+    r = requests.get(
+        f"{world.hub.url}/user/{user}/trainhub/api/notices",
+        timeout=30,
+        headers={"Authorization": f"token {token}"},
+        allow_redirects=False,
+    )
+    return r.json()["notices"] if r.status_code == 200 else []
+
+
 def test_the_idle_gpu_service_warns_then_stops_an_idle_server(hub_world: HubWorld) -> None:
-    """The hub-managed service (1 s checks, warn after 1.2 s and stop after 6 s under 5 %)."""
+    """The hub-managed service (1 s checks, warn after 1.2 s and stop after 6 s under 5 %):
+    the warning reaches bo's JupyterLab as a notice, and bo's spawn form says why it stopped."""
     bo_pod = pod_of(hub_world, "nlp", "bo").metadata.name
     ada_pod = pod_of(hub_world, "vision", "ada").metadata.name
+    bo_token, ada_token = hub_world.hub.user_token("bo"), hub_world.hub.user_token("ada")
+    assert _notices(hub_world, "bo", bo_token) == []
     hub_world.utilization.by_pod[bo_pod] = 1.0  # bo's GPUs go idle; ada's stay busy
     started = time.monotonic()
+    [notice] = wait_for(
+        "the warning in bo's server", lambda: _notices(hub_world, "bo", bo_token), interval=0.1
+    )
+    assert hub_world.hub.server("bo")["ready"]  # read from the server before it was stopped
+    assert notice["level"] == "warning"
+    assert notice["source"] == "trainhub-idle-gpu"  # the service's own token, not bo's
+    assert "bo's server has used less than 5% of its 2 GPUs" in notice["message"]
     wait_for("bo's server to be stopped", lambda: hub_world.hub.server("bo") is None, timeout=90)
     assert time.monotonic() - started >= 5  # not before the policy's minutes
     warnings = [w for w in hub_world.utilization.warnings if w["user"] == "bo"]
-    assert warnings and "bo's server has used less than 5% of its 2 GPUs" in warnings[0]["message"]
+    assert warnings and warnings[0]["message"] == notice["message"]
     assert not any(w["user"] == "ada" for w in hub_world.utilization.warnings)
     assert hub_world.hub.server("ada")["ready"]
+    assert _notices(hub_world, "ada", ada_token) == []
     assert any(f'pod="{ada_pod}"' in q for q in hub_world.utilization.queries)
     wait_for("bo's pod to go", lambda: not pod_of_or_none(hub_world, "nlp", "bo"), timeout=120)
+
+    # bo opens the spawn form again: it says why the server was stopped
+    form = hub_world.hub.login("bo").get(f"{hub_world.hub.url}/hub/spawn/bo", timeout=60)
+    assert form.status_code == 200, form.text[-1000:]
+    assert re.search(
+        r"This server was stopped at \d\d:\d\d UTC on \d{4}-\d\d-\d\d: "
+        r"its 2 GPUs stayed under 5% for 0\.1 minutes\.",
+        html.unescape(form.text),
+    ), form.text[-3000:]
+    assert "nlp.a100" in form_choices(form.text)  # the profiles are still offered below it
+
+    # until a new server of that name has started: then the stop is old news
+    r = hub_world.hub.api(
+        "POST", "/users/bo/server", token=bo_token, json={"profile": "nlp.t4", "gpus": "0"}
+    )
+    assert r.status_code in (201, 202), r.text
+    hub_world.hub.wait_ready("bo")
+    r = hub_world.hub.api("DELETE", "/users/bo/server", token=bo_token)
+    assert r.status_code in (202, 204), r.text
+    wait_for("bo's server to stop", lambda: hub_world.hub.server("bo") is None, timeout=120)
+    form = hub_world.hub.login("bo").get(f"{hub_world.hub.url}/hub/spawn/bo", timeout=60)
+    assert form.status_code == 200 and "nlp.a100" in form_choices(form.text)
+    assert "This server was stopped" not in html.unescape(form.text)

@@ -37,6 +37,8 @@ def test_the_hub_config_wires_the_spawner_groups_and_idle_service(
         TRAINHUB_IDLE_STOP_MINUTES="40",
         TRAINHUB_IDLE_THRESHOLD_PERCENT="7",
         TRAINHUB_METRICS_PORT="0",
+        TRAINHUB_PROXY_URL="http://proxy-public",
+        TRAINHUB_IDLE_STATE_FILE=str(tmp_path / "idle.json"),
     )
     assert c.JupyterHub.spawner_class == "trainhub_spawner.spawner.TrainHubSpawner"
     assert c.TrainHubSpawner.teams_file == str(ROOT / "hub_config" / "teams.yaml")
@@ -52,12 +54,16 @@ def test_the_hub_config_wires_the_spawner_groups_and_idle_service(
     assert "--stop-after-minutes=40.0" in service["command"]
     assert "--warn-after-minutes=20.0" in service["command"]
     assert "--threshold-percent=7" in service["command"]
+    assert f"--state-file={tmp_path / 'idle.json'}" in service["command"]
+    assert service["environment"]["TRAINHUB_PROXY_URL"] == "http://proxy-public"
     [role] = c.JupyterHub.load_roles
     assert role == {
         "name": "trainhub-idle-gpu",
-        "scopes": ["list:users", "read:users", "admin:servers"],
+        "scopes": ["list:users", "read:users", "admin:servers", "access:servers"],
         "services": ["trainhub-idle-gpu"],
     }
+    # the spawn form reads why the service stopped a server from beside the same file
+    assert c.TrainHubSpawner.idle_state_file == str(tmp_path / "idle.json")
 
 
 def test_a_broken_teams_file_stops_the_hub_config_naming_the_field(
@@ -259,3 +265,35 @@ async def test_a_second_session_of_a_server_starts_from_the_admins_config_not_th
     assert s.extra_resource_limits == {"nvidia.com/gpu": "1"}
     assert s.extra_labels["trainhub.io/session-gpus"] == "1"
     assert [v["name"] for v in s.volumes].count("trainhub-shared") == 1
+
+
+async def test_the_spawn_form_says_why_the_idle_gpu_service_stopped_the_server(
+    spawner, tmp_path: Path
+) -> None:
+    from trainhub_spawner.stops import Stop, record_stop, stops_file
+
+    state_file = str(tmp_path / "idle-gpu-sessions.json")
+    s = spawner(["nlp"], {})
+    s.idle_state_file = state_file
+    plain = await s.get_options_form()
+    assert 'name="profile"' in plain and "trainhub-stopped" not in plain  # no stop recorded
+
+    user = s.user.name
+    reason = "stopped at 14:02 UTC on 2025-05-02: its 1 GPU stayed under 5% for 60 minutes"
+    record_stop(stops_file(state_file), Stop(user, "", 1000.0, reason))
+    record_stop(stops_file(state_file), Stop(user, "other", 2000.0, "stopped <b>{{x}}</b>"))
+    form = await s.get_options_form()
+    assert form.startswith('<div class="alert alert-warning trainhub-stopped" role="alert">')
+    assert f"This server was {reason}." in form
+    assert form.endswith(plain)
+
+    # the state that outlives a stop says when this server last started: after the stop, it
+    # is old news; before it (an older session), still news; a hub restart keeps it
+    s.started_at = 1001.0
+    assert await s.get_options_form() == plain
+    restarted = spawner(["nlp"], {})
+    restarted.idle_state_file = state_file
+    restarted.load_state(s.get_state())
+    assert await restarted.get_options_form() == plain
+    restarted.load_state({"trainhub_started_at": 999.0})
+    assert reason in await restarted.get_options_form()
