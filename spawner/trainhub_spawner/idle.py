@@ -321,12 +321,16 @@ class IdleGpuCuller(Application):
         await self.post_notice(server, message)
         if self.warning_webhook:
             body = json.dumps({"user": server.user, "server": server.name, "message": message})
-            await self.http.fetch(
-                self.warning_webhook,
-                method="POST",
-                body=body,
-                headers={"Content-Type": "application/json"},
-            )
+            try:
+                await self.http.fetch(
+                    self.warning_webhook,
+                    method="POST",
+                    body=body,
+                    headers={"Content-Type": "application/json"},
+                    request_timeout=10,
+                )
+            except Exception as e:  # the other servers of this pass still get their turn
+                self.log.warning("could not post the warning to the webhook: %s", e)
 
     async def post_notice(self, server: GpuServer, message: str) -> None:
         """The warning inside the user's JupyterLab; a server that cannot take it (not up,

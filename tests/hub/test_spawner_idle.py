@@ -245,12 +245,17 @@ class StandIn:
                 result = [{"metric": {}, "value": [0, "0.5"]}]
                 self.write({"status": "success", "data": {"result": result}})
 
+        class Webhook(web.RequestHandler):
+            def post(self) -> None:
+                raise web.HTTPError(502)  # the chat bridge is down
+
         self.app = web.Application(
             [
                 (r"/hub/api/users", Users),
                 (r"/hub/api/users/(.+)", Server),
                 (r"/user/(.+)/trainhub/api/notices", Notices),
                 (r"/api/v1/query", Query),
+                (r"/webhook", Webhook),
             ]
         )
 
@@ -274,13 +279,15 @@ async def test_a_pass_posts_the_warning_to_each_server_and_records_each_stop(
         api_token="service-token",
         prometheus_url=url,
         proxy_url=url,
+        warning_webhook=f"{url}/webhook",
         state_file=str(state_file),
         warn_after_minutes=0,
         stop_after_minutes=1,
     )
     culler.initialize([])
     try:
-        # ada's server refuses the notice: logged, and bo's is still warned in the same pass
+        # ada's server refuses the notice and the webhook fails: logged, and bo's is still
+        # warned in the same pass
         assert await culler.check(now=0) == {"ada/": Action.WARN, "bo/big": Action.WARN}
         [(path, auth, body)] = stand_in.notices
         assert (path, auth) == ("bo/big", "token service-token")
