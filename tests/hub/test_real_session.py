@@ -190,11 +190,19 @@ def archive_config_digest(archive: Path) -> str:
 def run_in_kernel(world: HubWorld, token: str, base: str, code: str) -> str:
     """Run code in a new kernel of the session (REST + websocket through the proxy); its
     stdout."""
-    import websocket
-
     kernel = through_proxy(world, token, f"{base}/api/kernels", "POST", json={})
     assert kernel.status_code == 201, kernel.text
     kernel_id = kernel.json()["id"]
+    try:
+        return execute(world, token, base, kernel_id, code)
+    finally:
+        through_proxy(world, token, f"{base}/api/kernels/{kernel_id}", "DELETE")
+
+
+def execute(world: HubWorld, token: str, base: str, kernel_id: str, code: str) -> str:
+    """Run code in a running kernel of the session, through the proxy; its stdout."""
+    import websocket
+
     ws_url = world.hub.url.replace("http://", "ws://") + f"{base}/api/kernels/{kernel_id}/channels"
     conn = websocket.create_connection(
         ws_url, header=[f"Authorization: token {token}"], timeout=120
@@ -233,7 +241,6 @@ def run_in_kernel(world: HubWorld, token: str, base: str, code: str) -> str:
         raise AssertionError(f"the kernel did not finish; output so far: {out}")
     finally:
         conn.close()
-        through_proxy(world, token, f"{base}/api/kernels/{kernel_id}", "DELETE")
 
 
 # --- the test -------------------------------------------------------------------------------------

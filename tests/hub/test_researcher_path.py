@@ -6,10 +6,19 @@ runs in ``pytorch-cpu`` pods (both ranks' logs, the metrics) and once it succeed
 checkpoints, and a resume from one, which starts a new job). A user of team ``other`` sees none
 of it. The session's server extension reaches the API server as any pod does, through the
 ``kubernetes`` Service (tests/k8s/cluster/apiforward.py). Screenshots of each step go to docs/.
+
+Then, on the same hub, the team's GPU quota for real, a hub restart and an idle GPU: a session
+and a job hold the team's two GPUs, so another member's GPU session is refused with the
+sentence; the hub (and its proxy) restarts while both run, and neither notices: the session's
+kernel keeps its state, the job's log has every line, some written while the hub was down.
+When the session's GPU goes idle, the idle-GPU service's warning reaches its JupyterLab, the
+service stops it, and the spawn form says why. (The test hub's fake Prometheus reports each
+pod's GPUs busy unless the test says otherwise; a session without a GPU is not watched.)
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import secrets
@@ -24,7 +33,8 @@ import pytest
 from kubernetes import client
 
 from tests.hub.conftest import PASSWORD, ROOT, HubWorld, running_hub, wait_for
-from tests.hub.test_real_session import through_proxy
+from tests.hub.test_hub_e2e import spawn_with_form
+from tests.hub.test_real_session import execute, through_proxy
 from tests.hub.test_spawn_form_browser import PLAYWRIGHT
 from tests.k8s.test_real_jobs import RUN_AS, import_built_image
 
@@ -38,6 +48,7 @@ pytestmark = [
 
 RESEARCHER, TEAM = "dee", "lab"
 OUTSIDER, OTHER = "eve", "other"
+MEMBER = "fay"  # another member of the researcher's team
 POOL = "real"
 SESSION_IMAGE, JOB_IMAGE = "base", "pytorch-cpu"
 DOCS = ROOT / "docs"
@@ -53,6 +64,14 @@ c.KubeSpawner.pre_spawn_hook = _team_dir
 """
 # The holder's work: hold its GPU until cancelled.
 HOLD = "import time\nprint('holding a GPU', flush=True)\ntime.sleep(900)\n"
+# A job whose log says when each line was written: "tick <n> <unix time>", every half second.
+TICKS = 300
+TICK = (
+    "import time\n"
+    f"for i in range({TICKS}):\n"
+    "    print(f'tick {i} {time.time():.3f}', flush=True)\n"
+    "    time.sleep(0.5)\n"
+)
 
 
 def teams_data(suffix: str, node: Any, images: dict[str, str], shared: Path) -> dict[str, Any]:
@@ -63,7 +82,7 @@ def teams_data(suffix: str, node: Any, images: dict[str, str], shared: Path) -> 
             "namespace": f"hub-{name}-{suffix}",
             "quota": {POOL: quota},
             "images": images,
-            "session_gpus": [0],
+            "session_gpus": [0, 1],
             "shared_volume": {"claim": "shared", "mount_path": str(shared / name)},
         }
 
@@ -96,6 +115,7 @@ def path_hub(
         (shared / name / "examples").mkdir(parents=True)
     shutil.copy(ROOT / "examples" / "train_ddp.ipynb", shared / TEAM / "examples")
     (shared / TEAM / "hold.py").write_text(HOLD)
+    (shared / TEAM / "ticks.py").write_text(TICK)
     for path in [shared, *shared.rglob("*")]:
         os.chown(path, RUN_AS, 100)  # hostPath volumes get no fsGroup: the sessions' own
     data = teams_data(secrets.token_hex(3), k8s_real_node, images, shared)
@@ -104,14 +124,19 @@ def path_hub(
         chp,
         tmp,
         data,
-        {RESEARCHER: TEAM, OUTSIDER: OTHER},
+        {RESEARCHER: TEAM, MEMBER: TEAM, OUTSIDER: OTHER},
         hub_ip=k8s_real_node.gateway,
         pods_config=PODS_CONFIG.format(
-            dirs=repr({RESEARCHER: str(shared / TEAM), OUTSIDER: str(shared / OTHER)})
+            dirs=repr(
+                {
+                    RESEARCHER: str(shared / TEAM),
+                    MEMBER: str(shared / TEAM),
+                    OUTSIDER: str(shared / OTHER),
+                }
+            )
         )
         .replace("{", "{{")
         .replace("}", "}}"),
-        extra_env={"TRAINHUB_IDLE_STOP_MINUTES": "0"},
     ) as world:
         world.images = images  # type: ignore[attr-defined]
         yield world
@@ -221,3 +246,157 @@ def test_the_researchers_path_from_login_to_a_resumed_job(
         ),
         timeout=180,
     )
+
+
+def gpus_in_use(world: HubWorld, team: str) -> str:
+    quota = client.CoreV1Api(world.api).read_namespaced_resource_quota(
+        "trainhub-quota", world.namespaces[team]
+    )
+    return (quota.status.used or {}).get("requests.nvidia.com/gpu", "0")
+
+
+def job_of(world: HubWorld, token: str, job_id: str) -> dict[str, Any]:
+    r = through_proxy(world, token, f"/user/{RESEARCHER}/trainhub/api/jobs/{job_id}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_the_teams_gpu_quota_and_a_hub_restart_with_a_session_and_a_job_running(
+    path_hub: HubWorld,
+) -> None:
+    world, hub = path_hub, path_hub.hub
+    base = f"/user/{RESEARCHER}"
+    wait_for("the team's GPUs to be free", lambda: gpus_in_use(world, TEAM) == "0", timeout=180)
+
+    # The researcher's session with one GPU, and a job with the other one.
+    token = hub.user_token(RESEARCHER)
+    r = hub.api(
+        "POST",
+        f"/users/{RESEARCHER}/server",
+        token=token,
+        json={"profile": f"{TEAM}.{POOL}", "image": SESSION_IMAGE, "gpus": "1"},
+    )
+    assert r.status_code in (201, 202), r.text
+    hub.wait_ready(RESEARCHER, timeout=300)
+    submitted = through_proxy(
+        world,
+        token,
+        f"{base}/trainhub/api/jobs",
+        "POST",
+        json={
+            "name": "ticks",
+            "source": {"path": "ticks.py"},
+            "image": JOB_IMAGE,
+            "resources": {"workers": 1, "gpus_per_worker": 1, "cpu": 0.25, "memory": "512Mi"},
+        },
+    )
+    assert submitted.status_code == 201, submitted.text
+    job_id = submitted.json()["id"]
+    wait_for(
+        "the job's first ticks",
+        lambda: "tick 3 " in rank_log(world, token, job_id),
+        timeout=300,
+        interval=1,
+    )
+    assert gpus_in_use(world, TEAM) == "2"
+
+    # Another member's GPU session would pass the team's quota: refused, with the sentence.
+    slug = f"{TEAM}.{POOL}"
+    refused = spawn_with_form(
+        world,
+        MEMBER,
+        {
+            "profile": slug,
+            f"profile-option-{slug}--image": SESSION_IMAGE,
+            f"profile-option-{slug}--gpus": "1",
+        },
+    )
+    sentence = f"team {TEAM} uses 2 of 2 GPUs; this profile needs 1"
+    if sentence not in html.unescape(refused.text):  # a slow refusal: in the progress stream
+        events = hub.api("GET", f"/users/{MEMBER}/server/progress").text
+        assert sentence in events, refused.text[-2000:]
+    assert not [
+        p
+        for p in world.pods(TEAM)
+        if (p.metadata.annotations or {}).get("hub.jupyter.org/username") == MEMBER
+    ]
+
+    # A kernel of the session holds some state; then the hub and its proxy restart.
+    [session_pod] = [
+        p
+        for p in world.pods(TEAM)
+        if (p.metadata.annotations or {}).get("hub.jupyter.org/username") == RESEARCHER
+    ]
+    kernel = through_proxy(world, token, f"{base}/api/kernels", "POST", json={})
+    assert kernel.status_code == 201, kernel.text
+    kernel_id = kernel.json()["id"]
+    execute(world, token, base, kernel_id, "kept = 41")
+    down = time.time()
+    hub.stop()
+    hub.start()
+    up = time.time()
+    print(f"hub restart: down for {up - down:.1f} s")
+
+    # The session is the same pod and server: its kernel still has its state.
+    assert hub.server(RESEARCHER)["ready"]
+    [after] = [
+        p
+        for p in world.pods(TEAM)
+        if (p.metadata.annotations or {}).get("hub.jupyter.org/username") == RESEARCHER
+    ]
+    assert after.metadata.uid == session_pod.metadata.uid
+    assert execute(world, token, base, kernel_id, "print(kept + 1)").strip() == "42"
+    # The job ran on while the hub was away, and its log has every line, in order.
+    assert job_of(world, token, job_id)["state"] == "running"
+    wait_for(
+        "the job to succeed",
+        lambda: job_of(world, token, job_id)["state"] == "succeeded",
+        timeout=300,
+        interval=2,
+    )
+    ticks = [
+        line.split()[1:3]
+        for line in rank_log(world, token, job_id).splitlines()
+        if line.startswith("tick ")
+    ]
+    assert [int(n) for n, _ in ticks] == list(range(TICKS))
+    assert any(down < float(t) < up for _, t in ticks), (down, up, ticks[-1])
+
+    through_proxy(world, token, f"{base}/api/kernels/{kernel_id}", "DELETE")
+
+    # The session's GPU goes idle: the idle-GPU service's warning reaches its JupyterLab as a
+    # notice, the service stops the server, and the spawn form says why.
+    world.utilization.by_pod[session_pod.metadata.name] = 1.0
+
+    def warnings() -> list[dict[str, Any]]:
+        r = through_proxy(world, token, f"{base}/trainhub/api/notices")
+        return [n for n in r.json()["notices"] if n["source"] == "trainhub-idle-gpu"]
+
+    [warning] = wait_for("the idle warning in JupyterLab", warnings, timeout=60, interval=0.2)
+    assert warning["level"] == "warning"
+    assert f"{RESEARCHER}'s server has used less than 5% of its 1 GPU" in warning["message"]
+    wait_for("the idle server to be stopped", lambda: hub.server(RESEARCHER) is None, 120)
+    form = hub.login(RESEARCHER).get(f"{hub.url}/hub/spawn/{RESEARCHER}", timeout=60)
+    assert "This server was stopped at " in form.text
+    assert "its 1 GPU stayed under 5% for 0.1 minutes" in html.unescape(form.text)
+    wait_for("the team's GPUs to be free again", lambda: gpus_in_use(world, TEAM) == "0", 180)
+
+
+def rank_log(world: HubWorld, token: str, job_id: str, rank: int = 0) -> str:
+    """A rank's whole log as the session serves it, read chunk by chunk."""
+    text, offset = [], 0
+    while True:
+        r = through_proxy(
+            world,
+            token,
+            f"/user/{RESEARCHER}/trainhub/api/jobs/{job_id}/logs/{rank}",
+            params={"offset": offset},
+        )
+        if r.status_code == 404:  # no line written yet
+            return ""
+        assert r.status_code == 200, r.text
+        chunk = r.json()
+        text.append(chunk["text"])
+        if chunk["next_offset"] == offset:
+            return "".join(text)
+        offset = chunk["next_offset"]
