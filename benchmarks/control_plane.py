@@ -10,14 +10,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def start_or_reuse(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
-    """(kubeconfig, cluster to stop afterwards, or None when reusing ``kubeconfig``)."""
-    if kubeconfig:
-        return Path(kubeconfig), None
+def cluster_module() -> Any:
+    """tests/k8s/cluster/cluster.py, which is no package."""
     spec = importlib.util.spec_from_file_location("cluster", ROOT / "tests/k8s/cluster/cluster.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def start_or_reuse(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
+    """(kubeconfig, cluster to stop afterwards, or None when reusing ``kubeconfig``)."""
+    if kubeconfig:
+        return Path(kubeconfig), None
+    mod = cluster_module()
     missing = mod.missing_binaries()
     if missing:
         sys.exit(

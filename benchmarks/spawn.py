@@ -1,14 +1,19 @@
 """Spawn request -> server ready: TrainHubSpawner vs plain KubeSpawner with the same profile.
 
-Both hubs run side by side against one test control plane (kube-apiserver, scheduler, kwok
-GPU nodes, Kueue) with configurable-http-proxy; the plain one gets TrainHubSpawner's own
-pod overrides as a fixed ``kubespawner_override``, so the pods are identical and the
-difference is what TrainHubSpawner adds: the team gate, the last look at the manifest,
-the ResourceQuota read and the teams ConfigMap. Spawns alternate between the hubs; each
-server is stopped (and its pod gone) before the next. As in the hub tests, a Running pod
-is served by a real jupyterhub-singleuser started on loopback from the pod's spec.
+Both hubs run side by side against one test control plane (kube-apiserver, scheduler, Kueue)
+with configurable-http-proxy; the plain one gets TrainHubSpawner's own pod overrides as a
+fixed ``kubespawner_override`` (the teams ConfigMap included, made beforehand), so the pods
+are identical and the difference is what TrainHubSpawner adds: the team gate, the last look
+at the manifest, the ResourceQuota read and keeping the teams ConfigMap up to date. Spawns alternate between the hubs; each server is stopped (and its
+pod gone) before the next.
 
-    python benchmarks/spawn.py [--spawns 6] [--kubeconfig PATH]
+- ``--node real`` (the default): the pods run on the cluster's real node (containerd, kubelet,
+  the fake-GPU device plugin) from the curated ``base`` image, each with one GPU, and the
+  hubs reach them on the node's bridge: what a researcher waits for, JupyterLab from a pod.
+- ``--node kwok``: pods on kwok GPU nodes, each served by a real jupyterhub-singleuser on
+  loopback from the pod's spec (tests/hub/local_pods.py): the hub's own overhead alone.
+
+    python benchmarks/spawn.py [--node real|kwok] [--spawns 6] [--kubeconfig PATH]
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "spawner")]
 
-from benchmarks.control_plane import start_or_reuse  # noqa: E402
+from benchmarks.control_plane import cluster_module, start_or_reuse  # noqa: E402
 from tests.hub.conftest import (  # noqa: E402
+    LOCAL_PODS_CONFIG,
     PASSWORD,
     TEST_CONFIG,
     Hub,
@@ -50,18 +56,67 @@ c.KubeSpawner.profile_list = {profiles!r}
 c.KubeSpawner.enable_user_namespaces = False
 c.KubeSpawner.namespace = {namespace!r}
 """
+# Pods on the real node: small requests for the 2-core node, files on the team's volume.
+REAL_PODS_CONFIG = """
+c.KubeSpawner.cpu_guarantee = 0.25
+c.KubeSpawner.mem_guarantee = "512M"
+c.KubeSpawner.notebook_dir = {notebook_dir!r}
+"""
+RUN_AS = 1000  # the curated images' user (images/README.md)
 
 
-def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
+def real_node_world(cluster_dir: Path, shared: Path, suffix: str) -> tuple[dict[str, Any], str]:
+    """The teams file for the real node (one pool, one team, the ``base`` image imported
+    into the node's containerd) and the address the hubs listen on for the pods."""
+    cluster_mod = cluster_module()
+    node = cluster_mod._load_node()
+    state = json.loads((cluster_dir / "state.json").read_text()).get("node") or {}
+    if not state.get("ready"):
+        sys.exit(f"no real node runs in the cluster of {cluster_dir}")
+    cache = Path(os.environ.get("TRAINHUB_CACHE") or Path.home() / ".cache" / "trainhub")
+    index = json.loads((cache / "images" / "index.json").read_text())["images"]
+    entry = index["base"]
+    cluster_mod.import_image(cluster_dir, entry["archive"])
+    shared.mkdir(parents=True)
+    os.chown(shared, RUN_AS, 100)  # hostPath volumes get no fsGroup: the session user's own
+    taint = dict(node.NODE_TAINT)
+    data = {
+        "pools": [
+            {
+                "name": "real",
+                "node_labels": {"type": node.NODE_LABELS["type"]},
+                "gpus_per_node": 2,
+                "tolerations": [{"key": taint["key"], "operator": "Equal", **taint}],
+            }
+        ],
+        "images": [{"name": "base", "image": entry["reference"]}],
+        "teams": [
+            {
+                "name": "lab",
+                "groups": ["lab"],
+                "namespace": f"hub-lab-{suffix}",
+                "quota": {"real": {"gpus": 2, "cpu": "2", "memory": "8Gi"}},
+                "images": ["base"],
+                "session_gpus": [0, 1],
+                "shared_volume": {"claim": "shared", "mount_path": str(shared)},
+            }
+        ],
+    }
+    return data, state["gateway"]
+
+
+def run(spawns: int = 6, kubeconfig: str | None = None, node: str = "real") -> list[dict[str, Any]]:
     """Rows for benchmarks/run_all.py: one per measure, both spawners and their ratio."""
     from kubernetes import client, config
 
     from trainhub.teams import parse_teams
-    from trainhub_spawner.pod import session_overrides
+    from trainhub_spawner.pod import session_overrides, teams_configmap_manifest
     from trainhub_spawner.profiles import resolve_session
 
     work = Path(tempfile.mkdtemp(prefix="trainhub-spawn-bench-"))
     kubeconfig_path, cluster = start_or_reuse(kubeconfig, work)
+    if node == "real" and cluster is not None:
+        cluster.start_node()
     hubs: list[Hub] = []
     pods_dir = work / "pods"
     pods_dir.mkdir()
@@ -78,7 +133,14 @@ def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
             + "/configurable-http-proxy"
         )
         suffix = secrets.token_hex(3)
-        data = teams_data(suffix, work / "shared")
+        if node == "real":
+            data, hub_ip = real_node_world(Path(kubeconfig_path).parent, work / "shared", suffix)
+            team, options = "lab", {"profile": "lab.real", "image": "base", "gpus": "1"}
+            pods_config = REAL_PODS_CONFIG.format(notebook_dir=str(work / "shared"))
+        else:
+            data, hub_ip = teams_data(suffix, work / "shared"), "127.0.0.1"
+            team, options = "vision", {"profile": "vision.t4", "image": "pytorch", "gpus": "1"}
+            pods_config = LOCAL_PODS_CONFIG.format(here=str(ROOT / "tests" / "hub"))
         teams_file = work / "teams.yaml"
         teams_file.write_text(yaml.safe_dump(data, sort_keys=False))
         teams = parse_teams(data)
@@ -90,32 +152,41 @@ def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
         )
         members = work / "members.yaml"
         users = [f"u{i}" for i in range(spawns)]
-        members.write_text(yaml.safe_dump({"vision": users}))
+        members.write_text(yaml.safe_dump({team: users}))
 
-        options = {"profile": "vision.t4", "image": "pytorch", "gpus": "1"}
-        session = resolve_session(teams, ["vision"], options)
-        overrides = session_overrides(session, teams_configmap=None)
+        session = resolve_session(teams, [team], options)
+        overrides = session_overrides(session)
         namespace = overrides.pop("namespace")
+        # The teams file both spawners' pods mount (TrainHubSpawner keeps it up to date).
+        core.create_namespaced_config_map(namespace, teams_configmap_manifest(teams, namespace))
         plain_profiles = [
-            {"display_name": "vision t4", "slug": "vision.t4", "kubespawner_override": overrides}
+            {
+                "display_name": options["profile"],
+                "slug": options["profile"],
+                "kubespawner_override": overrides,
+            }
         ]
 
         for kind in ("trainhub", "plain"):
             d = work / kind
             d.mkdir()
             port, admin_token = free_port(), secrets.token_hex(16)
-            text = TEST_CONFIG.format(
-                hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
-                here=str(ROOT / "tests" / "hub"),
-                password=PASSWORD,
-                port=port,
-                hub_port=free_port(),
-                dir=d,
-                chp=chp,
-                proxy_api_port=free_port(),
-                proxy_token=secrets.token_hex(16),
-                admin_token=admin_token,
-                users=set(users),
+            text = (
+                TEST_CONFIG.format(
+                    hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
+                    here=str(ROOT / "tests" / "hub"),
+                    password=PASSWORD,
+                    port=port,
+                    hub_ip=hub_ip,
+                    hub_port=free_port(),
+                    dir=d,
+                    chp=chp,
+                    proxy_api_port=free_port(),
+                    proxy_token=secrets.token_hex(16),
+                    admin_token=admin_token,
+                    users=set(users),
+                )
+                + pods_config
             )
             if kind == "plain":
                 text += PLAIN_CONFIG.format(profiles=plain_profiles, namespace=namespace)
@@ -148,13 +219,13 @@ def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
                 wait_for(
                     "the pod",
                     lambda: core.list_namespaced_pod(namespace).items,
-                    timeout=120,
+                    timeout=300,
                     interval=0.01,
                 )
                 created[kind].append(time.perf_counter() - t0)
                 post.join()
                 assert answers[0].status_code in (201, 202), answers[0].text
-                hub.wait_ready(user)
+                hub.wait_ready(user, timeout=300)
                 ready[kind].append(time.perf_counter() - t0)
                 hub.api("DELETE", f"/users/{user}/server")
                 wait_for(
@@ -191,20 +262,28 @@ def run(spawns: int = 6, kubeconfig: str | None = None) -> list[dict[str, Any]]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(json.loads(record.read_text())["pid"], signal.SIGTERM)
         if cluster is not None:
-            cluster.stop()
+            cluster.stop()  # and the real node with it
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--spawns", type=int, default=6, help="spawns per spawner")
-    ap.add_argument("--kubeconfig", help="an already running test control plane")
+    ap.add_argument(
+        "--kubeconfig",
+        help="an already running test control plane (with --node real: started --real-node)",
+    )
+    ap.add_argument("--node", choices=("real", "kwok"), default="real", help="where pods run")
     args = ap.parse_args()
     from benchmarks.report import print_table
 
+    where = (
+        "pods from the base image on the real node, 1 GPU each"
+        if args.node == "real"
+        else "pods on kwok, jupyterhub-singleuser on loopback"
+    )
     print_table(
-        "spawn: TrainHubSpawner vs KubeSpawner, same profile (pods on kwok, "
-        "jupyterhub-singleuser on loopback)",
-        run(args.spawns, args.kubeconfig),
+        f"spawn: TrainHubSpawner vs KubeSpawner, same profile ({where})",
+        run(args.spawns, args.kubeconfig, args.node),
     )
     return 0
 
