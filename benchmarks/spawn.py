@@ -4,8 +4,8 @@ Both hubs run side by side against one test control plane (kube-apiserver, sched
 with configurable-http-proxy; the plain one gets TrainHubSpawner's own pod overrides as a
 fixed ``kubespawner_override`` (the teams ConfigMap included, made beforehand), so the pods
 are identical and the difference is what TrainHubSpawner adds: the team gate, the last look
-at the manifest, the ResourceQuota read and keeping the teams ConfigMap up to date. Spawns alternate between the hubs; each server is stopped (and its
-pod gone) before the next.
+at the manifest, the ResourceQuota read and keeping the teams ConfigMap up to date. Spawns
+alternate between the hubs; each server is stopped (and its pod gone) before the next.
 
 - ``--node real`` (the default): the pods run on the cluster's real node (containerd, kubelet,
   the fake-GPU device plugin) from the curated ``base`` image, each with one GPU, and the
