@@ -24,9 +24,10 @@ from trainhub.backends.kubernetes.status import SUSPEND_ANNOTATION
 from trainhub.errors import Conflict, NotFound
 from trainhub.jobs.states import JobState
 
-# The example saves every 20 steps; the on-stop save has something to keep only when the stop
-# lands between two saves. At 0.5 s a step the next save after "step 19" is 10 s away, far
-# more than a suspension takes to reach the pods, even on a busy machine.
+# The example's on-stop save keeps the steps trained since its last save (every 20 steps), so
+# the test suspends once step 20 is trained: a stop at "step 19", printed right after that
+# save, found nothing new to keep. At 0.5 s a step the next save is 10 s away, far more than a
+# suspension takes to reach the pods, even on a busy machine.
 BETWEEN_SAVES = {**SLOW, "step_delay": 0.5}
 
 
@@ -36,7 +37,7 @@ def test_a_suspended_two_pod_job_frees_its_quota_and_resumes_from_its_save(
     t = real_team
     job_id = t.submit_spec(t.spec(BETWEEN_SAVES, gpus_per_worker=1, name="long"))
     running_pods(t, job_id, 2)
-    t.until(job_id, "some training", lambda d: "step 19" in t.rank_log(job_id, 0), 240)
+    t.until(job_id, "step 20 trained", lambda d: 20 in t.scalar_steps(job_id, "loss"), 240)
 
     t.service.suspend(job_id, user=t.user, reason="the node is needed")
     # Once a reconcile has recorded it too (a read may say "suspended" just before).
