@@ -150,11 +150,12 @@ def _replace(path: Path, text: str) -> None:
 
 
 # --- helpers --------------------------------------------------------------------------------------
-def session_pods(world: HubWorld) -> list[Any]:
+def session_pods(world: HubWorld, user: str = USER) -> list[Any]:
+    """The user's session pods in the team's namespace (job pods are not hub-spawned)."""
     return [
         p
         for p in world.pods(TEAM)
-        if p.metadata.annotations.get("hub.jupyter.org/username") == USER
+        if (p.metadata.annotations or {}).get("hub.jupyter.org/username") == user
     ]
 
 

@@ -34,7 +34,7 @@ from kubernetes import client
 
 from tests.hub.conftest import PASSWORD, ROOT, HubWorld, running_hub, wait_for
 from tests.hub.test_hub_e2e import spawn_with_form
-from tests.hub.test_real_session import execute, through_proxy
+from tests.hub.test_real_session import execute, session_pods, through_proxy
 from tests.hub.test_spawn_form_browser import PLAYWRIGHT
 from tests.k8s.test_real_jobs import RUN_AS, import_built_image
 
@@ -315,18 +315,10 @@ def test_the_teams_gpu_quota_and_a_hub_restart_with_a_session_and_a_job_running(
     if sentence not in html.unescape(refused.text):  # a slow refusal: in the progress stream
         events = hub.api("GET", f"/users/{MEMBER}/server/progress").text
         assert sentence in events, refused.text[-2000:]
-    assert not [
-        p
-        for p in world.pods(TEAM)
-        if (p.metadata.annotations or {}).get("hub.jupyter.org/username") == MEMBER
-    ]
+    assert not session_pods(world, MEMBER)
 
     # A kernel of the session holds some state; then the hub and its proxy restart.
-    [session_pod] = [
-        p
-        for p in world.pods(TEAM)
-        if (p.metadata.annotations or {}).get("hub.jupyter.org/username") == RESEARCHER
-    ]
+    [session_pod] = session_pods(world, RESEARCHER)
     kernel = through_proxy(world, token, f"{base}/api/kernels", "POST", json={})
     assert kernel.status_code == 201, kernel.text
     kernel_id = kernel.json()["id"]
@@ -339,11 +331,7 @@ def test_the_teams_gpu_quota_and_a_hub_restart_with_a_session_and_a_job_running(
 
     # The session is the same pod and server: its kernel still has its state.
     assert hub.server(RESEARCHER)["ready"]
-    [after] = [
-        p
-        for p in world.pods(TEAM)
-        if (p.metadata.annotations or {}).get("hub.jupyter.org/username") == RESEARCHER
-    ]
+    [after] = session_pods(world, RESEARCHER)
     assert after.metadata.uid == session_pod.metadata.uid
     assert execute(world, token, base, kernel_id, "print(kept + 1)").strip() == "42"
     # The job ran on while the hub was away, and its log has every line, in order.
