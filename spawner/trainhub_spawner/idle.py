@@ -22,6 +22,7 @@ which never counts as idle: a server is stopped only on evidence.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -34,6 +35,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from traitlets import Float, Unicode, default
 from traitlets.config import Application
 
+from trainhub_spawner.service_signals import stop_requested
 from trainhub_spawner.stops import Stop, record_stop, replace_json, stops_file
 
 
@@ -399,12 +401,14 @@ class IdleGpuCuller(Application):
         return done
 
     async def run(self) -> None:
-        while True:
+        stop = stop_requested()
+        while not stop.is_set():
             try:
                 await self.check()
             except Exception:
                 self.log.exception("idle GPU check failed")
-            await asyncio.sleep(self.interval_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.interval_seconds)
 
     def start(self) -> None:
         asyncio.run(self.run())

@@ -13,6 +13,7 @@ file) and the idle-GPU service's sessions file, through a registry of its own pe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -35,6 +36,7 @@ from trainhub.usage.prometheus import (
     backend_snapshot,
     exposition,
 )
+from trainhub_spawner.service_signals import stop_requested
 
 NAME = "trainhub-metrics"
 
@@ -153,12 +155,12 @@ def make_app(
     )
 
 
-def main() -> None:
+async def serve() -> None:
     from urllib.parse import urlparse
 
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10102"))
     backends = cluster_backends()
-    make_app(backends).listen(url.port or 80, url.hostname or "127.0.0.1")
+    server = make_app(backends).listen(url.port or 80, url.hostname or "127.0.0.1")
     watch = QuotaWatch(backends)
 
     async def check_quotas() -> None:
@@ -167,8 +169,15 @@ def main() -> None:
         except Exception:
             app_log.exception("trainhub: the quota check failed")
 
-    ioloop.PeriodicCallback(check_quotas, 60_000).start()
-    ioloop.IOLoop.current().start()
+    checks = ioloop.PeriodicCallback(check_quotas, 60_000)
+    checks.start()
+    await stop_requested().wait()
+    checks.stop()
+    server.stop()
+
+
+def main() -> None:
+    asyncio.run(serve())
 
 
 if __name__ == "__main__":
