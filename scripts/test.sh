@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine or a warm one: installs what it needs, builds
 # (or reuses) the cached control-plane binaries, the UI and its browser, then runs every tier.
+# With arguments, they go to one pytest run instead (bash scripts/test.sh tests/local -k resume).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -18,7 +19,50 @@ status=0
 bash scripts/lint.sh || status=$?
 # The curated images (images/README.md), built or found up to date: tests/images runs them.
 bash images/build.sh >/dev/null || status=$?
-python -m pytest -p no:cacheprovider -q -ra --durations=20 tests "$@" || status=$?
-# jest, then Galata in Chromium against a real JupyterLab.
-bash scripts/test-ui.sh || status=$?
+
+pytest=(python -m pytest -p no:cacheprovider -q -ra --durations=15)
+if (($#)); then
+  "${pytest[@]}" "$@" || status=$?
+  exit "$status"
+fi
+
+# The tiers run side by side: most of their time is spent waiting on clusters, pods, torchrun
+# and the browser, not computing. The real node is one per machine, so its tests (marked by
+# tests/fixtures/k8s.py) are one tier. Each tier has its own log and pytest directory here.
+runs=${TMPDIR:-/tmp}/trainhub-tests
+rm -rf "$runs" && mkdir -p "$runs"
+declare -A tier_pid=() tier_start=()
+# An interrupted run takes its tiers down with it (clusters and jobs die with their pytest).
+trap 'kill "${tier_pid[@]}" 2>/dev/null || true' EXIT
+tier() {
+  local name=$1
+  shift
+  "$@" >"$runs/$name.log" 2>&1 &
+  tier_pid[$name]=$!
+  tier_start[$name]=$SECONDS
+}
+tier real-node "${pytest[@]}" --basetemp="$runs/real-node" -m real_node tests/hub tests/k8s
+tier clusters "${pytest[@]}" --basetemp="$runs/clusters" -m "not real_node" tests/hub tests/k8s
+tier local "${pytest[@]}" --basetemp="$runs/local" tests/local
+tier others "${pytest[@]}" --basetemp="$runs/others" tests \
+  --ignore=tests/hub --ignore=tests/k8s --ignore=tests/local
+tier ui bash scripts/test-ui.sh
+
+summary=()
+while ((${#tier_pid[@]})); do
+  done_pid=
+  tier_status=0
+  wait -n -p done_pid "${tier_pid[@]}" || tier_status=$?
+  for name in "${!tier_pid[@]}"; do
+    [[ ${tier_pid[$name]} == "$done_pid" ]] || continue
+    took=$((SECONDS - tier_start[$name]))
+    echo "=============== tier $name: exit $tier_status after ${took} s ==============="
+    cat "$runs/$name.log"
+    summary+=("$(printf '%-10s exit %d  %4d s' "$name" "$tier_status" "$took")")
+    ((tier_status == 0)) || status=$tier_status
+    unset "tier_pid[$name]"
+  done
+done
+echo "=============== tiers (logs and pytest directories: $runs) ==============="
+printf '%s\n' "${summary[@]}"
 exit "$status"

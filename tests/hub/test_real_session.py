@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import tarfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ import requests
 import yaml
 from kubernetes import client
 
+from tests.fixtures.k8s import _cluster_module
 from tests.hub.conftest import HubWorld, running_hub, wait_for
 from tests.k8s.test_real_jobs import RUN_AS, built_image, import_built_image
 
@@ -179,15 +179,6 @@ def through_proxy(world: HubWorld, token: str, path: str, method: str = "GET", *
     )
 
 
-def archive_config_digest(archive: Path) -> str:
-    """The image ID (its config's digest) a docker archive carries in manifest.json."""
-    with tarfile.open(archive) as tar:
-        member = tar.extractfile("manifest.json")
-        assert member is not None
-        config = json.load(member)[0]["Config"]
-    return "sha256:" + Path(config).name.removesuffix(".json")
-
-
 def run_in_kernel(world: HubWorld, token: str, base: str, code: str) -> str:
     """Run code in a new kernel of the session (REST + websocket through the proxy); its
     stdout."""
@@ -286,7 +277,10 @@ def test_a_real_session_pod_is_spawned_served_through_the_proxy_and_stopped(
     # The pods, as the API server has them: on the real node, restricted, the curated image.
     ns = client.CoreV1Api(world.api).read_namespace(world.namespaces[TEAM])
     assert ns.metadata.labels["pod-security.kubernetes.io/enforce"] == "restricted"
-    image_id = archive_config_digest(Path(built_image(IMAGE)["archive"]))
+    built = built_image(IMAGE)
+    image_id = (
+        _cluster_module()._load_node().archive_images(Path(built["archive"]))[built["reference"]]
+    )
     cpu_pod, gpu_pod = pod_of_server(world, ""), pod_of_server(world, "gpu")
     for pod in (cpu_pod, gpu_pod):
         assert pod.metadata.namespace == world.namespaces[TEAM]

@@ -64,14 +64,21 @@ c.KubeSpawner.pre_spawn_hook = _team_dir
 """
 # The holder's work: hold its GPU until cancelled.
 HOLD = "import time\nprint('holding a GPU', flush=True)\ntime.sleep(900)\n"
-# A job whose log says when each line was written: "tick <n> <unix time>", every half second.
-TICKS = 300
-TICK = (
-    "import time\n"
-    f"for i in range({TICKS}):\n"
-    "    print(f'tick {i} {time.time():.3f}', flush=True)\n"
-    "    time.sleep(0.5)\n"
-)
+TICKS_DONE = "ticks.done"
+
+
+def tick_script(done: Path) -> str:
+    """A job whose log says when each line was written: "tick <n> <unix time>", every half
+    second, until the test has seen what it needs and writes done (on the team's shared
+    volume, mounted at the same path in the pod), or for 150 s."""
+    return (
+        "import os, time\n"
+        "for i in range(300):\n"
+        "    print(f'tick {i} {time.time():.3f}', flush=True)\n"
+        f"    if os.path.exists({str(done)!r}):\n"
+        "        break\n"
+        "    time.sleep(0.5)\n"
+    )
 
 
 def teams_data(suffix: str, node: Any, images: dict[str, str], shared: Path) -> dict[str, Any]:
@@ -115,7 +122,7 @@ def path_hub(
         (shared / name / "examples").mkdir(parents=True)
     shutil.copy(ROOT / "examples" / "train_ddp.ipynb", shared / TEAM / "examples")
     (shared / TEAM / "hold.py").write_text(HOLD)
-    (shared / TEAM / "ticks.py").write_text(TICK)
+    (shared / TEAM / "ticks.py").write_text(tick_script(shared / TEAM / TICKS_DONE))
     for path in [shared, *shared.rglob("*")]:
         os.chown(path, RUN_AS, 100)  # hostPath volumes get no fsGroup: the sessions' own
     data = teams_data(secrets.token_hex(3), k8s_real_node, images, shared)
@@ -139,6 +146,7 @@ def path_hub(
         .replace("}", "}}"),
     ) as world:
         world.images = images  # type: ignore[attr-defined]
+        world.shared = shared  # type: ignore[attr-defined]
         yield world
 
 
@@ -336,6 +344,7 @@ def test_the_teams_gpu_quota_and_a_hub_restart_with_a_session_and_a_job_running(
     assert execute(world, token, base, kernel_id, "print(kept + 1)").strip() == "42"
     # The job ran on while the hub was away, and its log has every line, in order.
     assert job_of(world, token, job_id)["state"] == "running"
+    (world.shared / TEAM / TICKS_DONE).write_text("")  # type: ignore[attr-defined]
     wait_for(
         "the job to succeed",
         lambda: job_of(world, token, job_id)["state"] == "succeeded",
@@ -347,7 +356,8 @@ def test_the_teams_gpu_quota_and_a_hub_restart_with_a_session_and_a_job_running(
         for line in rank_log(world, token, job_id).splitlines()
         if line.startswith("tick ")
     ]
-    assert [int(n) for n, _ in ticks] == list(range(TICKS))
+    assert [int(n) for n, _ in ticks] == list(range(len(ticks)))
+    assert float(ticks[-1][1]) > up  # it ticked on after the restart, to the file it was told
     assert any(down < float(t) < up for _, t in ticks), (down, up, ticks[-1])
 
     through_proxy(world, token, f"{base}/api/kernels/{kernel_id}", "DELETE")

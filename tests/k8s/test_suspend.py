@@ -27,8 +27,9 @@ from trainhub.jobs.states import JobState
 # The example's on-stop save keeps the steps trained since its last save (every 20 steps), so
 # the test suspends once step 20 is trained: a stop at "step 19", printed right after that
 # save, found nothing new to keep. At 0.5 s a step the next save is 10 s away, far more than a
-# suspension takes to reach the pods, even on a busy machine.
-BETWEEN_SAVES = {**SLOW, "step_delay": 0.5}
+# suspension takes to reach the pods, even on a busy machine. One epoch: 40 steps, the resumed
+# attempt trains the last ~19.
+BETWEEN_SAVES = {**SLOW, "epochs": 1, "step_delay": 0.5}
 
 
 def test_a_suspended_two_pod_job_frees_its_quota_and_resumes_from_its_save(

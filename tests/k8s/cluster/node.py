@@ -2,11 +2,13 @@
 kube-proxy, CoreDNS (cluster DNS on the node's bridge) and a device plugin advertising fake
 ``nvidia.com/gpu`` devices backed by the fake NVML library of tests/fixtures/fake_nvml.
 
-Everything lives under ``<cluster dir>/node`` (containerd's root, state and socket, the
-kubelet's root, CNI config and IPAM, configs, the per-container fake NVML state) except what
-the kernel keeps: the bridge, the pods' network namespaces (mounted under containerd's state
-dir), iptables rules, cgroups under ``/<cgroup hierarchy>/trainhub-node-<n>`` and the sysctls
-the kubelet sets. ``stop`` removes each of them and ``leftovers`` says what is still there.
+Everything lives under ``<cluster dir>/node`` (containerd's state and socket, the kubelet's
+root, CNI config and IPAM, configs, the per-container fake NVML state) except containerd's
+root, the machine's image store (``store_dir``: one node runs at a time, and importing the
+curated images takes minutes a node), and what the kernel keeps: the bridge, the pods'
+network namespaces (mounted under containerd's state dir), iptables rules, cgroups under
+``/<cgroup hierarchy>/trainhub-node-<n>`` and the sysctls the kubelet sets. ``stop`` removes
+each of them and ``leftovers`` says what is still there.
 
 kube-proxy's iptables chains have fixed names (KUBE-*), so one real node runs per machine:
 a lock (held by the node's processes through an inherited file descriptor) says whose it is.
@@ -28,6 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -89,6 +92,29 @@ MACHINE_DIRS = tuple(
         "/var/lib/cni/results",
     )
 )
+
+
+def store_dir(base: Path) -> Path:
+    """containerd's root (content, snapshots, metadata) kept from node to node on this machine:
+    each node would otherwise import the curated images again (pytorch-cpu: 6 GB, ~90 s)."""
+    return base.parent / "node-store"
+
+
+def archive_images(archive: Path) -> dict[str, str]:
+    """{image reference: image ID (its config's digest)} a docker archive holds (manifest.json);
+    {} for an OCI archive, which names no references."""
+    with tarfile.open(archive) as tar:
+        try:
+            member = tar.extractfile("manifest.json")
+        except KeyError:
+            return {}
+        assert member is not None
+        manifest = json.load(member)
+    return {
+        ref: "sha256:" + Path(entry["Config"]).name.removesuffix(".json")
+        for entry in manifest
+        for ref in entry.get("RepoTags") or []
+    }
 
 
 class NodeError(RuntimeError):
@@ -197,6 +223,7 @@ class RealNode:
         self.bin = cluster.bin
         self.sock = self.dir / "run" / "containerd.sock"
         self.kubelet_root = self.dir / "kubelet"
+        self.store = store_dir(cluster.base)
         self.plugin_dir = DEVICE_PLUGIN_DIR
 
     @property
@@ -215,7 +242,7 @@ class RealNode:
         longest = Path(str(self.sock) + ".ttrpc")
         if len(str(longest)) > MAX_SOCKET_PATH:
             raise NodeError(f"cluster directory too deep for unix sockets: {longest}")
-        mounted = _mounts_under(self.dir)
+        mounted = _mounts_under(self.dir) + _mounts_under(self.store)
         if mounted:
             raise NodeError(f"{mounted[0]} is still mounted: stop the previous node first")
         lock = self._lock()
@@ -340,7 +367,7 @@ class RealNode:
         self.state["pause_archive"] = str(archive)
         config = {
             "version": 2,
-            "root": str(c / "root"),
+            "root": str(self.store),
             "state": str(c / "state"),
             "grpc": {"address": str(self.sock)},
             "ttrpc": {"address": str(self.sock) + ".ttrpc"},
@@ -359,13 +386,25 @@ class RealNode:
         }
         path = c / "config.toml"
         path.write_text(_toml(config))
-        self.cluster._spawn(
-            "containerd",
-            [shutil.which("containerd") or "containerd", f"--config={path}", "--log-level=info"],
-            pass_fds=(lock,),
-        )
         # For image builders: where to import images so that the kubelet sees them.
         self.state["containerd"] = {"address": str(self.sock), "namespace": CONTAINERD_NAMESPACE}
+        self.store.mkdir(parents=True, exist_ok=True)
+        self._spawn_containerd(path, deadline, lock)
+        if self._ctr("containers", "list", "--quiet").stdout.split():
+            # A node that died without stopping left its pods in the store, and the CRI
+            # plugin has loaded them: start again from an empty store.
+            self.cluster._stop_process("containerd", self.cluster.state["processes"]["containerd"])
+            self._kill_shims()
+            shutil.rmtree(self.store)
+            self.store.mkdir()
+            self._spawn_containerd(path, deadline, lock)
+
+    def _spawn_containerd(self, config: Path, deadline: float, lock: int) -> None:
+        self.cluster._spawn(
+            "containerd",
+            [shutil.which("containerd") or "containerd", f"--config={config}", "--log-level=info"],
+            pass_fds=(lock,),
+        )
         self.cluster._wait(
             "containerd",
             lambda: self._ctr("version", check=False).returncode == 0,
@@ -392,10 +431,24 @@ class RealNode:
             raise NodeError(f"{archive}: no such image archive")
         if not self.sock.exists():
             raise NodeError(f"no real node running in {self.cluster.dir} ({self.sock} is absent)")
+        held = archive_images(archive)
+        if held and all(self._image_id(ref) == image_id for ref, image_id in held.items()):
+            return list(held)  # the store has these very images
         extra = ["--base-name", base_name] if base_name else []
         out = self._ctr("images", "import", *extra, str(archive)).stdout
         # ctr prints "unpacking <name> (sha256:...)...done" for each image it imported.
         return [line.split()[1] for line in out.splitlines() if line.startswith("unpacking ")]
+
+    def _image_id(self, ref: str) -> str | None:
+        """The image ID (config digest) of ref in the store, or None when it is not there."""
+        listed = self._ctr("images", "list", f"name=={ref}").stdout.splitlines()[1:]
+        if not listed:
+            return None
+        target = json.loads(self._ctr("content", "get", listed[0].split()[2]).stdout)
+        if "manifests" in target:  # an index: its first manifest
+            digest = target["manifests"][0]["digest"]
+            target = json.loads(self._ctr("content", "get", digest).stdout)
+        return target["config"]["digest"]
 
     def _import_images(self) -> None:
         self.import_image(self.state["pause_archive"])
@@ -710,7 +763,7 @@ class RealNode:
             self._remove_pods()
         self.cluster._stop_process("containerd", procs.get("containerd"))
         self._kill_shims()
-        for point in _mounts_under(self.dir):
+        for point in _mounts_under(self.dir) + _mounts_under(self.store):
             if _run(["umount", str(point)], check=False).returncode != 0:
                 _run(["umount", "-l", str(point)], check=False)
         self._remove_iptables()
@@ -721,10 +774,6 @@ class RealNode:
         self._remove_log_links()
         self._remove_device_plugin_files()
         left = self.leftovers()
-        if not _mounts_under(self.dir):
-            # Its image store is this node's alone (a new node starts empty) and holds ~13 GB
-            # with the curated images: the runs pytest keeps would fill the disk.
-            shutil.rmtree(self.dir / "containerd", ignore_errors=True)
         self.cluster.state.pop("node", None)
         for name in NODE_COMPONENTS:
             procs.pop(name, None)
@@ -884,7 +933,7 @@ class RealNode:
             if p and self.cluster._alive(p):
                 left.append(f"process {name} ({p['pid']})")
         left += [f"containerd shim {pid}" for pid in self._shim_pids()]
-        left += [f"mount {m}" for m in _mounts_under(self.dir)]
+        left += [f"mount {m}" for m in _mounts_under(self.dir) + _mounts_under(self.store)]
         if s.get("bridge") and Path(f"/sys/class/net/{s['bridge']}").exists():
             left.append(f"bridge {s['bridge']}")
         left += [f"cgroup {d}" for d in self._cgroup_dirs()]
