@@ -41,13 +41,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "spawner")]
 from benchmarks.control_plane import cluster_module, start_or_reuse  # noqa: E402
 from tests.hub.conftest import (  # noqa: E402
     LOCAL_PODS_CONFIG,
-    PASSWORD,
-    TEST_CONFIG,
     Hub,
-    free_port,
     prepare_cluster_for_hub,
     teams_data,
     wait_for,
+    write_test_config,
 )
 
 PLAIN_CONFIG = """
@@ -60,7 +58,7 @@ c.KubeSpawner.namespace = {namespace!r}
 REAL_PODS_CONFIG = """
 c.KubeSpawner.cpu_guarantee = 0.25
 c.KubeSpawner.mem_guarantee = "512M"
-c.KubeSpawner.notebook_dir = {notebook_dir!r}
+c.KubeSpawner.notebook_dir = {notebook_dir}
 """
 RUN_AS = 1000  # the curated images' user (images/README.md)
 
@@ -136,11 +134,11 @@ def run(spawns: int = 6, kubeconfig: str | None = None, node: str = "real") -> l
         if node == "real":
             data, hub_ip = real_node_world(Path(kubeconfig_path).parent, work / "shared", suffix)
             team, options = "lab", {"profile": "lab.real", "image": "base", "gpus": "1"}
-            pods_config = REAL_PODS_CONFIG.format(notebook_dir=str(work / "shared"))
+            pods_config = REAL_PODS_CONFIG.replace("{notebook_dir}", repr(str(work / "shared")))
         else:
             data, hub_ip = teams_data(suffix, work / "shared"), "127.0.0.1"
             team, options = "vision", {"profile": "vision.t4", "image": "pytorch", "gpus": "1"}
-            pods_config = LOCAL_PODS_CONFIG.format(here=str(ROOT / "tests" / "hub"))
+            pods_config = LOCAL_PODS_CONFIG  # a template of write_test_config's fields
         teams_file = work / "teams.yaml"
         teams_file.write_text(yaml.safe_dump(data, sort_keys=False))
         teams = parse_teams(data)
@@ -170,27 +168,10 @@ def run(spawns: int = 6, kubeconfig: str | None = None, node: str = "real") -> l
         for kind in ("trainhub", "plain"):
             d = work / kind
             d.mkdir()
-            port, admin_token = free_port(), secrets.token_hex(16)
-            text = (
-                TEST_CONFIG.format(
-                    hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
-                    here=str(ROOT / "tests" / "hub"),
-                    password=PASSWORD,
-                    port=port,
-                    hub_ip=hub_ip,
-                    hub_port=free_port(),
-                    dir=d,
-                    chp=chp,
-                    proxy_api_port=free_port(),
-                    proxy_token=secrets.token_hex(16),
-                    admin_token=admin_token,
-                    users=set(users),
-                )
-                + pods_config
-            )
+            port, admin_token = write_test_config(d, chp, users, hub_ip, pods_config)
             if kind == "plain":
-                text += PLAIN_CONFIG.format(profiles=plain_profiles, namespace=namespace)
-            (d / "test_config.py").write_text(text)
+                with (d / "test_config.py").open("a") as f:
+                    f.write(PLAIN_CONFIG.format(profiles=plain_profiles, namespace=namespace))
             env = {
                 **os.environ,
                 "KUBECONFIG": str(hub_kc),

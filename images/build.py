@@ -57,7 +57,9 @@ DPKG_OPTIONS = (
     "path-include=/usr/share/doc/*/copyright",
     "path-exclude=/usr/share/locale/*",
 )
-# The files the trainhub wheel is made of (pyproject.toml's wheel target and shared data).
+# The files the trainhub wheel is made of (pyproject.toml's wheel target and shared data), the
+# JupyterLab extension by its sources: its build (LABEXTENSION_BUILD, made by the wheel's build
+# hook) is an output, absent from a fresh clone, and never part of the digest.
 WHEEL_SOURCES = (
     "pyproject.toml",
     "README.md",
@@ -65,7 +67,14 @@ WHEEL_SOURCES = (
     "trainhub",
     "server_extension/trainhub_server",
     "spawner/trainhub_spawner",
+    "package.json",
+    "yarn.lock",
+    "tsconfig.json",
+    "labextension/src",
+    "labextension/style",
+    "labextension/schema",
 )
+LABEXTENSION_BUILD = "trainhub/labextension"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
@@ -176,13 +185,16 @@ def with_parents(names: Iterable[str], images: dict[str, Image]) -> list[str]:
 
 # --- content hashes ------------------------------------------------------------------------------
 def tree_digest(root: Path, relative: Iterable[str]) -> str:
-    """sha256 over the paths and bytes of the files under ``relative`` (caches left out)."""
-    h = hashlib.sha256()
+    """sha256 over the paths and bytes of the files under ``relative``; caches, the extension's
+    tests and its build output left out."""
+    h, output = hashlib.sha256(), root / LABEXTENSION_BUILD
     for rel in relative:
         top = root / rel
         files = sorted(top.rglob("*")) if top.is_dir() else [top] if top.exists() else []
         for path in files:
-            if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".pyc":
+            if not path.is_file() or path.suffix == ".pyc" or path.is_relative_to(output):
+                continue
+            if {"__pycache__", "__tests__"} & set(path.parts):  # caches, the extension's tests
                 continue
             h.update(str(path.relative_to(root)).encode() + b"\0")
             h.update(hashlib.sha256(path.read_bytes()).digest())
@@ -516,7 +528,10 @@ class Builder:
         if self._wheel is None:
             out = self.paths.out / "wheel"
             shutil.rmtree(out, ignore_errors=True)
-            log("trainhub: building the wheel from the checkout")
+            # The build hook skips the extension's build when one is there, which may be of
+            # other sources than the digest's: it builds it from them, always.
+            shutil.rmtree(self.root / LABEXTENSION_BUILD, ignore_errors=True)
+            log("trainhub: building the wheel (and the JupyterLab extension) from the checkout")
             proc = subprocess.run(
                 [
                     sys.executable,

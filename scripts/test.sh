@@ -17,11 +17,9 @@ bash scripts/setup-ui.sh >/dev/null
 status=0
 # Style is checked, not hoped for: ruff format --check and ruff check (line length included).
 bash scripts/lint.sh || status=$?
-# The curated images (images/README.md), built or found up to date: tests/images runs them.
-bash images/build.sh >/dev/null || status=$?
-
 pytest=(python -m pytest -p no:cacheprovider -q -ra --durations=15)
 if (($#)); then
+  bash images/build.sh >/dev/null || status=$?
   "${pytest[@]}" "$@" || status=$?
   exit "$status"
 fi
@@ -41,7 +39,13 @@ tier() {
   tier_pid[$name]=$!
   tier_start[$name]=$SECONDS
 }
-tier real-node "${pytest[@]}" --basetemp="$runs/real-node" -m real_node tests/hub tests/k8s
+real_node() {
+  # The curated images (images/README.md), built or found up to date, then the tests that run
+  # them on the node (tests/images waits on the build's lock, or finds them built).
+  bash images/build.sh >/dev/null &&
+    "${pytest[@]}" --basetemp="$runs/real-node" -m real_node tests/hub tests/k8s
+}
+tier real-node real_node
 tier clusters "${pytest[@]}" --basetemp="$runs/clusters" -m "not real_node" tests/hub tests/k8s
 tier local "${pytest[@]}" --basetemp="$runs/local" tests/local
 tier others "${pytest[@]}" --basetemp="$runs/others" tests \

@@ -158,6 +158,7 @@ def make_app(
 async def serve() -> None:
     from urllib.parse import urlparse
 
+    stop = stop_requested()  # before listening: a hub that sees it up may stop it
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10102"))
     backends = cluster_backends()
     server = make_app(backends).listen(url.port or 80, url.hostname or "127.0.0.1")
@@ -171,7 +172,7 @@ async def serve() -> None:
 
     checks = ioloop.PeriodicCallback(check_quotas, 60_000)
     checks.start()
-    await stop_requested().wait()
+    await stop.wait()
     checks.stop()
     server.stop()
 

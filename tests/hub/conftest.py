@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -426,6 +426,31 @@ def prepare_cluster_for_hub(
     return service_account_kubeconfig(kubeconfig, core, hub_ns, "hub", out)
 
 
+def write_test_config(
+    dir: Path, chp: str, users: Iterable[str], hub_ip: str, pods_config: str
+) -> tuple[int, str]:
+    """dir/test_config.py: TEST_CONFIG for a hub on free ports and these users, then
+    pods_config, a template of the same fields (here, dir, ...). Returns the proxy's public
+    port and the admin service's token."""
+    port, admin_token = free_port(), secrets.token_hex(16)
+    fields = dict(
+        hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
+        here=str(HERE),
+        password=PASSWORD,
+        port=port,
+        hub_ip=hub_ip,
+        hub_port=free_port(),
+        dir=dir,
+        chp=chp,
+        proxy_api_port=free_port(),
+        proxy_token=secrets.token_hex(16),
+        admin_token=admin_token,
+        users=set(users),
+    )
+    (dir / "test_config.py").write_text(TEST_CONFIG.format(**fields) + pods_config.format(**fields))
+    return port, admin_token
+
+
 @contextlib.contextmanager
 def running_hub(
     k8s_cluster: Any,
@@ -478,22 +503,7 @@ def running_hub(
             accounts / f"{team.namespace}.kubeconfig",
         )
     utilization = Utilization()
-    port, admin_token = free_port(), secrets.token_hex(16)
-    fields = dict(
-        hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
-        here=str(HERE),
-        password=PASSWORD,
-        port=port,
-        hub_ip=hub_ip,
-        hub_port=free_port(),
-        dir=tmp,
-        chp=chp,
-        proxy_api_port=free_port(),
-        proxy_token=secrets.token_hex(16),
-        admin_token=admin_token,
-        users=set(users),
-    )
-    (tmp / "test_config.py").write_text(TEST_CONFIG.format(**fields) + pods_config.format(**fields))
+    port, admin_token = write_test_config(tmp, chp, users, hub_ip, pods_config)
     hub_env = {
         **os.environ,
         "KUBECONFIG": str(hub_kubeconfig),

@@ -137,15 +137,26 @@ def test_the_content_hash_follows_every_input(tmp_path: Path) -> None:
 
 
 def test_the_trainhub_digest_covers_the_wheel_sources_only(tmp_path: Path) -> None:
-    for rel in ("trainhub/a.py", "trainhub/__pycache__/a.cpython-311.pyc", "docs/x.md"):
+    ignored = (
+        "trainhub/__pycache__/a.cpython-311.pyc",
+        "docs/x.md",
+        "labextension/src/__tests__/a.spec.ts",
+        # The extension's build: absent from a fresh clone, made by the wheel's build hook.
+        "trainhub/labextension/static/style.js",
+    )
+    for rel in ("trainhub/a.py", "labextension/src/index.ts", *ignored):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("1")
     before = build.tree_digest(tmp_path, build.WHEEL_SOURCES)
-    (tmp_path / "trainhub/__pycache__/a.cpython-311.pyc").write_text("2")
-    (tmp_path / "docs/x.md").write_text("2")
+    for rel in ignored:
+        (tmp_path / rel).write_text("2")
     assert build.tree_digest(tmp_path, build.WHEEL_SOURCES) == before
-    (tmp_path / "trainhub/a.py").write_text("2")
-    assert build.tree_digest(tmp_path, build.WHEEL_SOURCES) != before
+    shutil.rmtree(tmp_path / "trainhub/labextension")
+    assert build.tree_digest(tmp_path, build.WHEEL_SOURCES) == before
+    for rel in ("trainhub/a.py", "labextension/src/index.ts"):
+        (tmp_path / rel).write_text("2")
+        assert build.tree_digest(tmp_path, build.WHEEL_SOURCES) != before
+        (tmp_path / rel).write_text("1")
 
 
 def test_wheel_digests_are_remembered_until_the_file_changes(tmp_path: Path) -> None:
