@@ -3,9 +3,11 @@ serve Services, the device plugin hands out fake GPUs, and Kueue admits onto it.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
+import secrets
 import subprocess
 import sys
 import tarfile
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kubernetes import client
 
-from tests.fixtures.k8s import CLUSTER_PY
+from tests.fixtures.k8s import CLUSTER_PY, _cluster_module
 from tests.k8s.test_cluster import KUEUE, _condition, _workloads, wait_for
 
 if TYPE_CHECKING:
@@ -313,18 +315,8 @@ def test_kueue_admits_a_gpu_job_onto_the_real_node(
 def test_an_image_archive_imported_with_cluster_py_runs_on_the_node(
     k8s_real_node: RealNode, k8s_namespace: K8sNamespace, tmp_path: Path
 ) -> None:
-    # A docker archive under a new name: the busybox image's, with its RepoTags changed.
     ref = f"trainhub.test/imported:{k8s_namespace.name[-6:]}"
-    archive = tmp_path / "imported.tar"
-    with tarfile.open(k8s_real_node.busybox_archive) as tin, tarfile.open(archive, "w") as tout:
-        for member in tin.getmembers():
-            data = tin.extractfile(member).read()  # type: ignore[union-attr]
-            if member.name == "manifest.json":
-                manifest = json.loads(data)
-                manifest[0]["RepoTags"] = [ref]
-                data = json.dumps(manifest).encode()
-                member.size = len(data)
-            tout.addfile(member, io.BytesIO(data))
+    archive = retagged(k8s_real_node.busybox_archive, tmp_path / "imported.tar", ref)
     cli = subprocess.run(
         [
             sys.executable,
@@ -354,6 +346,68 @@ def test_an_image_archive_imported_with_cluster_py_runs_on_the_node(
         timeout=60,
     )
     assert missing.returncode == 1 and "no real node running" in missing.stderr
+
+
+def retagged(source: Path, archive: Path, ref: str, cmd: list[str] | None = None) -> Path:
+    """The docker archive source (one image) as ref, its config's Cmd replaced if given (a new
+    image ID: the config's digest names the image)."""
+    with tarfile.open(source) as tin, tarfile.open(archive, "w") as tout:
+        manifest = json.loads(tin.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        config_name = manifest[0]["Config"]
+        config = json.loads(tin.extractfile(config_name).read())  # type: ignore[union-attr]
+        if cmd is not None:
+            config["config"]["Cmd"] = cmd
+        config_bytes = json.dumps(config, sort_keys=True).encode()
+        new_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
+        manifest[0].update(RepoTags=[ref], Config=new_name)
+        for member in tin.getmembers():
+            if member.name in ("manifest.json", config_name):
+                continue
+            tout.addfile(member, tin.extractfile(member))
+        for name, data in (
+            ("manifest.json", json.dumps(manifest).encode()),
+            (new_name, config_bytes),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tout.addfile(info, io.BytesIO(data))
+    return archive
+
+
+def test_the_store_keeps_one_build_of_an_image_and_takes_a_changed_one(
+    k8s_real_node: RealNode, tmp_path: Path
+) -> None:
+    """The node's image store outlives nodes: an archive whose images it holds is not imported
+    again, one with the same tag but another image ID is, and a new tag of a repository (a
+    new build of a curated image) takes the place of the earlier tags."""
+    node = _cluster_module()._load_node()
+    store = node.RealNode(k8s_real_node.cluster)
+    repo = f"trainhub.test/rebuilt-{secrets.token_hex(3)}"
+    busybox = k8s_real_node.busybox_archive
+    first = retagged(busybox, tmp_path / "first.tar", f"{repo}:one", ["echo", "first"])
+    changed = retagged(busybox, tmp_path / "changed.tar", f"{repo}:one", ["echo", "changed"])
+    second = retagged(busybox, tmp_path / "second.tar", f"{repo}:two", ["echo", "second"])
+    ids = {
+        a: node.archive_images(a)[ref]
+        for a, ref in ((first, f"{repo}:one"), (changed, f"{repo}:one"), (second, f"{repo}:two"))
+    }
+    assert len(set(ids.values())) == 3
+
+    def tags() -> dict[str, str | None]:
+        listed = subprocess.run(
+            ["ctr", "--address", str(store.sock), "-n", "k8s.io", "images", "list", "-q"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        return {r: store._image_id(r) for r in listed if r.startswith(repo)}
+
+    assert store.import_image(first) == [f"{repo}:one"]
+    assert tags() == {f"{repo}:one": ids[first]}
+    assert store.import_image(changed) == [f"{repo}:one"]
+    assert tags() == {f"{repo}:one": ids[changed]}
+    assert store.import_image(second) == [f"{repo}:two"]
+    assert tags() == {f"{repo}:two": ids[second]}
 
 
 def test_stopping_the_node_leaves_nothing_behind(

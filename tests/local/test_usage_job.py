@@ -13,11 +13,11 @@ import pytest
 from tests.fixtures.fake_nvml.fake import FakeNvml
 from tests.local.conftest import Trainhub
 
-# Sleeps while the supervisor finds its ranks, then burns CPU time (not wall time: the
-# machine may be busy) and reports how much the rank used in all.
+# Sleeps while the supervisor finds its ranks (long enough for a sampler slowed down by a busy
+# machine), then burns CPU time (not wall time) and reports how much the rank used in all.
 WORK = """
 import time
-time.sleep(4)
+time.sleep(8)
 spin_until = time.process_time() + 1.5
 while time.process_time() < spin_until:
     pass

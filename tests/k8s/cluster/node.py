@@ -437,7 +437,19 @@ class RealNode:
         extra = ["--base-name", base_name] if base_name else []
         out = self._ctr("images", "import", *extra, str(archive)).stdout
         # ctr prints "unpacking <name> (sha256:...)...done" for each image it imported.
-        return [line.split()[1] for line in out.splitlines() if line.startswith("unpacking ")]
+        names = [line.split()[1] for line in out.splitlines() if line.startswith("unpacking ")]
+        self._forget_other_tags(names)
+        return names
+
+    def _forget_other_tags(self, names: list[str]) -> None:
+        """Remove the store's other tags of these repositories, so that containerd collects
+        their layers: each build of a curated image is also tagged with its content hash, and
+        the store outlives nodes (a pytorch-cpu build is ~13 GB there)."""
+        repositories = {name.rsplit(":", 1)[0] for name in names}
+        listed = self._ctr("images", "list", "--quiet").stdout.split()
+        stale = [r for r in listed if r.rsplit(":", 1)[0] in repositories and r not in names]
+        if stale:
+            self._ctr("images", "remove", *stale)
 
     def _image_id(self, ref: str) -> str | None:
         """The image ID (config digest) of ref in the store, or None when it is not there."""
