@@ -242,7 +242,7 @@ class RealNode:
         longest = Path(str(self.sock) + ".ttrpc")
         if len(str(longest)) > MAX_SOCKET_PATH:
             raise NodeError(f"cluster directory too deep for unix sockets: {longest}")
-        mounted = _mounts_under(self.dir) + _mounts_under(self.store)
+        mounted = self._mounts()
         if mounted:
             raise NodeError(f"{mounted[0]} is still mounted: stop the previous node first")
         lock = self._lock()
@@ -265,6 +265,10 @@ class RealNode:
             os.close(lock)  # the node's processes hold it from here on
         self.state["ready"] = True
         self.cluster._save()
+
+    def _mounts(self) -> list[Path]:
+        """What is mounted under the node's directory or its image store, deepest first."""
+        return _mounts_under(self.dir) + _mounts_under(self.store)
 
     def _lock(self) -> int:
         fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -775,7 +779,7 @@ class RealNode:
             self._remove_pods()
         self.cluster._stop_process("containerd", procs.get("containerd"))
         self._kill_shims()
-        for point in _mounts_under(self.dir) + _mounts_under(self.store):
+        for point in self._mounts():
             if _run(["umount", str(point)], check=False).returncode != 0:
                 _run(["umount", "-l", str(point)], check=False)
         self._remove_iptables()
@@ -945,7 +949,7 @@ class RealNode:
             if p and self.cluster._alive(p):
                 left.append(f"process {name} ({p['pid']})")
         left += [f"containerd shim {pid}" for pid in self._shim_pids()]
-        left += [f"mount {m}" for m in _mounts_under(self.dir) + _mounts_under(self.store)]
+        left += [f"mount {m}" for m in self._mounts()]
         if s.get("bridge") and Path(f"/sys/class/net/{s['bridge']}").exists():
             left.append(f"bridge {s['bridge']}")
         left += [f"cgroup {d}" for d in self._cgroup_dirs()]
