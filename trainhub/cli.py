@@ -428,6 +428,49 @@ def cmd_suspend(args: argparse.Namespace) -> int:
     return 0
 
 
+# Where a job rests until something changes it: its end, or suspended (waiting for a person).
+RESTING_STATES = frozenset({*(s for s in JobState if s.terminal), JobState.SUSPENDED})
+# The watcher reconciles as the server does (a lost supervisor is noticed while waiting).
+WAIT_POLL_S, WAIT_RECONCILE_S = 0.5, 5.0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    svc = service()
+    wanted = {JobState(s) for s in args.states} or RESTING_STATES
+    deadline = None if args.timeout is None else time.monotonic() + args.timeout
+    reconciled = time.monotonic()
+    reached: dict[str, DescribeJob] = {}
+    while True:
+        for job_id in args.jobs:
+            if job_id in reached:
+                continue
+            job = svc.describe(job_id)
+            if job.state in wanted:
+                reached[job_id] = job
+            elif job.state.terminal:
+                print(f"trainhub: {job_id} ended {job.state.value}", file=sys.stderr)
+                return 1
+        if len(reached) == len(args.jobs):
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            still = [f"{j} {svc.describe(j).state.value}" for j in args.jobs if j not in reached]
+            print(f"trainhub: still {', '.join(still)} after {args.timeout:g} s", file=sys.stderr)
+            return 1
+        time.sleep(WAIT_POLL_S)
+        if time.monotonic() - reconciled >= WAIT_RECONCILE_S:
+            svc.reconcile()
+            reconciled = time.monotonic()
+    jobs = [reached[j] for j in args.jobs]
+    if args.json:
+        _print_json(jobs[0] if len(jobs) == 1 else jobs)
+    else:
+        for job in jobs:
+            print(f"{job.id}: {job.state.value}")
+    return 0
+
+
 def cmd_checkpoints(args: argparse.Namespace) -> int:
     from trainhub.api import service
 
@@ -719,6 +762,25 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--reason")
     c.add_argument("--wait", action="store_true", help="until every process has ended")
     c.set_defaults(func=cmd_cancel)
+
+    w = sub.add_parser(
+        "wait",
+        help="wait until jobs reach a state (default: until each ends or is suspended)",
+        description="Exits 0 once every job is in one of the --for states; 1 when a job ends "
+        "in another state (it can no longer reach them) or the timeout passes first.",
+    )
+    w.add_argument("jobs", nargs="+", metavar="JOB")
+    w.add_argument(
+        "--for",
+        dest="states",
+        action="append",
+        default=[],
+        choices=[s.value for s in JobState],
+        help="a state to wait for (repeatable)",
+    )
+    w.add_argument("--timeout", type=float, help="seconds (default: no limit)")
+    w.add_argument("--json", action="store_true", help="the job as `describe --json` shows it")
+    w.set_defaults(func=cmd_wait)
 
     su = sub.add_parser(
         "suspend",

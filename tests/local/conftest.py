@@ -56,18 +56,24 @@ class Trainhub:
     def wait(
         self, job_id: str, states: set[str] | None = None, timeout: float = 240
     ) -> dict[str, Any]:
+        """`trainhub wait`: the job once it is in one of `states` (default: once it ended)."""
         states = states or {"succeeded", "failed", "cancelled"}
-        deadline = time.monotonic() + timeout
-        while True:
+        wanted = [arg for state in sorted(states) for arg in ("--for", state)]
+        proc = self.run(
+            "wait",
+            job_id,
+            *wanted,
+            "--timeout",
+            str(timeout),
+            "--json",
+            check=False,
+            timeout=timeout + 60,
+        )
+        if proc.returncode != 0:
             job = self.describe(job_id)
-            if job["state"] in states:
-                return job
-            if time.monotonic() > deadline:
-                log = self.logs(job_id, check=False)
-                raise AssertionError(
-                    f"{job_id} still {job['state']} after {timeout}s\n{job}\n{log}"
-                )
-            time.sleep(0.5)
+            log = self.logs(job_id, check=False)
+            raise AssertionError(f"waiting for {sorted(states)}: {proc.stderr}\n{job}\n{log}")
+        return json.loads(proc.stdout)
 
     def logs(self, job_id: str, rank: int = 0, check: bool = True) -> str:
         return self.run("logs", job_id, "--rank", str(rank), check=check).stdout

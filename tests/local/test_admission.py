@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.local.conftest import Trainhub, wait_for
+from tests.local.conftest import Trainhub
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def gpu_env(trainhub_env: Trainhub, fake_nvml) -> Trainhub:
 def test_waiting_jobs_say_why_and_keep_priority_order(gpu_env: Trainhub):
     gpu_env.fake.set_gpu_count(2)
     big = gpu_env.submit("hold.py", "--gpus", "2", "--env", "HOLD_SECONDS=600", "--name", "big")
-    wait_for(lambda: gpu_env.describe(big)["state"] == "running", 60, "the first job to run")
+    gpu_env.wait(big, {"running"}, timeout=60)
     second = gpu_env.submit("hold.py", "--gpus", "2", "--env", "HOLD_SECONDS=1", "--name", "second")
     urgent = gpu_env.submit(
         "hold.py",
