@@ -31,21 +31,29 @@ if [ ! -x "$venv/bin/python" ]; then
   "$venv/bin/python" -m pip install -q --upgrade pip >&2
 fi
 
-# Re-resolve only when the declared dependencies change, or the editable install points elsewhere
-# (-I: not at the checkout in the current directory).
+# Re-resolve only when the declared dependencies change. An environment that has them but whose
+# editable install points at another checkout (-I: not the current directory) is pointed here
+# without resolving (seconds, not a resolution and an isolated build against the package index).
 stamp=$(cat "$root/pyproject.toml" "$root/scripts/constraints.txt" | sha256sum | cut -c1-16)-$extras
 installed_from=$("$venv/bin/python" -I -c 'import trainhub, pathlib; print(pathlib.Path(trainhub.__file__).parent.parent)' 2>/dev/null || true)
-if [ "$(cat "$venv/.trainhub-stamp" 2>/dev/null)" != "$stamp" ] || [ "$installed_from" != "$root" ]; then
+# setup-ui.sh links the built lab extension there; pip would trip over a link into another
+# checkout when it uninstalls the previous editable install. setup-ui.sh links it again.
+link="$venv/share/jupyter/labextensions/trainhub"
+if [ "$(cat "$venv/.trainhub-stamp" 2>/dev/null)" != "$stamp" ]; then
   log "installing trainhub[$extras] (editable) into $venv"
-  # setup-ui.sh links the built lab extension there; pip would trip over a link into another
-  # checkout when it uninstalls the previous editable install. setup-ui.sh links it again.
-  link="$venv/share/jupyter/labextensions/trainhub"
   if [ -L "$link" ]; then rm "$link"; fi
   # The PyTorch wheel and its CUDA runtime are several GB: keep them in our own wheelhouse.
   "$venv/bin/python" -m pip download -q -d "$cache/wheels" -c "$root/scripts/constraints.txt" torch >&2
   SKIP_JUPYTER_BUILDER=1 "$venv/bin/python" -m pip install -q --find-links "$cache/wheels" -c "$root/scripts/constraints.txt" \
     -e "$root[$extras]" >&2
   echo "$stamp" >"$venv/.trainhub-stamp"
+elif [ "$installed_from" != "$root" ]; then
+  log "pointing the editable install of trainhub in $venv at $root"
+  if [ -L "$link" ]; then rm "$link"; fi
+  # The build backend is in the environment (the dev extra), or pip fetches it in isolation.
+  isolation=()
+  "$venv/bin/python" -c 'import hatchling, hatch_jupyter_builder, editables' 2>/dev/null && isolation=(--no-build-isolation)
+  SKIP_JUPYTER_BUILDER=1 "$venv/bin/python" -m pip install -q --no-deps "${isolation[@]}" -e "$root" >&2
 fi
 # An editable install is not byte-compiled, and PYTHONDONTWRITEBYTECODE may forbid caching it
 # at run time: then every rank would compile the runner again. Compile it as a wheel would.

@@ -5,8 +5,10 @@
 # Builds live in a cache outside the clone, keyed by what defines them: the extension's sources,
 # style and schema, package.json, yarn.lock and tsconfig.json. A cached build is linked as is
 # (seconds); without one the extension is built from nothing (jlpm clean, then build) and stored.
-# node_modules stay in the clone (the builder resolves from there); the downloaded packages live
-# in a yarn cache outside it, and an install is skipped while the lockfile is unchanged.
+# node_modules are real directories in the clone (the builder and jest resolve from there), but
+# each is installed once per lockfile: the install is kept outside the clone, keyed by package.json
+# and yarn.lock, and a fresh clone gets a hard-linked copy of it (a second, not a 10-20 s link
+# step). The downloaded packages live in a yarn cache outside it too.
 # Arguments: package directories, relative to the clone, whose node packages must be installed
 # even when a cached build is reused (`. labextension/ui-tests` for the UI tests).
 # Prints the path of the virtual environment on its last line.
@@ -15,6 +17,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${TRAINHUB_CACHE:-$HOME/.cache/trainhub}
 builds="$cache/labextension"
+installs="$cache/node_modules"
 log() { printf '[labextension] %s\n' "$*" >&2; }
 
 venv=${TRAINHUB_VENV:-}
@@ -23,20 +26,51 @@ if [ -z "$venv" ]; then
 fi
 export PATH="$venv/bin:$PATH"
 export YARN_CACHE_FOLDER="$cache/yarn" YARN_ENABLE_GLOBAL_CACHE=false
-mkdir -p "$YARN_CACHE_FOLDER" "$builds"
+mkdir -p "$YARN_CACHE_FOLDER" "$builds" "$installs"
 
 # $1: a directory with package.json + yarn.lock. Installs unless node_modules matches the lockfile.
 install_deps() {
-  local dir=$1 stamp key
+  local dir stamp key kept name
+  dir=$(cd "$1" && pwd)
+  name=${dir#"$root"}
+  name=${name#/}
+  name=${name//\//-}
+  name=${name:-root}
   stamp="$dir/node_modules/.trainhub-lock-stamp"
-  key=$(cat "$dir/package.json" "$dir/yarn.lock" 2>/dev/null | sha256sum | cut -c1-16)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$key" ]; then
-    log "jlpm install in ${dir#"$root"/}"
-    (cd "$dir" && jlpm install >&2)
-    # The install may have updated the lockfile: key the stamp by what is there now.
-    key=$(cat "$dir/package.json" "$dir/yarn.lock" | sha256sum | cut -c1-16)
-    echo "$key" >"$stamp"
+  key=$(lock_key "$dir")
+  [ "$(cat "$stamp" 2>/dev/null)" != "$key" ] || return 0
+  kept="$installs/$name-$key"
+  # A copy made of links to the kept install: never installed into, so the kept one stays intact.
+  rm -rf "$dir/node_modules"
+  if [ -f "$kept/.trainhub-lock-stamp" ]; then
+    log "node packages of $name from $kept"
+    touch "$kept"
+    copy_tree "$kept" "$dir/node_modules"
+    return 0
   fi
+  log "jlpm install in ${name}"
+  (cd "$dir" && jlpm install >&2)
+  # The install may have updated the lockfile: key the stamp by what is there now.
+  key=$(lock_key "$dir")
+  echo "$key" >"$stamp"
+  kept="$installs/$name-$key"
+  if [ ! -d "$kept" ]; then
+    local staging="$installs/.staging-$$"
+    copy_tree "$dir/node_modules" "$staging"
+    # Another run may have kept the same install meanwhile: keep the one already there.
+    mv -T "$staging" "$kept" 2>/dev/null || rm -rf "$staging"
+  fi
+}
+
+# Hard links where the cache and the clone share a file system, else a plain copy.
+copy_tree() { cp -al "$1" "$2" 2>/dev/null || { rm -rf "$2" && cp -a "$1" "$2"; }; }
+
+lock_key() { cat "$1/package.json" "$1/yarn.lock" 2>/dev/null | sha256sum | cut -c1-16; }
+
+# Keeps the few entries of a cache directory used last.
+prune() {
+  find "$1" -mindepth 1 -maxdepth 1 -type d -not -name '.*' -printf '%T@ %p\n' |
+    sort -rn | tail -n +"$(($2 + 1))" | cut -d' ' -f2- | xargs -r -d '\n' rm -rf
 }
 
 # The content of every input of the build (its tests are not one: tsconfig.json excludes them).
@@ -66,9 +100,10 @@ else
   mv -T "$staging" "$built" 2>/dev/null || rm -rf "$staging"
 fi
 touch "$built"
-# Keep the few builds used last; an environment linked to a pruned one is linked again here.
-find "$builds" -mindepth 1 -maxdepth 1 -type d -not -name '.*' -printf '%T@ %p\n' |
-  sort -rn | tail -n +6 | cut -d' ' -f2- | xargs -r -d '\n' rm -rf
+# Keep the few builds and installs used last; an environment linked to a pruned build is linked
+# again here, and a clone's copy of a pruned install keeps its files (they are hard links).
+prune "$builds" 5
+prune "$installs" 4
 
 # What `jupyter labextension develop` does, with the cached build: link it into the environment's
 # labextensions directory, so `jupyter lab` from this venv serves it.
