@@ -39,15 +39,17 @@ tier() {
   tier_pid[$name]=$!
   tier_start[$name]=$SECONDS
 }
-real_node() {
+# Each tier is about a third of the suite's CPU time, so that they end together.
+node_and_start() {
   # The curated images (images/README.md), built or found up to date, then the tests that run
-  # them on the node (tests/images waits on the build's lock, or finds them built).
+  # them on the node (tests/images waits on the build's lock, or finds them built); then the
+  # newcomer's `make start` in a fresh environment.
+  local s=0
   bash images/build.sh >/dev/null &&
-    "${pytest[@]}" --basetemp="$runs/real-node" -m real_node tests/hub tests/k8s
+    "${pytest[@]}" --basetemp="$runs/real-node" -m real_node tests/hub tests/k8s || s=$?
+  "${pytest[@]}" --basetemp="$runs/start" tests/start || s=$?
+  return "$s"
 }
-tier real-node real_node
-# Three at a time: on a 2-core machine more only trade waiting for CPU time, and tests that
-# time a process's shutdown or a sampler's reach start to fail.
 clusters_then_ui() {
   local s=0
   "${pytest[@]}" --basetemp="$runs/clusters" -m "not real_node" tests/hub tests/k8s || s=$?
@@ -55,8 +57,12 @@ clusters_then_ui() {
   return "$s"
 }
 processes() {
-  "${pytest[@]}" --basetemp="$runs/processes" tests --ignore=tests/hub --ignore=tests/k8s
+  "${pytest[@]}" --basetemp="$runs/processes" tests --ignore=tests/hub --ignore=tests/k8s \
+    --ignore=tests/start
 }
+# Three at a time: on a 2-core machine more only trade waiting for CPU time, and tests that
+# time a process's shutdown or a sampler's reach start to fail.
+tier node+start node_and_start
 tier clusters+ui clusters_then_ui
 tier processes processes
 
