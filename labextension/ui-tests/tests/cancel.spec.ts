@@ -5,7 +5,7 @@
  * says where it starts. Resubmitting the resumed job asks where to start. Screenshots of the
  * confirmation and the prefilled dialog go to docs/.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
 
@@ -35,6 +35,11 @@ test('cancel a running job, resubmit it, and resume from its checkpoint', async 
   await expect(dialog).toHaveCount(0);
 
   const panel = page.locator('#trainhub-jobs');
+  // The row of the job of that name: other rows may say it too ("resubmit of long-run-3f07…").
+  const named = (name: string) =>
+    panel
+      .locator('.jp-trainhub-job')
+      .filter({ has: page.locator('.jp-trainhub-job-name', { hasText: new RegExp(`^${name}$`) }) });
   const rows = panel.locator('.jp-trainhub-job').filter({ hasText: 'long-run' });
   await expect(rows).toHaveCount(1);
   const first = await rows.first().getAttribute('data-job-id');
@@ -79,7 +84,7 @@ test('cancel a running job, resubmit it, and resume from its checkpoint', async 
   await again.locator('input[name="param-rate"]').fill('0.25');
   await again.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(again).toHaveCount(0);
-  const second = panel.locator('.jp-trainhub-job').filter({ hasText: 'long-run-2' });
+  const second = named('long-run-2');
   await expect(second).toHaveCount(1);
   await expect(second).toContainText(`resubmit of ${first}`);
   await expect(second).toContainText('rate=0.25');
@@ -105,7 +110,7 @@ test('cancel a running job, resubmit it, and resume from its checkpoint', async 
   await page.screenshot({ path: path.join(DOCS, 'resume-dialog.png') });
   await resume.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(resume).toHaveCount(0);
-  const third = panel.locator('.jp-trainhub-job').filter({ hasText: 'long-run-3' });
+  const third = named('long-run-3');
   await expect(third).toContainText(`resume of ${first} at step 0`);
   const thirdId = await third.getAttribute('data-job-id');
   const resumed = page.locator(`#trainhub-job-${thirdId}`);

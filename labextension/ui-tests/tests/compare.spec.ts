@@ -3,7 +3,7 @@
  * marked as differing, the code is the same, the best loss is the fastest learner's, and the
  * three curves overlay in one chart, against step and against time.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell } from './notebooks';
 

@@ -4,7 +4,7 @@
  * nlp's); the chosen one reaches the job's ranks by name, and the job view shows it with its
  * fingerprint from the lineage. Screenshot: docs/dataset-picker.png.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
 

@@ -4,7 +4,7 @@
  * cell's traceback), the failure box opens it at the cell that raised, and a copy lands in the
  * workspace as a new notebook.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
 

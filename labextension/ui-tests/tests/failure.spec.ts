@@ -2,7 +2,7 @@
  * A notebook whose third cell raises: the job fails as a code failure, a notification says
  * so, and the verdict's button opens the notebook at the cell that raised.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
 

@@ -4,7 +4,8 @@
  * job; rows that hold still under the pointer while a job arrives ("1 new job"); two jobs
  * selected and handed to the compare command. Screenshot of the searched panel in docs/.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { IJupyterLabPageFixture } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell } from './notebooks';
 

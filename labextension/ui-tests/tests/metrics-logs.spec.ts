@@ -4,7 +4,7 @@
  * every match; scalar charts of a stated rank with hover values, smoothing, log scale and
  * zoom, and CPU and memory of the ranks. In the light and the dark theme, with screenshots.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { belowAA } from './contrast';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';

@@ -2,7 +2,7 @@
  * A notice posted to the server (as the hub's idle-GPU service posts its warning) shows in
  * JupyterLab as a notification, once: a reload does not show it again.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 
 test('a notice posted to the server shows as a notification, once', async ({ page }) => {
   const message = `This server's GPUs stayed idle: it will be stopped (${Date.now()})`;

@@ -2,7 +2,7 @@
  * A finished job's Outputs tab: the files the notebook wrote to trainhub.outputs.path() as a
  * tree with sizes and times, a folder opened, and a file downloaded as the job wrote it.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as fs from 'fs';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';

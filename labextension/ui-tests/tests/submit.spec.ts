@@ -3,7 +3,7 @@
  * processes and smaller parameters, follow it in the panel, watch its logs arrive, see it
  * succeed and browse its checkpoints. Screenshots of each view go to docs/.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { openSubmitDialog } from './notebooks';
 

@@ -5,7 +5,7 @@
  * view shows the trials table with the best trial marked and `loss` plotted against `lr`.
  * Screenshot: docs/sweep.png.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
 

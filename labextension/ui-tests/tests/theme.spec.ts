@@ -6,7 +6,8 @@
  * one tab per job with the state's icon and the full name, a cancel that asks first and
  * shows a queued job as cancelled (grey, no run time). Screenshots of both themes to docs/.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { IJupyterLabPageFixture } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { belowAA } from './contrast';
 import { cell, openNewNotebook } from './notebooks';

@@ -6,7 +6,7 @@
  * bars); the job view's Overview shows the job's goodput bar. Text keeps WCAG AA contrast in
  * the light and the dark theme. Screenshots: docs/usage.png, docs/usage-dark.png.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 import * as path from 'path';
 import { belowAA } from './contrast';
 import { cell } from './notebooks';
