@@ -23,7 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PLAYWRIGHT = ROOT / "labextension" / "ui-tests" / "node_modules" / "playwright-core"
 READY = re.compile(r"trainhub is ready: open (\S+)")
-# A fresh environment unpacks PyTorch and its CUDA libraries, several GB, from the wheelhouse.
+# A machine's first environment unpacks PyTorch and its CUDA libraries, several GB, into uv's
+# cache (later ones are hard-linked from there in seconds).
 SETUP_TIMEOUT = 1500
 
 pytestmark = [
