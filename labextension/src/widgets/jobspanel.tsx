@@ -137,7 +137,9 @@ function JobRow(props: {
       </div>
       <div className="jp-trainhub-job-detail">
         {wait ? (
-          <span className="jp-trainhub-job-wait">{wait}</span>
+          <span className="jp-trainhub-job-wait" title={wait}>
+            {wait}
+          </span>
         ) : (
           <>
             {tags.map(t => (
