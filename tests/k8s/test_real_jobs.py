@@ -341,6 +341,19 @@ def test_the_example_runs_as_two_workers_on_the_real_node_and_is_served_by_cli_a
         scalars = server.get(f"trainhub/api/jobs/{job_id}/metrics/scalars")["records"]
         assert [r["step"] for r in scalars if r["name"] == "loss"] == [0, 10, 20, 30]
         assert [r["step"] for r in scalars if r["name"] == "val_accuracy"] == [19, 39]
+        # Each pod's first process sampled its GPU (NVML in the pod over the device plugin's
+        # fake) and its rank: worker w's only GPU is the job's GPU w, a device of the node's.
+        fleet = dict(
+            line.split("=", 1) for line in k8s_real_node.nvml_state.read_text().splitlines()
+        )
+        gpu = server.get(f"trainhub/api/jobs/{job_id}/metrics/gpu")["records"]
+        uuid_of = {r["gpu"]: r["uuid"] for r in gpu}
+        assert sorted(uuid_of) == [0, 1] and len(set(uuid_of.values())) == 2, gpu
+        assert set(uuid_of.values()) <= {v for k, v in fleet.items() if k.endswith(".uuid")}
+        system = server.get(f"trainhub/api/jobs/{job_id}/metrics/system")["records"]
+        assert {r["rank"] for r in system if r["rank"] is not None} == {0, 1}, system
+        hosts = {r["host"] for r in system if r["rank"] is None}
+        assert hosts == {p.spec.hostname for p in pods} == {f"{job_id}-0", f"{job_id}-1"}
         listed = server.get(f"trainhub/api/jobs/{job_id}/checkpoints")["checkpoints"]
         steps = [c["step"] for c in listed]
         assert steps == [19, 39]

@@ -7,6 +7,8 @@ in a child process whose LD_LIBRARY_PATH finds the fake (tests/fixtures/fake_nvm
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ from tests.fixtures.fake_nvml.fake import (
     NVML_ERROR_NOT_SUPPORTED,
     FakeNvml,
 )
+from tests.local.test_runner import make_job
 from trainhub.jobs.directory import JobDir
 from trainhub.metrics.scalars import read_metrics
 
@@ -257,3 +260,80 @@ def test_sampler_keeps_to_the_gpus_trainhub_may_use(fake_nvml: FakeNvml, tmp_pat
     assert [(e["gpu"], e["reason"]) for e in metrics_events(job)] == [
         (True, "GPU 1 is hidden by TRAINHUB_GPUS=1.")
     ]
+
+
+# --- a job pod's first process --------------------------------------------------------------
+# The pod's ranks run for a moment: long enough to be sampled twice.
+POD_SCRIPT = "import time\ntime.sleep(2.5)\n"
+
+
+def pod_env(job: JobDir, env: dict[str, str], worker: int) -> dict[str, str]:
+    env = {k: v for k, v in env.items() if not k.startswith(("TRAINHUB_", "TORCHELASTIC_"))}
+    return {**env, "TRAINHUB_JOB_ID": "pod-1", "TRAINHUB_JOB_DIR": str(job.root),
+            "NODE_RANK": str(worker)}  # fmt: skip
+
+
+def test_a_job_pods_first_process_samples_its_gpus_as_the_jobs_and_its_ranks(
+    fake_nvml: FakeNvml, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "train.py").write_text(POD_SCRIPT)
+    job = make_job(tmp_path, workspace, {"path": "train.py"})
+    fake_nvml.set(0, utilization_gpu=61).set(1, utilization_gpu=62)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2"]
+    pod = [sys.executable, "-m", "trainhub.rank.pod", "--grace=5", "--metrics", "--gpus=2"]
+    done = subprocess.run(
+        [*pod, "--ranks=2", *torchrun, "-m", "trainhub.rank.runner", str(job.bundle)],
+        env=pod_env(job, fake_nvml.env, worker=1),
+        cwd=job.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "metrics are not sampled" not in done.stdout
+
+    # Worker 1 of a job with 2 GPUs per worker: its NVML GPUs 0 and 1 are the job's 2 and 3.
+    gpus = {(r["gpu"], r["uuid"], r["utilization"]) for r in rows(job, "gpu")}
+    assert gpus == {(2, fake_nvml.gpus[0].uuid, 61), (3, fake_nvml.gpus[1].uuid, 62)}
+    system = rows(job, "system")
+    ranks = [r for r in system if r["rank"] is not None]
+    assert {r["rank"] for r in ranks} == {0, 1}
+    assert all(r["rss_bytes"] > 0 for r in ranks)
+    assert {r["host"] for r in system if r["rank"] is None} == {socket.gethostname()}
+    assert metrics_events(job) == []
+
+
+def test_a_cpu_pod_says_once_which_worker_has_no_gpu_metrics(
+    fake_nvml: FakeNvml, tmp_path: Path
+) -> None:
+    job = new_job(tmp_path)
+    pod = [sys.executable, "-m", "trainhub.rank.pod", "--grace=5", "--metrics", "--gpus=0"]
+    sleep = [sys.executable, "-c", "import time; time.sleep(1.5)"]
+    done = subprocess.run(
+        [*pod, *sleep], env=pod_env(job, fake_nvml.env, worker=3), timeout=60, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+
+    assert not (job.metrics / "gpu.jsonl").exists()
+    assert [(e["gpu"], e["reason"], e["worker"]) for e in metrics_events(job)] == [
+        (False, "No GPUs are assigned to this job.", 3)
+    ]
+    assert [r["host"] for r in rows(job, "system")][:1] == [socket.gethostname()]
+
+
+def test_a_pod_with_a_bad_worker_index_runs_without_its_metrics(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    env = {**pod_env(job, dict(os.environ), worker=0), "NODE_RANK": "one"}
+    done = subprocess.run(
+        [sys.executable, "-m", "trainhub.rank.pod", "--grace=5", "--metrics",
+         sys.executable, "-c", "print('trained')"],
+        env=env, timeout=60, capture_output=True, text=True,
+    )  # fmt: skip
+
+    assert done.returncode == 0 and "trained" in done.stdout
+    assert "this pod's metrics are not sampled: ValueError(\"NODE_RANK must be a worker's" in (
+        done.stdout
+    )
+    assert not job.metrics.exists() or not any(job.metrics.iterdir())

@@ -37,13 +37,21 @@ class MetricsSampler:
         gpu_indices: Sequence[int],
         rank_pids: Callable[[], Mapping[int, int]],
         interval: float = 1.0,
+        *,
+        first_gpu: int = 0,
+        event_fields: Mapping[str, Any] | None = None,
     ) -> None:
+        """``gpu_indices``: NVML's indices of the GPUs to sample, written as ``gpu`` numbers
+        from ``first_gpu`` on (a job's pods each see their own GPUs from 0). ``event_fields``
+        go into each ``metrics`` event (which pod's sampler says it)."""
         if not interval > 0:
             raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
         self.job_dir = job_dir
         self.interval = interval
         self._rank_pids = rank_pids
         self._gpus = GpuSampler(gpu_indices)
+        self._first_gpu = first_gpu
+        self._event_fields = dict(event_fields or {})
         self._processes = ProcessSampler()
         self._host: HostSampler | None = None
         self._gpu_path = job_dir.metrics / GPU_FILE
@@ -99,7 +107,7 @@ class MetricsSampler:
         self.job_dir.metrics.mkdir(parents=True, exist_ok=True)
         self._host = HostSampler()
         if not self._gpus.open():
-            self.job_dir.emit("metrics", gpu=False, reason=self._gpus.reason)
+            self.job_dir.emit("metrics", gpu=False, reason=self._gpus.reason, **self._event_fields)
         self._report_gpu_problems()
 
     def _tick(self) -> None:
@@ -110,6 +118,7 @@ class MetricsSampler:
 
     def _sample_gpus(self, now: float) -> None:
         for record in self._gpus.sample():
+            record["gpu"] += self._first_gpu
             append_jsonl(self._gpu_path, {"time": now, **record})
         self._report_gpu_problems()
 
@@ -137,4 +146,4 @@ class MetricsSampler:
             return
         self._reported.add(key)
         with contextlib.suppress(OSError):  # the job directory itself fails: nowhere to say so
-            self.job_dir.emit("metrics", **fields)
+            self.job_dir.emit("metrics", **fields, **self._event_fields)

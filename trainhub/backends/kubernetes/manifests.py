@@ -65,9 +65,20 @@ def torchrun_args(record: JobRecord, service: str) -> list[str]:
 
 
 def container_command(record: JobRecord, service: str, grace: int) -> list[str]:
-    """torchrun under trainhub.rank.pod, which ends a stopped pod with 143 (see there)."""
+    """torchrun under trainhub.rank.pod, which ends a stopped pod with 143 and samples the
+    pod's GPUs and ranks into the job directory (see there)."""
+    res = record.spec.resources
     wait = max(grace - STOP_MARGIN_SECONDS, 1)
-    return ["python", "-m", "trainhub.rank.pod", f"--grace={wait}", *torchrun_args(record, service)]
+    return [
+        "python",
+        "-m",
+        "trainhub.rank.pod",
+        f"--grace={wait}",
+        "--metrics",
+        f"--gpus={res.gpus_per_worker}",
+        f"--ranks={res.ranks_per_worker}",
+        *torchrun_args(record, service),
+    ]
 
 
 def _dataset_mounts(

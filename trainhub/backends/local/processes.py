@@ -112,6 +112,32 @@ def rank_roots(processes: Iterable[tuple[int, int, dict[str, str]]]) -> dict[int
     }
 
 
+class JobRanks:
+    """Rank -> pid of a job's ranks among this process's descendants, as a metrics sampler
+    asks for them every second: once ``expected`` ranks are known they are not looked up
+    again until one of them is gone (a scan reads every descendant's environment)."""
+
+    def __init__(self, job_id: str, expected: int) -> None:
+        self.job_id = job_id
+        self.expected = expected
+        self._known: dict[int, int] = {}
+
+    def __call__(self) -> dict[int, int]:
+        known = self._known
+        if len(known) == self.expected and all(psutil.pid_exists(p) for p in known.values()):
+            return known
+        found = []
+        for proc in descendants():
+            try:
+                env, ppid = proc.environ(), proc.ppid()
+            except psutil.Error:
+                continue
+            if env.get("TRAINHUB_JOB_ID") == self.job_id:
+                found.append((proc.pid, ppid, env))
+        self._known = rank_roots(found)
+        return self._known
+
+
 def processes_of_job(job_id: str, pgids: Iterable[int]) -> list[psutil.Process]:
     """Every live process of a job whose supervisor is gone: its torchrun agents' groups, and
     the ranks (torchrun starts each in a session of its own) found by their TRAINHUB_JOB_ID."""

@@ -18,8 +18,6 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
-
 from trainhub import settings
 from trainhub.alerts.announce import announce_job, end_alert_kind
 from trainhub.backends.local import processes
@@ -78,7 +76,6 @@ class Supervisor:
         # This attempt's torchrun agents (or the rank of a one-process job).
         self.agents: list[subprocess.Popen[bytes]] = []
         self.sampler = None  # started once the first ranks are on their way
-        self._known_ranks: dict[int, int] = {}
 
     # --- signals ------------------------------------------------------------------------
     def _on_term(self, signum, frame) -> None:
@@ -158,27 +155,10 @@ class Supervisor:
             from trainhub.metrics.sampler import MetricsSampler
         except ImportError:
             return None
-        sampler = MetricsSampler(self.jobdir, list(self.record.assigned_gpus), self._rank_pids)
+        ranks = processes.JobRanks(self.record.id, self.record.spec.resources.world_size)
+        sampler = MetricsSampler(self.jobdir, list(self.record.assigned_gpus), ranks)
         sampler.start()
         return sampler
-
-    def _rank_pids(self) -> dict[int, int]:
-        """Rank -> pid of this attempt's ranks; the sampler asks every second, so once all
-        ranks are known they are not looked up again until one of them is gone."""
-        world = self.record.spec.resources.world_size
-        known = self._known_ranks
-        if len(known) == world and all(psutil.pid_exists(pid) for pid in known.values()):
-            return known
-        found = []
-        for proc in processes.descendants():
-            try:
-                env, ppid = proc.environ(), proc.ppid()
-            except psutil.Error:
-                continue
-            if env.get("TRAINHUB_JOB_ID") == self.record.id:
-                found.append((proc.pid, ppid, env))
-        self._known_ranks = processes.rank_roots(found)
-        return self._known_ranks
 
     def _install_requirements(self) -> Verdict | None:
         if not load_requirements(self.jobdir.bundle):

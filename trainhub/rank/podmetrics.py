@@ -1,0 +1,56 @@
+"""A job pod's GPU and process metrics, sampled by the pod's first process (trainhub.rank.pod).
+
+On Kubernetes no supervisor shares a machine with the ranks: the first process of each
+worker's pod runs the local supervisor's MetricsSampler, into the job directory on the shared
+volume, so the same files (``metrics/gpu.jsonl``, ``metrics/system.jsonl``) feed the same
+charts and usage figures. The device plugin shows a pod its own GPUs only, as NVML indices
+0..n-1; worker w's are written as GPUs w·n .. w·n+n-1 so that each of the job's GPUs keeps a
+series of its own (its ``uuid`` says which device it is), and each pod's host record carries
+the pod's hostname. Every write is one appended line, so the pods share the files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from trainhub.metrics.sampler import MetricsSampler
+
+
+class PodMetrics(NamedTuple):
+    job_id: str
+    job_dir: str
+    worker: int
+    gpus: int
+    ranks: int
+
+
+def pod_metrics(gpus: int, ranks: int, environ: Mapping[str, str]) -> PodMetrics | None:
+    """What this pod samples, from the environment the Job gives it; None outside a job."""
+    job_id, job_dir = environ.get("TRAINHUB_JOB_ID"), environ.get("TRAINHUB_JOB_DIR")
+    if not job_id or not job_dir:
+        return None
+    worker = environ.get("NODE_RANK", "0")
+    if not worker.isdigit():
+        raise ValueError(f"NODE_RANK must be a worker's index, got {worker!r}")
+    return PodMetrics(job_id, job_dir, int(worker), gpus, ranks)
+
+
+def start(gpus: int, ranks: int, environ: Mapping[str, str] = os.environ) -> MetricsSampler | None:
+    """Start sampling this pod (a thread), or None when it is not a job's pod."""
+    what = pod_metrics(gpus, ranks, environ)
+    if what is None:
+        return None
+    from trainhub.backends.local.processes import JobRanks
+    from trainhub.jobs.directory import JobDir
+    from trainhub.metrics.sampler import MetricsSampler
+
+    return MetricsSampler(
+        JobDir(what.job_dir),
+        range(what.gpus),
+        JobRanks(what.job_id, what.ranks),
+        first_gpu=what.worker * what.gpus,
+        event_fields={"worker": what.worker},
+    ).start()
