@@ -135,6 +135,8 @@ const text = async locator => ((await locator.count()) ? (await locator.first().
     await view.locator('.lm-TabBar-tab').filter({ hasText: 'Metrics' }).click();
     await until('the loss chart', async () => (await view.locator('.jp-trainhub-chart-title').filter({ hasText: 'loss' }).count()) > 0, 180000);
     result.statesSeen.metrics = await row.getAttribute('data-state');
+    // Each pod samples its own fake GPU (the device plugin's, NVML in the pod).
+    await until('the GPU utilization chart', async () => (await view.locator('.jp-trainhub-chart-title').filter({ hasText: 'GPU utilization' }).count()) > 0, 120000);
     await shot(page, 'hub-metrics');
 
     // It succeeds; its checkpoints are listed; resuming from one makes a new job.
