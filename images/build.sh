@@ -10,10 +10,7 @@ command -v buildah >/dev/null || need+=(buildah)
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 if ((${#need[@]})); then
   printf '[images] installing Debian packages: %s\n' "${need[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  # Another setup may hold apt's lock for a while: wait for it rather than fail.
-  apt-get -o DPkg::Lock::Timeout=900 update -qq >&2
-  apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${need[@]}" >&2
+  bash "$root/scripts/debian-install.sh" --no-install-recommends "${need[@]}"
 fi
 
 exec "${PYTHON:-python}" "$root/images/build.py" "$@"

@@ -21,8 +21,7 @@ command -v git >/dev/null || need_apt+=(git)
 for pkg in ${TRAINHUB_APT_EXTRA:-}; do need_apt+=("$pkg"); done
 if ((${#need_apt[@]})); then
   log "installing Debian packages: ${need_apt[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2 && apt-get install -y -qq "${need_apt[@]}" >&2
+  bash "$root/scripts/debian-install.sh" "${need_apt[@]}"
 fi
 
 if [ ! -x "$venv/bin/python" ]; then

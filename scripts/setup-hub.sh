@@ -12,8 +12,7 @@ log() { printf '[setup-hub] %s\n' "$*" >&2; }
 
 if ! command -v npm >/dev/null; then
   log "installing Debian's nodejs and npm"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2 && apt-get install -y -qq nodejs npm >&2
+  bash "$(dirname "${BASH_SOURCE[0]}")/debian-install.sh" nodejs npm
 fi
 
 if [ ! -x "$bin/configurable-http-proxy" ]; then

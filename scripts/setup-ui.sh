@@ -15,8 +15,7 @@ fi
 
 if [ "${TRAINHUB_SKIP_CHROMIUM:-0}" != 1 ] && ! command -v chromium >/dev/null; then
   log "installing Debian's chromium"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2 && apt-get install -y -qq chromium >&2
+  bash "$root/scripts/debian-install.sh" chromium
 fi
 
 packages=(.)

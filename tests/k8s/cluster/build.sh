@@ -52,10 +52,7 @@ for entry in "${node_packages[@]}"; do
 done
 if ((${#need_apt[@]})); then
   echo "[build.sh] installing Debian packages for the real node: ${need_apt[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  # Another installer may hold the dpkg lock for a while: wait for it.
-  apt-get -o DPkg::Lock::Timeout=900 update -qq \
-    && apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${need_apt[@]}"
+  bash "$here/../../../scripts/debian-install.sh" --no-install-recommends "${need_apt[@]}"
 fi
 
 complete() {
