@@ -142,8 +142,14 @@ def test_inventory_without_a_driver_library():
     # nvidia-ml-py asked to load a library no system has takes the same path as a machine
     # without the NVIDIA driver, even when this one has it.
     missing = "import ctypes, pynvml\npynvml.CDLL = lambda name: ctypes.CDLL(name + '.absent')\n"
+    # Whatever GPUs this process's environment hides (the server tests hide them all).
+    env = {k: v for k, v in os.environ.items() if k != "TRAINHUB_GPUS"}
     done = subprocess.run(
-        [sys.executable, "-c", missing + INVENTORY], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", missing + INVENTORY],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["error"] == (

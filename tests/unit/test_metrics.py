@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -225,6 +226,22 @@ def test_process_sampler_drops_a_rank_whose_process_ended(rank_with_busy_child):
     psutil.Process(rank_pid).wait(5)
     records = sampler.sample({0: rank_pid, 1: os.getpid()})
     assert [r["rank"] for r in records] == [1]
+
+
+def test_process_sampler_drops_a_rank_that_ended_but_is_not_reaped_yet(rank_with_busy_child):
+    # Between a rank's exit and its parent's wait it is a zombie: no memory, no record (a last
+    # sample of 0 bytes would draw the rank's memory falling to nothing as the job ends).
+    rank_pid, child_pid = rank_with_busy_child
+    sampler = ProcessSampler()
+    assert [r["rank"] for r in sampler.sample({0: rank_pid})] == [0]
+
+    for pid in (child_pid, rank_pid):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while psutil.Process(rank_pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the killed rank never became a zombie"
+        time.sleep(0.02)
+    assert sampler.sample({0: rank_pid}) == []
 
 
 def test_host_sampler_reports_the_machine():

@@ -46,6 +46,9 @@ class _Tree:
         for pid, proc in list(self.members.items()):
             try:
                 with proc.oneshot():
+                    # Ended but not yet waited for: its memory reads 0, it is gone.
+                    if proc.status() == psutil.STATUS_ZOMBIE:
+                        raise psutil.ZombieProcess(pid)
                     percent = proc.cpu_percent(None)
                     rss += proc.memory_info().rss
             except _GONE:
