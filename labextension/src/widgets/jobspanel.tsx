@@ -99,6 +99,12 @@ function JobRow(props: {
       data-shared={job.shared ?? 'private'}
       title={`${job.name} (${job.id}) — ${job.source}${job.note ? `\n${job.note}` : ''}`}
       onDoubleClick={() => actions.open(job)}
+      // A double click opens the job; it should not also select a word of the row.
+      onMouseDown={e => {
+        if (e.detail > 1) {
+          e.preventDefault();
+        }
+      }}
       onClick={e => {
         if (e.ctrlKey || e.metaKey) {
           props.onSelect(job, !props.selected);
