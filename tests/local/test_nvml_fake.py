@@ -199,9 +199,10 @@ def test_sampler_reports_readings_nvml_refuses(fake_nvml: FakeNvml, tmp_path):
 
     with sampling(job, [0, 1], fake_nvml.env):
         wait_for(lambda: len(rows(job, "gpu")) >= 4)
-        for symbol in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo",
-                       "nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature"):  # fmt: skip
-            fake_nvml.fail(symbol, NVML_ERROR_GPU_IS_LOST, gpu=0)
+        # All at once: a sample between two writes would see GPU 0 lost to some calls only.
+        every_reading = ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo",
+                         "nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature")  # fmt: skip
+        fake_nvml.fail(every_reading, NVML_ERROR_GPU_IS_LOST, gpu=0)
         wait_for(
             lambda: [r for r in rows(job, "gpu") if r["gpu"] == 0 and r["utilization"] is None]
         )
