@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,3 +34,24 @@ def start_or_reuse(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
         )
     cluster = mod.Cluster(work / "cluster", die_with_parent=True)
     return cluster.start(), cluster
+
+
+def real_node_state(cluster_dir: Path) -> dict[str, Any]:
+    """The real node's entry of the cluster's state (its gateway, containerd...); exits when the
+    cluster runs none."""
+    state = json.loads((cluster_dir / "state.json").read_text()).get("node") or {}
+    if not state.get("ready"):
+        sys.exit(f"no real node runs in the cluster of {cluster_dir}")
+    return state
+
+
+def import_curated_image(cluster_dir: Path, name: str) -> str:
+    """images/build.sh's image ``name``, imported into the real node's containerd; its
+    reference."""
+    cache = Path(os.environ.get("TRAINHUB_CACHE") or Path.home() / ".cache" / "trainhub")
+    index_file = cache / "images" / "index.json"
+    entry = json.loads(index_file.read_text())["images"].get(name) if index_file.exists() else None
+    if entry is None:
+        sys.exit(f"the curated image {name} is not built ({index_file}): bash images/build.sh")
+    cluster_module().import_image(cluster_dir, entry["archive"])
+    return entry["reference"]

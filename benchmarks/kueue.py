@@ -3,7 +3,11 @@
 (a) submit -> every pod Running: trainhub's KubernetesBackend.submit of a 2-worker job (Kueue
     admits it, then unsuspends it) vs the same Indexed Job manifest created directly, without
     a queue label and not suspended, in a namespace no trainhub policy covers. Alternating;
-    medians and their ratio.
+    medians and their ratio. On kwok GPU nodes by default; with ``--node real`` on the
+    cluster's real node (containerd, kubelet, the fake-GPU device plugin): 2 workers of 1 GPU
+    each from the curated pytorch-cpu image, whose torchrun runs a bundle that sleeps, so each
+    pod is Running when its containers really are; one direct start before the measured ones
+    lets the node unpack the image (30 s here), which only a node's first container pays.
 (b) ``jobs`` queued jobs across 3 teams in one cohort (1-GPU jobs on t4, 2-GPU jobs on a100,
     pods made to succeed ``run_for`` after they start through kwok's annotation): time until
     every Job is complete, and, sampled every ``sample_every`` s from the Workloads' admissions
@@ -15,6 +19,7 @@ The team objects are rendered by trainhub from a teams file written here, and ap
 ``--kubeconfig`` (or TRAINHUB_TEST_KUBECONFIG) names a running one.
 
     python benchmarks/kueue.py [--jobs 500 | --quick] [--repeats 5] [--kubeconfig PATH]
+    python benchmarks/kueue.py --node real [--repeats 5] [--kubeconfig PATH]
 """
 
 from __future__ import annotations
@@ -38,7 +43,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.control_plane import start_or_reuse  # noqa: E402
+from benchmarks.control_plane import (  # noqa: E402
+    cluster_module,
+    import_curated_image,
+    real_node_state,
+    start_or_reuse,
+)
 from benchmarks.report import print_table  # noqa: E402
 
 GPU = "nvidia.com/gpu"
@@ -136,7 +146,9 @@ def wait_for(what: str, fn: Callable[[], Any], timeout: float = 120.0, every: fl
     raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
 
 
-def new_record(team: Any, name: str, *, workers: int, gpus: int, pool: str) -> Any:
+def new_record(
+    team: Any, name: str, *, workers: int, gpus: int, pool: str, cpu: float | None = None
+) -> Any:
     from trainhub.jobs.models import JobRecord
     from trainhub.jobs.spec import parse_spec
     from trainhub.jobs.states import JobState
@@ -147,7 +159,12 @@ def new_record(team: Any, name: str, *, workers: int, gpus: int, pool: str) -> A
             "source": {"path": "train.py"},
             "team": team.name,
             "queue": pool,
-            "resources": {"workers": workers, "gpus_per_worker": gpus, "memory": "1Gi"},
+            "resources": {
+                "workers": workers,
+                "gpus_per_worker": gpus,
+                "memory": "1Gi",
+                **({"cpu": cpu} if cpu is not None else {}),
+            },
         }
     )
     job_id = f"{name}-{secrets.token_hex(4)}"
@@ -185,8 +202,19 @@ def _delete_job(batch: Any, core: Any, ns: str, job_id: str) -> None:
 
 
 def measure_start(
-    api: Any, teams: Any, plain_ns: str, repeats: int, workers: int = 2, gpus: int = 2
+    api: Any,
+    teams: Any,
+    plain_ns: str,
+    repeats: int,
+    workers: int = 2,
+    gpus: int = 2,
+    cpu: float | None = None,
+    prepare: Callable[[Any], None] | None = None,
+    warm_up: bool = False,
 ) -> list[dict[str, Any]]:
+    """``prepare(record)`` writes the job directory the pods read (default: an empty one);
+    ``warm_up``: one direct start first, not counted (a real node unpacks the image at its
+    first container)."""
     from kubernetes import client
 
     from trainhub.backends.kubernetes import manifests
@@ -197,36 +225,50 @@ def measure_start(
     team = teams.teams[0]
     pool = teams.pools[0]
     backend = KubernetesBackend(teams, team.name, api_client=api)
+
+    def start(path: str) -> float:
+        """Seconds from submit to every pod Running, through Kueue or as a direct Job."""
+        record = new_record(
+            team, f"start-{path}", workers=workers, gpus=gpus, pool=pool.name, cpu=cpu
+        )
+        if prepare is None:
+            JobDir(record.job_dir).create()
+        else:
+            prepare(record)
+        if path == "kueue":
+            ns = team.namespace
+            t0 = time.perf_counter()
+            backend.submit(record)
+        else:
+            ns = plain_ns
+            job = manifests.job_manifest(
+                record, team=team, pool=pool, image=backend.image_for(record)
+            )
+            job["metadata"]["namespace"] = ns
+            del job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+            job["spec"]["suspend"] = False
+            service = manifests.service_manifest(record, team)
+            service["metadata"]["namespace"] = ns
+            t0 = time.perf_counter()
+            core.create_namespaced_service(ns, service)
+            batch.create_namespaced_job(ns, job)
+        wait_for(
+            f"{record.id} running",
+            lambda: _all_running(core, ns, record.id, workers),
+            timeout=300,
+        )
+        took = time.perf_counter() - t0
+        _delete_job(batch, core, ns, record.id)
+        if path == "direct":  # trainhub's Service is owned by its Job and goes with it
+            core.delete_namespaced_service(record.id, ns)
+        return took
+
+    if warm_up:
+        start("direct")
     times: dict[str, list[float]] = {"kueue": [], "direct": []}
     for i in range(repeats):
         for path in ("kueue", "direct") if i % 2 == 0 else ("direct", "kueue"):
-            record = new_record(team, f"start-{path}", workers=workers, gpus=gpus, pool=pool.name)
-            JobDir(record.job_dir).create()
-            if path == "kueue":
-                ns = team.namespace
-                t0 = time.perf_counter()
-                backend.submit(record)
-            else:
-                ns = plain_ns
-                job = manifests.job_manifest(
-                    record, team=team, pool=pool, image=backend.image_for(record)
-                )
-                job["metadata"]["namespace"] = ns
-                del job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
-                job["spec"]["suspend"] = False
-                service = manifests.service_manifest(record, team)
-                service["metadata"]["namespace"] = ns
-                t0 = time.perf_counter()
-                core.create_namespaced_service(ns, service)
-                batch.create_namespaced_job(ns, job)
-            wait_for(
-                f"{record.id} running",
-                lambda ns=ns, r=record: _all_running(core, ns, r.id, workers),
-            )
-            times[path].append(time.perf_counter() - t0)
-            _delete_job(batch, core, ns, record.id)
-            if path == "direct":  # trainhub's Service is owned by its Job and goes with it
-                core.delete_namespaced_service(record.id, ns)
+            times[path].append(start(path))
     kueue, direct = statistics.median(times["kueue"]), statistics.median(times["direct"])
     pairs = " / ".join(
         f"{a * 1000:.0f}|{b * 1000:.0f}"
@@ -419,9 +461,13 @@ def run(
     run_for: str = "1s",
     sample_every: float = 0.5,
     timeout: float = 1800.0,
+    node: str = "kwok",
 ) -> list[dict[str, Any]]:
-    """Rows for benchmarks/run_all.py: (a) start latency side by side, (b) drain and quota peaks."""
-    from kubernetes import client, config
+    """Rows for benchmarks/run_all.py: (a) start latency side by side, (b) drain and quota peaks;
+    with ``node="real"`` (a) alone, on the real node."""
+    if node == "real":
+        return run_on_real_node(repeats, kubeconfig)
+    from kubernetes import config
 
     from trainhub.backends.kubernetes.apply import apply_objects
     from trainhub.backends.kubernetes.render import render
@@ -436,22 +482,11 @@ def run(
     teams_file.write_text(yaml.safe_dump(teams_data(suffix, work / "shared"), sort_keys=False))
     teams = load_teams(teams_file)
     api = config.new_client_from_config(config_file=str(kubeconfig_path))
-    core = client.CoreV1Api(api)
     plain_ns = f"plain-{suffix}"
     objs = render(teams)
     try:
         apply_objects(api, objs)
-        core.create_namespace({"metadata": {"name": plain_ns}})
-        for ns in [*(t.namespace for t in teams.teams), plain_ns]:
-            wait_for(
-                f"{ns} default account",
-                lambda ns=ns: (
-                    core.list_namespaced_service_account(
-                        ns, field_selector="metadata.name=default"
-                    ).items
-                ),
-            )
-            shared_claim(core, ns, work / "shared" / ns)
+        prepare_namespaces(api, teams, plain_ns, lambda ns: work / "shared" / ns)
         rows = measure_start(api, teams, plain_ns, repeats)
         rows += drain(api, teams, jobs, run_for, sample_every, timeout)
         return rows
@@ -461,6 +496,129 @@ def run(
         else:
             _clean_up(api, teams, objs, plain_ns)
         api.close()
+
+
+def prepare_namespaces(
+    api: Any, teams: Any, plain_ns: str, shared_path: Callable[[str], Path]
+) -> None:
+    """The plain namespace beside the teams' (rendered and applied already), and in each a
+    'shared' claim bound to a hostPath volume at ``shared_path(namespace)``."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": plain_ns}})
+    for ns in [*(t.namespace for t in teams.teams), plain_ns]:
+        wait_for(
+            f"{ns} default account",
+            lambda ns=ns: (
+                core.list_namespaced_service_account(
+                    ns, field_selector="metadata.name=default"
+                ).items
+            ),
+        )
+        shared_claim(core, ns, shared_path(ns))
+
+
+# --- (a) on the real node -------------------------------------------------------------------------
+RUN_AS = 1000  # the curated images' user (images/README.md)
+SLEEPER = "import time\n\ntime.sleep(600)\n"  # the job's script: its pods stay Running
+
+
+def real_node_teams(suffix: str, shared: Path, image: str) -> dict[str, Any]:
+    """One team whose one pool is the real node (2 GPUs), with the curated image ``image``."""
+    node = cluster_module()._load_node()
+    pool = f"real-{suffix}"
+    return {
+        "pools": [
+            {
+                "name": pool,
+                "node_labels": {"type": node.NODE_LABELS["type"]},
+                "gpus_per_node": 2,
+                "tolerations": [{"operator": "Equal", **node.NODE_TAINT}],
+            }
+        ],
+        "images": [{"name": "pytorch-cpu", "image": image}],
+        "teams": [
+            {
+                "name": f"lab-{suffix}",
+                "groups": ["lab"],
+                "namespace": f"lab-{suffix}",
+                "quota": {pool: {"gpus": 2, "cpu": "2", "memory": "6Gi"}},
+                "images": ["pytorch-cpu"],
+                "shared_volume": {"claim": "shared", "mount_path": str(shared)},
+            }
+        ],
+    }
+
+
+def sleeping_job(workspace: Path) -> Callable[[Any], None]:
+    """``measure_start``'s ``prepare``: the record's job directory with the bundle of
+    ``workspace`` (its train.py sleeps), owned by the pods' user as a notebook server leaves it."""
+
+    def prepare(record: Any) -> None:
+        from trainhub.bundle.compile import compile_bundle
+        from trainhub.jobs.directory import JobDir
+
+        job = JobDir(record.job_dir)
+        job.create()
+        compile_bundle(record.spec, workspace, job.bundle)
+        for path in [job.root, *job.root.rglob("*")]:
+            os.chown(path, RUN_AS, RUN_AS)
+
+    return prepare
+
+
+def run_on_real_node(repeats: int, kubeconfig: str | None) -> list[dict[str, Any]]:
+    """(a) with pods that really start: a control plane with its real node is started here
+    unless ``kubeconfig`` names one that runs it."""
+    from kubernetes import config
+
+    from trainhub.backends.kubernetes.apply import apply_objects
+    from trainhub.backends.kubernetes.render import render
+    from trainhub.teams import parse_teams
+
+    work = Path(tempfile.mkdtemp(prefix="trainhub-kueue-real-"))
+    kubeconfig_path, cluster = start_or_reuse(
+        kubeconfig or os.environ.get("TRAINHUB_TEST_KUBECONFIG"), work
+    )
+    api = None
+    try:
+        if cluster is not None:
+            cluster.start_node()
+        cluster_dir = Path(kubeconfig_path).parent
+        real_node_state(cluster_dir)
+        image = import_curated_image(cluster_dir, "pytorch-cpu")
+        shared, workspace = work / "shared", work / "workspace"
+        shared.mkdir()
+        os.chown(shared, RUN_AS, RUN_AS)  # hostPath volumes get no fsGroup
+        workspace.mkdir()
+        (workspace / "train.py").write_text(SLEEPER)
+        suffix = secrets.token_hex(3)
+        teams = parse_teams(real_node_teams(suffix, shared, image))
+        api = config.new_client_from_config(config_file=str(kubeconfig_path))
+        plain_ns = f"plain-{suffix}"
+        objs = render(teams)
+        apply_objects(api, objs)
+        prepare_namespaces(api, teams, plain_ns, lambda ns: shared)
+        try:
+            return measure_start(
+                api,
+                teams,
+                plain_ns,
+                repeats,
+                gpus=1,
+                cpu=0.25,
+                prepare=sleeping_job(workspace),
+                warm_up=True,
+            )
+        finally:
+            if cluster is None:
+                _clean_up(api, teams, objs, plain_ns)
+    finally:
+        if api is not None:
+            api.close()
+        if cluster is not None:
+            cluster.stop()  # and the real node with it
 
 
 def _clean_up(api: Any, teams: Any, objs: list[dict[str, Any]], plain_ns: str) -> None:
@@ -501,11 +659,22 @@ def main() -> None:
         "--run-for", default="1s", help="how long each drained job's pod runs (Go duration)"
     )
     parser.add_argument("--kubeconfig")
+    parser.add_argument(
+        "--node",
+        choices=("kwok", "real"),
+        default="kwok",
+        help="where (a)'s pods run; real: (a) alone, on the real node",
+    )
     args = parser.parse_args()
     jobs, repeats = (100, 3) if args.quick else (args.jobs, args.repeats)
-    print_table(
-        "kueue", run(jobs=jobs, repeats=repeats, kubeconfig=args.kubeconfig, run_for=args.run_for)
+    rows = run(
+        jobs=jobs,
+        repeats=repeats,
+        kubeconfig=args.kubeconfig,
+        run_for=args.run_for,
+        node=args.node,
     )
+    print_table("kueue_real_node" if args.node == "real" else "kueue", rows)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ SUITES = {
     "list_search": ("benchmarks.list_search", {}, {"requests": 60}),
     "spawn": ("benchmarks.spawn", {}, {"spawns": 3}),
     "kueue": ("benchmarks.kueue", {}, {"jobs": 100}),
+    "kueue_real_node": ("benchmarks.kueue", {"node": "real"}, {"node": "real", "repeats": 3}),
+    "k8s_list": ("benchmarks.k8s_list", {}, {"requests": 10}),
     "usage_report": ("benchmarks.usage_report", {}, {"repeats": 10}),
     "notebook_capture": ("benchmarks.notebook_capture", {}, {"repeats": 3}),
 }

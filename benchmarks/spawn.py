@@ -38,7 +38,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "spawner")]
 
-from benchmarks.control_plane import cluster_module, start_or_reuse  # noqa: E402
+from benchmarks.control_plane import (  # noqa: E402
+    cluster_module,
+    import_curated_image,
+    real_node_state,
+    start_or_reuse,
+)
 from tests.hub.conftest import (  # noqa: E402
     LOCAL_PODS_CONFIG,
     Hub,
@@ -66,15 +71,9 @@ RUN_AS = 1000  # the curated images' user (images/README.md)
 def real_node_world(cluster_dir: Path, shared: Path, suffix: str) -> tuple[dict[str, Any], str]:
     """The teams file for the real node (one pool, one team, the ``base`` image imported
     into the node's containerd) and the address the hubs listen on for the pods."""
-    cluster_mod = cluster_module()
-    node = cluster_mod._load_node()
-    state = json.loads((cluster_dir / "state.json").read_text()).get("node") or {}
-    if not state.get("ready"):
-        sys.exit(f"no real node runs in the cluster of {cluster_dir}")
-    cache = Path(os.environ.get("TRAINHUB_CACHE") or Path.home() / ".cache" / "trainhub")
-    index = json.loads((cache / "images" / "index.json").read_text())["images"]
-    entry = index["base"]
-    cluster_mod.import_image(cluster_dir, entry["archive"])
+    node = cluster_module()._load_node()
+    state = real_node_state(cluster_dir)
+    image = import_curated_image(cluster_dir, "base")
     shared.mkdir(parents=True)
     os.chown(shared, RUN_AS, 100)  # hostPath volumes get no fsGroup: the session user's own
     taint = dict(node.NODE_TAINT)
@@ -87,7 +86,7 @@ def real_node_world(cluster_dir: Path, shared: Path, suffix: str) -> tuple[dict[
                 "tolerations": [{"key": taint["key"], "operator": "Equal", **taint}],
             }
         ],
-        "images": [{"name": "base", "image": entry["reference"]}],
+        "images": [{"name": "base", "image": image}],
         "teams": [
             {
                 "name": "lab",
