@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from tests.server.conftest import insert_job, spec
+from tests.server.conftest import SLEEPER, insert_job, spec
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
@@ -64,7 +64,8 @@ async def test_integers_past_what_the_api_counts_in(api: Any, finished_job: str)
 
 
 async def test_a_long_cancel_reason_is_refused(api: Any) -> None:
-    status, job, _ = await api("POST", "jobs", body=spec())
+    # A job that is still there to cancel (the tiny notebook may end before the second call).
+    status, job, _ = await api("POST", "jobs", body=spec(SLEEPER))
     assert status == 201, job
     status, error, _ = await api(
         "POST", "jobs", job["id"], "cancel", body={"reason": "x" * 100_000}
