@@ -73,6 +73,8 @@ def test_waiting_jobs_say_why_and_keep_priority_order(gpu_env: Trainhub):
 def test_fifty_concurrent_submissions_never_exceed_the_gpus(gpu_env: Trainhub):
     gpu_env.fake.set_gpu_count(4)
     sizes = [1 + i % 2 for i in range(50)]
+    # One process per job, whatever its GPUs: admission counts GPUs, and 25 torchrun agents
+    # would only add their PyTorch imports (half of this test's CPU time) to a crowded machine.
 
     def submit(i: int) -> str:
         proc = subprocess.run(
@@ -86,6 +88,8 @@ def test_fifty_concurrent_submissions_never_exceed_the_gpus(gpu_env: Trainhub):
                 f"j{i}",
                 "--gpus",
                 str(sizes[i]),
+                "--nproc",
+                "1",
                 "--env",
                 "HOLD_SECONDS=0.5",
             ],
