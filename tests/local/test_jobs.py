@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from tests.local.conftest import Trainhub, job_processes, wait_for
-from trainhub.backends.local.processes import rank_roots
+from trainhub.metrics.ranks import rank_roots
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import time
 
 import psutil
 
-from trainhub.backends.local.processes import rank_of, rank_roots
+from trainhub.metrics.ranks import rank_of, rank_roots
 
 
 def test_the_rank_of_a_process_is_the_one_torchrun_gave_it():

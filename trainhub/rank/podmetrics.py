@@ -43,8 +43,8 @@ def start(gpus: int, ranks: int, environ: Mapping[str, str] = os.environ) -> Met
     what = pod_metrics(gpus, ranks, environ)
     if what is None:
         return None
-    from trainhub.backends.local.processes import JobRanks
     from trainhub.jobs.directory import JobDir
+    from trainhub.metrics.ranks import JobRanks
     from trainhub.metrics.sampler import MetricsSampler
 
     return MetricsSampler(

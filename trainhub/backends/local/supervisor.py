@@ -32,6 +32,7 @@ from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import NotifyOn
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import saved_step
+from trainhub.metrics.ranks import JobRanks
 from trainhub.outcome.retry import backoff, count_retry, should_retry
 from trainhub.outcome.verdict import (
     RankExit,
@@ -155,7 +156,7 @@ class Supervisor:
             from trainhub.metrics.sampler import MetricsSampler
         except ImportError:
             return None
-        ranks = processes.JobRanks(self.record.id, self.record.spec.resources.world_size)
+        ranks = JobRanks(self.record.id, self.record.spec.resources.world_size)
         sampler = MetricsSampler(self.jobdir, list(self.record.assigned_gpus), ranks)
         sampler.start()
         return sampler
