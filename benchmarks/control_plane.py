@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,10 +47,10 @@ def real_node_state(cluster_dir: Path) -> dict[str, Any]:
 def import_curated_image(cluster_dir: Path, name: str) -> str:
     """images/build.sh's image ``name``, imported into the real node's containerd; its
     reference."""
-    cache = Path(os.environ.get("TRAINHUB_CACHE") or Path.home() / ".cache" / "trainhub")
-    index_file = cache / "images" / "index.json"
-    entry = json.loads(index_file.read_text())["images"].get(name) if index_file.exists() else None
+    mod = cluster_module()
+    entry = mod.curated_image(name)
     if entry is None:
+        index_file = mod.curated_images_index()
         sys.exit(f"the curated image {name} is not built ({index_file}): bash images/build.sh")
-    cluster_module().import_image(cluster_dir, entry["archive"])
+    mod.import_image(cluster_dir, entry["archive"])
     return entry["reference"]

@@ -61,11 +61,9 @@ def ctr(node: Any, *args: str) -> str:
 
 def built_image(name: str) -> dict[str, Any]:
     """images/build.sh's index entry of a curated image (skips when it is not built)."""
-    cache = Path(os.environ.get("TRAINHUB_CACHE") or Path.home() / ".cache" / "trainhub")
-    index_file = cache / "images" / "index.json"
-    index = json.loads(index_file.read_text()) if index_file.exists() else {}
-    entry = index.get("images", {}).get(name)
-    if entry is None or not Path(entry["archive"]).is_file():
+    entry = _cluster_module().curated_image(name)
+    if entry is None:
+        index_file = _cluster_module().curated_images_index()
         pytest.skip(f"{name} is not built ({index_file}); run: bash images/build.sh")
     return entry
 

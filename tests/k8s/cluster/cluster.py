@@ -105,12 +105,30 @@ def read_versions() -> dict[str, str]:
     return versions
 
 
+def cache_root() -> Path:
+    """trainhub's cache of heavy build outputs (TRAINHUB_CACHE, or ~/.cache/trainhub)."""
+    return Path(os.environ.get("TRAINHUB_CACHE") or Path.home() / ".cache" / "trainhub")
+
+
 def cache_dir() -> Path:
     """<cache>/k8s/<key>, the same directory build.sh builds into."""
     v = read_versions()
-    root = Path(os.environ.get("TRAINHUB_CACHE") or Path.home() / ".cache" / "trainhub")
     key = f"k8s-{v['K8S_VERSION']}_kueue-{v['KUEUE_VERSION']}_kwok-{v['KWOK_VERSION']}"
-    return root / "k8s" / key
+    return cache_root() / "k8s" / key
+
+
+def curated_images_index() -> Path:
+    """images/build.sh's index of the curated images it built (images/README.md)."""
+    return cache_root() / "images" / "index.json"
+
+
+def curated_image(name: str) -> dict[str, str] | None:
+    """The index entry of the curated image ``name`` (its ``reference`` and docker
+    ``archive``), or None when it is not built, or its archive is gone."""
+    index_file = curated_images_index()
+    index = json.loads(index_file.read_text()) if index_file.exists() else {}
+    entry = index.get("images", {}).get(name)
+    return entry if entry is not None and Path(entry["archive"]).is_file() else None
 
 
 def missing_binaries(base: Path | None = None) -> list[str]:
