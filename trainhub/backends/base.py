@@ -42,6 +42,9 @@ class Backend(ABC):
     name: ClassVar[str]
     features: ClassVar[frozenset[Feature]]
     jobs_root: Path  # where this backend's job directories live
+    # True where a controller of the cluster's reconciles the jobs (trainhub.controller): the
+    # front doors then only submit and read.
+    controlled: bool = False
 
     @classmethod
     @abstractmethod

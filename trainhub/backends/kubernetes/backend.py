@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from trainhub import settings
-from trainhub.alerts.announce import announce_job, end_alert_kind
+from trainhub.alerts.announce import Announcer, announce_job, end_alert_kind
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.kubernetes import manifests, recovery, status
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
@@ -60,6 +60,15 @@ Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 
+class ListCache(Protocol):
+    """Answers list requests from a watch-fed cache (trainhub.controller.cache); None for a
+    request it does not keep, which then goes to the API server."""
+
+    def answer(
+        self, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> list[Obj] | None: ...
+
+
 class KubernetesBackend(Backend):
     name = "kubernetes"
     features = frozenset(
@@ -87,7 +96,11 @@ class KubernetesBackend(Backend):
         api_client: Any = None,
         default_image: str | None = None,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
+        lists: ListCache | None = None,
+        announcer: Announcer | None = None,
     ):
+        """``lists`` answers list requests from a watch-fed cache (the controller's);
+        ``announcer`` queues a job's alerts (default: a session announces its user's own)."""
         from kubernetes import client
 
         self.teams = teams
@@ -98,6 +111,8 @@ class KubernetesBackend(Backend):
         self.default_image = default_image or teams.image(self.team.images[0]).image
         self.api = api_client or _default_client()
         self.request_timeout = request_timeout
+        self.lists, self.announcer = lists, announcer
+        self.controlled = teams.controller is not None and lists is None
         # What reconcile last recorded of each Job: uid -> the resource versions it saw.
         self._reconciled: dict[str, tuple[Any, ...]] = {}
         self._reading = threading.local()  # what reading() has seen, per thread
@@ -375,7 +390,8 @@ class KubernetesBackend(Backend):
             not_before=0.0,
             retries=dict(record.retries),
         )
-        self._next_attempt(record, plan)
+        suspended = self._json(self.batch.read_namespaced_job, job_id, self.namespace)
+        self._next_attempt(record, plan, suspended["metadata"]["uid"])
         return self.get(job_id) or record
 
     # --- reads --------------------------------------------------------------------------------
@@ -674,6 +690,9 @@ class KubernetesBackend(Backend):
         return json.loads(response.data)
 
     def _items(self, call: Any, *args: Any, **kwargs: Any) -> list[Obj]:
+        cached = self.lists.answer(call, args, kwargs) if self.lists is not None else None
+        if cached is not None:
+            return cached
         return self._json(call, *args, **kwargs).get("items") or []
 
     def _read_namespace(self, user: str | None) -> _Namespace:
@@ -836,7 +855,11 @@ class KubernetesBackend(Backend):
 
     def _record_base(self, job: Obj) -> JobRecord:
         meta, notes = job["metadata"], _notes(job)
-        jobdir = JobDir(notes["job-dir"])
+        jobdir = JobDir(self.jobs_root / meta["name"])
+        if notes.get("job-dir") != str(jobdir.root):
+            # Whoever may create a Job could point the annotation anywhere: the directory this
+            # process reads and writes is always its own root's, named by the Job.
+            raise NotAJobFile(f"its job directory is not {jobdir.root}")
         spec = _read_spec(jobdir)
         return JobRecord(
             seq=_seq(notes),
@@ -928,17 +951,19 @@ class KubernetesBackend(Backend):
         kind = end_alert_kind(record.spec.notify, state)
         if kind is not None:
             ended = record.model_copy(update={"state": state, "verdict": verdict})
-            self._announce(ended, kind)
+            self._announce(ended, kind, f"{record.id}-a{record.attempt}-{kind}")
 
-    @staticmethod
-    def _announce(record: JobRecord, kind: str) -> None:
-        """Queue the job's alert (trainhub.alerts) when this process is its owner's: the
-        session reconciles the whole team's namespace, but only the owner's home holds the
-        owner's channels. The reconcile goes on whatever happens to the alert."""
-        owner = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
-        if record.user != owner:
+    def _announce(self, record: JobRecord, kind: str, key: str) -> None:
+        """Queue the job's alert (trainhub.alerts), once per ``key``: through the controller's
+        announcer, which reads the owner's channels; else when this process is the owner's
+        (only the owner's home holds the owner's channels). The reconcile goes on whatever
+        happens to the alert."""
+        if self.announcer is not None:
+            problem = self.announcer(record, kind, key)
+        elif record.user != (os.environ.get("JUPYTERHUB_USER") or getpass.getuser()):
             return
-        problem = announce_job(settings.home(), record, kind)
+        else:
+            problem = announce_job(settings.home(), record, kind, key=key)
         if problem:
             JobDir(record.job_dir).emit("alert", error=problem)
 
@@ -980,9 +1005,9 @@ class KubernetesBackend(Backend):
             plan = recovery.pending_retry(job)
             if plan is not None and plan.due(now):
                 with _refusals_logged(job["metadata"]["name"]):
-                    self._next_attempt(self._record_base(job), plan)
+                    self._next_attempt(self._record_base(job), plan, job["metadata"]["uid"])
 
-    def _next_attempt(self, record: JobRecord, plan: recovery.RetryPlan) -> None:
+    def _next_attempt(self, record: JobRecord, plan: recovery.RetryPlan, failed_uid: str) -> None:
         """Delete the failed Job (its pods with it; its Service stays), then create the next
         attempt's, resuming from the job's latest checkpoint."""
         from kubernetes.client import ApiException
@@ -994,11 +1019,16 @@ class KubernetesBackend(Backend):
         except ApiException as e:
             if e.status != 404:
                 raise  # gone: the next attempt's _create makes it again
-        try:
+        try:  # that very Job: a stale leader's retry finds it replaced, and stops here
             self.batch.delete_namespaced_job(
-                record.id, self.namespace, propagation_policy="Background"
+                record.id,
+                self.namespace,
+                propagation_policy="Background",
+                body={"preconditions": {"uid": failed_uid}},
             )
         except ApiException as e:
+            if e.status == 409:
+                return  # replaced by the next attempt already
             if e.status != 404:
                 raise
         jobdir = JobDir(record.job_dir)
@@ -1040,7 +1070,8 @@ class KubernetesBackend(Backend):
             )
             jobdir.emit("state", state=JobState.QUEUED.value, attempt=record.attempt)
             if NotifyOn.PREEMPTION in record.spec.notify:
-                self._announce(record.model_copy(update={"state": JobState.QUEUED}), "preemption")
+                queued = record.model_copy(update={"state": JobState.QUEUED})
+                self._announce(queued, "preemption", f"{record.id}-p{n}")
 
     def _sync_events(self, jobdir: JobDir, mine: list[Obj]) -> None:
         """Append the Kubernetes events of the Job, its pods and its Workload (``mine``) that
