@@ -10,8 +10,8 @@ import yaml
 
 from trainhub.backends.kubernetes.controlplane import CONTROLLER, controller_objects
 from trainhub.backends.kubernetes.render import render
+from trainhub.backends.kubernetes.selectors import matcher
 from trainhub.controller.leader import Timing
-from trainhub.controller.selectors import matcher
 from trainhub.controller.workqueue import WorkQueue
 from trainhub.teams import TeamsError, parse_teams
 

@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 
 
 class ListCache(Protocol):
-    """Answers list requests from a watch-fed cache (trainhub.controller.cache); None for a
+    """Answers list requests from a watch-fed cache (trainhub.backends.kubernetes.cache); None for a
     request it does not keep, which then goes to the API server."""
 
     def answer(

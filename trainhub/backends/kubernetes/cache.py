@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainhub.backends.kubernetes.render import KUEUE_API
-from trainhub.controller.selectors import matcher
-from trainhub.controller.selectors import requirements as _requirements
+from trainhub.backends.kubernetes.selectors import matcher
+from trainhub.backends.kubernetes.selectors import requirements as _requirements
 
 Obj = dict[str, Any]
 OnChange = Callable[[str, str], None]  # (namespace, kind)
