@@ -39,8 +39,8 @@ from trainhub.jobs.search import found
 from trainhub.jobs.spec import JobSpec, NotifyOn
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
-from trainhub.outcome.retry import count_retry
-from trainhub.outcome.verdict import cancel_verdict
+from trainhub.lifecycle.retry import count_retry
+from trainhub.lifecycle.verdict import cancel_verdict
 from trainhub.outputs.retention import Retention
 from trainhub.teams import Pool, Team, TeamDataset, Teams, load_teams
 from trainhub.usage.compute import job_usage

@@ -2,7 +2,7 @@
 
 Failures: the Job controller cannot tell failure classes apart, so the Job has
 ``backoffLimit: 0`` and trainhub retries, with the policy the local supervisor applies
-(:mod:`trainhub.outcome.retry`). A failed attempt whose class the job's retry policy still
+(:mod:`trainhub.lifecycle.retry`). A failed attempt whose class the job's retry policy still
 allows gets a :class:`RetryPlan`: it is written as the job's ``retry`` event and as an
 annotation on the failed Job (which then reads as ``retrying``); once its backoff has passed,
 reconcile replaces that Job by the next attempt's, whose pods get ``TRAINHUB_ATTEMPT`` one
@@ -22,7 +22,7 @@ from typing import Any
 
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.spec import RetryPolicy
-from trainhub.outcome.retry import backoff, count_retry, should_retry
+from trainhub.lifecycle.retry import backoff, count_retry, should_retry
 
 # On a failed Job: the plan of the attempt that replaces it (JSON of a RetryPlan).
 RETRY_ANNOTATION = "trainhub.io/retry"

@@ -28,8 +28,8 @@ from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
-from trainhub.outcome.retry import count_retry, should_retry
-from trainhub.outcome.verdict import cancel_verdict
+from trainhub.lifecycle.retry import count_retry, should_retry
+from trainhub.lifecycle.verdict import cancel_verdict
 from trainhub.outputs.retention import Retention, load_retention_file
 from trainhub.usage.models import UsageBy, UsageGroup
 from trainhub.usage.panel import PoolQuota, local_quotas

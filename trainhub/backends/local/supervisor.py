@@ -33,8 +33,8 @@ from trainhub.jobs.spec import NotifyOn
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import saved_step
 from trainhub.metrics.ranks import JobRanks
-from trainhub.outcome.retry import backoff, count_retry, should_retry
-from trainhub.outcome.verdict import (
+from trainhub.lifecycle.retry import backoff, count_retry, should_retry
+from trainhub.lifecycle.verdict import (
     RankExit,
     attempt_verdict,
     cancel_verdict,
