@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from trainhub import settings
-from trainhub.alerts.announce import announce_job, end_alert_kind
+from trainhub.alerts.announce import announce_job
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.kubernetes import manifests, recovery, status
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
-from trainhub.checkpoint.layout import resume_checkpoint
+from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.datasets.catalog import Catalog, Readable
 from trainhub.errors import BackendUnavailable, Conflict, NotFound, OverQuota
 from trainhub.imagepolicy import Allowed, choose_image
@@ -36,10 +36,13 @@ from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.directory import LINEAGE, JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.search import found
-from trainhub.jobs.spec import JobSpec, NotifyOn
+from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
-from trainhub.lifecycle.retry import count_retry
+from trainhub.lifecycle.notify import end_alert_kind, preemption_alert_kind
+from trainhub.lifecycle.results import rank_results
+from trainhub.lifecycle.resume import resume_source
+from trainhub.lifecycle.retry import RetryPlan, count_retry, plan_retry, retry_event
 from trainhub.lifecycle.verdict import cancel_verdict
 from trainhub.outputs.retention import Retention
 from trainhub.teams import Pool, Team, TeamDataset, Teams, load_teams
@@ -241,7 +244,8 @@ class KubernetesBackend(Backend):
             }
         )
         pool, image = self.pool_for(record), self.image_for(record)
-        self._create(record, pool, image, self._resume_from(record))
+        source = self._resume_source(record)
+        self._create(record, pool, image, str(source.path) if source is not None else None)
         jobdir = JobDir(record.job_dir)
         jobdir.emit(
             "state",
@@ -290,11 +294,10 @@ class KubernetesBackend(Backend):
             record.id, self.namespace, {"metadata": {"ownerReferences": owner}}
         )
 
-    def _resume_from(self, record: JobRecord) -> str | None:
-        """The checkpoint of an earlier job this one starts from, if it asked for one."""
-        ref = record.spec.resume_from
-        info = resume_checkpoint(self.jobs_root / ref.job_id, ref.step) if ref else None
-        return str(info.path) if info is not None else None
+    def _resume_source(self, record: JobRecord) -> CheckpointInfo | None:
+        """The checkpoint the record's attempt starts from (:mod:`trainhub.lifecycle.resume`);
+        the job it asked to start from lies below the team's jobs root."""
+        return resume_source(record.job_dir, record.spec.resume_from, self.jobs_root.joinpath)
 
     def cancel(self, job_id: str, reason: str) -> JobRecord:
         from kubernetes.client import ApiException
@@ -367,7 +370,7 @@ class KubernetesBackend(Backend):
         if record is None:
             raise NotFound(f"No job {job_id}.")
         check_resumable(record)
-        plan = recovery.RetryPlan(
+        plan = RetryPlan(
             attempt=record.attempt + 1,
             failure_class="suspended",
             reason="resumed",
@@ -787,7 +790,7 @@ class KubernetesBackend(Backend):
             verdict = status.failure_verdict(
                 job,
                 pods,
-                _rank_results(JobDir(record.job_dir), record.attempt),
+                rank_results(JobDir(record.job_dir), record.attempt),
                 attempt=record.attempt,
             )
         step = saved_step(record.job_dir) if state == JobState.SUSPENDED else None
@@ -947,29 +950,23 @@ class KubernetesBackend(Backend):
         allows one; False when the job ends here."""
         from kubernetes.client import ApiException
 
-        plan = recovery.plan_retry(
+        plan = plan_retry(
             verdict, record.spec.retry, record.retries, attempt=record.attempt, now=time.time()
         )
         if plan is None:
             return False
         try:
             self.batch.patch_namespaced_job(
-                record.id,
-                self.namespace,
-                {"metadata": {"annotations": {recovery.RETRY_ANNOTATION: plan.to_json()}}},
+                record.id, self.namespace, recovery.retry_annotation(plan)
             )
         except ApiException as e:
             if e.status != 404:
                 raise
             return False  # the Job went meanwhile: nothing left to replace, the job ends
         jobdir = JobDir(record.job_dir)
-        latest = resume_checkpoint(jobdir.root)
+        resume = self._resume_source(record)
         jobdir.emit("verdict", **verdict.model_copy(update={"retriable": True}).model_dump())
-        jobdir.emit(
-            "retry",
-            **plan.fields(),
-            resume_step=latest.step if latest is not None else None,
-        )
+        jobdir.emit("retry", **retry_event(plan, resume.step if resume is not None else None))
         jobdir.emit("state", state=JobState.RETRYING.value, attempt=plan.attempt)
         return True
 
@@ -982,7 +979,7 @@ class KubernetesBackend(Backend):
                 with _refusals_logged(job["metadata"]["name"]):
                     self._next_attempt(self._record_base(job), plan)
 
-    def _next_attempt(self, record: JobRecord, plan: recovery.RetryPlan) -> None:
+    def _next_attempt(self, record: JobRecord, plan: RetryPlan) -> None:
         """Delete the failed Job (its pods with it; its Service stays), then create the next
         attempt's, resuming from the job's latest checkpoint."""
         from kubernetes.client import ApiException
@@ -1002,8 +999,8 @@ class KubernetesBackend(Backend):
             if e.status != 404:
                 raise
         jobdir = JobDir(record.job_dir)
-        latest = resume_checkpoint(jobdir.root)
-        resume = str(latest.path) if latest is not None else self._resume_from(record)
+        source = self._resume_source(record)
+        resume = str(source.path) if source is not None else None
         attempt = record.model_copy(update={"attempt": plan.attempt, "retries": plan.retries})
         deadline = time.monotonic() + DELETE_WAIT_SECONDS
         while True:
@@ -1039,8 +1036,8 @@ class KubernetesBackend(Backend):
                 "work; it waits in the queue to run again",
             )
             jobdir.emit("state", state=JobState.QUEUED.value, attempt=record.attempt)
-            if NotifyOn.PREEMPTION in record.spec.notify:
-                self._announce(record.model_copy(update={"state": JobState.QUEUED}), "preemption")
+            if (kind := preemption_alert_kind(record.spec.notify)) is not None:
+                self._announce(record.model_copy(update={"state": JobState.QUEUED}), kind)
 
     def _sync_events(self, jobdir: JobDir, mine: list[Obj]) -> None:
         """Append the Kubernetes events of the Job, its pods and its Workload (``mine``) that
@@ -1201,20 +1198,6 @@ def _last_state(jobdir: JobDir) -> dict[str, Any] | None:
         if e.get("type") == "state":
             last = e
     return last
-
-
-def _rank_results(jobdir: JobDir, attempt: int) -> dict[int, dict[str, Any]]:
-    results = {}
-    folder = f"status/{attempt}"
-    for name, is_dir in confined.entries(jobdir.root, folder):
-        stem, _, rank = name.removesuffix(".json").partition("-")
-        if is_dir or not name.endswith(".json") or stem != "rank" or not rank.isdigit():
-            continue
-        try:  # a rank's result the job replaced by a link or FIFO counts as missing
-            results[int(rank)] = jobdir.read_json(f"{folder}/{name}")
-        except (ValueError, OSError):
-            continue
-    return results
 
 
 # Times the final state event keeps for a record read back from the job directory.
