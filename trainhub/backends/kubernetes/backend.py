@@ -14,10 +14,11 @@ objects or its directory), ``submit`` (pool, image, quota, the Job and its Servi
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainhub.alerts.announce import Announcer
 from trainhub.backends.base import Backend, Feature
@@ -26,6 +27,11 @@ from trainhub.backends.kubernetes.cluster import REQUEST_TIMEOUT, ListCache
 from trainhub.datasets.catalog import Catalog, Readable
 from trainhub.outputs.retention import Retention
 from trainhub.teams import TeamDataset, Teams, load_teams
+
+if TYPE_CHECKING:
+    from trainhub.backends.kubernetes.cache import ClusterCache
+
+log = logging.getLogger(__name__)
 
 
 class KubernetesBackend(Acting, Backend):
@@ -71,6 +77,7 @@ class KubernetesBackend(Acting, Backend):
         self.api = api_client or _default_client()
         self.request_timeout = request_timeout
         self.lists, self.announcer = lists, announcer
+        self._cache: ClusterCache | None = None  # the one watch_reads() started
         # Where the cluster's controller runs, it reconciles: front doors submit and read.
         self.controlled = teams.controller is not None and lists is None
         # What reconcile last recorded of each Job: uid -> the resource versions it saw.
@@ -150,7 +157,31 @@ class KubernetesBackend(Acting, Backend):
     def team_name(self) -> str | None:
         return self.team.name
 
+    def watch_reads(self) -> None:
+        """Serve this backend's lists from a watch-fed cache of its namespace, once its first
+        lists are in (KubeSpawner's reflector, for a long-running server): a page of jobs then
+        reads no object from the API server, however many the namespace holds. Until then,
+        and in processes that never call it (the CLI), every list asks the API server. Only
+        where the cluster's controller runs: elsewhere a session's reconcile reads the lists
+        it writes after, at once."""
+        from trainhub.backends.kubernetes.cache import ClusterCache
+
+        if not self.controlled or self._cache is not None:
+            return
+
+        cache = ClusterCache(self.api, [self.namespace], on_change=lambda namespace, kind: None)
+        cache.start()
+        if not cache.wait_synced(60):
+            cache.close()
+            log.warning(
+                "trainhub: no watch-fed cache of %s: its lists did not sync", self.namespace
+            )
+            return
+        self._cache, self.lists = cache, cache.lists(self.namespace)
+
     def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
         self.api.close()
 
 

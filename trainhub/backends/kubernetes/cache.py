@@ -269,3 +269,24 @@ class CachedLists:
         if informer.kind.selector and informer.kind.selector not in _requirements(selector):
             return None  # asks for objects the cache does not keep
         return self.cache.items(self.namespace, kind, kwargs.get("label_selector"))
+
+    def saw(
+        self,
+        kind: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        gone: bool = False,
+        timeout: float = 2.0,
+    ) -> bool:
+        """Wait until the cache holds ``name`` (of ``uid``), or no longer holds it (``gone``):
+        a front door that just wrote reads its own write."""
+        informer = self.cache.informers[(self.namespace, kind)]
+        deadline = time.monotonic() + timeout
+        while True:
+            held = [o for o in informer.items() if o["metadata"]["name"] == name]
+            if gone != any(uid is None or o["metadata"]["uid"] == uid for o in held):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)

@@ -41,6 +41,16 @@ class ListCache(Protocol):
         self, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> list[Obj] | None: ...
 
+    def saw(
+        self,
+        kind: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        gone: bool = False,
+        timeout: float = 2.0,
+    ) -> bool: ...
+
 
 class Cluster:
     """The backend's connection to its team's namespace, and the requests that read it. The
@@ -76,6 +86,12 @@ class Cluster:
                 f"({type(e).__name__}); try again"
             ) from None
         return json.loads(response.data)
+
+    def _cache_saw(self, kind: str, name: str, **how: Any) -> None:
+        """After a write: wait (briefly) for the cache to show it, so that the next list of
+        this process reads its own write."""
+        if self.lists is not None:
+            self.lists.saw(kind, name, **how)
 
     def _items(self, call: Any, *args: Any, **kwargs: Any) -> list[Obj]:
         cached = self.lists.answer(call, args, kwargs) if self.lists is not None else None

@@ -135,6 +135,7 @@ class Submitting(Cluster):
         self.core.patch_namespaced_service(
             record.id, self.namespace, {"metadata": {"ownerReferences": owner}}
         )
+        self._cache_saw("jobs", record.id, uid=created["metadata"]["uid"])
 
     def _resume_source(self, record: JobRecord) -> CheckpointInfo | None:
         """The checkpoint the record's attempt starts from (:mod:`trainhub.lifecycle.resume`);
