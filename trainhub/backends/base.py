@@ -46,7 +46,7 @@ class Backend(ABC):
     # front doors then only submit and read.
     controlled: bool = False
 
-    def watch_reads(self) -> None:
+    def watch_reads(self) -> None:  # noqa: B027 (optional: most backends keep no cache)
         """Serve reads from a watch-fed cache, where the backend keeps one (a long-running
         server calls it once, off its event loop); nothing by default."""
 
