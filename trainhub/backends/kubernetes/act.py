@@ -162,6 +162,8 @@ class Acting(Submitting, Observing):
             # Its end is recorded, and final: a cancelled Job's pods, killed as it goes away,
             # must not make it "failed" after the fact.
             return
+        if _retry_planned(last, record.attempt) and observed.state == JobState.FAILED:
+            return  # failed, and its retry planned: the Job's mark may not be read back yet
         if last is None or last.get("state") != observed.state.value:
             if observed.state.terminal:
                 times = job_times(job, workload)
@@ -237,9 +239,10 @@ class Acting(Submitting, Observing):
         if plan is None:
             return False
         try:
-            self.batch.patch_namespaced_job(
+            marked = self.batch.patch_namespaced_job(
                 record.id, self.namespace, recovery.retry_annotation(plan)
             )
+            self._cache_saw("jobs", record.id, version=marked.metadata.resource_version)
         except ApiException as e:
             if e.status != 404:
                 raise
@@ -369,3 +372,12 @@ def _events_by_object(events: list[Obj]) -> dict[str, list[Obj]]:
         if uid:
             out.setdefault(uid, []).append(event)
     return out
+
+
+def _retry_planned(last: dict[str, Any] | None, attempt: int) -> bool:
+    """The job directory says the failure of ``attempt`` is to be retried."""
+    return (
+        last is not None
+        and last.get("state") == JobState.RETRYING.value
+        and last.get("attempt") == attempt + 1
+    )

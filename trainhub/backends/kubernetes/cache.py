@@ -241,6 +241,16 @@ _ANSWERS = {
 }
 
 
+def _not_older(held: str | None, wanted: str | None) -> bool:
+    """``held`` is ``wanted`` or later. Resource versions are opaque, but the API server's are
+    etcd revisions, which increase: compared as numbers where both are."""
+    if wanted is None:
+        return True
+    if not (held or "").isdigit() or not wanted.isdigit():
+        return held == wanted
+    return int(held) >= int(wanted)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class CachedLists:
     """Answers a backend's list requests in one namespace from the cache; None for a request
@@ -277,15 +287,22 @@ class CachedLists:
         *,
         uid: str | None = None,
         gone: bool = False,
+        version: str | None = None,
         timeout: float = 2.0,
     ) -> bool:
-        """Wait until the cache holds ``name`` (of ``uid``), or no longer holds it (``gone``):
-        a front door that just wrote reads its own write."""
+        """Wait until the cache holds ``name`` (of ``uid``; at ``version`` or later), or no
+        longer holds it (``gone``): whoever just wrote it reads its own write."""
         informer = self.cache.informers[(self.namespace, kind)]
         deadline = time.monotonic() + timeout
         while True:
-            held = [o for o in informer.items() if o["metadata"]["name"] == name]
-            if gone != any(uid is None or o["metadata"]["uid"] == uid for o in held):
+            held = [
+                o
+                for o in informer.items()
+                if o["metadata"]["name"] == name
+                and (uid is None or o["metadata"]["uid"] == uid)
+                and _not_older(o["metadata"].get("resourceVersion"), version)
+            ]
+            if gone != bool(held):
                 return True
             if time.monotonic() >= deadline:
                 return False

@@ -48,6 +48,7 @@ class ListCache(Protocol):
         *,
         uid: str | None = None,
         gone: bool = False,
+        version: str | None = None,
         timeout: float = 2.0,
     ) -> bool: ...
 
