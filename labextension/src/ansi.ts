@@ -133,9 +133,7 @@ export function parseAnsi(line: string, initial: IAnsiStyle = {}): IAnsiSpan[] {
     push(line.slice(last, m.index));
     last = m.index + m[0].length;
     if (m[2] === 'm') {
-      const params = m[1]
-        ? m[1].split(/[;:]/).map(s => (s === '' ? 0 : parseInt(s, 10)))
-        : [];
+      const params = m[1] ? m[1].split(/[;:]/).map(s => (s === '' ? 0 : parseInt(s, 10))) : [];
       style = applySgr(style, params);
     }
   }
@@ -170,8 +168,13 @@ export function cssColor(c: number | [number, number, number]): string {
 
 function isPlain(s: IAnsiStyle): boolean {
   return (
-    s.fg === undefined && s.bg === undefined && !s.bold && !s.dim && !s.italic &&
-    !s.underline && !s.inverse
+    s.fg === undefined &&
+    s.bg === undefined &&
+    !s.bold &&
+    !s.dim &&
+    !s.italic &&
+    !s.underline &&
+    !s.inverse
   );
 }
 

@@ -269,8 +269,7 @@ function html<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
-const colorClass = (s: ISeries, i: number) =>
-  `jp-trainhub-c${(s.color ?? i) % PALETTE_SIZE}`;
+const colorClass = (s: ISeries, i: number) => `jp-trainhub-c${(s.color ?? i) % PALETTE_SIZE}`;
 
 interface IScale {
   x0: number;
@@ -405,9 +404,10 @@ export class LineChart {
         'text-anchor': 'middle',
         class: 'jp-trainhub-chart-empty'
       });
-      empty.textContent = logY && this.series.some(s => s.points.length)
-        ? 'no positive values for a log axis'
-        : 'no data yet';
+      empty.textContent =
+        logY && this.series.some(s => s.points.length)
+          ? 'no positive values for a log axis'
+          : 'no data yet';
       this.plot.appendChild(empty);
       this.renderLegend(null);
       this.scale = null;
@@ -420,19 +420,22 @@ export class LineChart {
     // Decimate raw and smoothed alike; the y range fits what is visible.
     const raw = this.series.map(s => decimate(s.points, x0, x1, columns).filter(keep));
     const shown = this.drawn.map(d => decimate(d, x0, x1, columns).filter(keep));
-    let [y0, y1] = o.yRange && !logY ? o.yRange : extent(
-      (function* () {
-        for (const list of [raw, shown]) {
-          for (const pts of list) {
-            for (const p of pts) {
-              if (p[0] >= x0 && p[0] <= x1) {
-                yield p[1];
+    let [y0, y1] =
+      o.yRange && !logY
+        ? o.yRange
+        : extent(
+            (function* () {
+              for (const list of [raw, shown]) {
+                for (const pts of list) {
+                  for (const p of pts) {
+                    if (p[0] >= x0 && p[0] <= x1) {
+                      yield p[1];
+                    }
+                  }
+                }
               }
-            }
-          }
-        }
-      })()
-    );
+            })()
+          );
     if (logY) {
       y0 = Math.max(y0, Number.MIN_VALUE);
       if (y1 <= y0) {
@@ -451,25 +454,48 @@ export class LineChart {
     for (const v of logY ? logTicks(y0, y1) : linearTicks(y0, y1)) {
       const y = sy(v).toFixed(1);
       this.plot.appendChild(
-        svg('line', { x1: PAD.left, x2: width - PAD.right, y1: y, y2: y, class: 'jp-trainhub-chart-grid' })
+        svg('line', {
+          x1: PAD.left,
+          x2: width - PAD.right,
+          y1: y,
+          y2: y,
+          class: 'jp-trainhub-chart-grid'
+        })
       );
-      const t = svg('text', { x: PAD.left - 4, y: Number(y) + 3, 'text-anchor': 'end', class: 'jp-trainhub-chart-tick' });
+      const t = svg('text', {
+        x: PAD.left - 4,
+        y: Number(y) + 3,
+        'text-anchor': 'end',
+        class: 'jp-trainhub-chart-tick'
+      });
       t.textContent = this.fmt(v);
       this.plot.appendChild(t);
     }
     for (const v of linearTicks(x0, x1, 4)) {
-      const t = svg('text', { x: sx(v), y: height - 8, 'text-anchor': 'middle', class: 'jp-trainhub-chart-tick' });
+      const t = svg('text', {
+        x: sx(v),
+        y: height - 8,
+        'text-anchor': 'middle',
+        class: 'jp-trainhub-chart-tick'
+      });
       t.textContent = formatValue(v);
       this.plot.appendChild(t);
     }
-    const xl = svg('text', { x: width - PAD.right, y: height - 8, 'text-anchor': 'end', class: 'jp-trainhub-chart-tick jp-trainhub-chart-xlabel' });
+    const xl = svg('text', {
+      x: width - PAD.right,
+      y: height - 8,
+      'text-anchor': 'end',
+      class: 'jp-trainhub-chart-tick jp-trainhub-chart-xlabel'
+    });
     xl.textContent = o.xLabel ?? '';
     this.plot.appendChild(xl);
 
     const clip = `jp-trainhub-clip-${Math.random().toString(36).slice(2)}`;
     const defs = svg('defs', {});
     const clipPath = svg('clipPath', { id: clip });
-    clipPath.appendChild(svg('rect', { x: PAD.left, y: PAD.top - 2, width: plotW, height: plotH + 4 }));
+    clipPath.appendChild(
+      svg('rect', { x: PAD.left, y: PAD.top - 2, width: plotW, height: plotH + 4 })
+    );
     defs.appendChild(clipPath);
     this.plot.appendChild(defs);
     const lines = svg('g', { 'clip-path': `url(#${clip})` });
@@ -479,16 +505,25 @@ export class LineChart {
     this.series.forEach((s, i) => {
       const cls = `${colorClass(s, i)}${s.dashed ? ' jp-mod-dashed' : ''}`;
       if (smoothing && raw[i].length && !s.dotsOnly) {
-        lines.appendChild(svg('path', { d: path(raw[i]), class: `jp-trainhub-chart-line jp-mod-raw ${cls}` }));
+        lines.appendChild(
+          svg('path', { d: path(raw[i]), class: `jp-trainhub-chart-line jp-mod-raw ${cls}` })
+        );
       }
       if (shown[i].length && !s.dotsOnly) {
-        lines.appendChild(svg('path', { d: path(shown[i]), class: `jp-trainhub-chart-line ${cls}` }));
+        lines.appendChild(
+          svg('path', { d: path(shown[i]), class: `jp-trainhub-chart-line ${cls}` })
+        );
       }
       if (shown[i].length <= 30 || s.dotsOnly) {
         // Few samples: mark each, so a single one is visible at all.
         for (const p of shown[i]) {
           lines.appendChild(
-            svg('circle', { cx: sx(p[0]).toFixed(1), cy: sy(p[1]).toFixed(1), r: 2.5, class: `jp-trainhub-chart-dot ${cls}` })
+            svg('circle', {
+              cx: sx(p[0]).toFixed(1),
+              cy: sy(p[1]).toFixed(1),
+              r: 2.5,
+              class: `jp-trainhub-chart-dot ${cls}`
+            })
           );
         }
       }
@@ -503,8 +538,14 @@ export class LineChart {
     this.series.forEach((s, i) => {
       const pts = this.drawn[i] ?? s.points;
       const k = x === null ? pts.length - 1 : nearestIndex(pts, x);
-      const entry = html('span', `jp-trainhub-chart-key ${colorClass(s, i)}${s.dashed ? ' jp-mod-dashed' : ''}`);
-      entry.append(html('span', 'jp-trainhub-chart-swatch'), html('span', 'jp-trainhub-chart-key-label', s.label));
+      const entry = html(
+        'span',
+        `jp-trainhub-chart-key ${colorClass(s, i)}${s.dashed ? ' jp-mod-dashed' : ''}`
+      );
+      entry.append(
+        html('span', 'jp-trainhub-chart-swatch'),
+        html('span', 'jp-trainhub-chart-key-label', s.label)
+      );
       if (k >= 0) {
         entry.append(html('span', 'jp-trainhub-chart-key-value', this.fmt(pts[k][1])));
       }
@@ -538,7 +579,11 @@ export class LineChart {
     const clamped = Math.min(Math.max(px, PAD.left), this.width - PAD.right);
     if (this.dragFrom !== null) {
       if (!this.selection) {
-        this.selection = svg('rect', { y: PAD.top, height: this.height - PAD.top - PAD.bottom, class: 'jp-trainhub-chart-selection' });
+        this.selection = svg('rect', {
+          y: PAD.top,
+          height: this.height - PAD.top - PAD.bottom,
+          class: 'jp-trainhub-chart-selection'
+        });
         this.plot.appendChild(this.selection);
       }
       this.selection.setAttribute('x', String(Math.min(this.dragFrom, clamped)));
@@ -595,20 +640,39 @@ export class LineChart {
     // The vertical rule sits at the nearest point of any series.
     const at = rows.reduce((a, b) => (Math.abs(b[2][0] - x) < Math.abs(a[2][0] - x) ? b : a))[2][0];
     const rx = scale.sx(at).toFixed(1);
-    this.hover.appendChild(svg('line', { x1: rx, x2: rx, y1: PAD.top, y2: this.height - PAD.bottom, class: 'jp-trainhub-chart-rule' }));
+    this.hover.appendChild(
+      svg('line', {
+        x1: rx,
+        x2: rx,
+        y1: PAD.top,
+        y2: this.height - PAD.bottom,
+        class: 'jp-trainhub-chart-rule'
+      })
+    );
     for (const [s, i, p] of rows) {
       if (p[0] >= scale.x0 && p[0] <= scale.x1) {
         this.hover.appendChild(
-          svg('circle', { cx: scale.sx(p[0]).toFixed(1), cy: scale.sy(p[1]).toFixed(1), r: 3.5, class: `jp-trainhub-chart-dot ${colorClass(s, i)}` })
+          svg('circle', {
+            cx: scale.sx(p[0]).toFixed(1),
+            cy: scale.sy(p[1]).toFixed(1),
+            r: 3.5,
+            class: `jp-trainhub-chart-dot ${colorClass(s, i)}`
+          })
         );
       }
     }
     this.plot.appendChild(this.hover);
     this.tip.textContent = '';
-    this.tip.appendChild(html('div', 'jp-trainhub-chart-tip-x', `${this.options.xLabel ?? 'x'} ${formatValue(at)}`));
+    this.tip.appendChild(
+      html('div', 'jp-trainhub-chart-tip-x', `${this.options.xLabel ?? 'x'} ${formatValue(at)}`)
+    );
     for (const [s, i, p] of rows) {
       const row = html('div', `jp-trainhub-chart-key ${colorClass(s, i)}`);
-      row.append(html('span', 'jp-trainhub-chart-swatch'), html('span', 'jp-trainhub-chart-key-label', s.label), html('span', 'jp-trainhub-chart-key-value', this.fmt(p[1])));
+      row.append(
+        html('span', 'jp-trainhub-chart-swatch'),
+        html('span', 'jp-trainhub-chart-key-label', s.label),
+        html('span', 'jp-trainhub-chart-key-value', this.fmt(p[1]))
+      );
       this.tip.appendChild(row);
     }
     this.tip.hidden = false;

@@ -121,7 +121,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const message =
         error instanceof ApiError && error.fieldErrors.length
           ? `${error.message}\n${error.fieldErrors.map(e => `${e.field}: ${e.message}`).join('\n')}`
-          : (error as Error).message ?? String(error);
+          : ((error as Error).message ?? String(error));
       void showErrorMessage(title, message);
     };
 
@@ -167,7 +167,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
           panel = opened instanceof NotebookPanel ? opened : null;
         }
         if (!panel) {
-          reportError('No notebook open', new Error('Open a notebook to load the checkpoint into.'));
+          reportError(
+            'No notebook open',
+            new Error('Open a notebook to load the checkpoint into.')
+          );
           return;
         }
         await panel.context.ready;
@@ -275,8 +278,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
         } else if (job.state === 'failed') {
           void api
             .describe(job.id)
-            .then(d => d.verdict, () => null)
-            .then(v => Notification.error(failureNotice(job.name, v), { autoClose: false, actions }));
+            .then(
+              d => d.verdict,
+              () => null
+            )
+            .then(v =>
+              Notification.error(failureNotice(job.name, v), { autoClose: false, actions })
+            );
         }
       }
     });
@@ -349,8 +357,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     // The palette finds these by "trainhub" (the category) and by what they do ("cancel").
     app.commands.addCommand(CommandIDs.cancelJob, {
-      label: args =>
-        args.id ? `Cancel training job ${String(args.id)}…` : 'Cancel training job…',
+      label: args => (args.id ? `Cancel training job ${String(args.id)}…` : 'Cancel training job…'),
       caption: 'Cancel the job of the open job view (asks first)',
       isEnabled: args => {
         const id = typeof args.id === 'string' ? args.id : views.currentWidget?.jobId;
@@ -383,9 +390,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
 };
 
 /** Adds the "Submit as job" button to every notebook's toolbar. */
-class SubmitButtonExtension
-  implements DocumentRegistry.IWidgetExtension<NotebookPanel, INotebookModel>
-{
+class SubmitButtonExtension implements DocumentRegistry.IWidgetExtension<
+  NotebookPanel,
+  INotebookModel
+> {
   constructor(private readonly app: JupyterFrontEnd) {}
 
   createNew(panel: NotebookPanel): IDisposable {

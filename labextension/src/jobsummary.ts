@@ -4,13 +4,7 @@
  * parameters that differ from the notebook's, and a timeline that says each thing once.
  */
 import { cellLabel } from './format';
-import {
-  ICheckpointInfo,
-  IJobSpec,
-  IScalarRecord,
-  ITimelineEvent,
-  IVerdict
-} from './models';
+import { ICheckpointInfo, IJobSpec, IScalarRecord, ITimelineEvent, IVerdict } from './models';
 
 /** Scalars where smaller is better; every other scalar counts larger as better. */
 const SMALLER_IS_BETTER = /loss|err|perplexity|mse|mae|rmse|nll|wer|cer/i;
@@ -172,7 +166,10 @@ export function specRows(spec: IJobSpec): [string, string][] {
           : `tagged ${(spec.source.cells.tags ?? []).join(', ')}`
         : null
     ],
-    ['args', spec.source.kind === 'script' && spec.source.args?.length ? spec.source.args.join(' ') : null],
+    [
+      'args',
+      spec.source.kind === 'script' && spec.source.args?.length ? spec.source.args.join(' ') : null
+    ],
     ['workers', String(r.workers ?? 1)],
     ['processes per worker', r.processes_per_worker ? String(r.processes_per_worker) : null],
     ['GPUs per worker', r.gpus_per_worker ? String(r.gpus_per_worker) : null],
@@ -182,7 +179,10 @@ export function specRows(spec: IJobSpec): [string, string][] {
     ['team', spec.team],
     ['queue', spec.queue],
     ['priority', spec.priority && spec.priority !== 'normal' ? spec.priority : null],
-    ['max runtime', spec.max_runtime !== null && spec.max_runtime !== undefined ? String(spec.max_runtime) : null],
+    [
+      'max runtime',
+      spec.max_runtime !== null && spec.max_runtime !== undefined ? String(spec.max_runtime) : null
+    ],
     ['tags', spec.tags?.length ? spec.tags.join(', ') : null],
     [
       'resumed from',
@@ -194,7 +194,10 @@ export function specRows(spec: IJobSpec): [string, string][] {
           }`
         : null
     ],
-    ['environment', spec.env && Object.keys(spec.env).length ? Object.keys(spec.env).join(', ') : null]
+    [
+      'environment',
+      spec.env && Object.keys(spec.env).length ? Object.keys(spec.env).join(', ') : null
+    ]
   ];
   return rows.filter((row): row is [string, string] => typeof row[1] === 'string' && row[1] !== '');
 }
@@ -228,7 +231,9 @@ export function failureWhat(verdict: IVerdict): string {
     return verdict.exception;
   }
   // A KeyError's message is the quoted key itself.
-  return /^['"]/.test(message) ? `${verdict.exception} ${message}` : `${verdict.exception}: ${message}`;
+  return /^['"]/.test(message)
+    ? `${verdict.exception} ${message}`
+    : `${verdict.exception}: ${message}`;
 }
 
 /** Where a failure happened, for people: "cell 3, line 2" or "rank 1". */

@@ -42,7 +42,11 @@ describe('decimate', () => {
     expect(d[0][0]).toBeLessThan(2000);
     expect(d[d.length - 1][0]).toBeGreaterThan(3000);
     expect(d.every(p => p[0] >= 1999 && p[0] <= 3001)).toBe(true);
-    const few: Point[] = [[0, 1], [5, 2], [9, 3]];
+    const few: Point[] = [
+      [0, 1],
+      [5, 2],
+      [9, 3]
+    ];
     expect(decimate(few, 0, 9, 300)).toEqual(few);
   });
 
@@ -56,17 +60,34 @@ describe('decimate', () => {
 
 describe('smooth', () => {
   it('is the debiased exponential moving average TensorBoard draws', () => {
-    const s = smooth([[0, 1], [1, 1], [2, 1]], 0.9);
+    const s = smooth(
+      [
+        [0, 1],
+        [1, 1],
+        [2, 1]
+      ],
+      0.9
+    );
     // A constant stays constant: the start is not pulled towards 0.
     s.forEach(p => expect(p[1]).toBeCloseTo(1, 12));
-    const t = smooth([[0, 0], [1, 10]], 0.5);
+    const t = smooth(
+      [
+        [0, 0],
+        [1, 10]
+      ],
+      0.5
+    );
     // EMA 0.5 * 0 + 0.5 * 10 = 5 after two values, debiased: 5 / (1 - 0.5^2).
     expect(t[1][1]).toBeCloseTo(5 / 0.75, 12);
     expect(t[0]).toEqual([0, 0]);
   });
 
   it('leaves raw values at weight 0 and passes non-finite values through', () => {
-    const raw: Point[] = [[0, 3], [1, NaN], [2, 5]];
+    const raw: Point[] = [
+      [0, 3],
+      [1, NaN],
+      [2, 5]
+    ];
     expect(smooth(raw, 0)).toBe(raw);
     const s = smooth(raw, 0.5);
     expect(Number.isNaN(s[1][1])).toBe(true);
@@ -104,7 +125,11 @@ describe('ticks', () => {
   });
 
   it('finds the nearest point for hover', () => {
-    const pts: Point[] = [[0, 1], [10, 2], [20, 3]];
+    const pts: Point[] = [
+      [0, 1],
+      [10, 2],
+      [20, 3]
+    ];
     expect(nearestIndex(pts, 4)).toBe(0);
     expect(nearestIndex(pts, 6)).toBe(1);
     expect(nearestIndex(pts, 99)).toBe(2);
@@ -116,7 +141,13 @@ describe('LineChart', () => {
   it('draws each series with its legend below the plot, labels as text', () => {
     const node = lineChart(
       [
-        { label: '<b>loss</b>', points: [[0, 1], [10, 0.5]] },
+        {
+          label: '<b>loss</b>',
+          points: [
+            [0, 1],
+            [10, 0.5]
+          ]
+        },
         { label: 'acc', points: [[5, 0.7]], dashed: true, color: 3 }
       ],
       { title: 'loss', xLabel: 'step' }
@@ -128,18 +159,30 @@ describe('LineChart', () => {
     expect(keys.map(k => k.textContent)).toEqual(['<b>loss</b>0.5', 'acc0.7']);
     expect(keys[1].classList.contains('jp-trainhub-c3')).toBe(true);
     expect(keys[1].classList.contains('jp-mod-dashed')).toBe(true);
-    expect(node.querySelector('svg')!.contains(node.querySelector('.jp-trainhub-chart-legend'))).toBe(false);
+    expect(
+      node.querySelector('svg')!.contains(node.querySelector('.jp-trainhub-chart-legend'))
+    ).toBe(false);
     expect(lineChart([], { title: 'x' }).textContent).toContain('no data yet');
   });
 
   it('smooths, keeping the raw curve faint behind, and draws a log axis', () => {
     const chart = new LineChart({ title: 'loss' }).setSeries([
-      { label: 'loss', points: [[0, 1], [1, 0.1], [2, 0.01], [3, 0.001]] }
+      {
+        label: 'loss',
+        points: [
+          [0, 1],
+          [1, 0.1],
+          [2, 0.01],
+          [3, 0.001]
+        ]
+      }
     ]);
     expect(chart.node.querySelectorAll('path.jp-mod-raw')).toHaveLength(0);
     chart.setOptions({ smoothing: 0.6, logY: true });
     expect(chart.node.querySelectorAll('path.jp-mod-raw')).toHaveLength(1);
-    const ticks = [...chart.node.querySelectorAll('text.jp-trainhub-chart-tick')].map(t => t.textContent);
+    const ticks = [...chart.node.querySelectorAll('text.jp-trainhub-chart-tick')].map(
+      t => t.textContent
+    );
     expect(ticks).toEqual(expect.arrayContaining(['0.001', '0.01', '0.1', '1']));
     chart.setSeries([{ label: 'x', points: [[0, -1]] }]);
     expect(chart.node.textContent).toContain('no positive values for a log axis');

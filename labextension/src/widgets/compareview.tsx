@@ -388,8 +388,7 @@ export class CompareView extends MainAreaWidget<CompareBody> {
 export function registerCompare(app: JupyterFrontEnd, api: TrainHubAPI): void {
   const views = new Map<string, CompareView>();
   app.commands.addCommand(COMPARE_COMMAND, {
-    label: args =>
-      Array.isArray(args.ids) ? `Compare ${args.ids.length} jobs` : 'Compare jobs',
+    label: args => (Array.isArray(args.ids) ? `Compare ${args.ids.length} jobs` : 'Compare jobs'),
     caption: 'Parameters, code, lineage, resources, verdicts and scalars side by side',
     execute: args => {
       const ids = compareIds(args);

@@ -563,9 +563,7 @@ function JobsList(props: {
           </div>
         ) : loading ? null : (
           <div className="jp-trainhub-empty">
-            {filtered
-              ? 'No job found.'
-              : 'No jobs yet. Open a notebook and press “Submit as job”.'}
+            {filtered ? 'No job found.' : 'No jobs yet. Open a notebook and press “Submit as job”.'}
           </div>
         )}
       </div>

@@ -538,7 +538,9 @@ function lineageFacts(lineage: Record<string, unknown>): Record<string, unknown>
     created: lineage.created,
     host: lineage.host,
     'content hash': lineage.content_hash,
-    git: git?.commit ? `${String(git.commit).slice(0, 12)}${git.branch ? ` on ${String(git.branch)}` : ''}${git.dirty ? ' (uncommitted changes)' : ''}` : 'not a git checkout',
+    git: git?.commit
+      ? `${String(git.commit).slice(0, 12)}${git.branch ? ` on ${String(git.branch)}` : ''}${git.dirty ? ' (uncommitted changes)' : ''}`
+      : 'not a git checkout',
     python: python?.version,
     torch: torch?.version ?? torch?.torch,
     'image ran': ranImageText(lineage.ran_image),
@@ -664,7 +666,11 @@ function Overview(props: {
                   <td>{p.name}</td>
                   <td>{text(p.value)}</td>
                   <td className="jp-trainhub-muted">
-                    {'notebook' in p ? (p.changed ? text(p.notebook) : 'same') : 'not in the notebook'}
+                    {'notebook' in p
+                      ? p.changed
+                        ? text(p.notebook)
+                        : 'same'
+                      : 'not in the notebook'}
                   </td>
                 </tr>
               ))}
@@ -813,21 +819,26 @@ function Checkpoints(props: {
                 Resume from
               </button>
               {readOnly ? null : (
-              <button
-                className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"
-                onClick={async () => {
-                  if (await actions.confirm('Delete checkpoint', `Delete the checkpoint of step ${c.step}?`)) {
-                    try {
-                      await api.deleteCheckpoint(job.id, c.step);
-                    } catch (e) {
-                      actions.error('Delete failed', e);
+                <button
+                  className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"
+                  onClick={async () => {
+                    if (
+                      await actions.confirm(
+                        'Delete checkpoint',
+                        `Delete the checkpoint of step ${c.step}?`
+                      )
+                    ) {
+                      try {
+                        await api.deleteCheckpoint(job.id, c.step);
+                      } catch (e) {
+                        actions.error('Delete failed', e);
+                      }
+                      void load();
                     }
-                    void load();
-                  }
-                }}
-              >
-                Delete
-              </button>
+                  }}
+                >
+                  Delete
+                </button>
               )}
             </td>
           </tr>
@@ -877,7 +888,11 @@ export class JobView extends MainAreaWidget<TabPanel> {
     this.title.caption = jobId;
     this.title.closable = true;
     this.overview = new JobReactTab('Overview', () =>
-      this.job ? <Overview job={this.job} actions={actions} api={api} /> : <div className="jp-trainhub-empty">Loading…</div>
+      this.job ? (
+        <Overview job={this.job} actions={actions} api={api} />
+      ) : (
+        <div className="jp-trainhub-empty">Loading…</div>
+      )
     );
     this.logs = new LogsTab(api, jobId);
     this.metrics = new MetricsTab(api, jobId);

@@ -112,7 +112,10 @@ function SubmitForm(props: {
   const [errors, setErrors] = React.useState<Errors>({});
   const [busy, setBusy] = React.useState<'' | 'checking' | 'submitting'>('');
   const [checked, setChecked] = React.useState(false);
-  const sweep = useSweep(api, parameters.map(p => p.name)); // sweepform.tsx
+  const sweep = useSweep(
+    api,
+    parameters.map(p => p.name)
+  ); // sweepform.tsx
   const defaults = React.useMemo(
     () => Object.fromEntries(parameters.map(p => [p.name, p.text])),
     [parameters]
@@ -343,7 +346,12 @@ function SubmitForm(props: {
         ) : null}
         {has(config, 'worker_resources') ? (
           <>
-            <Row label="CPU per worker" field="cpuPerWorker" errors={errors} hint="cores, e.g. 0.5 or 8">
+            <Row
+              label="CPU per worker"
+              field="cpuPerWorker"
+              errors={errors}
+              hint="cores, e.g. 0.5 or 8"
+            >
               <input
                 className="jp-mod-styled"
                 name="cpuPerWorker"
@@ -353,7 +361,12 @@ function SubmitForm(props: {
                 onChange={e => update({ cpuPerWorker: e.target.value })}
               />
             </Row>
-            <Row label="Memory per worker" field="memoryPerWorker" errors={errors} hint="e.g. 1500Mi or 32Gi">
+            <Row
+              label="Memory per worker"
+              field="memoryPerWorker"
+              errors={errors}
+              hint="e.g. 1500Mi or 32Gi"
+            >
               <input
                 className="jp-mod-styled"
                 name="memoryPerWorker"

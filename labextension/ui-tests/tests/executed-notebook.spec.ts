@@ -38,8 +38,9 @@ test('the executed notebook opens in the job view, at the failing cell too', asy
   await expect(notebook.locator('.jp-OutputArea-output').first()).toHaveText('hello from the job');
   await expect(notebook.locator('.jp-RenderedImage img')).toHaveCount(1);
   await expect(notebook.locator('.jp-RenderedHTMLCommon b')).toHaveText('bold');
-  await expect(notebook.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]'))
-    .toContainText('ValueError: the failing cell');
+  await expect(
+    notebook.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]')
+  ).toContainText('ValueError: the failing cell');
   await expect(notebook.locator('.jp-InputPrompt').first()).toContainText('[1]');
   await expect(view.locator('.jp-trainhub-notebook-status')).toContainText('4 of 5 cells run');
   await page.screenshot({ path: path.join(DOCS, 'job-notebook.png') });

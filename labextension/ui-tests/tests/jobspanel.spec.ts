@@ -103,7 +103,9 @@ test('search, filter, tag, show a scalar, hold the list and compare', async ({ p
   await expect(rows.first()).toHaveAttribute('data-job-id', ids[2]);
   await search.fill('quick');
   await expect(rows).toHaveCount(3);
-  await page.locator('#trainhub-jobs').screenshot({ path: path.join(DOCS, 'jobs-panel-search.png') });
+  await page
+    .locator('#trainhub-jobs')
+    .screenshot({ path: path.join(DOCS, 'jobs-panel-search.png') });
 
   // Under the pointer the list holds still: a new job waits as "1 new job".
   // The filter's first page is loaded before the job arrives (a page asked for later would

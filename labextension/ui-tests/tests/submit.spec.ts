@@ -89,7 +89,9 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await expect(result).toContainText(/best checkpoint\s*step 19 \(val_accuracy/);
   const changed = overview.locator('.jp-trainhub-parameter-table tbody tr');
   await expect(changed.first()).toHaveClass(/jp-mod-changed/);
-  await expect(overview.locator('tr[data-parameter="steps_per_epoch"]')).toHaveClass(/jp-mod-changed/);
+  await expect(overview.locator('tr[data-parameter="steps_per_epoch"]')).toHaveClass(
+    /jp-mod-changed/
+  );
   await expect(overview.locator('tr[data-parameter="steps_per_epoch"]')).toContainText('20');
   const raw = overview.locator('details').filter({ hasText: 'Raw spec' });
   await expect(raw.locator('.jp-trainhub-json')).toBeHidden();
@@ -100,7 +102,9 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   // The Metrics tab charts the training scalars the job logged.
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Metrics' }).click();
   await expect(view.locator('.jp-trainhub-chart-title').filter({ hasText: 'loss' })).toBeVisible();
-  await expect(view.locator('.jp-trainhub-chart-title').filter({ hasText: 'val_accuracy' })).toBeVisible();
+  await expect(
+    view.locator('.jp-trainhub-chart-title').filter({ hasText: 'val_accuracy' })
+  ).toBeVisible();
   await page.screenshot({ path: path.join(DOCS, 'job-metrics.png') });
 
   // Its checkpoints: step 19 closes the single epoch of 20 steps.

@@ -30,7 +30,12 @@ const training = cell(
 
 test('the Usage panel after two real jobs, in both themes', async ({ page }) => {
   test.setTimeout(300 * 1000);
-  const content = { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [parameters, warmup, training] };
+  const content = {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {},
+    cells: [parameters, warmup, training]
+  };
   const put = await page.request.put(`/api/contents/${NOTEBOOK}`, {
     data: { type: 'notebook', format: 'json', content }
   });
@@ -58,7 +63,8 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
   ]) {
     await expect
       .poll(
-        async () => (await (await page.request.get(`/trainhub/api/jobs/${ids[name]}`)).json()).state,
+        async () =>
+          (await (await page.request.get(`/trainhub/api/jobs/${ids[name]}`)).json()).state,
         { timeout: 240 * 1000, intervals: [1000] }
       )
       .toBe(state);
@@ -75,7 +81,10 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
   // From the palette.
   await page.keyboard.press('Control+Shift+C');
   await page.locator('#modal-command-palette input').fill('trainhub: Usage');
-  await page.locator('#modal-command-palette .lm-CommandPalette-item', { hasText: 'trainhub: Usage' }).first().click();
+  await page
+    .locator('#modal-command-palette .lm-CommandPalette-item', { hasText: 'trainhub: Usage' })
+    .first()
+    .click();
   const panel = page.locator('#trainhub-usage');
   await expect(panel).toBeVisible();
   const data = await (await page.request.get('/trainhub/api/usage/panel')).json();
@@ -88,7 +97,9 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
   );
   // The quota of the local admission: the machine's CPU slots, used and free.
   const slots = panel.locator('tr[data-resource="cpu slots"]');
-  await expect(slots).toContainText(`of ${data.quotas.find((q: any) => q.resource === 'cpu slots').nominal} used`);
+  await expect(slots).toContainText(
+    `of ${data.quotas.find((q: any) => q.resource === 'cpu slots').nominal} used`
+  );
   await expect(panel).toContainText('local admission');
   // The code failure is among the classes, with its share of the ended jobs.
   const code = data.failures.find((f: any) => f.failure_class === 'code');
@@ -115,7 +126,9 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
     }
   }
   // The daily chart draws a bar per day of the last 30.
-  await expect(panel.locator('.jp-trainhub-usage-daily rect.jp-trainhub-usage-bar-mine')).toHaveCount(30);
+  await expect(
+    panel.locator('.jp-trainhub-usage-daily rect.jp-trainhub-usage-bar-mine')
+  ).toHaveCount(30);
 
   for (const theme of ['light', 'dark'] as const) {
     if (theme === 'dark') {
@@ -128,7 +141,9 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
     });
     await expect(panel).toBeVisible();
     expect(await belowAA(panel.locator('.jp-trainhub-usage')), `usage panel, ${theme}`).toEqual([]);
-    await page.screenshot({ path: path.join(DOCS, theme === 'dark' ? 'usage-dark.png' : 'usage.png') });
+    await page.screenshot({
+      path: path.join(DOCS, theme === 'dark' ? 'usage-dark.png' : 'usage.png')
+    });
   }
 
   // The job view's Overview: the goodput, its bar and its parts.
