@@ -53,16 +53,16 @@ export const trainhubIcon = new LabIcon({ name: 'trainhub:jobs', svgstr: ICON_SV
 /** The palette's category of every trainhub command: typing "trainhub" finds them all. */
 export const PALETTE_CATEGORY = 'trainhub: training jobs';
 
-export namespace CommandIDs {
-  export const submit = 'trainhub:submit';
-  export const submitSelected = 'trainhub:submit-selected';
-  export const openJobs = 'trainhub:open-jobs';
-  export const openJob = 'trainhub:open-job';
-  export const cancelJob = 'trainhub:cancel-job';
+export const CommandIDs = {
+  submit: 'trainhub:submit',
+  submitSelected: 'trainhub:submit-selected',
+  openJobs: 'trainhub:open-jobs',
+  openJob: 'trainhub:open-job',
+  cancelJob: 'trainhub:cancel-job',
   /** Registered by the compare view (args `{ids}`) and the sweep view (args `{sweepId}`). */
-  export const compare = 'trainhub:compare';
-  export const openSweep = 'trainhub:open-sweep';
-}
+  compare: 'trainhub:compare',
+  openSweep: 'trainhub:open-sweep'
+} as const;
 
 /** The cell tagged `parameters`, read from the open notebook. */
 export function notebookParameters(notebook: Notebook): IParameter[] {

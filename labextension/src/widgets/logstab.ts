@@ -212,7 +212,7 @@ export class LogsTab extends Widget {
   }
 
   private stream(rank: number): IRankStream {
-    let s = this.streams.get(rank);
+    const s = this.streams.get(rank);
     if (s) {
       return s;
     }
