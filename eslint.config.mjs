@@ -40,6 +40,11 @@ export default defineConfig(
     rules: { '@typescript-eslint/no-require-imports': 'off' }
   },
   {
+    // Playwright scripts: part of their code runs in the page (page.evaluate).
+    files: ['benchmarks/*.js', 'tests/**/*.cjs'],
+    languageOptions: { globals: { ...globals.node, ...globals.browser } }
+  },
+  {
     files: ['**/*.mjs'],
     languageOptions: { globals: globals.node }
   },

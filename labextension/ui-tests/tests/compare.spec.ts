@@ -55,7 +55,7 @@ test('three runs with different parameters side by side', async ({ page }) => {
   }
 
   await page.evaluate(async ids => {
-    await (window as any).jupyterapp.commands.execute('trainhub:compare', { ids });
+    await window.jupyterapp.commands.execute('trainhub:compare', { ids });
   }, ids);
   const view = page.locator('.jp-trainhub-compareview:visible');
   await expect(view.locator('.jp-trainhub-compare-jobs thead th')).toHaveText([

@@ -4,6 +4,7 @@
  * cell's traceback), the failure box opens it at the cell that raised, and a copy lands in the
  * workspace as a new notebook.
  */
+import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
@@ -56,7 +57,9 @@ test('the executed notebook opens in the job view, at the failing cell too', asy
   await view.getByRole('button', { name: 'Copy into workspace' }).click();
   await expect
     .poll(() =>
-      page.evaluate(() => (window as any).jupyterapp.shell.currentWidget?.context?.path ?? '')
+      page.evaluate(
+        () => (window.jupyterapp.shell.currentWidget as NotebookPanel | null)?.context?.path ?? ''
+      )
     )
     .toMatch(/^examples\/executed-executed-[0-9a-f]+\.ipynb$/);
   await expect(status).toContainText('Copied to examples/executed-executed-');

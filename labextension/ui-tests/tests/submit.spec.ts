@@ -3,6 +3,7 @@
  * processes and smaller parameters, follow it in the panel, watch its logs arrive, see it
  * succeed and browse its checkpoints. Screenshots of each view go to docs/.
  */
+import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { openSubmitDialog } from './notebooks';
@@ -118,9 +119,8 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await step19.getByRole('button', { name: 'Load into notebook' }).click();
   await page.notebook.activate(NOTEBOOK);
   const source = await page.evaluate(() => {
-    const app = (window as any).jupyterapp;
-    const panel = app.shell.currentWidget;
-    return panel.content.model.cells.get(panel.content.activeCellIndex).sharedModel.getSource();
+    const panel = window.jupyterapp.shell.currentWidget as NotebookPanel;
+    return panel.content.model!.cells.get(panel.content.activeCellIndex).sharedModel.getSource();
   });
   expect(source).toContain('trainhub.checkpoint.load(');
   expect(source).toContain('0000000019');

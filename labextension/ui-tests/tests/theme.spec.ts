@@ -6,6 +6,7 @@
  * one tab per job with the state's icon and the full name, a cancel that asks first and
  * shows a queued job as cancelled (grey, no run time). Screenshots of both themes to docs/.
  */
+import type { NotebookPanel } from '@jupyterlab/notebook';
 import { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import { expect, test } from './fixtures';
 import * as path from 'path';
@@ -149,7 +150,7 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
   await expect
     .poll(() =>
       page.evaluate(() => {
-        const panel = (window as any).jupyterapp.shell.currentWidget;
+        const panel = window.jupyterapp.shell.currentWidget as NotebookPanel | null;
         const editor = panel?.content?.activeCell?.editor;
         const sel = editor?.getSelection();
         return [
