@@ -3,7 +3,7 @@
  * scalars and checkpoints: progress while it runs, its result once it has ended, the
  * parameters that differ from the notebook's, and a timeline that says each thing once.
  */
-import { cellLabel } from './format';
+import { cellLabel, formatDuration } from './format';
 import { ICheckpointInfo, IJobSpec, IScalarRecord, ITimelineEvent, IVerdict } from './models';
 
 /** Scalars where smaller is better; every other scalar counts larger as better. */
@@ -252,4 +252,37 @@ export function failureNotice(name: string, verdict: IVerdict | null | undefined
   const where = failureWhere(verdict);
   const what = verdict.exception ? failureWhat(verdict) : verdict.reason;
   return `Job ${name} failed${where ? ` in ${where}` : ''}: ${what}`;
+}
+
+/** One sentence per timeline event. */
+export function describeEvent(e: ITimelineEvent): string {
+  const f = e as Record<string, unknown>;
+  switch (e.type) {
+    case 'submitted':
+      return `submitted by ${String(f.user ?? '?')}`;
+    case 'state':
+      return `${String(f.state)}${f.attempt ? ` (attempt ${Number(f.attempt) + 1})` : ''}${
+        f.reason ? `: ${String(f.reason)}` : ''
+      }`;
+    case 'verdict':
+      return f.failure_class === 'cancelled'
+        ? `cancelled${f.reason ? `: ${String(f.reason)}` : ''}`
+        : `${String(f.failure_class)} failure: ${String(f.reason ?? '')}`;
+    case 'retry':
+      return `retry${f.delay ? ` in ${formatDuration(Number(f.delay))}` : ''}${
+        f.reason ? `: ${String(f.reason)}` : ''
+      }`;
+    case 'cancel_requested':
+      return `cancel requested${f.reason ? `: ${String(f.reason)}` : ''}`;
+    case 'suspend_requested':
+      return `suspend requested${f.reason ? `: ${String(f.reason)}` : ''}`;
+    case 'suspended':
+      return f.step === null || f.step === undefined
+        ? 'suspended (no checkpoint yet)'
+        : `suspended at step ${String(f.step)}`;
+    case 'pip_install':
+      return `pip install ${String(f.phase ?? '')}${f.ok === false ? ' (failed)' : ''}`;
+    default:
+      return e.type;
+  }
 }
