@@ -26,7 +26,7 @@ import {
   XAxis
 } from '../compare';
 import { formatDuration } from '../format';
-import { StateBadge } from './jobspanel';
+import { StateBadge } from './statebadge';
 
 export const COMPARE_COMMAND = 'trainhub:compare';
 /** Points per curve asked of the server: the chart draws a few per pixel column anyway. */

@@ -10,7 +10,7 @@ import { formatElapsed, formatTime, useNow, waitExplanation } from '../format';
 import { dedupeTimeline, describeEvent, parameterRows, specRows } from '../jobsummary';
 import { IDescribeJob, TERMINAL_STATES } from '../models';
 import { sharingView } from '../sharing';
-import { StateBadge } from './jobspanel';
+import { StateBadge } from './statebadge';
 import { JobGoodput } from './goodput';
 import { lineageFacts } from '../lineagefacts';
 import { FailureBox } from './failurebox';
