@@ -36,10 +36,12 @@ async function openCompare(page, points) {
       const t0 = performance.now();
       const view = await app.commands.execute('trainhub:compare', { ids, points });
       const first = await until(() => view.node.querySelector('.jp-trainhub-compare-jobs'));
+      // uPlot describes the plot (aria-label) once it has drawn it on the canvas.
       const curves = await until(
         () =>
-          view.node.querySelectorAll('.jp-trainhub-compare-chart path.jp-trainhub-chart-line')
-            .length >= ids.length
+          view.node.querySelectorAll('.jp-trainhub-compare-chart .jp-trainhub-chart-key').length >=
+            ids.length &&
+          view.node.querySelector('.jp-trainhub-compare-chart .jp-trainhub-chart[aria-label]')
       );
       view.close();
       return { first, curves };
