@@ -38,6 +38,8 @@ function datasetHint(offered: IDatasetInfo[], chosen: string[]): string {
   return picked.map(d => `${d.name} at ${d.path} (read-only)`).join('; ');
 }
 
+const PRIORITIES: Priority[] = ['low', 'normal', 'high'];
+
 export function ResourceFields(props: {
   api: TrainHubAPI;
   config: IConfig;
@@ -49,16 +51,32 @@ export function ResourceFields(props: {
   const limits = config.limits;
   const team = config.teams.find(t => t.name === form.team);
   const offered = useDatasets(api, has(config, 'datasets'));
-  const number = (field: keyof ISubmitForm, max: number, min = 0) => (
+  const set = (field: keyof ISubmitForm) => (value: string) =>
+    update({ [field]: value } as Partial<ISubmitForm>);
+  const input = (field: keyof ISubmitForm, more: React.InputHTMLAttributes<HTMLInputElement>) => (
     <input
       className="jp-mod-styled"
-      type="number"
-      min={min}
-      max={max}
       name={field}
       value={form[field] as string}
-      onChange={e => update({ [field]: e.target.value } as Partial<ISubmitForm>)}
+      onChange={e => set(field)(e.target.value)}
+      {...more}
     />
+  );
+  const number = (field: keyof ISubmitForm, max: number, min = 0) =>
+    input(field, { type: 'number', min, max });
+  const choice = (field: keyof ISubmitForm, values: string[], onChange = set(field)) => (
+    <select
+      className="jp-mod-styled"
+      name={field}
+      value={form[field] as string}
+      onChange={e => onChange(e.target.value)}
+    >
+      {values.map(v => (
+        <option key={v} value={v}>
+          {v}
+        </option>
+      ))}
+    </select>
   );
   return (
     <>
@@ -69,18 +87,10 @@ export function ResourceFields(props: {
           errors={errors}
           hint={config.images.find(i => i.name === form.image)?.description}
         >
-          <select
-            className="jp-mod-styled"
-            name="image"
-            value={form.image}
-            onChange={e => update({ image: e.target.value })}
-          >
-            {config.images.map(i => (
-              <option key={i.name} value={i.name}>
-                {i.name}
-              </option>
-            ))}
-          </select>
+          {choice(
+            'image',
+            config.images.map(i => i.name)
+          )}
         </Row>
       ) : null}
       {offered.length ? (
@@ -127,14 +137,7 @@ export function ResourceFields(props: {
             errors={errors}
             hint="cores, e.g. 0.5 or 8"
           >
-            <input
-              className="jp-mod-styled"
-              name="cpuPerWorker"
-              inputMode="decimal"
-              placeholder="one per process"
-              value={form.cpuPerWorker}
-              onChange={e => update({ cpuPerWorker: e.target.value })}
-            />
+            {input('cpuPerWorker', { inputMode: 'decimal', placeholder: 'one per process' })}
           </Row>
           <Row
             label="Memory per worker"
@@ -142,73 +145,34 @@ export function ResourceFields(props: {
             errors={errors}
             hint="e.g. 1500Mi or 32Gi"
           >
-            <input
-              className="jp-mod-styled"
-              name="memoryPerWorker"
-              placeholder="default"
-              value={form.memoryPerWorker}
-              onChange={e => update({ memoryPerWorker: e.target.value })}
-            />
+            {input('memoryPerWorker', { placeholder: 'default' })}
           </Row>
         </>
       ) : null}
       {config.teams.length ? (
         <Row label="Team" field="team" errors={errors}>
-          <select
-            className="jp-mod-styled"
-            name="team"
-            value={form.team}
-            onChange={e => {
-              const t = config.teams.find(x => x.name === e.target.value);
-              update({ team: e.target.value, queue: t?.queues[0] ?? '' });
-            }}
-          >
-            {config.teams.map(t => (
-              <option key={t.name} value={t.name}>
-                {t.name}
-              </option>
-            ))}
-          </select>
+          {choice(
+            'team',
+            config.teams.map(t => t.name),
+            name => {
+              const t = config.teams.find(x => x.name === name);
+              update({ team: name, queue: t?.queues[0] ?? '' });
+            }
+          )}
         </Row>
       ) : null}
       {has(config, 'queues') && team && team.queues.length ? (
         <Row label="Queue" field="queue" errors={errors}>
-          <select
-            className="jp-mod-styled"
-            name="queue"
-            value={form.queue}
-            onChange={e => update({ queue: e.target.value })}
-          >
-            {team.queues.map(q => (
-              <option key={q} value={q}>
-                {q}
-              </option>
-            ))}
-          </select>
+          {choice('queue', team.queues)}
         </Row>
       ) : null}
       {has(config, 'priority') ? (
         <Row label="Priority" field="priority" errors={errors}>
-          <select
-            className="jp-mod-styled"
-            name="priority"
-            value={form.priority}
-            onChange={e => update({ priority: e.target.value as Priority })}
-          >
-            <option value="low">low</option>
-            <option value="normal">normal</option>
-            <option value="high">high</option>
-          </select>
+          {choice('priority', PRIORITIES)}
         </Row>
       ) : null}
       <Row label="Max runtime" field="maxRuntime" errors={errors} hint="e.g. 90m, 2h, 1d12h">
-        <input
-          className="jp-mod-styled"
-          name="maxRuntime"
-          placeholder="no limit"
-          value={form.maxRuntime}
-          onChange={e => update({ maxRuntime: e.target.value })}
-        />
+        {input('maxRuntime', { placeholder: 'no limit' })}
       </Row>
     </>
   );
