@@ -84,10 +84,14 @@ function html<K extends keyof HTMLElementTagNameMap>(
 
 const colorClass = (s: ISeries, i: number) => `jp-trainhub-c${(s.color ?? i) % PALETTE_SIZE}`;
 
-/** The theme's value of a CSS property on an element of `className` inside `parent`. */
-function themed(parent: HTMLElement, className: string, property: string): string {
+/**
+ * The theme's value of a CSS property for an element of `className` (probed in the page: a
+ * chart is drawn before it is attached, and detached elements have no computed style).
+ */
+function themed(className: string, property: string): string {
   const probe = html('span', className);
-  parent.appendChild(probe);
+  probe.hidden = true;
+  document.body.appendChild(probe);
   const value = getComputedStyle(probe).getPropertyValue(property).trim();
   probe.remove();
   return value || 'gray'; // only where no stylesheet is loaded (jsdom)
@@ -252,12 +256,12 @@ export class LineChart {
 
   private plotOptions(): uPlot.Options {
     const o = this.options;
-    const text = themed(this.node, 'jp-trainhub-chart-tick', 'color');
-    const rule = themed(this.node, 'jp-trainhub-chart-rule', 'color');
-    const background = themed(this.node, 'jp-trainhub-chart', 'background-color');
-    const font = `10px ${themed(this.node, 'jp-trainhub-chart-tick', 'font-family')}`;
+    const text = themed('jp-trainhub-chart-tick', 'color');
+    const rule = themed('jp-trainhub-chart-rule', 'color');
+    const background = themed('jp-trainhub-chart', 'background-color');
+    const font = `10px ${themed('jp-trainhub-chart-tick', 'font-family')}`;
     const palette = Array.from({ length: PALETTE_SIZE }, (_, i) =>
-      themed(this.node, `jp-trainhub-c${i}`, 'color')
+      themed(`jp-trainhub-c${i}`, 'color')
     );
     const axis = {
       stroke: text,
