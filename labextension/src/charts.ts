@@ -12,18 +12,11 @@
  */
 import uPlot from 'uplot';
 
-import {
-  decimate,
-  extent,
-  formatValue,
-  linearTicks,
-  logTicks,
-  nearestIndex,
-  Point,
-  smooth
-} from './chartmath';
+import { decimate, extent, formatValue, nearestIndex, Point, smooth } from './chartmath';
+import { PALETTE_SIZE, plotOptions, Y_AXIS } from './chartoptions';
 
 export type { Point } from './chartmath';
+export { PALETTE_SIZE } from './chartoptions';
 
 export interface ISeries {
   label: string;
@@ -63,11 +56,8 @@ export interface ICurve {
   line: boolean;
 }
 
-export const PALETTE_SIZE = 10;
 /** Series with at most this many points shown get a dot at each. */
 const FEW_POINTS = 30;
-/** Pixels the y axis takes from the plot's width. */
-const Y_AXIS = 48;
 
 function html<K extends keyof HTMLElementTagNameMap>(
   name: K,
@@ -83,19 +73,6 @@ function html<K extends keyof HTMLElementTagNameMap>(
 }
 
 const colorClass = (s: ISeries, i: number) => `jp-trainhub-c${(s.color ?? i) % PALETTE_SIZE}`;
-
-/**
- * The theme's value of a CSS property for an element of `className` (probed in the page: a
- * chart is drawn before it is attached, and detached elements have no computed style).
- */
-function themed(className: string, property: string): string {
-  const probe = html('span', className);
-  probe.hidden = true;
-  document.body.appendChild(probe);
-  const value = getComputedStyle(probe).getPropertyValue(property).trim();
-  probe.remove();
-  return value || 'gray'; // only where no stylesheet is loaded (jsdom)
-}
 
 /**
  * One chart: `node` holds the title, the plot, the legend and the hover box. Call `setSeries`
@@ -120,7 +97,6 @@ export class LineChart {
   /** The x range of all the data. */
   private full: [number, number] = [0, 1];
   private zoom: [number, number] | null = null;
-  private yTicks: number[] = [];
 
   constructor(options: IChartOptions) {
     this.options = options;
@@ -215,7 +191,12 @@ export class LineChart {
     this.shown = [];
     if (hasData) {
       const data = this.data();
-      this.plot = new uPlot(this.plotOptions(), data, this.area);
+      const options = plotOptions(o, this.shown, this.width, {
+        cursor: u => this.onCursor(u),
+        select: u => this.onSelect(u),
+        drawn: yTicks => this.describe(yTicks)
+      });
+      this.plot = new uPlot(options, data, this.area);
       if (this.zoom) {
         this.plot.setScale('x', { min: this.zoom[0], max: this.zoom[1] });
       }
@@ -254,77 +235,6 @@ export class LineChart {
     return uPlot.join(tables);
   }
 
-  private plotOptions(): uPlot.Options {
-    const o = this.options;
-    const text = themed('jp-trainhub-chart-tick', 'color');
-    const rule = themed('jp-trainhub-chart-rule', 'color');
-    const background = themed('jp-trainhub-chart', 'background-color');
-    const font = `10px ${themed('jp-trainhub-chart-tick', 'font-family')}`;
-    const palette = Array.from({ length: PALETTE_SIZE }, (_, i) =>
-      themed(`jp-trainhub-c${i}`, 'color')
-    );
-    const axis = {
-      stroke: text,
-      font,
-      grid: { stroke: rule, width: 1 },
-      ticks: { stroke: rule, width: 1, size: 4 }
-    };
-    return {
-      width: this.width,
-      height: o.height ?? 180,
-      legend: { show: false },
-      cursor: {
-        y: false,
-        // The chart zooms itself (onSelect), so the new range is decimated at full detail.
-        drag: { x: true, y: false, setScale: false },
-        // Double-click shows everything again (the area's own listener), not the decimated range.
-        bind: { dblclick: () => () => null }
-      },
-      scales: {
-        x: { time: false },
-        y: o.logY
-          ? { distr: 3, log: 10 }
-          : o.yRange
-            ? { range: () => o.yRange as [number, number] }
-            : {}
-      },
-      axes: [
-        {
-          ...axis,
-          size: 28,
-          splits: (_u, _i, min, max) => linearTicks(min, max, 4),
-          values: (_u, splits) => splits.map(formatValue)
-        },
-        {
-          ...axis,
-          size: Y_AXIS,
-          splits: (_u, _i, min, max) => {
-            this.yTicks = o.logY ? logTicks(min, max) : linearTicks(min, max);
-            return this.yTicks;
-          },
-          values: (_u, splits) => splits.map(v => this.fmt(v))
-        }
-      ],
-      series: [
-        { label: o.xLabel ?? 'x' },
-        ...this.shown.map(c => ({
-          label: c.label,
-          stroke: palette[c.color],
-          width: c.raw ? 1 : 1.5,
-          alpha: c.raw ? 0.25 : c.dashed ? 0.7 : 1,
-          dash: c.dashed ? [4, 3] : undefined,
-          paths: c.line ? undefined : () => null,
-          points: { show: c.dots, size: 5, fill: palette[c.color], stroke: background }
-        }))
-      ],
-      hooks: {
-        setCursor: [u => this.onCursor(u)],
-        setSelect: [u => this.onSelect(u)],
-        draw: [() => this.describe()]
-      }
-    };
-  }
-
   /** A drag over the plot selected an x range: zoom to it, decimated anew for that range. */
   private onSelect(u: uPlot): void {
     const { left, width } = u.select;
@@ -336,13 +246,13 @@ export class LineChart {
   }
 
   /** Screen readers get what the canvas shows: the curves, the axes and their ticks. */
-  private describe(): void {
+  private describe(yTicks: number[]): void {
     const o = this.options;
     this.area.setAttribute(
       'aria-label',
       `${this.title.textContent}: ${this.series.map(s => s.label).join(', ')} against ${
         o.xLabel ?? 'x'
-      }; y axis${o.logY ? ' (log)' : ''} ticks ${this.yTicks.map(v => this.fmt(v)).join(', ')}`
+      }; y axis${o.logY ? ' (log)' : ''} ticks ${yTicks.map(v => this.fmt(v)).join(', ')}`
     );
   }
 
