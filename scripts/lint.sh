@@ -12,4 +12,5 @@ cd "$root"
 TRAINHUB_VENV="$venv" bash scripts/setup-labextension.sh --deps-only . >/dev/null
 node_modules/.bin/eslint --max-warnings 0 .
 node_modules/.bin/prettier --check --log-level warn labextension/src labextension/ui-tests \
+  labextension/jest.config.js labextension/jest.setup.js \
   eslint.config.mjs
