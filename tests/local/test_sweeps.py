@@ -117,3 +117,36 @@ def test_cancelling_a_sweep_cancels_its_trials(trainhub_env: Trainhub):
     assert again.returncode == 0  # cancelling a cancelled sweep changes nothing
     missing = th.run("sweep", "show", "no-such-sweep", check=False)
     assert missing.returncode != 0 and "No sweep no-such-sweep" in missing.stderr
+
+
+def test_trials_run_the_code_the_sweep_was_created_with(trainhub_env: Trainhub):
+    th = trainhub_env
+    (th.workspace / "helper.py").write_text("VERSION = 'original'\n")
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("lr = 0.1")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell("from helper import VERSION\nprint('ran', VERSION, lr)"),
+    ]
+    nbformat.write(nb, th.workspace / "frozen.ipynb")
+    created = th.json("sweep", "frozen.ipynb", "-p", "lr=[0.1,0.2,0.3]", "--max-running", "1")
+    sweep_id = created["id"]
+    assert created["submitted"] == 1  # the later trials are compiled after what follows
+
+    # The workspace moves on: the notebook says something else, the helper is gone.
+    nb.cells[1] = nbformat.v4.new_code_cell("print('ran', 'edited', lr)")
+    nbformat.write(nb, th.workspace / "frozen.ipynb")
+    (th.workspace / "helper.py").unlink()
+
+    def ended():
+        view = th.json("sweep", "show", sweep_id)
+        return view if view["state"] == "finished" else None
+
+    view = wait_for(ended, timeout=240, what="the sweep to finish", interval=0.5)
+    for trial in view["trial_views"]:
+        lr = trial["parameters"]["lr"]
+        assert trial["state"] == "succeeded", th.logs(trial["job_id"], check=False)
+        assert f"ran original {lr}" in th.logs(trial["job_id"])
+    assert [t["parameters"]["lr"] for t in view["trial_views"]] == [0.1, 0.2, 0.3]
+    assert not (th.home / "jobs" / ".sweeps" / sweep_id).exists()  # gone with the sweep

@@ -126,7 +126,7 @@ def test_freezing_refuses_a_workspace_over_the_cap_and_leaves_nothing(tmp_path):
     ws = workspace(tmp_path)
     (ws / "proj" / "big.bin").write_bytes(b"x" * (CAP + 1))
     home = tmp_path / "jobs" / ".sweeps"
-    with pytest.raises(BundleError, match="over the 1.0 MiB cap"):
+    with pytest.raises(BundleError, match=r"over the 1\.0 MiB cap"):
         freeze(spec(), ws, home, "sw-1", max_workspace_bytes=CAP)
     assert not (home / "sw-1").exists()
 
