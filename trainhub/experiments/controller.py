@@ -17,7 +17,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -247,7 +247,7 @@ class Sweeps:
         data["sweep"] = {"id": record.id, "trial": n}
         return data
 
-    def _submit(self, record: SweepRecord, trials: list[int]) -> None:
+    def _submit(self, record: SweepRecord, trials: Sequence[int]) -> None:
         """Submit ``trials``, compiled from the sweep's frozen workspace (thawed once for all);
         a trial refused, or every one when the frozen workspace cannot be read, notes why."""
         if not trials:
