@@ -75,4 +75,5 @@ def test_with_nobody_logged_in_a_four_trial_sweep_runs_to_its_end(
         assert f"lr = {trial.parameters['lr']}" in code and "print('original', lr)" in code
         lineage = json.loads((jobdir / "lineage.json").read_text())
         assert lineage["parameters"] == {"lr": trial.parameters["lr"]}
+        assert lineage["frozen_workspace"] == record.source.digest  # type: ignore[union-attr]
     assert not (home / created.id).exists()  # the frozen workspace went with the sweep

@@ -85,6 +85,7 @@ def test_a_trial_compiled_from_the_frozen_workspace_is_the_bundle_it_gave_then(t
         other = compile_bundle(spec(lr=0.01), source.root, tmp_path / "other", frozen=True)
         repo = source.lineage["git"]  # as it was, not as it is
         assert repo["commit"] == commit and repo["untracked"] == ["proj/leak.txt"]
+        assert source.lineage["frozen_workspace"] == frozen.digest
     assert after.content_hash == before.content_hash  # the same bundle, byte for byte
     bundled = tmp_path / "after" / WORKSPACE / "proj"
     assert (bundled / "lib" / "model.py").read_text() == "VERSION = 'original'\n"

@@ -57,7 +57,8 @@ class Frozen:
 @dataclass(frozen=True)
 class Snapshot:
     """A thawed workspace: ``root`` holds the frozen files at their workspace paths (the ignore
-    rules already applied); ``lineage`` is the workspace's lineage as it was frozen."""
+    rules already applied); ``lineage`` is the workspace's lineage as it was frozen, and the
+    frozen workspace's digest."""
 
     root: Path
     lineage: dict[str, Any]
@@ -125,7 +126,8 @@ def thawed(base: Path, folder: str, frozen: Frozen) -> Iterator[Snapshot]:
                 f"the workspace frozen in {folder} is missing or was changed after it was "
                 "frozen; its files are not the ones the sweep was created with"
             )
-        yield Snapshot(root=root, lineage=lineage)
+        # A trial's lineage says its code is the frozen workspace of this digest.
+        yield Snapshot(root=root, lineage={**lineage, "frozen_workspace": frozen.digest})
 
 
 def _read(base: Path, top: str, root: Path, frozen: Frozen) -> dict[str, tuple[str, int]]:
