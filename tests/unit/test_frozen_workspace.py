@@ -13,10 +13,13 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from trainhub.backends.local.backend import LocalBackend
 from trainhub.bundle.compile import compile_bundle
 from trainhub.bundle.errors import BundleError
 from trainhub.bundle.layout import CELLS, WORKSPACE
 from trainhub.bundle.snapshot import Frozen, freeze, remove, thawed
+from trainhub.errors import Conflict
+from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import JobSpec
 
 CAP = 2**20
@@ -144,3 +147,11 @@ def test_a_frozen_folder_is_made_new_and_removed_whole(tmp_path):
     remove(home, "sw-1")  # gone already: fine
     with pytest.raises(BundleError, match="missing"), thawed(home, "sw-1", frozen):
         pass
+
+
+def test_a_service_that_sees_no_workspace_submits_only_a_frozen_one(tmp_path):
+    backend = LocalBackend(tmp_path / "home")
+    service = JobService(backend, jobs_root=backend.jobs_root)  # as the cluster's controller
+    with pytest.raises(Conflict, match="sees no workspace"):
+        service.submit({"name": "t", "source": {"path": "train.py"}}, user="ada")
+    assert not list(backend.jobs_root.glob("t-*"))  # refused before anything was made
