@@ -229,11 +229,11 @@ class Sweeps:
                     )
                 )
             if again.finished:
+                # Gone before the record says finished; each trial's bundle keeps what it ran.
+                snapshot.remove(self.home, sweep_id)
                 current.state = SweepState.FINISHED
                 current.finished_at = time.time()
             record = current
-        if record.state == SweepState.FINISHED:
-            snapshot.remove(self.home, sweep_id)  # each trial's bundle keeps what it ran
         self._submit(record, claim)
         step.submit = claim
         return step
