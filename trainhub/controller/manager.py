@@ -60,9 +60,7 @@ class TeamWork:
             lists=cache.lists(t.namespace),
             announcer=self.announce,
         )
-        self.service = JobService(
-            self.backend, workspace_root=self.root, jobs_root=self.backend.jobs_root
-        )
+        self.service = JobService(self.backend, jobs_root=self.backend.jobs_root)
         self.errors = 0
 
     @property
