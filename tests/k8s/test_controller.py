@@ -299,3 +299,22 @@ def test_endings_while_the_controller_was_down_are_recorded_and_announced_once_o
         assert [sum(j in t for t in texts) for j in jobs] == [1, 1, 1]
     finally:
         hook.close()
+
+
+def test_watches_resume_after_an_api_server_restart_without_missing_an_ending(
+    world: tuple[Team, Deployment], k8s_cluster: Any
+) -> None:
+    if k8s_cluster.cluster is None:
+        pytest.skip("restarts the API server of a control plane this session started")
+    team, deployment = world
+    replica = deployment.start("watcher")
+    job_id = submit(team, "survivor", retry={"infrastructure": 0})
+    recorded(team, job_id, JobState.RUNNING)
+    k8s_cluster.cluster.restart_apiserver()
+    # At once: the controller's watches are still backing off, so the ending happens while
+    # none watches; resumed from their last resourceVersion, they must still see it.
+    team.end_pods(job_id, result="Failed", exit_code="137")
+    ended = recorded(team, job_id, JobState.FAILED, timeout=90)
+    assert ended["verdict"]["failure_class"] == "infrastructure"
+    restarts = replica.metric("trainhub_controller_watch_restarts_total")
+    assert restarts is not None and restarts >= 1

@@ -572,6 +572,12 @@ class Cluster:
         )
         self._wait("kube-apiserver", lambda: self._api_ok("/readyz"), deadline)
 
+    def restart_apiserver(self, timeout: float = 120.0) -> None:
+        """Stop the API server and start it again on the same port and etcd: every watch and
+        connection of its clients ends, as on an upgrade of the control plane."""
+        self._stop_process("kube-apiserver", self.state["processes"].get("kube-apiserver"))
+        self._start_apiserver(time.monotonic() + timeout)
+
     def _start_controllers(self, deadline: float) -> None:
         p, pki = self.state["ports"], self.pki_dir
         kcm = self.dir / "controller-manager.kubeconfig"
