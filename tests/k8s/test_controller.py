@@ -213,7 +213,13 @@ def test_with_nobody_logged_in_a_killed_worker_is_retried_and_its_failure_announ
         assert job.metadata.annotations["trainhub.io/attempt"] == "1"
         (retry,) = events(team, flaky, "retry")
         assert retry["attempt"] == 1 and retry["failure_class"] == "infrastructure"
-        assert recorded(team, flaky, JobState.QUEUED)["attempt"] == 1
+        wait_for(
+            "the next attempt queued, in the directory",
+            lambda: any(
+                e["state"] == "queued" and e["attempt"] == 1 for e in events(team, flaky, "state")
+            ),
+            30,
+        )
 
         ended = recorded(team, doomed, JobState.FAILED)
         assert ended["verdict"]["failure_class"] == "infrastructure"
