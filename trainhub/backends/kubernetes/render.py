@@ -397,6 +397,15 @@ def render(teams: Teams) -> list[Manifest]:
     return objs
 
 
+def helm_values(objs: list[Manifest], teams_sha256: str, version: str) -> dict[str, Any]:
+    """The values of charts/trainhub that carry the rendered objects. The chart takes them
+    whole rather than the teams file: Helm's templates cannot run this renderer (the teams
+    file's validation, cohort arithmetic on quantities), and a second renderer written in
+    templates would be a copy. ``version`` (trainhub's) must be the chart's appVersion, so
+    objects rendered by another release are refused instead of installed."""
+    return {"teams": {"renderedBy": version, "sha256": teams_sha256, "objects": objs}}
+
+
 def to_yaml(objs: list[Manifest]) -> str:
     return "".join(
         "---\n" + yaml.safe_dump(o, sort_keys=False, default_flow_style=False) for o in objs
