@@ -19,10 +19,11 @@ import yaml
 from kubernetes import client
 
 import trainhub
-from trainhub.backends.kubernetes.render import render, to_yaml
+from trainhub.backends.kubernetes.apply import apply_objects
+from trainhub.backends.kubernetes.render import QUEUE_READER, render, to_yaml
 from trainhub.teams import load_teams
 
-from .test_admin_apply import teams_data
+from .test_admin_apply import teams_data, teams_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "trainhub"
@@ -30,6 +31,14 @@ GOLDEN_TEAMS = ROOT / "tests" / "unit" / "golden" / "teams.yaml"
 DASHBOARD = CHART / "files" / "grafana-dashboard.json"
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 KEEP = {"helm.sh/resource-policy": "keep"}
+# What every teams file renders alike, outside the teams' namespaces.
+SHARED = {
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "WorkloadPriorityClass",
+}
 
 Key = tuple[str, str, str | None, str]
 
@@ -163,26 +172,22 @@ def test_install_upgrade_and_uninstall_on_the_cluster(
     teams_file = tmp_path / "teams.yaml"
     kubeconfig = ("--kubeconfig", str(k8s_namespace.kubeconfig))
 
-    def release(verb: str, a100_gpus: int) -> None:
+    def release(verb: str, a100_gpus: int, *flags: str) -> None:
         teams_file.write_text(yaml.safe_dump(teams_data(team_ns, tmp_path, a100_gpus=a100_gpus)))
         values = helm_values(teams_file, tmp_path / "teams.values.yaml")
-        # --take-ownership: the cluster-wide objects every teams file renders (the queue reader,
-        # the policy, the priority classes) may already be there, applied by `trainhub admin
-        # apply` (other tests here; or a cluster set up before the chart).
-        helm(
-            verb,
-            "trainhub",
-            str(CHART),
-            "-n",
-            release_ns,
-            "-f",
-            str(values),
-            *kubeconfig,
-            "--take-ownership",
-        )
+        chart = (str(CHART), "-n", release_ns, "-f", str(values), *kubeconfig)
+        helm(verb, "trainhub", *chart, *flags)
 
     try:
-        release("install", a100_gpus=8)
+        # A cluster set up by `trainhub admin apply` before the chart: its cluster-wide objects
+        # (the queue reader, the policy, the priority classes, which every teams file renders)
+        # are there; Helm adopts them, and the fields admin apply's field manager owned. The
+        # team objects it creates.
+        shared = [o for o in render(teams_for(team_ns, tmp_path)) if o["kind"] in SHARED]
+        apply_objects(api, shared)
+        release("install", 8, "--take-ownership", "--force-conflicts")
+        reader = client.RbacAuthorizationV1Api(api).read_cluster_role(QUEUE_READER)
+        assert reader.metadata.annotations["meta.helm.sh/release-name"] == "trainhub"
         for ns in team_ns:
             labels = core.read_namespace(ns).metadata.labels
             assert labels["trainhub.io/team"] == ns and labels["trainhub.io/managed"] == "true"
@@ -191,11 +196,13 @@ def test_install_upgrade_and_uninstall_on_the_cluster(
                 *KUEUE, ns, "localqueues", "jobs"
             )
             assert queue["spec"]["clusterQueue"] == ns
-            assert _gpu_quota(_cluster_queue(api, ns)) == "8"
+            cq = _cluster_queue(api, ns)
+            assert _gpu_quota(cq) == "8"
+            assert cq["metadata"]["annotations"]["meta.helm.sh/release-name"] == "trainhub"
         cm = core.read_namespaced_config_map("trainhub-grafana-dashboard", release_ns)
         assert json.loads(cm.data["trainhub.json"])["uid"] == "trainhub-overview"
 
-        release("upgrade", a100_gpus=12)
+        release("upgrade", 12)
         assert [_gpu_quota(_cluster_queue(api, ns)) for ns in team_ns] == ["12", "12"]
         hard = core.read_namespaced_resource_quota("trainhub-quota", team_ns[0]).spec.hard
         assert hard["requests.nvidia.com/gpu"] == str(2 * 12 + 2 * 4)  # own + the cohort's
