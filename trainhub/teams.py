@@ -168,6 +168,16 @@ class SharedVolume(_Model):
 
     claim: str = Field(pattern=DNS_LABEL, max_length=253)
     mount_path: str
+    # With a size, the claim is one of the rendered objects (admin render/apply, the chart): a
+    # ReadWriteMany claim of that size, of storage_class or the cluster's default class.
+    # Without, the administrator makes the claim (an existing volume, a static PV).
+    size: str | None = None
+    storage_class: str | None = Field(None, pattern=DNS_LABEL, max_length=253)
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> str | None:
+        return None if v is None else _quantity(v)
 
     @field_validator("mount_path")
     @classmethod

@@ -115,8 +115,9 @@ def test_helm_template_gives_what_admin_render_renders(helm: Any, tmp_path: Path
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(dashboard["data"]["trainhub.json"]) == json.loads(DASHBOARD.read_text())
     for k, obj in charted.items():
-        if k[1] == "Namespace":  # the one addition: uninstalling keeps the teams' data
+        if k[1] in ("Namespace", "PersistentVolumeClaim"):  # uninstalling keeps the teams' data
             assert obj["metadata"].pop("annotations") == KEEP
+    assert ("v1", "PersistentVolumeClaim", "team-vision", "vision-shared") in rendered
     assert list(charted) and charted.keys() == rendered.keys()
     for k in rendered:
         assert charted[k] == rendered[k], k
@@ -172,8 +173,11 @@ def test_install_upgrade_and_uninstall_on_the_cluster(
     teams_file = tmp_path / "teams.yaml"
     kubeconfig = ("--kubeconfig", str(k8s_namespace.kubeconfig))
 
+    volume = {"claim": "shared", "mount_path": str(tmp_path / "shared"), "size": "1Gi"}
+
     def release(verb: str, a100_gpus: int, *flags: str) -> None:
-        teams_file.write_text(yaml.safe_dump(teams_data(team_ns, tmp_path, a100_gpus=a100_gpus)))
+        data = teams_data(team_ns, tmp_path, a100_gpus=a100_gpus, shared_volume=volume)
+        teams_file.write_text(yaml.safe_dump(data))
         values = helm_values(teams_file, tmp_path / "teams.values.yaml")
         chart = (str(CHART), "-n", release_ns, "-f", str(values), *kubeconfig)
         helm(verb, "trainhub", *chart, *flags)
@@ -192,6 +196,8 @@ def test_install_upgrade_and_uninstall_on_the_cluster(
             labels = core.read_namespace(ns).metadata.labels
             assert labels["trainhub.io/team"] == ns and labels["trainhub.io/managed"] == "true"
             assert core.read_namespaced_resource_quota("trainhub-quota", ns).spec.hard
+            claim = core.read_namespaced_persistent_volume_claim("shared", ns)
+            assert claim.spec.access_modes == ["ReadWriteMany"]
             queue = client.CustomObjectsApi(api).get_namespaced_custom_object(
                 *KUEUE, ns, "localqueues", "jobs"
             )
@@ -209,8 +215,9 @@ def test_install_upgrade_and_uninstall_on_the_cluster(
 
         helm("uninstall", "trainhub", "-n", release_ns, "--wait", *kubeconfig)
         assert [_cluster_queue(api, ns) for ns in team_ns] == [None, None]
-        for ns in team_ns:  # kept, with what the team keeps there
+        for ns in team_ns:  # kept, with the team's volume
             assert core.read_namespace(ns).status.phase == "Active"
+            assert core.read_namespaced_persistent_volume_claim("shared", ns).metadata.uid
     finally:
         for ns in team_ns:
             k8s_namespace.delete_cluster_object(*KUEUE, "clusterqueues", ns)
