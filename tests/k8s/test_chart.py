@@ -1,7 +1,8 @@
 """charts/trainhub: `helm template` gives exactly the objects `trainhub admin render` renders, so
 the two cannot drift; bad values are refused naming the field; on the test control plane
-`helm install` creates the team objects, `helm upgrade` with a bigger quota changes the team's
-ClusterQueue, and `helm uninstall` leaves the team's namespace."""
+`helm install` creates the team objects (adopting what an earlier `trainhub admin apply` left),
+`helm upgrade` with a bigger quota changes the teams' ClusterQueues, and `helm uninstall` leaves
+the teams' namespaces and volumes."""
 
 from __future__ import annotations
 
