@@ -98,11 +98,18 @@ def test_the_chart_is_trainhubs_release() -> None:
     assert chart["appVersion"] == chart["version"] == project["version"] == trainhub.__version__
 
 
-def test_helm_template_gives_what_admin_render_renders(helm: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("controller", [False, True], ids=["teams", "teams+controller"])
+def test_helm_template_gives_what_admin_render_renders(
+    helm: Any, tmp_path: Path, controller: bool
+) -> None:
     # The golden teams file, with a priority too big for a float's default formatting: Helm
-    # reads values as JSON numbers, and writes them back through toYaml.
+    # reads values as JSON numbers, and writes them back through toYaml. With a controller, its
+    # objects come along (and the volume trainhub would make, which a controller cannot share).
     data = yaml.safe_load(GOLDEN_TEAMS.read_text())
     data["priorities"]["high"] = 1_000_000_000
+    if controller:
+        data["controller"] = {"image": "registry.invalid/trainhub/controller:1"}
+        del data["teams"][0]["shared_volume"]["size"]
     teams_file = tmp_path / "teams.yaml"
     teams_file.write_text(yaml.safe_dump(data))
     values = helm_values(teams_file, tmp_path / "teams.values.yaml")
@@ -118,7 +125,9 @@ def test_helm_template_gives_what_admin_render_renders(helm: Any, tmp_path: Path
     for k, obj in charted.items():
         if k[1] in ("Namespace", "PersistentVolumeClaim"):  # uninstalling keeps the teams' data
             assert obj["metadata"].pop("annotations") == KEEP
-    assert ("v1", "PersistentVolumeClaim", "team-vision", "vision-shared") in rendered
+    kinds = {k[1] for k in rendered}
+    assert ("Deployment" in kinds) is controller
+    assert ("PersistentVolumeClaim" in kinds) is not controller
     assert list(charted) and charted.keys() == rendered.keys()
     for k in rendered:
         assert charted[k] == rendered[k], k

@@ -90,6 +90,13 @@ def test_bad_quantities_unknown_fields_and_dataset_outside_volume() -> None:
     errors = errors_of(lambda d: d["teams"][0]["datasets"].update(coco={"path": "/data/coco"}))
     assert "not below the shared volume" in errors["teams[0].datasets.coco.path"]
 
+    def sized_with_a_controller(d):
+        d["teams"][0]["shared_volume"]["size"] = "1Ti"
+        d["controller"] = {}
+
+    errors = errors_of(sized_with_a_controller)
+    assert "controller's claim cannot share" in errors["teams[0].shared_volume.size"]
+
 
 def test_session_size_must_fit_a_node_and_priorities_must_increase() -> None:
     errors = errors_of(lambda d: d["teams"][0].update(session_gpus=[0, 9]))

@@ -39,10 +39,13 @@ def compile_bundle(
     *,
     allow_pip: bool = True,
     max_workspace_bytes: int = DEFAULT_MAX_WORKSPACE_BYTES,
+    frozen: bool = False,
 ) -> BundleManifest:
-    """Write the bundle of ``spec`` into ``bundle_dir`` (absent or empty); return its manifest."""
+    """Write the bundle of ``spec`` into ``bundle_dir`` (absent or empty); return its manifest.
+    ``frozen``: ``workspace_root`` is a snapshot taken earlier (trainhub.bundle.snapshot),
+    whose every file travels: the ignore rules were applied when it was taken."""
     root = Path(workspace_root).resolve()
-    entry = _resolve_entry(root, spec.source.path)
+    entry = resolve_entry(root, spec.source.path)
     bundle_dir = Path(bundle_dir)
     if bundle_dir.exists() and any(bundle_dir.iterdir()):
         raise BundleError(f"the bundle directory {bundle_dir.name} is not empty")
@@ -58,11 +61,9 @@ def compile_bundle(
             spec, entry, allow_pip=allow_pip, warnings=warnings
         )
 
-    files = collect_workspace(root, entry.parent, skip={bundle_dir.resolve()}, warnings=warnings)
-    if isinstance(spec.source, NotebookSource):
-        files.pop(entry_rel, None)  # its cells are in cells.json
-    else:
-        files.setdefault(entry_rel, entry)  # run it even if ignored
+    files = bundle_files(
+        spec, root, entry, skip={bundle_dir.resolve()}, warnings=warnings, frozen=frozen
+    )
     check_size(files, max_workspace_bytes, workdir)
     resolved = [resolve_requirement(r, root, entry.parent, files) for r in requirements]
 
@@ -109,6 +110,29 @@ def compile_bundle(
     return manifest
 
 
+def bundle_files(
+    spec: JobSpec,
+    root: Path,
+    entry: Path,
+    *,
+    skip: set[Path] | None = None,
+    warnings: list[str],
+    frozen: bool = False,
+) -> dict[str, Path]:
+    """The workspace files the bundle of ``spec`` carries, by path relative to ``root``: those
+    next to the entry (trainhub.bundle.workspace), a notebook itself left out (its cells
+    travel in cells.json), a script always in (run even if ignored)."""
+    entry_rel = entry.relative_to(root).as_posix()
+    files = collect_workspace(
+        root, entry.parent, skip=skip or set(), warnings=warnings, ignore_rules=not frozen
+    )
+    if isinstance(spec.source, NotebookSource):
+        files.pop(entry_rel, None)
+    else:
+        files.setdefault(entry_rel, entry)
+    return files
+
+
 def _compile_cells(
     spec: JobSpec, entry: Path, *, allow_pip: bool, warnings: list[str]
 ) -> tuple[str, list[BundleCell], list[PendingRequirement]]:
@@ -124,7 +148,7 @@ def _compile_cells(
     return hashlib.sha256(raw).hexdigest(), cells, requirements
 
 
-def _resolve_entry(root: Path, relative: str) -> Path:
+def resolve_entry(root: Path, relative: str) -> Path:
     if Path(relative).is_absolute():
         raise BundleError(f"source.path {relative!r} must be relative to the workspace root")
     entry = (root / relative).resolve()
