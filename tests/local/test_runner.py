@@ -172,7 +172,7 @@ def test_matplotlib_figures_are_saved_as_images(tmp_path):
     )
     run = run_rank(job)
     assert run.proc.returncode == 0, run.log
-    assert "backend agg" in run.log.lower()
+    assert "backend module://matplotlib_inline.backend_inline" in run.log
     for name in ("rank0-cell1-0.png", "rank0-cell2-0.png"):
         assert f"image saved: outputs/{name}" in run.log
         assert (job.outputs / name).read_bytes().startswith(b"\x89PNG")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import io
 import os
 import re
 import runpy
@@ -36,11 +35,13 @@ from trainhub.bundle.schema import BundleCell, BundleManifest, cell_label, read_
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
 from trainhub.outcome.exceptions import explain_exception
+from trainhub.rank.kernel import cell_request, job_kernel, refuse_prompts
 from trainhub.rank.logcap import capped_output
 from trainhub.rank.logmarks import cell_start, internal
 from trainhub.rank.notebook import NotebookCapture, captured
 
 MAX_TRACEBACK_CHARS = 64 * 1024
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 PIP_TIMEOUT_S = 3600.0
 _IMAGE_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/svg+xml": "svg"}
 _DEFAULT_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
@@ -179,6 +180,7 @@ def _make_shell(
     from IPython.core.compilerop import CachingCompiler
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.error import UsageError
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
@@ -235,6 +237,29 @@ def _make_shell(
         displayhook_class = LogDisplayHook  # type: ignore[assignment]
         display_pub_class = LogDisplayPublisher  # type: ignore[assignment]
         last_traceback_text = ""
+        request = cell_request("trainhub-start")
+        _kernel: Any = None
+
+        @property
+        def kernel(self) -> Any:
+            if self._kernel is None:
+                self._kernel = job_kernel(self, self.request)
+            return self._kernel
+
+        def start_request(self, cell_id: str) -> None:
+            """The cell about to run is the kernel's current request."""
+            self.request = cell_request(cell_id)
+            if self._kernel is not None:
+                self._kernel.set_parent([], self.request, channel="shell")
+
+        def enable_gui(self, gui: str | None = None) -> None:
+            """``%matplotlib inline`` needs no event loop (ipykernel's answer too); a window
+            toolkit's (``%gui tk``) cannot open without a display."""
+            if gui not in (None, "inline"):
+                raise UsageError(
+                    f"%matplotlib {gui} opens windows, and a job has no display; "
+                    "use %matplotlib inline (a job's default, as in JupyterLab)"
+                )
 
         def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
             self.last_traceback_text = self.InteractiveTB.stb2text(stb)
@@ -254,30 +279,8 @@ def _make_shell(
     config.InteractiveShell.colors = "nocolor"
     config.InteractiveShell.autocall = 0
     shell = RankShell.instance(config=config)
-    assert shell.display_formatter is not None
-    # display(fig) of a matplotlib figure becomes a PNG, as with JupyterLab's inline backend.
-    shell.display_formatter.formatters["image/png"].for_type_by_name(
-        "matplotlib.figure", "Figure", _figure_png
-    )
+    refuse_prompts()
     return shell
-
-
-def _figure_png(figure: Any) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", bbox_inches="tight")
-    return buffer.getvalue()
-
-
-def _flush_figures(shell: Any) -> None:
-    """Show figures a cell left open, then close them (what the inline backend does)."""
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is None:
-        return
-    try:
-        for number in pyplot.get_fignums():
-            shell.display_pub.publish(shell.display_formatter.format(pyplot.figure(number))[0])
-    finally:
-        pyplot.close("all")
 
 
 # --- locating an error ------------------------------------------------------------------------
@@ -370,8 +373,8 @@ def _run_cells(
         shell.last_traceback_text = ""
         if notebook is not None:
             notebook.start_cell(position, shell.execution_count)
+        shell.start_request(name)
         result = shell.run_cell(cell.source, store_history=True, cell_id=name)
-        _flush_figures(shell)
         elapsed = round(time.monotonic() - started, 3)
         if notebook is not None:
             notebook.end_cell(result.success or _exit_ok(_error(result)), elapsed)
@@ -494,8 +497,9 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
             },
         )
         return 1
-    # No display in a job. Set even when inherited (a kernel exports its inline backend).
-    os.environ["MPLBACKEND"] = "Agg"
+    # matplotlib's inline backend, as ipykernel sets it: plt.show() and the figures a cell
+    # leaves open are displayed (then closed) after the cell, as PNG. Set even when inherited.
+    os.environ["MPLBACKEND"] = INLINE_BACKEND
     warnings.filterwarnings("ignore", message="To exit: use 'exit', 'quit', or Ctrl-D.")
     say(
         f"rank {ctx.rank}/{ctx.world_size}, attempt {ctx.attempt}: "

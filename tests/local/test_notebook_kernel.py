@@ -1,0 +1,81 @@
+"""What works in JupyterLab's kernel works in a job's cells: one rank run of a notebook that
+uses the kernel's display machinery, magics and prompts, looked at from the log and the
+executed notebook."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.local.test_runner import Run, cells_job, run_rank
+
+CELLS = [
+    "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.title('inline')",
+    "from IPython.display import display, clear_output\n"
+    "handle = display('first', display_id=True)\n"
+    "handle.update('updated')\n"
+    "print(get_ipython().kernel.get_parent()['header']['msg_id'])",
+    "for i in range(3):\n    clear_output(wait=True)\n    print('tick', i)",
+    "%%capture captured\nprint('captured text')",
+    "print('from capture:', captured.stdout.strip())",
+    "%%writefile written.txt\nwritten by a cell magic",
+    "!cat written.txt",
+    "%time total = sum(range(10))\nprint('total', total)",
+    "%gui tk",
+]
+
+
+@pytest.fixture(scope="module")
+def kernel_run(tmp_path_factory) -> Run:
+    pytest.importorskip("matplotlib_inline")
+    tmp = tmp_path_factory.mktemp("kernel")
+    return run_rank(cells_job(tmp, [*CELLS[:-1], "name = input('name? ')"]))
+
+
+def executed(run: Run) -> list[dict]:
+    return json.loads((run.job.root / "notebook.ipynb").read_text())["cells"]
+
+
+def test_matplotlib_inline_shows_the_figure_as_png(kernel_run):
+    outputs = executed(kernel_run)[0]["outputs"]
+    assert [o["output_type"] for o in outputs] == ["execute_result", "display_data"]
+    assert "image/png" in outputs[1]["data"]
+    assert "image saved: outputs/rank0-cell0-0.png" in kernel_run.log
+
+
+def test_display_by_id_updates_in_place_and_the_kernel_names_the_cell(kernel_run):
+    outputs = executed(kernel_run)[1]["outputs"]
+    assert outputs[0]["data"]["text/plain"] == "'updated'"
+    assert outputs[1]["text"] == "<trainhub-cell-1>\n"
+
+
+def test_clear_output_wait_keeps_the_last_output_only(kernel_run):
+    assert executed(kernel_run)[2]["outputs"] == [
+        {"output_type": "stream", "name": "stdout", "text": "tick 2\n"}
+    ]
+
+
+def test_magics_behave_as_in_the_kernel(kernel_run):
+    cells = executed(kernel_run)
+    assert cells[3]["outputs"] == []
+    assert cells[4]["outputs"][0]["text"] == "from capture: captured text\n"
+    assert cells[5]["outputs"][0]["text"] == "Writing written.txt\n"
+    assert "written by a cell magic" in cells[6]["outputs"][0]["text"]
+    assert "Wall time" in cells[7]["outputs"][0]["text"]
+    assert "total 45" in kernel_run.log
+
+
+def test_input_fails_at_once_saying_why(kernel_run):
+    status = kernel_run.status
+    assert (status["cell_index"], status["failure_class"]) == (len(CELLS) - 1, "code")
+    assert status["message"].startswith("input() was called, but a job runs unattended")
+    assert "as a parameter" in status["message"]
+
+
+def test_a_window_backend_is_refused_naming_the_inline_one(tmp_path):
+    run = run_rank(cells_job(tmp_path, [CELLS[-1]]))
+    assert (
+        "%matplotlib tk opens windows, and a job has no display; use %matplotlib inline "
+        "(a job's default, as in JupyterLab)"
+    ) in run.log
