@@ -218,14 +218,24 @@ def test_cells_run_in_the_notebook_directory_with_its_modules(tmp_path):
     assert "from helper from data" in run.log
 
 
-def test_sys_exit_zero_stops_successfully(tmp_path):
+def test_sys_exit_zero_before_the_last_cell_is_a_code_failure(tmp_path):
     run = run_rank(
         cells_job(tmp_path, ["print('before')", "import sys\nsys.exit(0)", "print('after')"])
     )
+    assert run.proc.returncode == 1
+    status = run.status
+    assert (status["failure_class"], status["cell_index"], status["line"]) == ("code", 1, 2)
+    assert status["message"] == (
+        "sys.exit(0) before the notebook's last cell: the cells after cell 2 did not run"
+    )
+    assert "before" in run.log and "\nafter\n" not in run.log
+
+
+def test_sys_exit_zero_in_the_last_cell_ends_successfully(tmp_path):
+    run = run_rank(cells_job(tmp_path, ["print('before')", "import sys\nsys.exit(0)"]))
     assert run.proc.returncode == 0
     assert run.status == {"outcome": "ok"}
-    assert "before" in run.log and "after" not in run.log
-    assert "cell 2 called sys.exit(0)" in run.log
+    assert "cell 2, the last, called sys.exit(0)" in run.log
 
 
 def test_sys_exit_nonzero_is_a_code_failure(tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import faulthandler
 import os
 import re
 import runpy
@@ -27,8 +28,8 @@ import warnings
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from types import FrameType, TracebackType
+from typing import Any, NoReturn
 
 from trainhub.bundle.layout import WORKSPACE
 from trainhub.bundle.schema import BundleCell, BundleManifest, cell_label, read_cells, read_manifest
@@ -37,11 +38,12 @@ from trainhub.jobs.states import FailureClass
 from trainhub.outcome.exceptions import explain_exception
 from trainhub.rank.kernel import cell_request, job_kernel, refuse_prompts
 from trainhub.rank.logcap import capped_output
-from trainhub.rank.logmarks import cell_start, internal
+from trainhub.rank.logmarks import LogStream, cell_start, internal, own_line
 from trainhub.rank.notebook import NotebookCapture, captured
 
 MAX_TRACEBACK_CHARS = 64 * 1024
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+OK = {"outcome": "ok"}
 PIP_TIMEOUT_S = 3600.0
 _IMAGE_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/svg+xml": "svg"}
 _DEFAULT_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
@@ -73,6 +75,7 @@ class Failure:
     line: int | None = None
     file: str | None = None
     raised_at: dict[str, Any] | None = None
+    exit_call: str | None = None  # "sys.exit(0)", "os._exit(0)": a cell ended the run early
 
 
 # --- log redirection ----------------------------------------------------------------------
@@ -88,15 +91,21 @@ def redirect_output(log_path: Path) -> None:
     # New stream objects: the old ones may have found fd 1 seekable (a file) and now it is a pipe.
     encoding = sys.stdout.encoding or "utf-8"
     for name, fd in (("stdout", 1), ("stderr", 2)):
-        stream = open(  # noqa: SIM115 - lives as long as the process
-            fd, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False
-        )
+        stream = LogStream(fd, encoding)
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
 
 
 def say(message: str) -> None:
-    print(internal(message), end="", flush=True)
+    """trainhub's own message: in the log, never in a cell's output in the notebook."""
+    to_log(internal(message))
+
+
+def to_log(lines: str) -> None:
+    """trainhub's ``lines``, on lines of their own, after what the cell printed so far."""
+    sys.stderr.flush()
+    sys.stdout.flush()
+    print(own_line(lines), end="", file=sys.__stdout__, flush=True)
 
 
 # --- rich output as text --------------------------------------------------------------------
@@ -352,6 +361,8 @@ def _run_cells(
     shell = _make_shell(ctx, writer, notebook)
     compiler = shell.compile
     cell_names = {_cell_name(c): c.cell_index for c in cells}
+    guard = ExitGuard(ctx, cells, notebook)
+    os._exit = guard
     for position, cell in enumerate(cells):
         name = _cell_name(cell)
         compiler.labels[name] = (
@@ -368,16 +379,18 @@ def _run_cells(
                 phase="start",
             )
             # A separator in the Logs tab; before the cell starts, so it is not in its output.
-            print(cell_start(cell.cell_index, time.time()), end="", flush=True)
+            to_log(cell_start(cell.cell_index, time.time()))
         started = time.monotonic()
         shell.last_traceback_text = ""
         if notebook is not None:
             notebook.start_cell(position, shell.execution_count)
+        guard.position, guard.started = position, started
         shell.start_request(name)
         result = shell.run_cell(cell.source, store_history=True, cell_id=name)
         elapsed = round(time.monotonic() - started, 3)
+        ok = result.success or (_exit_ok(_error(result)) and position == len(cells) - 1)
         if notebook is not None:
-            notebook.end_cell(result.success or _exit_ok(_error(result)), elapsed)
+            notebook.end_cell(ok, elapsed)
         if not cell.injected:
             ctx.job.emit(
                 "cell",
@@ -386,13 +399,14 @@ def _run_cells(
                 cell_index=cell.cell_index,
                 phase="end",
                 seconds=elapsed,
-                ok=result.success or _exit_ok(_error(result)),
+                ok=ok,
             )
         exc = _error(result)
+        last = position == len(cells) - 1
         if exc is not None:
-            if _exit_ok(exc):
+            if _exit_ok(exc) and last:
                 code = getattr(exc, "code", None)
-                say(f"{cell_label(cell.cell_index)} called sys.exit({code}); the job stops here")
+                say(f"{cell_label(cell.cell_index)}, the last, called sys.exit({code})")
                 return None
             text = shell.last_traceback_text or "".join(traceback.format_exception(exc))
             return Failure(
@@ -401,15 +415,66 @@ def _run_cells(
                 cell_index=cell.cell_index,
                 line=line_in(exc, name),
                 raised_at=innermost_user_frame(exc, cell_names, workspace),
+                exit_call=f"sys.exit({getattr(exc, 'code', None)})" if _exit_ok(exc) else None,
             )
-        if shell.exit_now:  # exit() or quit() in a cell: stop, successfully
-            say(f"{cell_label(cell.cell_index)} called exit(); the job stops here")
-            return None
+        if shell.exit_now and not last:  # exit() or quit(): the cells after it do not run
+            return Failure(
+                exc=SystemExit(0), traceback_text="", cell_index=cell.cell_index, exit_call="exit()"
+            )
     return None
 
 
 def _error(result: Any) -> BaseException | None:
     return result.error_before_exec or result.error_in_exec
+
+
+class ExitGuard:
+    """``os._exit`` while the cells run: it ends the process at once, past every ``finally``,
+    so first say where and how (the rank's status), and keep the output so far (the log,
+    the executed notebook). A forked child's ``os._exit`` (a data loader worker) is its own."""
+
+    def __init__(self, ctx: RankContext, cells: list[BundleCell], notebook: Any) -> None:
+        self.ctx, self.cells, self.notebook = ctx, cells, notebook
+        self.position, self.started = 0, time.monotonic()
+        self._exit, self._pid = os._exit, os.getpid()
+
+    def __call__(self, status: int) -> NoReturn:
+        if os.getpid() == self._pid:
+            os._exit = self._exit
+            cell = self.cells[self.position]
+            done = status == 0 and self.position == len(self.cells) - 1
+            if done:
+                write_json_atomic(self.ctx.job.rank_status(self.ctx.attempt, self.ctx.rank), OK)
+            else:
+                name = _cell_name(cell)
+                failure = Failure(
+                    exc=SystemExit(status),
+                    traceback_text=_stack_from(name),
+                    cell_index=cell.cell_index,
+                    line=_calling_line(name),
+                    exit_call=f"os._exit({status})",
+                )
+                report_failure(self.ctx, failure)
+            if self.notebook is not None:
+                self.notebook.end_cell(done, round(time.monotonic() - self.started, 3))
+                self.notebook.close("completed" if done else "failed")
+            sys.stdout.flush()
+            sys.stderr.flush()
+        self._exit(status)
+
+
+def _stack_from(filename: str) -> str:
+    """The calls from the cell's own code to here (the runner's frames above it left out)."""
+    frames = traceback.extract_stack()[:-2]
+    cell = next((k for k, f in enumerate(frames) if f.filename == filename), 0)
+    return "".join(traceback.format_list(frames[cell:]))
+
+
+def _calling_line(filename: str) -> int | None:
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != filename:
+        frame = frame.f_back
+    return frame.f_lineno if frame is not None else None
 
 
 def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
@@ -449,6 +514,13 @@ def failure_status(failure: Failure) -> dict[str, Any]:
     exc = failure.exc
     type_name = _type_name(exc)
     message = f"exit status {exc.code}" if isinstance(exc, SystemExit) else str(exc)
+    if failure.exit_call is not None and _exit_ok(exc):
+        message = (
+            f"{failure.exit_call} before the notebook's last cell: the cells after "
+            f"{cell_label(failure.cell_index)} did not run"
+        )
+    elif failure.exit_call is not None:
+        message = f"{failure.exit_call}: {message}"
     evidence = explain_exception(type_name, message, failure.traceback_text)
     if failure.cell_index is not None or failure.file is None:
         where = cell_label(failure.cell_index)
@@ -512,11 +584,17 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     if failure is None:
-        write_json_atomic(status_path, {"outcome": "ok"})
+        write_json_atomic(status_path, OK)
         say("finished")
         return 0
+    report_failure(ctx, failure)
+    return 1
+
+
+def report_failure(ctx: RankContext, failure: Failure) -> None:
+    """The rank's status, event and last log line for ``failure``."""
     status = failure_status(failure)
-    write_json_atomic(status_path, status)
+    write_json_atomic(ctx.job.rank_status(ctx.attempt, ctx.rank), status)
     ctx.job.emit(
         "cell_error",
         rank=ctx.rank,
@@ -532,7 +610,6 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
         f"failed in {status['where']}: {status['exception']}: {status['message'][:500]} "
         f"({status['failure_class']} failure)"
     )
-    return 1
 
 
 def _flush_checkpoints(status_path: Path) -> bool:
@@ -569,7 +646,7 @@ def _stop_handler(ctx: RankContext) -> Any:
     def handler(signum: int, frame: Any) -> None:
         signal.signal(signum, signal.SIG_IGN)  # once, however many signals follow
         name = signal.Signals(signum).name
-        say(f"asked to stop ({name}): running the job's stop callbacks")
+        say(f"{name} received: running the job's stop callbacks")
         ctx.job.emit("stop_requested", rank=ctx.rank, attempt=ctx.attempt, signal=name)
         checkpoint = sys.modules.get("trainhub.checkpoint")
         # A background save that failed earlier is said, and is no reason not to save now.
@@ -603,6 +680,9 @@ def main(argv: list[str] | None = None) -> int:
     bundle_dir = Path(args[0]).resolve()
     ctx = RankContext.from_env(bundle_dir)
     redirect_output(ctx.job.rank_log(ctx.rank))
+    # A crash (SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL) leaves the Python stack in the log:
+    # the cell and line it was in.
+    faulthandler.enable(file=sys.stderr, all_threads=False)
     signal.signal(signal.SIGTERM, _stop_handler(ctx))
     # A private IPython directory: no user profile or startup files change what a job runs.
     ipython_dir = tempfile.mkdtemp(prefix="trainhub-ipython-")

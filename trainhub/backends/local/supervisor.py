@@ -38,6 +38,7 @@ from trainhub.outcome.verdict import (
     RankExit,
     attempt_verdict,
     cancel_verdict,
+    running_cells,
     torchrun_root_causes,
 )
 from trainhub.usage.compute import UsageRow, job_usage
@@ -73,6 +74,7 @@ class Supervisor:
         self.jobdir = JobDir(record.job_dir)
         self._stop_reason: str | None = None
         self.stop_signal: int | None = None
+        self.stopped_at: float | None = None
         self.stop_event = threading.Event()
         # This attempt's torchrun agents (or the rank of a one-process job).
         self.agents: list[subprocess.Popen[bytes]] = []
@@ -86,6 +88,7 @@ class Supervisor:
         """Stop the job (a cancel arrives as SIGTERM). Only noted here: it may run in a signal
         handler, and the store is read outside it."""
         self.stop_signal = signum
+        self.stopped_at = time.time()
         self.stop_event.set()
 
     @property
@@ -108,6 +111,7 @@ class Supervisor:
         limit = self.record.spec.max_runtime
         if limit is not None and time.time() - started > limit.total_seconds():
             self._stop_reason = f"ran longer than its max runtime ({limit})"
+            self.stopped_at = time.time()
             self.stop_event.set()
 
     # --- run ----------------------------------------------------------------------------
@@ -238,6 +242,8 @@ class Supervisor:
             exits=exits if any(exit_codes) else [RankExit(None, 0)],
             stop_reason=self.stop_reason,
             oom_killed=oom_before is not None and oom_after is not None and oom_after > oom_before,
+            running=running_cells(self.jobdir.iter_events(), attempt),
+            stopped_at=self.stopped_at,
         )
 
     def _wait_for_agents(self, started: float) -> list[int]:
