@@ -78,4 +78,5 @@ def test_the_time_limit_names_the_running_cell_and_its_time(trainhub_env: Trainh
     verdict = job["verdict"]
     assert job["state"] == "cancelled" and verdict["cell_index"] == 1
     assert verdict["reason"].startswith("ran longer than its max runtime (0:00:04); cell 2 had")
+    assert "before the end" in log
     assert notebook["cells"][0]["outputs"][0]["text"] == "before the end\n"
