@@ -79,26 +79,42 @@ class _Stream:
 
 
 class _Cell:
-    def __init__(self, cell: BundleCell):
-        self.source = cell.source
-        self.index = cell.cell_index
-        self.tags = list(cell.tags)
+    """One cell of the executed notebook: the user's cell as written (``written``: markdown,
+    raw and code alike, with its id, metadata and attachments) and, for a code cell, what its
+    run put there. A cell the run did not choose (tagged ``skip-execution``, not selected)
+    stays ``skipped``; the injected parameters are a cell of their own (papermill's habit)."""
+
+    def __init__(self, index: int | None, written: dict[str, Any] | None, run: BundleCell | None):
+        self.index = index
+        self.written = written
+        self.source = written.get("source", "") if written else run.source if run else ""
+        self.tags = list(run.tags) if run else []
+        self.code = written is None or written.get("cell_type") == "code"
         self.outputs: list[dict[str, Any] | _Stream] = []
         self.execution_count: int | None = None
-        self.status = "not run"
+        self.status = "not run" if run is not None else "skipped"
         self.seconds: float | None = None
-        self.serialized: str | None = None  # set once the cell is finished
+        self.serialized: str | None = None  # set once the cell is final
+        if run is None:  # as written, or skipped: final from the start
+            self.serialized = _dumps(self.to_json())
 
     @property
     def id(self) -> str:
+        if self.written and isinstance(self.written.get("id"), str):
+            return self.written["id"]
         return "trainhub-parameters" if self.index is None else f"trainhub-cell-{self.index}"
 
     def to_json(self) -> dict[str, Any]:
+        if not self.code:
+            return dict(self.written or {})
         trainhub: dict[str, Any] = {"cell_index": self.index, "status": self.status}
         if self.seconds is not None:
             trainhub["seconds"] = self.seconds
-        metadata: dict[str, Any] = {"trainhub": trainhub}
-        if self.tags:
+        metadata: dict[str, Any] = {
+            **(self.written or {}).get("metadata", {}),
+            "trainhub": trainhub,
+        }
+        if self.tags and not self.written:
             metadata["tags"] = self.tags
         return {
             "cell_type": "code",
@@ -108,6 +124,43 @@ class _Cell:
             "outputs": [o.to_json() if isinstance(o, _Stream) else o for o in self.outputs],
             "source": self.source,
         }
+
+
+def _cells(written: list[dict[str, Any]] | None, runs: list[BundleCell]) -> list[_Cell]:
+    """The executed notebook's cells: the notebook as written, each run cell in its place,
+    the injected parameters right before the cell that runs after them."""
+    if written is None:  # a bundle without the notebook: the cells that run, alone
+        return [_Cell(run.cell_index, None, run) for run in runs]
+    by_index = {run.cell_index: run for run in runs if run.cell_index is not None}
+    injected = [run for run in runs if run.cell_index is None]
+    after = next((k for k, run in enumerate(runs) if run.cell_index is None), len(runs))
+    before = runs[after + 1].cell_index if after + 1 < len(runs) else None
+    cells = []
+    for index, cell in enumerate(written):
+        if injected and index == before:
+            cells.append(_Cell(None, None, injected.pop()))
+        cells.append(_Cell(index, _with_id(cell, index), by_index.get(index)))
+    cells += [_Cell(None, None, run) for run in injected]  # nothing runs after them
+    return cells
+
+
+def _with_id(cell: dict[str, Any], index: int) -> dict[str, Any]:
+    """The cell in nbformat's in-memory form (multiline strings joined, as ``nbformat.reads``
+    leaves them), with an id: nbformat 4.5 gives every cell one, an older notebook's cells get
+    one by position."""
+    cell = {**cell, "source": _joined(cell.get("source", ""))}
+    if isinstance(cell.get("attachments"), dict):
+        cell["attachments"] = {
+            name: {mime: _joined(value) for mime, value in bundle.items()}
+            if isinstance(bundle, dict)
+            else bundle
+            for name, bundle in cell["attachments"].items()
+        }
+    return cell if isinstance(cell.get("id"), str) else {**cell, "id": f"cell-{index}"}
+
+
+def _joined(value: Any) -> Any:
+    return "".join(value) if isinstance(value, list) else value
 
 
 class NotebookCapture:
@@ -121,6 +174,7 @@ class NotebookCapture:
         rank: int,
         attempt: int,
         bounds: limits.Limits | None = None,
+        written: dict[str, Any] | None = None,
     ):
         bounds = bounds or limits.current()
         self.job = job
@@ -128,9 +182,11 @@ class NotebookCapture:
         self.rank = rank
         self.attempt = attempt
         self.output_cap = bounds.notebook_output_bytes
-        self.cells = [_Cell(c) for c in cells]
-        # The sources are always kept: the outputs get what the file cap leaves of them.
-        sources = sum(len(c.source.encode()) + 256 for c in self.cells)
+        self.metadata = dict((written or {}).get("metadata") or {})
+        self.cells = _cells(written["cells"] if written else None, cells)
+        self.runs = [c for c in self.cells if c.status == "not run"]  # in the order they run
+        # The notebook as written is always kept: the outputs get what the file cap leaves.
+        sources = sum(len(c.serialized or _dumps(c.to_json())) + 256 for c in self.cells)
         self.output_room = max(bounds.notebook_bytes - sources - 4096, 0)
         self.output_bytes = 0
         self.full = False
@@ -158,7 +214,7 @@ class NotebookCapture:
 
     def start_cell(self, position: int, execution_count: int) -> None:
         with self._lock:
-            cell = self.cells[position]
+            cell = self.runs[position]
             cell.execution_count = execution_count
             cell.status = "running"
             self._current, self._clear_pending = cell, False
@@ -359,6 +415,7 @@ class NotebookCapture:
             cells = [c.serialized or _dumps(c.to_json()) for c in self.cells]
             metadata = {
                 "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                **self.metadata,
                 "language_info": {"name": "python", "version": sys.version.split()[0]},
                 "trainhub": {
                     "rank": self.rank,
@@ -447,16 +504,22 @@ def writes_notebook(job: JobDir, rank: int) -> bool:
 
 @contextmanager
 def captured(
-    job: JobDir, cells: list[BundleCell], *, rank: int, attempt: int
+    job: JobDir,
+    cells: list[BundleCell],
+    *,
+    rank: int,
+    attempt: int,
+    written: dict[str, Any] | None = None,
 ) -> Iterator[NotebookCapture | None]:
     """The capture of a notebook run, with sys.stdout and sys.stderr teed into it (None when
-    this rank keeps no notebook). The last write names how the run ended."""
+    this rank keeps no notebook). ``written``: the notebook as submitted, which the executed
+    notebook keeps whole. The last write names how the run ended."""
     if not writes_notebook(job, rank):
         yield None
         return
     from trainhub.checkpoint.stopping import on_stop
 
-    capture = NotebookCapture(job, cells, rank=rank, attempt=attempt)
+    capture = NotebookCapture(job, cells, rank=rank, attempt=attempt, written=written)
     on_stop(lambda: capture.close("stopped"))  # asked to stop: the cells so far, said so
     streams = sys.stdout, sys.stderr
     sys.stdout = Tee(streams[0], "stdout", capture)  # type: ignore[assignment]

@@ -31,8 +31,15 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, NoReturn
 
-from trainhub.bundle.layout import WORKSPACE
-from trainhub.bundle.schema import BundleCell, BundleManifest, cell_label, read_cells, read_manifest
+from trainhub.bundle.layout import NOTEBOOK, WORKSPACE
+from trainhub.bundle.schema import (
+    BundleCell,
+    BundleManifest,
+    cell_label,
+    read_cells,
+    read_json,
+    read_manifest,
+)
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
 from trainhub.outcome.exceptions import explain_exception
@@ -349,7 +356,8 @@ def _cell_name(cell: BundleCell) -> str:
 
 def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
     cells = read_cells(bundle_dir)
-    with captured(ctx.job, cells, rank=ctx.rank, attempt=ctx.attempt) as notebook:
+    written = read_json(bundle_dir / NOTEBOOK) if (bundle_dir / NOTEBOOK).exists() else None
+    with captured(ctx.job, cells, rank=ctx.rank, attempt=ctx.attempt, written=written) as notebook:
         return _run_cells(bundle_dir, cells, ctx, notebook)
 
 
