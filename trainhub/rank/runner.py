@@ -3,10 +3,12 @@
 Started by torchrun (locally or in a pod) with RANK, WORLD_SIZE, ... and TRAINHUB_JOB_DIR,
 TRAINHUB_ATTEMPT in the environment. Everything the rank prints, C extensions and ``!``
 subprocesses included, is appended to ``logs/rank-<r>.log``. Notebook cells run in order in
-an IPython shell (no kernel), so magics behave as in JupyterLab; a failure is written to
-``status/<attempt>/rank-<r>.json`` naming the cell and the line, and the failure class.
+an IPython shell with the kernel's display pieces (docs/architecture.md, "Notebook -> job");
+a failure is written to ``status/<attempt>/rank-<r>.json`` naming the cell and the line, and
+the failure class. Each cell's start is an event before it runs: a rank that dies without a
+word is placed in its cell from those (:func:`trainhub.outcome.verdict.running_cells`).
 
-Exit status: 0 when every cell ran (or the code called ``sys.exit(0)``), 1 otherwise.
+Exit status: 0 when every cell ran (the last may end it with ``sys.exit(0)``), 1 otherwise.
 """
 
 from __future__ import annotations
