@@ -345,8 +345,8 @@ def test_install_requirements_runs_pip_from_the_bundle(tmp_path):
         ws / "nb.ipynb",
     )
     job = make_job(tmp_path, ws, {"kind": "notebook", "path": "nb.ipynb"})
-    ok, detail = install_requirements(job.bundle, job.supervisor_log)
-    assert ok, job.supervisor_log.read_text()
+    ok, detail, failed = install_requirements(job.bundle, job.supervisor_log)
+    assert ok and failed is None, job.supervisor_log.read_text()
     assert "1 pip line" in detail
     assert (job.bundle / "site" / "tinypkg" / "__init__.py").read_text() == "VALUE = 7\n"
     assert "cell 1, line 1: %pip install" in job.supervisor_log.read_text()
@@ -366,8 +366,8 @@ def test_install_requirements_failure_is_an_environment_failure(tmp_path):
         ws / "nb.ipynb",
     )
     job = make_job(tmp_path, ws, {"kind": "notebook", "path": "nb.ipynb"})
-    ok, detail = install_requirements(job.bundle, job.supervisor_log)
-    assert not ok
+    ok, detail, failed = install_requirements(job.bundle, job.supervisor_log)
+    assert not ok and (failed.cell_index, failed.line) == (0, 2)
     assert "cell 1, line 2" in detail and "trainhub-no-such-package-xyz" in detail
     assert "exited with status 1" in detail
     assert "No matching distribution" in job.supervisor_log.read_text()
@@ -376,7 +376,11 @@ def test_install_requirements_failure_is_an_environment_failure(tmp_path):
 
 def test_no_requirements_is_a_quick_yes(tmp_path):
     job = cells_job(tmp_path, ["x = 1"])
-    assert install_requirements(job.bundle, job.supervisor_log) == (True, "no packages to install")
+    assert install_requirements(job.bundle, job.supervisor_log) == (
+        True,
+        "no packages to install",
+        None,
+    )
     assert not job.supervisor_log.exists()
 
 

@@ -37,6 +37,7 @@ from trainhub.bundle.layout import NOTEBOOK, WORKSPACE
 from trainhub.bundle.schema import (
     BundleCell,
     BundleManifest,
+    Requirement,
     cell_label,
     read_cells,
     read_json,
@@ -709,13 +710,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def install_requirements(
-    bundle_dir: Path, log_path: Path, *, timeout_s: float = PIP_TIMEOUT_S
-) -> tuple[bool, str]:
-    """Run the bundle's ``pip install`` lines once, before any rank starts.
+    bundle_dir: Path,
+    log_path: Path,
+    *,
+    prefix: Path | None = None,
+    timeout_s: float = PIP_TIMEOUT_S,
+) -> tuple[bool, str, Requirement | None]:
+    """Run the bundle's ``pip install`` lines once, before any rank starts, into ``prefix``
+    (the job's own layer, :attr:`JobDir.pip_prefix`; a line that names its own ``--target``
+    or ``--prefix`` keeps it), never into the interpreter's environment, which later jobs
+    share.
 
     pip's output is appended to ``log_path``.
 
-    Returns (ok, detail); a failed install is an environment failure
+    Returns (ok, detail, the failed line); a failed install is an environment failure
     (``classify_exception(PIP_INSTALL_ERROR, detail, "")``).
     """
     from trainhub.bundle.requirements import (
@@ -725,9 +733,9 @@ def install_requirements(
     bundle_dir = Path(bundle_dir)
     requirements = load_requirements(bundle_dir)
     if not requirements:
-        return True, "no packages to install"
+        return True, "no packages to install", None
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    from trainhub.jobs.environment import admin_allowed, inherited
+    from trainhub.jobs.environment import admin_allowed, inherited, pip_layer
 
     # pip runs build hooks of what it installs: they get what a rank gets, not the server's tokens.
     env = {
@@ -735,9 +743,13 @@ def install_requirements(
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_NO_INPUT": "1",
     }
+    if prefix is not None:  # a later line sees what an earlier one installed, as ranks will
+        env.update(pip_layer(prefix, env))
     started = time.monotonic()
     for req in requirements:
         argv = [sys.executable, "-m", "pip", "install", *req.argv]
+        if prefix is not None and not _names_its_place(req.argv):
+            argv += ["--prefix", str(prefix)]
         where = f"{cell_label(req.cell_index)}, line {req.line}"
         with open(log_path, "ab", buffering=0) as log:
             log.write(f"[trainhub] {where}: {req.source}\n".encode())
@@ -754,11 +766,22 @@ def install_requirements(
                     check=False,
                 )
             except subprocess.TimeoutExpired:
-                return False, f"`{req.source}` ({where}) ran over {timeout_s:.0f} s and was stopped"
+                stopped = f"`{req.source}` ({where}) ran over {timeout_s:.0f} s and was stopped"
+                return False, stopped, req
         if proc.returncode != 0:
             tail = _last_lines(log_path, start)
-            return False, f"`{req.source}` ({where}) exited with status {proc.returncode}: {tail}"
-    return True, f"installed {len(requirements)} pip line(s) in {time.monotonic() - started:.1f} s"
+            failed = f"`{req.source}` ({where}) exited with status {proc.returncode}: {tail}"
+            return False, failed, req
+    took = time.monotonic() - started
+    return True, f"installed {len(requirements)} pip line(s) in {took:.1f} s", None
+
+
+def _names_its_place(argv: list[str]) -> bool:
+    """Whether a ``pip install`` line says itself where to install."""
+    places = ("--target", "-t", "--prefix", "--root", "--user")
+    return any(
+        arg in places or arg.startswith(("--target=", "--prefix=", "--root=")) for arg in argv
+    )
 
 
 def _last_lines(path: Path, start: int, count: int = 5) -> str:

@@ -171,7 +171,10 @@ class Supervisor:
         from trainhub.rank.runner import install_requirements
 
         self.jobdir.emit("pip_install", phase="start")
-        ok, detail = install_requirements(self.jobdir.bundle, self.jobdir.supervisor_log)
+        # pip's output goes where the job's output is read (rank 0's log), into the job's layer.
+        ok, detail, failed = install_requirements(
+            self.jobdir.bundle, self.jobdir.rank_log(0), prefix=self.jobdir.pip_prefix
+        )
         self.jobdir.emit("pip_install", phase="end", ok=ok)
         if ok:
             return None
@@ -179,6 +182,8 @@ class Supervisor:
             failure_class=FailureClass.ENVIRONMENT,
             reason=f"%pip install failed: {detail}",
             attempt=self.record.attempt,
+            cell_index=failed.cell_index if failed else None,
+            line=failed.line if failed else None,
         )
 
     def _attempt(
