@@ -22,6 +22,8 @@ CELLS = [
     "%%writefile written.txt\nwritten by a cell magic",
     "!cat written.txt",
     "%time total = sum(range(10))\nprint('total', total)",
+    "import ipywidgets\nslider = ipywidgets.IntSlider(value=5, description='lr')\n"
+    "display(slider)\nslider.value = 7",
     "%gui tk",
 ]
 
@@ -79,3 +81,13 @@ def test_a_window_backend_is_refused_naming_the_inline_one(tmp_path):
         "%matplotlib tk opens windows, and a job has no display; use %matplotlib inline "
         "(a job's default, as in JupyterLab)"
     ) in run.log
+
+
+def test_widget_state_is_saved_as_jupyterlab_saves_it(kernel_run):
+    notebook = json.loads((kernel_run.job.root / "notebook.ipynb").read_text())
+    (view,) = notebook["cells"][8]["outputs"]
+    model_id = view["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+    saved = notebook["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
+    assert saved["version_major"] == 2
+    assert saved["state"][model_id]["model_name"] == "IntSliderModel"
+    assert saved["state"][model_id]["state"]["value"] == 7

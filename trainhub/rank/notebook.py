@@ -424,6 +424,9 @@ class NotebookCapture:
                     "truncated": self.full,
                 },
             }
+            widgets = _widget_state()
+            if widgets is not None:
+                metadata["widgets"] = widgets
             self._dirty = False
         head = '{\n "cells": [\n  '
         tail = (
@@ -458,6 +461,19 @@ class NotebookCapture:
                 return
             if self._dirty:
                 self.write()
+
+
+def _widget_state() -> dict[str, Any] | None:
+    """The widgets the cells made, as JupyterLab saves them with the notebook (ipywidgets' own
+    manager state), so the Notebook tab and nbconvert show them; None when there are none."""
+    ipywidgets = sys.modules.get("ipywidgets")
+    if ipywidgets is None:
+        return None
+    try:
+        state = ipywidgets.Widget.get_manager_state(drop_defaults=True)
+    except Exception:  # a widget made on the cells' thread meanwhile: the next write has it
+        return None
+    return {"application/vnd.jupyter.widget-state+json": state} if state.get("state") else None
 
 
 def _text_size(text: str) -> int:
