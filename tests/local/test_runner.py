@@ -218,6 +218,19 @@ def test_cells_run_in_the_notebook_directory_with_its_modules(tmp_path):
     assert "from helper from data" in run.log
 
 
+def test_a_traceback_names_workspace_files_by_their_path_in_the_workspace(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "proj").mkdir(parents=True)
+    (ws / "proj" / "helper.py").write_text("def f():\n    return 1 / 0\n")
+    cells = [new_code_cell("import helper\nhelper.f()")]
+    nbformat.write(new_notebook(cells=cells), ws / "proj" / "nb.ipynb")
+    run = run_rank(make_job(tmp_path, ws, {"kind": "notebook", "path": "proj/nb.ipynb"}))
+    assert "File proj/helper.py:2, in f()" in run.status["traceback"]
+    assert "bundle" not in run.status["traceback"] and "bundle" not in run.log
+    (error,) = json.loads((run.job.root / "notebook.ipynb").read_text())["cells"][0]["outputs"]
+    assert "File proj/helper.py:2, in f()" in "\n".join(error["traceback"])
+
+
 def test_sys_exit_zero_before_the_last_cell_is_a_code_failure(tmp_path):
     run = run_rank(
         cells_job(tmp_path, ["print('before')", "import sys\nsys.exit(0)", "print('after')"])

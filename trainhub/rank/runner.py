@@ -192,10 +192,14 @@ class OutputWriter:
 
 
 def _make_shell(
-    ctx: RankContext, writer: OutputWriter, notebook: NotebookCapture | None = None
+    ctx: RankContext,
+    writer: OutputWriter,
+    notebook: NotebookCapture | None = None,
+    workspace: Path | None = None,
 ) -> Any:
     """An InteractiveShell whose cells are named after their notebook index; what they show
-    goes to the log and, when this rank keeps one, to the executed notebook."""
+    goes to the log and, when this rank keeps one, to the executed notebook. Tracebacks name
+    the workspace's files by their path in the user's workspace, not in the bundle's copy."""
     from IPython.core.compilerop import CachingCompiler
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
@@ -281,6 +285,7 @@ def _make_shell(
                 )
 
         def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
+            stb = [user_paths(entry, workspace) for entry in stb]
             self.last_traceback_text = self.InteractiveTB.stb2text(stb)
             if notebook is not None and not _exit_ok(evalue):
                 notebook.error(etype.__name__, str(evalue), list(stb))
@@ -314,6 +319,12 @@ def _frames(exc: BaseException) -> list[tuple[str, int]]:
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
         frames.append((exc.filename, exc.lineno))
     return frames
+
+
+def user_paths(text: str, workspace: Path | None) -> str:
+    """``text`` with the bundle's copy of a workspace file named by its path in the workspace
+    ("File proj/helper.py:2"), as the user knows it."""
+    return text.replace(f"{workspace}{os.sep}", "") if workspace is not None else text
 
 
 def line_in(exc: BaseException, filename: str) -> int | None:
@@ -369,7 +380,7 @@ def _run_cells(
 ) -> Failure | None:
     workspace = (bundle_dir / WORKSPACE).resolve()
     writer = OutputWriter(ctx)
-    shell = _make_shell(ctx, writer, notebook)
+    shell = _make_shell(ctx, writer, notebook, workspace)
     compiler = shell.compile
     cell_names = {_cell_name(c): c.cell_index for c in cells}
     guard = ExitGuard(ctx, cells, notebook)
@@ -501,7 +512,7 @@ def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> 
     except BaseException as exc:  # the job's own code: anything it raises is its outcome
         if not _exit_ok(exc):
             where = innermost_user_frame(exc, {}, workspace)
-            text = "".join(traceback.format_exception(exc))
+            text = user_paths("".join(traceback.format_exception(exc)), workspace)
             print(text, file=sys.stderr, end="")
             failure = Failure(
                 exc=exc,
