@@ -26,6 +26,7 @@ from trainhub.backends.local.admitter import Admitter
 from trainhub.backends.local.plan import attempt_plan, resume_path
 from trainhub.backends.local.startup import become_subreaper, start_plan
 from trainhub.backends.local.store import Store
+from trainhub.bundle.layout import WORKSPACE
 from trainhub.bundle.requirements import load_requirements
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
@@ -161,7 +162,15 @@ class Supervisor:
         except ImportError:
             return None
         ranks = JobRanks(self.record.id, self.record.spec.resources.world_size)
-        sampler = MetricsSampler(self.jobdir, list(self.record.assigned_gpus), ranks)
+        sampler = MetricsSampler(
+            self.jobdir,
+            list(self.record.assigned_gpus),
+            ranks,
+            # Where a SummaryWriter writes: below the code's working tree (runs/, lightning_logs/)
+            # or its outputs.
+            tensorboard_roots=[self.jobdir.bundle / WORKSPACE, self.jobdir.outputs],
+            attempt=lambda: self.record.attempt,
+        )
         sampler.start()
         return sampler
 
