@@ -5,6 +5,7 @@ from trainhub.outcome.verdict import (
     RankExit,
     RunningCell,
     attempt_verdict,
+    running_cell_text,
     running_cells,
     signal_name,
     torchrun_root_causes,
@@ -167,9 +168,13 @@ def test_a_crash_or_a_signal_no_one_sent_inside_a_cell_is_that_cells_code_failur
 def test_oom_and_sigkill_stay_the_infrastructures_and_a_stop_names_the_cell():
     assert ended(-9, oom_killed=True).failure_class == FailureClass.INFRASTRUCTURE
     assert ended(-9).failure_class == FailureClass.INFRASTRUCTURE
-    stop = ended(-15, stop_reason="ran longer than its max runtime (0:00:04)", stopped_at=16.5)
+    stop = ended(-15, stop_reason="cancelled by ana")
     assert (stop.failure_class, stop.cell_index) == (FailureClass.CANCELLED, 2)
-    assert stop.reason.endswith("; cell 3 had been running for 4.5 s")
+    assert stop.reason == "cancelled by ana"  # as the person wrote it
+    assert running_cell_text({0: RunningCell(2, 12.0)}, 16.5) == (
+        "cell 3 had been running for 4.5 s"
+    )
+    assert running_cell_text({}, 16.5) == ""
 
 
 def test_a_rank_that_finished_is_not_taken_for_one_that_quit():

@@ -53,6 +53,14 @@ def running_cells(events: Iterable[dict[str, Any]], attempt: int) -> dict[int, R
 _FAULTS = frozenset({"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "SIGTRAP", "SIGSYS"})
 
 
+def running_cell_text(running: dict[int, RunningCell], now: float) -> str:
+    """ "cell 2 had been running for 3.8 s" (the lowest rank's), or "" when none was running."""
+    if not running:
+        return ""
+    cell = running[min(running)]
+    return f"cell {cell.cell_index + 1} had been running for {max(now - cell.started, 0):.1f} s"
+
+
 def _in_cell_verdict(
     culprit: RankExit, cell: RunningCell, sig: str | None, attempt: int
 ) -> Verdict:
@@ -138,17 +146,11 @@ def stop_reason_of_rule(why: str) -> str:
     return STOPPED_EARLY + why
 
 
-def cancel_verdict(
-    reason: str, attempt: int, running: RunningCell | None = None, stopped_at: float | None = None
-) -> Verdict:
+def cancel_verdict(reason: str, attempt: int, running: RunningCell | None = None) -> Verdict:
     """The verdict of a stop: ``stopped_early`` when a sweep's rule asked, else ``cancelled``.
-    Neither is ever retried. ``running``: the cell the stop interrupted, and how long it had
-    run when the stop came at ``stopped_at``."""
-    cell = None
-    if running is not None:
-        cell = running.cell_index
-        ran = f" for {max((stopped_at or 0) - running.started, 0):.1f} s" if stopped_at else ""
-        reason += f"; cell {cell + 1} had been running{ran}"
+    Neither is ever retried. ``running``: the cell the stop interrupted (the person's reason
+    is kept as they wrote it)."""
+    cell = running.cell_index if running is not None else None
     if reason.startswith(STOPPED_EARLY):
         why = reason[len(STOPPED_EARLY) :]
         return Verdict(
@@ -167,7 +169,6 @@ def attempt_verdict(
     stop_reason: str | None = None,
     oom_killed: bool = False,
     running: dict[int, RunningCell] | None = None,
-    stopped_at: float | None = None,
 ) -> Verdict | None:
     """None when the attempt succeeded; otherwise why it failed.
 
@@ -182,7 +183,7 @@ def attempt_verdict(
     running = running or {}
     if stop_reason is not None:
         first = running[min(running)] if running else None
-        return cancel_verdict(stop_reason, attempt, first, stopped_at)
+        return cancel_verdict(stop_reason, attempt, first)
     errors = {r: res for r, res in rank_results.items() if res.get("outcome") == "error"}
     failed = [e for e in exits if e.exit_code != 0]
     killed = [e for e in failed if (e.exit_code < 0 or e.exit_code > 128) and e.rank not in errors]

@@ -39,6 +39,7 @@ from trainhub.outcome.verdict import (
     RankExit,
     attempt_verdict,
     cancel_verdict,
+    running_cell_text,
     running_cells,
     torchrun_root_causes,
 )
@@ -75,7 +76,6 @@ class Supervisor:
         self.jobdir = JobDir(record.job_dir)
         self._stop_reason: str | None = None
         self.stop_signal: int | None = None
-        self.stopped_at: float | None = None
         self.stop_event = threading.Event()
         # This attempt's torchrun agents (or the rank of a one-process job).
         self.agents: list[subprocess.Popen[bytes]] = []
@@ -89,7 +89,6 @@ class Supervisor:
         """Stop the job (a cancel arrives as SIGTERM). Only noted here: it may run in a signal
         handler, and the store is read outside it."""
         self.stop_signal = signum
-        self.stopped_at = time.time()
         self.stop_event.set()
 
     @property
@@ -111,8 +110,11 @@ class Supervisor:
     def _check_deadline(self, started: float) -> None:
         limit = self.record.spec.max_runtime
         if limit is not None and time.time() - started > limit.total_seconds():
-            self._stop_reason = f"ran longer than its max runtime ({limit})"
-            self.stopped_at = time.time()
+            running = running_cells(self.jobdir.iter_events(), self.record.attempt)
+            where = running_cell_text(running, time.time())
+            self._stop_reason = f"ran longer than its max runtime ({limit})" + (
+                f"; {where}" if where else ""
+            )
             self.stop_event.set()
 
     # --- run ----------------------------------------------------------------------------
@@ -257,7 +259,6 @@ class Supervisor:
             stop_reason=self.stop_reason,
             oom_killed=oom_before is not None and oom_after is not None and oom_after > oom_before,
             running=running_cells(self.jobdir.iter_events(), attempt),
-            stopped_at=self.stopped_at,
         )
 
     def _wait_for_agents(self, started: float) -> list[int]:
