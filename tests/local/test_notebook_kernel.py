@@ -24,6 +24,9 @@ CELLS = [
     "%time total = sum(range(10))\nprint('total', total)",
     "import ipywidgets\nslider = ipywidgets.IntSlider(value=5, description='lr')\n"
     "display(slider)\nslider.value = 7",
+    "out = ipywidgets.Output()\ndisplay(out)\nprint('in the cell')\n"
+    "with out:\n    print('gone')\nout.clear_output()\n"
+    "with out:\n    print('in the widget')\n    display('shown there')",
     "%gui tk",
 ]
 
@@ -91,3 +94,17 @@ def test_widget_state_is_saved_as_jupyterlab_saves_it(kernel_run):
     assert saved["version_major"] == 2
     assert saved["state"][model_id]["model_name"] == "IntSliderModel"
     assert saved["state"][model_id]["state"]["value"] == 7
+
+
+def test_an_output_widget_keeps_what_is_shown_within_it(kernel_run):
+    notebook = json.loads((kernel_run.job.root / "notebook.ipynb").read_text())
+    outputs = notebook["cells"][9]["outputs"]
+    assert [o["output_type"] for o in outputs] == ["display_data", "stream"]
+    assert outputs[1]["text"] == "in the cell\n"  # the widget's clear_output left the cell be
+    model_id = outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+    saved = notebook["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
+    assert saved["state"][model_id]["state"]["outputs"] == [
+        {"output_type": "stream", "name": "stdout", "text": "in the widget\n"},
+        {"output_type": "display_data", "data": {"text/plain": "'shown there'"}, "metadata": {}},
+    ]
+    assert "gone" in kernel_run.log and "in the widget" in kernel_run.log  # the log has it all

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import getpass
+import sys
 from typing import Any, ClassVar
 
 from IPython.core.error import StdinNotImplementedError
@@ -67,3 +68,46 @@ def job_kernel(shell: Any, request: dict[str, Any]) -> Any:
     kernel.shell = shell
     kernel.set_parent([], request, channel="shell")
     return kernel
+
+
+# --- ipywidgets' Output -------------------------------------------------------------------------
+
+
+def capturing_output() -> Any | None:
+    """The ipywidgets ``Output`` whose ``with`` block the code is in, if any. It marks itself
+    with the kernel's current request (``msg_id``); JupyterLab's frontend, and nbclient, then
+    put what is shown meanwhile into the widget instead of the cell."""
+    ipywidgets = sys.modules.get("ipywidgets")
+    if ipywidgets is None:
+        return None
+    from ipywidgets.widgets.widget import _instances  # every live widget, by model id
+
+    return next(
+        (w for w in list(_instances.values()) if isinstance(w, ipywidgets.Output) and w.msg_id),
+        None,
+    )
+
+
+def into_output_widget(output: dict[str, Any]) -> bool:
+    """Add ``output`` (nbformat's form) to the capturing ``Output`` widget, if one is; a stream
+    continues the widget's last one, as in a cell."""
+    widget = capturing_output()
+    if widget is None:
+        return False
+    outputs = list(widget.outputs)
+    last = outputs[-1] if outputs else {}
+    if output["output_type"] == "stream" and last.get("name") == output["name"]:
+        outputs[-1] = {**last, "text": last.get("text", "") + output["text"]}
+    else:
+        outputs.append(output)
+    widget.outputs = tuple(outputs)
+    return True
+
+
+def clear_output_widget() -> bool:
+    """``clear_output()`` within an ``Output`` widget clears the widget, not the cell."""
+    widget = capturing_output()
+    if widget is None:
+        return False
+    widget.outputs = ()
+    return True

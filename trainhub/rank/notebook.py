@@ -27,7 +27,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -204,6 +204,9 @@ class NotebookCapture:
         self._stop = threading.Event()
         self._wake = threading.Event()  # a cell has ended: write soon
         self._log = f"logs/rank-{rank}.log"
+        # An output that belongs elsewhere than the cell (an ipywidgets Output's): taken there.
+        self.divert: Callable[[dict[str, Any]], bool] = lambda output: False
+        self.divert_clear: Callable[[], bool] = lambda: False
         self._flusher = threading.Thread(target=self._flush_loop, name="trainhub-notebook")
         self._flusher.daemon = True
 
@@ -261,6 +264,8 @@ class NotebookCapture:
     def stream(self, name: str, text: str) -> None:
         if not text or os.getpid() != self._pid:
             return  # a forked child (a data loader worker) prints to the log alone
+        if not self._paused and self.divert({"output_type": "stream", "name": name, "text": text}):
+            return
         with self._lock:
             cell = self._target()
             if cell is None:
@@ -308,6 +313,8 @@ class NotebookCapture:
             "metadata": metadata or {},
         }
         display_id = (transient or {}).get("display_id")
+        if not update and self.divert(output):
+            return
         if update and display_id is not None:
             self._update(display_id, output)
         elif self._add(output) and display_id is not None:
@@ -333,6 +340,8 @@ class NotebookCapture:
 
     def clear(self, wait: bool = False) -> None:
         """``clear_output()``: now, or (``wait``) when the next output arrives."""
+        if self.divert_clear():
+            return
         with self._lock:
             if wait:
                 self._clear_pending = True

@@ -46,7 +46,13 @@ from trainhub.bundle.schema import (
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
 from trainhub.outcome.exceptions import explain_exception
-from trainhub.rank.kernel import cell_request, job_kernel, refuse_prompts
+from trainhub.rank.kernel import (
+    cell_request,
+    clear_output_widget,
+    into_output_widget,
+    job_kernel,
+    refuse_prompts,
+)
 from trainhub.rank.logcap import capped_output
 from trainhub.rank.logmarks import LogStream, cell_start, internal, own_line
 from trainhub.rank.notebook import NotebookCapture, captured
@@ -304,6 +310,8 @@ def _make_shell(
     config.InteractiveShell.autocall = 0
     shell = RankShell.instance(config=config)
     refuse_prompts()
+    if notebook is not None:
+        notebook.divert, notebook.divert_clear = into_output_widget, clear_output_widget
     return shell
 
 
