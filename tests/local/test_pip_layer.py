@@ -4,6 +4,8 @@ with pip's words in the job's log."""
 
 from __future__ import annotations
 
+import json
+
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
@@ -44,3 +46,8 @@ def test_a_failing_pip_line_is_an_environment_verdict_naming_its_cell(trainhub_e
         2,
     )
     assert "No matching distribution" in trainhub_env.logs(job_id)
+    executed = json.loads((trainhub_env.job_dir(job_id) / "notebook.ipynb").read_text())
+    assert executed["metadata"]["trainhub"]["state"] == "failed"
+    assert [c["metadata"]["trainhub"]["status"] for c in executed["cells"]] == ["not run", "error"]
+    (error,) = executed["cells"][1]["outputs"]
+    assert error["ename"] == "PipInstallError" and "cell 2, line 2" in error["evalue"]

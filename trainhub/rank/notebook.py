@@ -515,6 +515,26 @@ class Tee:
         return getattr(self._stream, name)
 
 
+def write_unstarted(
+    job: JobDir,
+    cells: list[BundleCell],
+    written: dict[str, Any] | None,
+    *,
+    attempt: int,
+    cell_index: int | None,
+    error: dict[str, Any],
+) -> None:
+    """The executed notebook of a run that ended before its first cell (a ``%pip`` line
+    failed): the notebook as written, nothing run, the cell at fault holding ``error``."""
+    if not writes_notebook(job, 0):
+        return
+    capture = NotebookCapture(job, cells, rank=0, attempt=attempt, written=written)
+    for cell in capture.cells:
+        if cell.index == cell_index and cell.index is not None:
+            cell.status, cell.outputs, cell.serialized = "error", [error], None
+    capture.close("failed")
+
+
 def writes_notebook(job: JobDir, rank: int) -> bool:
     """Whether this rank keeps an executed notebook: the spec's ``notebook_ranks`` ([0] when
     the job directory has no spec, as when a bundle is run by hand)."""

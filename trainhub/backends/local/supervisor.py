@@ -28,12 +28,14 @@ from trainhub.backends.local.startup import become_subreaper, start_plan
 from trainhub.backends.local.store import Store
 from trainhub.bundle.layout import WORKSPACE
 from trainhub.bundle.requirements import load_requirements
+from trainhub.bundle.schema import Requirement
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import NotifyOn
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import saved_step
 from trainhub.metrics.ranks import JobRanks
+from trainhub.outcome.exceptions import PIP_INSTALL_ERROR
 from trainhub.outcome.retry import backoff, count_retry, should_retry
 from trainhub.outcome.verdict import (
     RankExit,
@@ -189,12 +191,33 @@ class Supervisor:
         self.jobdir.emit("pip_install", phase="end", ok=ok)
         if ok:
             return None
+        self._write_unstarted_notebook(failed, detail)
         return Verdict(
             failure_class=FailureClass.ENVIRONMENT,
             reason=f"%pip install failed: {detail}",
             attempt=self.record.attempt,
             cell_index=failed.cell_index if failed else None,
             line=failed.line if failed else None,
+        )
+
+    def _write_unstarted_notebook(self, failed: Requirement | None, detail: str) -> None:
+        """A notebook job whose %pip line failed still has its executed notebook: the cells as
+        written, none run, pip's failure in the cell of that line."""
+        from trainhub.bundle.layout import NOTEBOOK
+        from trainhub.bundle.schema import read_cells, read_json
+        from trainhub.rank.notebook import write_unstarted
+
+        bundle = self.jobdir.bundle
+        if not (bundle / NOTEBOOK).exists():
+            return  # a script job
+        error = {"output_type": "error", "ename": PIP_INSTALL_ERROR, "evalue": detail}
+        write_unstarted(
+            self.jobdir,
+            read_cells(bundle),
+            read_json(bundle / NOTEBOOK),
+            attempt=self.record.attempt,
+            cell_index=failed.cell_index if failed else None,
+            error={**error, "traceback": [detail]},
         )
 
     def _attempt(
