@@ -535,6 +535,27 @@ def write_unstarted(
     capture.close("failed")
 
 
+def close_unfinished(job: JobDir, rank: int, attempt: int, reason: str) -> bool:
+    """Say in a rank's executed notebook how the attempt ended when the rank could not (killed,
+    crashed, exited past the runner): ``state`` failed, the cell it was in ``error``, and the
+    verdict's ``reason`` in ``metadata.trainhub.ended``. Whether it changed anything."""
+    try:
+        with confined.opened(job.root, notebook_name(rank)) as f:
+            doc = json.loads(f.read())
+    except (OSError, ValueError, confined.NotAJobFile):
+        return False
+    meta = doc.get("metadata", {}).get("trainhub", {})
+    if meta.get("attempt") != attempt or meta.get("state") != "running":
+        return False
+    meta.update(state="failed", ended=reason)
+    for cell in doc.get("cells", []):
+        ran = cell.get("metadata", {}).get("trainhub", {})
+        if ran.get("status") == "running":
+            ran["status"] = "error"
+    confined.replace(job.root, notebook_name(rank), _dumps(doc).encode())
+    return True
+
+
 def writes_notebook(job: JobDir, rank: int) -> bool:
     """Whether this rank keeps an executed notebook: the spec's ``notebook_ranks`` ([0] when
     the job directory has no spec, as when a bundle is run by hand)."""

@@ -12,6 +12,7 @@ To add a case, add a notebook; the keys of ``trainhub_conformance``:
 - ``log``: texts the log (of ``log_rank``, default 0) contains.
 - ``status``: each executed-notebook cell's ``metadata.trainhub.status`` (null: none, as
   for markdown and raw cells). ``first_output``: {cell position: its first output's text}.
+- ``notebook``: {``state``: the executed notebook's ``metadata.trainhub.state``}.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def test_conformance(trainhub_env: Trainhub, path: Path) -> None:
 
     executed = trainhub_env.job_dir(job_id) / "notebook.ipynb"
     cells = json.loads(executed.read_text())["cells"] if executed.exists() else []
+    if "state" in expect.get("notebook", {}):  # what the executed notebook says of the end
+        assert (
+            json.loads(executed.read_text())["metadata"]["trainhub"]["state"]
+            == (expect["notebook"]["state"])
+        )
     if "status" in expect:
         statuses = [c["metadata"].get("trainhub", {}).get("status") for c in cells]
         assert statuses == expect["status"]

@@ -275,7 +275,7 @@ class Supervisor:
             RankExit(0 if single else None, c) for c in exit_codes
         ]
         oom_after = oom_kill_count()
-        return attempt_verdict(
+        verdict = attempt_verdict(
             attempt=attempt,
             rank_results=self._rank_results(attempt),
             exits=exits if any(exit_codes) else [RankExit(None, 0)],
@@ -283,6 +283,20 @@ class Supervisor:
             oom_killed=oom_before is not None and oom_after is not None and oom_after > oom_before,
             running=running_cells(self.jobdir.iter_events(), attempt),
         )
+        if verdict is not None:
+            self._close_notebooks(attempt, verdict.reason)
+        return verdict
+
+    def _close_notebooks(self, attempt: int, reason: str) -> None:
+        """Executed notebooks a rank left "running" (it died without its last write) say how
+        the attempt ended."""
+        from trainhub.rank.notebook import close_unfinished
+
+        for rank in range(self.record.spec.resources.world_size):
+            try:
+                close_unfinished(self.jobdir, rank, attempt, reason)
+            except OSError as e:  # a full disk: the verdict still stands, the log has it all
+                self.jobdir.emit("notebook", rank=rank, error=str(e))
 
     def _wait_for_agents(self, started: float) -> list[int]:
         while not self.stop_event.is_set():
