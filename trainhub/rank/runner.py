@@ -380,19 +380,26 @@ def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> F
     cells = read_cells(bundle_dir)
     written = read_json(bundle_dir / NOTEBOOK) if (bundle_dir / NOTEBOOK).exists() else None
     with captured(ctx.job, cells, rank=ctx.rank, attempt=ctx.attempt, written=written) as notebook:
-        return _run_cells(bundle_dir, cells, ctx, notebook)
+        guard = ExitGuard(ctx, cells, notebook)
+        os._exit = guard
+        try:
+            return _run_cells(bundle_dir, cells, ctx, notebook, guard)
+        finally:
+            os._exit = guard.exit  # after the cells, os._exit is nobody's cell's
 
 
 def _run_cells(
-    bundle_dir: Path, cells: list[BundleCell], ctx: RankContext, notebook: NotebookCapture | None
+    bundle_dir: Path,
+    cells: list[BundleCell],
+    ctx: RankContext,
+    notebook: NotebookCapture | None,
+    guard: ExitGuard,
 ) -> Failure | None:
     workspace = (bundle_dir / WORKSPACE).resolve()
     writer = OutputWriter(ctx)
     shell = _make_shell(ctx, writer, notebook, workspace)
     compiler = shell.compile
     cell_names = {_cell_name(c): c.cell_index for c in cells}
-    guard = ExitGuard(ctx, cells, notebook)
-    os._exit = guard
     for position, cell in enumerate(cells):
         name = _cell_name(cell)
         compiler.labels[name] = (
@@ -466,11 +473,11 @@ class ExitGuard:
     def __init__(self, ctx: RankContext, cells: list[BundleCell], notebook: Any) -> None:
         self.ctx, self.cells, self.notebook = ctx, cells, notebook
         self.position, self.started = 0, time.monotonic()
-        self._exit, self._pid = os._exit, os.getpid()
+        self.exit, self._pid = os._exit, os.getpid()
 
     def __call__(self, status: int) -> NoReturn:
         if os.getpid() == self._pid:
-            os._exit = self._exit
+            os._exit = self.exit
             cell = self.cells[self.position]
             done = status == 0 and self.position == len(self.cells) - 1
             if done:
@@ -490,7 +497,7 @@ class ExitGuard:
                 self.notebook.close("completed" if done else "failed")
             sys.stdout.flush()
             sys.stderr.flush()
-        self._exit(status)
+        self.exit(status)
 
 
 def _stack_from(filename: str) -> str:
