@@ -425,7 +425,8 @@ def _run_cells(
         shell.start_request(name)
         result = shell.run_cell(cell.source, store_history=True, cell_id=name)
         elapsed = round(time.monotonic() - started, 3)
-        ok = result.success or (_exit_ok(_error(result)) and position == len(cells) - 1)
+        last = position == len(cells) - 1
+        ok = result.success or (_exit_ok(_error(result)) and last)
         if notebook is not None:
             notebook.end_cell(ok, elapsed)
         if not cell.injected:
@@ -439,7 +440,6 @@ def _run_cells(
                 ok=ok,
             )
         exc = _error(result)
-        last = position == len(cells) - 1
         if exc is not None:
             if _exit_ok(exc) and last:
                 code = getattr(exc, "code", None)
@@ -606,9 +606,10 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
             },
         )
         return 1
-    # matplotlib's inline backend, as ipykernel sets it: plt.show() and the figures a cell
-    # leaves open are displayed (then closed) after the cell, as PNG. Set even when inherited.
-    os.environ["MPLBACKEND"] = INLINE_BACKEND
+    # Cells get matplotlib's inline backend, as ipykernel sets it: plt.show() and the figures a
+    # cell leaves open are displayed (then closed) after the cell, as PNG. A script has no
+    # display: Agg. Set even when inherited (a kernel exports its inline backend).
+    os.environ["MPLBACKEND"] = INLINE_BACKEND if manifest.kind == "notebook" else "Agg"
     warnings.filterwarnings("ignore", message="To exit: use 'exit', 'quit', or Ctrl-D.")
     say(
         f"rank {ctx.rank}/{ctx.world_size}, attempt {ctx.attempt}: "
