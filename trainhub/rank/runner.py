@@ -119,9 +119,12 @@ def say(message: str) -> None:
 
 def to_log(lines: str) -> None:
     """trainhub's ``lines``, on lines of their own, after what the cell printed so far."""
-    sys.stderr.flush()
-    sys.stdout.flush()
-    print(own_line(lines), end="", file=sys.__stdout__, flush=True)
+    # From the SIGTERM handler the cell may be inside a write to the same stream: the message
+    # is then lost ("reentrant call"), never the stop callbacks after it.
+    with contextlib.suppress(RuntimeError):
+        sys.stderr.flush()
+        sys.stdout.flush()
+        print(own_line(lines), end="", file=sys.__stdout__, flush=True)
 
 
 # --- rich output as text --------------------------------------------------------------------
