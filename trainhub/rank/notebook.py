@@ -1,7 +1,11 @@
-"""The executed notebook of a rank: the cells it ran with their outputs, as nbformat 4 JSON.
+"""The executed notebook of a rank: the user's notebook with the outputs of the cells this
+rank ran, as nbformat 4 JSON.
 
-Rank 0 writes ``notebook.ipynb`` into the job directory as it goes (the ranks the spec's
-``notebook_ranks`` lists write ``notebook-rank-<r>.ipynb``): what cells print (sys.stdout
+Every cell of the submitted notebook (``bundle/notebook.ipynb``) is kept in order with its id,
+metadata and attachments; markdown and raw cells as written, code cells the run did not choose
+``skipped``, the injected parameters a cell of their own. Rank 0 writes ``notebook.ipynb``
+into the job directory as it goes (the ranks the spec's ``notebook_ranks`` lists write
+``notebook-rank-<r>.ipynb``): what cells print (sys.stdout
 and sys.stderr, ``!`` commands included), rich display data (figures as image/png, HTML,
 images), results with their execution counts, and at a failing cell the error with its
 traceback. What C code or child processes write to the file descriptors directly reaches the
@@ -15,8 +19,9 @@ file. A finished cell is serialized once. The writes happen on a thread of their
 over the old file can wait on the disk (ext4 flushes the new file's data then), and cells must
 not wait with it.
 
-Standard library only, like everything a rank loads before the first cell: the JSON is the
-shape nbformat 4.5 writes, built by hand.
+Standard library only, like everything a rank loads before the first cell (importing
+nbformat costs a rank start about a second): the JSON is the shape nbformat 4.5 validates,
+built by hand, multiline strings as nbformat reads them (joined).
 """
 
 from __future__ import annotations
