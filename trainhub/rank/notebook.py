@@ -540,23 +540,28 @@ def write_unstarted(
     capture.close("failed")
 
 
-def close_unfinished(job: JobDir, rank: int, attempt: int, reason: str) -> bool:
+def close_unfinished(
+    job: JobDir, rank: int, attempt: int, reason: str, *, failed: bool = True
+) -> bool:
     """Say in a rank's executed notebook how the attempt ended when the rank could not (killed,
     crashed, exited past the runner): ``state`` failed, the cell it was in ``error``, and the
-    verdict's ``reason`` in ``metadata.trainhub.ended``. Whether it changed anything."""
+    verdict's ``reason`` in ``metadata.trainhub.ended``. A notebook its rank closed as
+    ``stopped`` (on SIGTERM) is one of them too unless the stop was a person's or a rule's
+    (``failed``: the verdict is a failure). Whether it changed anything."""
     try:
         with confined.opened(job.root, notebook_name(rank)) as f:
             doc = json.loads(f.read())
     except (OSError, ValueError, confined.NotAJobFile):
         return False
+    unfinished = {"running", "stopped"} if failed else {"running"}
     meta = doc.get("metadata", {}).get("trainhub", {})
-    if meta.get("attempt") != attempt or meta.get("state") != "running":
+    if meta.get("attempt") != attempt or meta.get("state") not in unfinished:
         return False
-    meta.update(state="failed", ended=reason)
+    meta.update(state="failed" if failed else "stopped", ended=reason)
     for cell in doc.get("cells", []):
         ran = cell.get("metadata", {}).get("trainhub", {})
-        if ran.get("status") == "running":
-            ran["status"] = "error"
+        if ran.get("status") in unfinished:
+            ran["status"] = "error" if failed else "stopped"
     confined.replace(job.root, notebook_name(rank), _dumps(doc).encode())
     return True
 

@@ -284,17 +284,19 @@ class Supervisor:
             running=running_cells(self.jobdir.iter_events(), attempt),
         )
         if verdict is not None:
-            self._close_notebooks(attempt, verdict.reason)
+            self._close_notebooks(attempt, verdict)
         return verdict
 
-    def _close_notebooks(self, attempt: int, reason: str) -> None:
-        """Executed notebooks a rank left "running" (it died without its last write) say how
-        the attempt ended."""
+    def _close_notebooks(self, attempt: int, verdict: Verdict) -> None:
+        """Executed notebooks a rank left "running" (it died without its last write), or
+        "stopped" by a SIGTERM that was no person's stop, say how the attempt ended."""
         from trainhub.rank.notebook import close_unfinished
 
+        stops = (FailureClass.CANCELLED, FailureClass.STOPPED_EARLY)
+        failed = verdict.failure_class not in stops and not self._suspending()
         for rank in range(self.record.spec.resources.world_size):
             try:
-                close_unfinished(self.jobdir, rank, attempt, reason)
+                close_unfinished(self.jobdir, rank, attempt, verdict.reason, failed=failed)
             except OSError as e:  # a full disk: the verdict still stands, the log has it all
                 self.jobdir.emit("notebook", rank=rank, error=str(e))
 
