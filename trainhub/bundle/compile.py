@@ -14,7 +14,7 @@ from pathlib import Path
 from trainhub.bundle.cells import inject_parameters, read_notebook, select_cells
 from trainhub.bundle.errors import BundleError
 from trainhub.bundle.hashing import content_hash
-from trainhub.bundle.layout import CELLS, MANIFEST, REQUIREMENTS, WORKSPACE
+from trainhub.bundle.layout import CELLS, MANIFEST, NOTEBOOK, REQUIREMENTS, WORKSPACE
 from trainhub.bundle.requirements import (
     PendingRequirement,
     extract_pip,
@@ -56,8 +56,9 @@ def compile_bundle(
     cells: list[BundleCell] = []
     requirements: list[PendingRequirement] = []
     notebook_sha256 = None
+    notebook: dict | None = None
     if isinstance(spec.source, NotebookSource):
-        notebook_sha256, cells, requirements = _compile_cells(
+        notebook_sha256, notebook, cells, requirements = _compile_cells(
             spec, entry, allow_pip=allow_pip, warnings=warnings
         )
 
@@ -75,6 +76,8 @@ def compile_bundle(
     write_json_atomic(bundle_dir / REQUIREMENTS, [r.to_json() for r in req_records])
     if cells:
         write_json_atomic(bundle_dir / CELLS, [c.to_json() for c in cells])
+    if notebook is not None:
+        write_json_atomic(bundle_dir / NOTEBOOK, notebook)
 
     args = list(getattr(spec.source, "args", []))
     digest = content_hash(
@@ -135,8 +138,9 @@ def bundle_files(
 
 def _compile_cells(
     spec: JobSpec, entry: Path, *, allow_pip: bool, warnings: list[str]
-) -> tuple[str, list[BundleCell], list[PendingRequirement]]:
-    """The notebook's hash, the cells to run and the pip lines taken out of them."""
+) -> tuple[str, dict, list[BundleCell], list[PendingRequirement]]:
+    """The notebook's hash, the notebook (nbformat 4), the cells to run and the pip lines
+    taken out of them."""
     assert isinstance(spec.source, NotebookSource)
     raw = entry.read_bytes()
     notebook = read_notebook(entry, raw)
@@ -145,7 +149,7 @@ def _compile_cells(
     cells = inject_parameters(
         notebook, cells, spec.parameters, warnings, allow_new=spec.allow_new_parameters
     )
-    return hashlib.sha256(raw).hexdigest(), cells, requirements
+    return hashlib.sha256(raw).hexdigest(), notebook.doc, cells, requirements
 
 
 def resolve_entry(root: Path, relative: str) -> Path:

@@ -25,11 +25,14 @@ from trainhub.backends.local.admitter import Admitter
 from trainhub.backends.local.plan import attempt_plan, resume_source_of
 from trainhub.backends.local.startup import become_subreaper, start_plan
 from trainhub.backends.local.store import Store
+from trainhub.bundle.layout import WORKSPACE
 from trainhub.bundle.requirements import load_requirements
+from trainhub.bundle.schema import Requirement
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import saved_step
+from trainhub.lifecycle.classify import PIP_INSTALL_ERROR
 from trainhub.lifecycle.notify import end_alert_kind, preemption_alert_kind
 from trainhub.lifecycle.results import rank_results
 from trainhub.lifecycle.retry import RetryPlan, plan_retry, retry_event
@@ -37,6 +40,8 @@ from trainhub.lifecycle.verdict import (
     RankExit,
     attempt_verdict,
     cancel_verdict,
+    running_cell_text,
+    running_cells,
     torchrun_root_causes,
 )
 from trainhub.metrics.ranks import JobRanks
@@ -107,7 +112,11 @@ class Supervisor:
     def _check_deadline(self, started: float) -> None:
         limit = self.record.spec.max_runtime
         if limit is not None and time.time() - started > limit.total_seconds():
-            self._stop_reason = f"ran longer than its max runtime ({limit})"
+            running = running_cells(self.jobdir.iter_events(), self.record.attempt)
+            where = running_cell_text(running, time.time())
+            self._stop_reason = f"ran longer than its max runtime ({limit})" + (
+                f"; {where}" if where else ""
+            )
             self.stop_event.set()
 
     # --- run ----------------------------------------------------------------------------
@@ -160,7 +169,15 @@ class Supervisor:
         except ImportError:
             return None
         ranks = JobRanks(self.record.id, self.record.spec.resources.world_size)
-        sampler = MetricsSampler(self.jobdir, list(self.record.assigned_gpus), ranks)
+        sampler = MetricsSampler(
+            self.jobdir,
+            list(self.record.assigned_gpus),
+            ranks,
+            # Where a SummaryWriter writes: below the code's working tree (runs/, lightning_logs/)
+            # or its outputs.
+            tensorboard_roots=[self.jobdir.bundle / WORKSPACE, self.jobdir.outputs],
+            attempt=lambda: self.record.attempt,
+        )
         sampler.start()
         return sampler
 
@@ -170,14 +187,40 @@ class Supervisor:
         from trainhub.rank.runner import install_requirements
 
         self.jobdir.emit("pip_install", phase="start")
-        ok, detail = install_requirements(self.jobdir.bundle, self.jobdir.supervisor_log)
+        # pip's output goes where the job's output is read (rank 0's log), into the job's layer.
+        ok, detail, failed = install_requirements(
+            self.jobdir.bundle, self.jobdir.rank_log(0), prefix=self.jobdir.pip_prefix
+        )
         self.jobdir.emit("pip_install", phase="end", ok=ok)
         if ok:
             return None
+        self._write_unstarted_notebook(failed, detail)
         return Verdict(
             failure_class=FailureClass.ENVIRONMENT,
             reason=f"%pip install failed: {detail}",
             attempt=self.record.attempt,
+            cell_index=failed.cell_index if failed else None,
+            line=failed.line if failed else None,
+        )
+
+    def _write_unstarted_notebook(self, failed: Requirement | None, detail: str) -> None:
+        """A notebook job whose %pip line failed still has its executed notebook: the cells as
+        written, none run, pip's failure in the cell of that line."""
+        from trainhub.bundle.layout import NOTEBOOK
+        from trainhub.bundle.schema import read_cells, read_json
+        from trainhub.rank.notebook import write_unstarted
+
+        bundle = self.jobdir.bundle
+        if not (bundle / NOTEBOOK).exists():
+            return  # a script job
+        error = {"output_type": "error", "ename": PIP_INSTALL_ERROR, "evalue": detail}
+        write_unstarted(
+            self.jobdir,
+            read_cells(bundle),
+            read_json(bundle / NOTEBOOK),
+            attempt=self.record.attempt,
+            cell_index=failed.cell_index if failed else None,
+            error={**error, "traceback": [detail]},
         )
 
     def _attempt(
@@ -236,13 +279,30 @@ class Supervisor:
             RankExit(0 if single else None, c) for c in exit_codes
         ]
         oom_after = oom_kill_count()
-        return attempt_verdict(
+        verdict = attempt_verdict(
             attempt=attempt,
             rank_results=rank_results(self.jobdir, attempt),
             exits=exits if any(exit_codes) else [RankExit(None, 0)],
             stop_reason=self.stop_reason,
             oom_killed=oom_before is not None and oom_after is not None and oom_after > oom_before,
+            running=running_cells(self.jobdir.iter_events(), attempt),
         )
+        if verdict is not None:
+            self._close_notebooks(attempt, verdict)
+        return verdict
+
+    def _close_notebooks(self, attempt: int, verdict: Verdict) -> None:
+        """Executed notebooks a rank left "running" (it died without its last write), or
+        "stopped" by a SIGTERM that was no person's stop, say how the attempt ended."""
+        from trainhub.rank.notebook import close_unfinished
+
+        stops = (FailureClass.CANCELLED, FailureClass.STOPPED_EARLY)
+        failed = verdict.failure_class not in stops and not self._suspending()
+        for rank in range(self.record.spec.resources.world_size):
+            try:
+                close_unfinished(self.jobdir, rank, attempt, verdict.reason, failed=failed)
+            except OSError as e:  # a full disk: the verdict still stands, the log has it all
+                self.jobdir.emit("notebook", rank=rank, error=str(e))
 
     def _wait_for_agents(self, started: float) -> list[int]:
         while not self.stop_event.is_set():
