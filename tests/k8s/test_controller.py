@@ -216,7 +216,8 @@ def test_with_nobody_logged_in_a_killed_worker_is_retried_and_its_failure_announ
         wait_for(
             "the next attempt queued, in the directory",
             lambda: any(
-                e["state"] == "queued" and e["attempt"] == 1 for e in events(team, flaky, "state")
+                e["state"] == "queued" and e.get("attempt") == 1
+                for e in events(team, flaky, "state")
             ),
             30,
         )
