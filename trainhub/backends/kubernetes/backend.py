@@ -25,6 +25,7 @@ from trainhub import settings
 from trainhub.alerts.announce import Announcer, announce_job, end_alert_kind
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.kubernetes import manifests, recovery, status
+from trainhub.backends.kubernetes.identity import owner_label
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.checkpoint.layout import resume_checkpoint
@@ -360,14 +361,8 @@ class KubernetesBackend(Backend):
                 self.namespace,
                 {"metadata": {"annotations": {status.SUSPEND_ANNOTATION: reason[:500]}}},
             )
-            self.custom.patch_namespaced_custom_object(
-                KUEUE_GROUP,
-                KUEUE_VERSION,
-                self.namespace,
-                "workloads",
-                workload["metadata"]["name"],
-                {"spec": {"active": False}},
-            )
+            if not self.controlled:  # else the controller does (_deactivate_suspended)
+                self._deactivate(workload)
         except ApiException as e:
             if e.status == 404:
                 raise NotFound(f"No job {job_id}.") from None
@@ -576,6 +571,31 @@ class KubernetesBackend(Backend):
                     reconciled.pop(uid)  # the submitter has not written the lineage yet
         self._reconciled = reconciled  # only once all are recorded: a failure retries them
         self._start_retries(seen.jobs)
+        self._deactivate_suspended(seen.jobs, workloads)
+
+    def _deactivate_suspended(self, jobs: list[Obj], workloads: dict[str, Obj]) -> None:
+        """Deactivate the Workload of each Job its owner marked for suspension: where a
+        controller runs, a session may annotate its own Job but not patch Workloads."""
+        from kubernetes.client import ApiException
+
+        for job in jobs:
+            workload = workloads.get(job["metadata"]["uid"])
+            if status.deactivation_due(job, workload):
+                try:
+                    self._deactivate(workload)  # type: ignore[arg-type]
+                except ApiException as e:
+                    if e.status != 404:
+                        raise  # gone: nothing left to deactivate
+
+    def _deactivate(self, workload: Obj) -> None:
+        self.custom.patch_namespaced_custom_object(
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            self.namespace,
+            "workloads",
+            workload["metadata"]["name"],
+            {"spec": {"active": False}},
+        )
 
     def usage(
         self,
@@ -702,7 +722,10 @@ class KubernetesBackend(Backend):
         if shared is not None and user in shared:
             return shared[user]
         team = f"{TEAM_LABEL}={self.team.name},{JOB_ID_LABEL}"
-        selector = team if user is None else f"{team},{USER_LABEL}={label_value(user)}"
+        selector = team
+        if user is not None:  # label_value: the owner label of Jobs made before owner_label
+            owners = ",".join(sorted({owner_label(user), label_value(user)}))
+            selector = f"{team},{USER_LABEL} in ({owners})"
         jobs = self._items(self.batch.list_namespaced_job, self.namespace, label_selector=selector)
         pods: dict[str, list[Obj]] = {}
         for pod in self._items(self.core.list_namespaced_pod, self.namespace, label_selector=team):
