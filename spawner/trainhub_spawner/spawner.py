@@ -21,6 +21,7 @@ from kubespawner import KubeSpawner
 from tornado import web
 from traitlets import Bool, Integer, Unicode, default
 
+from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT, session_account_objects
 from trainhub.teams import Teams, load_teams
 from trainhub_spawner import pod as pods
 from trainhub_spawner.profiles import (
@@ -191,6 +192,7 @@ class TrainHubSpawner(KubeSpawner):
                 name: ds
                 for name, (_, ds) in self.teams().readable_datasets(session.team.name).items()
             },
+            account=pods.account_for(self.teams(), self.user.name),
         )
         # Merge onto what the admin configured, never onto an earlier session of this server
         # (a GPU session after a CPU one must not keep NVIDIA_VISIBLE_DEVICES=void).
@@ -215,13 +217,16 @@ class TrainHubSpawner(KubeSpawner):
         manifest = await super().get_pod_manifest()
         session = self.session or self.resolve(self.user_options)
         as_sent = self.api.api_client.sanitize_for_serialization(manifest)
-        problem = pods.pod_deviation(as_sent, session, self.namespace)
+        account = pods.account_for(self.teams(), self.user.name)
+        problem = pods.pod_deviation(as_sent, session, self.namespace, account)
         if problem:
             raise SpawnRefused(problem)
         if self.check_quota:
             await self._check_quota(session)
         if self.teams_configmap:
             await self._ensure_teams_configmap(session)
+        if account != NOTEBOOK_ACCOUNT:
+            await self._ensure_session_account(session)
         return manifest
 
     def session_needs(self, session: Session) -> dict[str, str]:
@@ -260,6 +265,26 @@ class TrainHubSpawner(KubeSpawner):
                 await self.api.create_namespaced_config_map(ns, manifest)
             except ApiException as e2:
                 if e2.status != 409:  # another spawn created it meanwhile
+                    raise
+
+    async def _ensure_session_account(self, session: Session) -> None:
+        """The user's own ServiceAccount and its binding to the session Role, made with the
+        hub's rights before the pod that runs as it (kept when they exist: the name is the
+        user's alone)."""
+        from kubernetes_asyncio.client import RbacAuthorizationV1Api
+        from kubernetes_asyncio.client.rest import ApiException
+
+        account, binding = session_account_objects(session.team, self.user.name)
+        rbac = RbacAuthorizationV1Api(self.api.api_client)
+        ns = session.team.namespace
+        for create, body in (
+            (self.api.create_namespaced_service_account, account),
+            (rbac.create_namespaced_role_binding, binding),
+        ):
+            try:
+                await create(ns, body)
+            except ApiException as e:
+                if e.status != 409:
                     raise
 
 
