@@ -580,9 +580,9 @@ class KubernetesBackend(Backend):
 
         for job in jobs:
             workload = workloads.get(job["metadata"]["uid"])
-            if status.deactivation_due(job, workload):
+            if workload is not None and status.deactivation_due(job, workload):
                 try:
-                    self._deactivate(workload)  # type: ignore[arg-type]
+                    self._deactivate(workload)
                 except ApiException as e:
                     if e.status != 404:
                         raise  # gone: nothing left to deactivate
