@@ -883,6 +883,11 @@ class KubernetesBackend(Backend):
             # Whoever may create a Job could point the annotation anywhere: the directory this
             # process reads and writes is always its own root's, named by the Job.
             raise NotAJobFile(f"its job directory is not {jobdir.root}")
+        label = (meta.get("labels") or {}).get(USER_LABEL)
+        if self.teams.controller is not None and label != owner_label(notes["user"]):
+            # The admission policy ties a session's Jobs' label, not their annotations, to it:
+            # a Job whose annotation names another user is no job of that user's.
+            raise NotAJobFile(f"its {USER_LABEL} label is not its user's")
         spec = _read_spec(jobdir)
         return JobRecord(
             seq=_seq(notes),
