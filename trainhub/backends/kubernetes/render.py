@@ -511,8 +511,8 @@ def session_rights_policy() -> list[Manifest]:
                         "expression": "request.operation == 'DELETE' || "
                         "variables.owner == variables.caller",
                         "messageExpression": "'a session labels its Jobs and Services "
-                        f"{USER_LABEL}=' + variables.caller + ' (its own user), not ' + "
-                        "(variables.owner == '' ? 'nothing' : variables.owner)",
+                        f"{USER_LABEL}=' + variables.caller + ' (its own user): ' + "
+                        "(variables.owner == '' ? 'this one has none' : 'not ' + variables.owner)",
                         "reason": "Forbidden",
                     },
                     {
