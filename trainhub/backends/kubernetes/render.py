@@ -1,9 +1,11 @@
 """Pure renderers: the teams file -> the cluster objects that enforce it.
 
-Namespaces (Pod Security ``restricted``), ResourceQuota, LimitRange, the notebook's
-ServiceAccount and RBAC, NetworkPolicies, Kueue ResourceFlavors, WorkloadPriorityClasses,
-ClusterQueues and LocalQueues, and a ValidatingAdmissionPolicy that keeps Jobs in team
-namespaces on their team's queue. Nothing here talks to a cluster.
+Namespaces (Pod Security ``restricted``), ResourceQuota, LimitRange, the sessions' RBAC (the
+team's shared account, or where a controller runs each user's own account), NetworkPolicies,
+Kueue ResourceFlavors, WorkloadPriorityClasses, ClusterQueues and LocalQueues, and
+ValidatingAdmissionPolicies that keep Jobs in team namespaces on their team's queue and, where
+a controller runs, a session's writes on its own user's Jobs and Services. Nothing here talks
+to a cluster.
 """
 
 from __future__ import annotations
