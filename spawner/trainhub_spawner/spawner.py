@@ -21,9 +21,10 @@ from kubespawner import KubeSpawner
 from tornado import web
 from traitlets import Bool, Integer, Unicode, default
 
-from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT, session_account_objects
+from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT
 from trainhub.teams import Teams, load_teams
 from trainhub_spawner import pod as pods
+from trainhub_spawner.accounts import ensure_session_account
 from trainhub_spawner.profiles import (
     Refused,
     Session,
@@ -226,7 +227,7 @@ class TrainHubSpawner(KubeSpawner):
         if self.teams_configmap:
             await self._ensure_teams_configmap(session)
         if account != NOTEBOOK_ACCOUNT:
-            await self._ensure_session_account(session)
+            await ensure_session_account(self.api.api_client, session.team, self.user.name)
         return manifest
 
     def session_needs(self, session: Session) -> dict[str, str]:
@@ -265,26 +266,6 @@ class TrainHubSpawner(KubeSpawner):
                 await self.api.create_namespaced_config_map(ns, manifest)
             except ApiException as e2:
                 if e2.status != 409:  # another spawn created it meanwhile
-                    raise
-
-    async def _ensure_session_account(self, session: Session) -> None:
-        """The user's own ServiceAccount and its binding to the session Role, made with the
-        hub's rights before the pod that runs as it (kept when they exist: the name is the
-        user's alone)."""
-        from kubernetes_asyncio.client import RbacAuthorizationV1Api
-        from kubernetes_asyncio.client.rest import ApiException
-
-        account, binding = session_account_objects(session.team, self.user.name)
-        rbac = RbacAuthorizationV1Api(self.api.api_client)
-        ns = session.team.namespace
-        for create, body in (
-            (self.api.create_namespaced_service_account, account),
-            (rbac.create_namespaced_role_binding, binding),
-        ):
-            try:
-                await create(ns, body)
-            except ApiException as e:
-                if e.status != 409:
                     raise
 
 

@@ -6,6 +6,7 @@ work. kwok plays the pods."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import glob
 import os
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import kubernetes_asyncio.config
 import pytest
 from kubernetes import client, config
 
@@ -28,11 +30,11 @@ from tests.k8s.test_controller import (  # noqa: F401 - the fixture
 from trainhub.backends.kubernetes.apply import apply_objects
 from trainhub.backends.kubernetes.backend import KubernetesBackend
 from trainhub.backends.kubernetes.identity import USER_LABEL, session_account
-from trainhub.backends.kubernetes.render import session_account_objects
 from trainhub.backends.kubernetes.status import SUSPEND_ANNOTATION
 from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
+from trainhub_spawner.accounts import ensure_session_account
 from trainhub_spawner.hub_objects import hub_objects
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -75,19 +77,21 @@ def hub_ns(k8s_namespace: Any) -> Iterator[str]:
 def sessions_made_by_the_hub(
     team: Team, deployment: Deployment, hub_ns: str, users: list[str], tmp: Path
 ) -> list[Session]:
-    """The hub's objects applied, then each user's account made with the hub's token."""
+    """The hub's objects applied, then each user's account made by the spawner's step with
+    the hub's token."""
     admin = deployment.k8s
     apply_objects(admin.api, hub_objects(deployment.teams, hub_ns))
-    hub = config.new_client_from_config(
-        config_file=str(
-            controller_kubeconfig(admin.api, admin.kubeconfig, hub_ns, tmp / "hub", "hub")
-        )
-    )
+    hub = controller_kubeconfig(admin.api, admin.kubeconfig, hub_ns, tmp / "hub", "hub")
+
+    async def spawner_step(user: str) -> None:
+        api = await kubernetes_asyncio.config.new_client_from_config(config_file=str(hub))
+        async with api:
+            for _ in range(2):  # a second spawn keeps what the first made
+                await ensure_session_account(api, team.backend.team, user)
+
     sessions = []
     for user in users:
-        account, binding = session_account_objects(team.backend.team, user)
-        client.CoreV1Api(hub).create_namespaced_service_account(team.ns, account)
-        client.RbacAuthorizationV1Api(hub).create_namespaced_role_binding(team.ns, binding)
+        asyncio.run(spawner_step(user))
         kubeconfig = controller_kubeconfig(
             admin.api, admin.kubeconfig, team.ns, tmp / user, session_account(user)
         )
