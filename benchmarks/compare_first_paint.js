@@ -14,7 +14,7 @@ const rounds = Number(roundsText);
  * In the page: open the view; milliseconds to the frame after its first paint (the tables)
  * and to the frame after all curves are drawn; then close it.
  */
-async function open(page, points) {
+async function openCompare(page, points) {
   return page.evaluate(
     async ({ ids, points }) => {
       const app = window.jupyterapp;
@@ -36,10 +36,12 @@ async function open(page, points) {
       const t0 = performance.now();
       const view = await app.commands.execute('trainhub:compare', { ids, points });
       const first = await until(() => view.node.querySelector('.jp-trainhub-compare-jobs'));
+      // uPlot describes the plot (aria-label) once it has drawn it on the canvas.
       const curves = await until(
         () =>
-          view.node.querySelectorAll('.jp-trainhub-compare-chart path.jp-trainhub-chart-line')
-            .length >= ids.length
+          view.node.querySelectorAll('.jp-trainhub-compare-chart .jp-trainhub-chart-key').length >=
+            ids.length &&
+          view.node.querySelector('.jp-trainhub-compare-chart .jp-trainhub-chart[aria-label]')
       );
       view.close();
       return { first, curves };
@@ -70,10 +72,10 @@ async function bytes(page, points) {
     await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.commands.hasCommand('trainhub:compare'), null, { timeout: 120000 });
     await page.waitForSelector('#jp-main-dock-panel', { timeout: 120000 });
     const result = { downsampled: { warm: [] }, full: { warm: [] }, userAgent: await page.evaluate(() => navigator.userAgent) };
-    result.downsampled.cold = await open(page, undefined);
+    result.downsampled.cold = await openCompare(page, undefined);
     for (let i = 0; i < rounds; i++) {
-      result.downsampled.warm.push(await open(page, undefined));
-      result.full.warm.push(await open(page, 0));
+      result.downsampled.warm.push(await openCompare(page, undefined));
+      result.full.warm.push(await openCompare(page, 0));
     }
     result.downsampled.bytes = await bytes(page, 2000);
     result.full.bytes = await bytes(page, 0);

@@ -2,7 +2,7 @@
 
 (a) submit -> first cell of a 2-rank job vs the same code under bare torchrun   (target <= 1.15x)
 (b) training steps/s under trainhub (sampler + log capture on) vs bare torchrun (target >= 0.98x)
-(c) wall time of a single-process notebook vs papermill executing it            (target <= 0.8x)
+(c) wall time of a single-process notebook vs papermill executing it            (target <= 0.5x)
 (f) admission decision time with 10,000 queued jobs                             (target <= 10 ms)
 
 Run: python benchmarks/engine.py [a b c f]
@@ -458,7 +458,7 @@ def bench_notebook_wall() -> dict:
         "trainhub": f"{a:.2f} s",
         "peer": f"papermill {b:.2f} s",
         "ratio": round(a / b, 3),
-        "target": "<= 0.8",
+        "target": "<= 0.5",
     }
 
 

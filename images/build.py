@@ -1,6 +1,6 @@
 """Builds the curated images from images/ with buildah, cached by what defines them.
 
-    python images/build.py [NAME ...] [--all]
+    python images/build.py [NAME ...] [--all] [--push REGISTRY]
 
 Without names it builds ``TRAINHUB_IMAGES`` (names separated by spaces or commas, or ``all``),
 by default ``base pytorch-cpu``; an image's parent is built first. The chain starts from
@@ -11,7 +11,8 @@ brings (the trainhub wheel's sources, the cached PyTorch wheels), so a run with 
 builds nothing. Every built image is saved as a docker archive
 ``<cache>/images/<name>-<hash16>.tar`` named by its catalog reference, and listed in
 ``<cache>/images/index.json`` (see images/README.md); buildah keeps its storage, with the
-layer cache, in ``<cache>/images/storage``.
+layer cache, in ``<cache>/images/storage``. ``--push REGISTRY`` then pushes each named image as
+``<REGISTRY>/<name>:<hash16>`` and records its reference by digest in the index.
 """
 
 from __future__ import annotations
@@ -462,7 +463,7 @@ class Builder:
         return index
 
     def load(self, name: str, index: dict) -> None:
-        """The parent in buildah's storage: already there, or from its archive."""
+        """A built image in buildah's storage: already there, or from its archive."""
         image, key = self.images[name], self.keys[name]
         ref = image.local_ref(key)
         if self.buildah.has(ref):
@@ -553,6 +554,31 @@ class Builder:
             self._wheel = expected
         return self._wheel
 
+    def push(self, name: str, index: dict, registry: str, tls_verify: bool = True) -> str:
+        """Pushes the built image ``name`` to ``registry`` (a host, optionally with a path:
+        ``registry.example.org/ml``) under its content tag, ``<registry>/<name>:<hash16>``, and
+        records it in the index; returns its reference by digest, the one to put in a catalog."""
+        image, key = self.images[name], self.keys[name]
+        self.load(name, index)
+        repository = f"{registry.rstrip('/')}/{name}"
+        digestfile = self.paths.out / "tmp" / f"{name}.digest"
+        digestfile.parent.mkdir(parents=True, exist_ok=True)
+        self.buildah.run(
+            "push",
+            "--quiet",
+            f"--tls-verify={'true' if tls_verify else 'false'}",
+            "--digestfile",
+            str(digestfile),
+            image.local_ref(key),
+            f"docker://{repository}:{key[:16]}",
+            quiet=True,
+        )
+        pinned = f"{repository}@{digestfile.read_text().strip()}"
+        index["images"][name].setdefault("pushed", {})[registry] = pinned
+        write_atomic(self.paths.index, json.dumps(index, indent=2, sort_keys=True) + "\n")
+        log(f"{name}: pushed as {repository}:{key[:16]} ({pinned})")
+        return pinned
+
     def save(self, image: Image, key: str, archive: Path) -> None:
         tmp = archive.with_name(f".{archive.name}.tmp")
         tmp.unlink(missing_ok=True)
@@ -587,6 +613,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="write each catalog entry's dockerfile_sha256 into images/catalog.yaml, build nothing",
     )
+    parser.add_argument(
+        "--push",
+        metavar="REGISTRY",
+        help="then push each named image to REGISTRY (host[:port][/path]) as <name>:<hash16>",
+    )
+    parser.add_argument(
+        "--insecure-registry",
+        action="store_true",
+        help="push over plain HTTP or without verifying the certificate (a registry on loopback)",
+    )
     args = parser.parse_args(argv)
     root = args.checkout.resolve()
     if args.pin_dockerfiles:
@@ -600,7 +636,10 @@ def main(argv: list[str] | None = None) -> int:
         names = requested(args.names, args.all, images)
         with (paths.out / "lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time per cache
-            Builder(paths, images, root).ensure(names)
+            builder = Builder(paths, images, root)
+            index = builder.ensure(names)
+            for name in names if args.push else ():
+                builder.push(name, index, args.push, tls_verify=not args.insecure_registry)
     except BuildError as e:
         print(f"images/build.py: {e}", file=sys.stderr)
         return 1

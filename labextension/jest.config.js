@@ -5,6 +5,7 @@ module.exports = {
   rootDir: path.join(__dirname, 'src'),
   testEnvironment: 'jsdom',
   testMatch: ['**/__tests__/**/*.spec.ts'],
+  setupFiles: [path.join(__dirname, 'jest.setup.js')],
   transform: {
     '^.+\\.tsx?$': ['ts-jest', { tsconfig: path.join(__dirname, '..', 'tsconfig.test.json') }]
   },

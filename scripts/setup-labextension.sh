@@ -10,10 +10,17 @@
 # and yarn.lock, and a fresh clone gets a hard-linked copy of it (a second, not a 10-20 s link
 # step). The downloaded packages live in a yarn cache outside it too.
 # Arguments: package directories, relative to the clone, whose node packages must be installed
-# even when a cached build is reused (`. labextension/ui-tests` for the UI tests).
+# even when a cached build is reused (`. labextension/ui-tests` for the UI tests); with
+# --deps-only first, only those are installed and nothing is built (the lint step's ESLint and
+# Prettier need no build).
 # Prints the path of the virtual environment on its last line.
 set -euo pipefail
 
+deps_only=0
+if [ "${1:-}" = --deps-only ]; then
+  deps_only=1
+  shift
+fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${TRAINHUB_CACHE:-$HOME/.cache/trainhub}
 builds="$cache/labextension"
@@ -84,6 +91,10 @@ build_key() {
 }
 
 for dir in "$@"; do install_deps "$root/$dir"; done
+if [ "$deps_only" = 1 ]; then
+  echo "$venv"
+  exit 0
+fi
 
 built="$builds/$(build_key)"
 if [ -f "$built/package.json" ]; then

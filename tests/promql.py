@@ -10,7 +10,9 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-DASHBOARD = Path(__file__).resolve().parents[1] / "hub_config" / "grafana-dashboard.json"
+DASHBOARD = (
+    Path(__file__).resolve().parents[1] / "charts" / "trainhub" / "files" / "grafana-dashboard.json"
+)
 # PromQL's aggregation operators, functions and keywords: never metric names.
 _KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"}
 _KEYWORDS |= {"and", "or", "unless", "inf", "nan"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from datetime import datetime
@@ -509,12 +510,27 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def cmd_admin_render(args: argparse.Namespace) -> int:
+    import hashlib
     from pathlib import Path
 
-    from trainhub.backends.kubernetes.render import file_name, render, to_yaml
+    import yaml
+
+    from trainhub import __version__
+    from trainhub.backends.kubernetes.render import file_name, helm_values, render, to_yaml
     from trainhub.teams import load_teams
 
     objs = render(load_teams(args.file))
+    if args.helm_values:
+        values = helm_values(
+            objs, hashlib.sha256(Path(args.file).read_bytes()).hexdigest(), __version__
+        )
+        sys.stdout.write(
+            f"# Values of charts/trainhub, rendered from {args.file} by trainhub {__version__}:\n"
+            f"#   trainhub admin render {args.file} --helm-values\n"
+            "# Render them again after changing the teams file; do not edit them here.\n"
+            + yaml.safe_dump(values, sort_keys=False, default_flow_style=False)
+        )
+        return 0
     if args.out is None:
         sys.stdout.write(to_yaml(objs))
         return 0
@@ -844,7 +860,13 @@ def parser() -> argparse.ArgumentParser:
     asub = a.add_subparsers(dest="admin_verb", required=True)
     ar = asub.add_parser("render", help="print (or write) the Kubernetes and Kueue objects")
     ar.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
-    ar.add_argument("--out", help="write one YAML file per object into this directory")
+    how = ar.add_mutually_exclusive_group()
+    how.add_argument("--out", help="write one YAML file per object into this directory")
+    how.add_argument(
+        "--helm-values",
+        action="store_true",
+        help="print them as values of the trainhub Helm chart (charts/trainhub)",
+    )
     ar.set_defaults(func=cmd_admin_render)
     ap = asub.add_parser("apply", help="server-side apply the objects to a cluster")
     ap.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
@@ -856,6 +878,18 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at exit: a reader that left is answered below
+        return code
+    except BrokenPipeError:
+        # The reader stopped reading (`| head`, `| grep -m1`): end quietly, as a tool that
+        # SIGPIPE ends does, with nothing more written (Python's own advice on SIGPIPE).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
         from trainhub.api import service

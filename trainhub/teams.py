@@ -175,6 +175,16 @@ class SharedVolume(_Model):
         description="The claim in the controller's namespace bound to the same storage "
         "(default: <team>-<claim>)",
     )
+    # With a size, the claim is one of the rendered objects (admin render/apply, the chart): a
+    # ReadWriteMany claim of that size, of storage_class or the cluster's default class.
+    # Without, the administrator makes the claim (an existing volume, a static PV).
+    size: str | None = None
+    storage_class: str | None = Field(None, pattern=DNS_LABEL, max_length=253)
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> str | None:
+        return None if v is None else _quantity(v)
 
     @field_validator("mount_path")
     @classmethod
@@ -365,6 +375,15 @@ class Teams(_Model):
                         f"teams[{i}].session_gpus",
                         f"{too_big[0]} GPUs do not fit on one node of the team's pools "
                         f"(at most {biggest})",
+                    )
+                )
+            if self.controller and team.shared_volume.size:
+                errors.append(
+                    (
+                        f"teams[{i}].shared_volume.size",
+                        "a claim trainhub makes gets a volume of its own, which the controller's "
+                        "claim cannot share: with a controller, bind both claims to one "
+                        "PersistentVolume yourself and leave size out",
                     )
                 )
         errors += _shared_twice(self)

@@ -1,8 +1,10 @@
 /**
- * ANSI escape sequences -> styled text spans. Only SGR (colour, bold, ...) is interpreted;
- * cursor movement, OSC titles and other controls are dropped. The result is plain data: the
- * view writes span text with textContent and colours as validated numbers, never as markup.
+ * ANSI escape sequences -> styled text spans, parsed by anser (the maintained parser behind
+ * nteract's ansi-to-react); only SGR (colour, bold, ...) is interpreted, cursor movement, OSC
+ * titles and other controls are dropped. The result is plain data: the view
+ * writes span text with textContent and colours as validated numbers, never as markup.
  */
+import Anser from 'anser';
 
 export interface IAnsiStyle {
   /** 0-255 palette index, or [r, g, b] for 24-bit colour. */
@@ -22,85 +24,68 @@ export interface IAnsiSpan {
   mark?: 'match' | 'current';
 }
 
-// CSI ... final byte | OSC ... BEL/ST | other two-byte escapes
+// anser reads CSI sequences but keeps OSC ones (window titles) and bare control characters as
+// text: neither is printable. Tab stays.
 // eslint-disable-next-line no-control-regex
-const ESCAPE = /\x1b\[([0-9;:?]*)([@-~])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?/g;
-// Control characters other than tab are not printable text.
+const OSC = /\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?/g;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/g;
+const NAMES = ['black', 'red', 'green', 'yellow', 'blue', 'magenta', 'cyan', 'white'];
 
 function byte(n: number | undefined): number | undefined {
   return n !== undefined && Number.isInteger(n) && n >= 0 && n <= 255 ? n : undefined;
 }
 
-/** Apply one SGR parameter list to a style (returns a new style). */
-export function applySgr(style: IAnsiStyle, params: number[]): IAnsiStyle {
-  const next: IAnsiStyle = { ...style };
-  if (params.length === 0) {
-    return {};
+/** anser's colour (`ansi-red`, `ansi-bright-red`, `ansi-palette-208`, `ansi-truecolor`). */
+function colour(name: string | null, truecolor: string | null): IAnsiStyle['fg'] {
+  if (!name) {
+    return undefined;
   }
-  for (let i = 0; i < params.length; i++) {
-    const p = params[i];
-    if (p === 0) {
-      for (const key of Object.keys(next)) {
-        delete next[key as keyof IAnsiStyle];
-      }
-    } else if (p === 1) {
-      next.bold = true;
-    } else if (p === 2) {
-      next.dim = true;
-    } else if (p === 3) {
-      next.italic = true;
-    } else if (p === 4) {
-      next.underline = true;
-    } else if (p === 7) {
-      next.inverse = true;
-    } else if (p === 22) {
-      delete next.bold;
-      delete next.dim;
-    } else if (p === 23) {
-      delete next.italic;
-    } else if (p === 24) {
-      delete next.underline;
-    } else if (p === 27) {
-      delete next.inverse;
-    } else if (p >= 30 && p <= 37) {
-      next.fg = p - 30;
-    } else if (p >= 90 && p <= 97) {
-      next.fg = p - 90 + 8;
-    } else if (p === 39) {
-      delete next.fg;
-    } else if (p >= 40 && p <= 47) {
-      next.bg = p - 40;
-    } else if (p >= 100 && p <= 107) {
-      next.bg = p - 100 + 8;
-    } else if (p === 49) {
-      delete next.bg;
-    } else if (p === 38 || p === 48) {
-      const key = p === 38 ? 'fg' : 'bg';
-      if (params[i + 1] === 5) {
-        const n = byte(params[i + 2]);
-        if (n !== undefined) {
-          next[key] = n;
-        }
-        i += 2;
-      } else if (params[i + 1] === 2) {
-        const [r, g, b] = [byte(params[i + 2]), byte(params[i + 3]), byte(params[i + 4])];
-        if (r !== undefined && g !== undefined && b !== undefined) {
-          next[key] = [r, g, b];
-        }
-        i += 4;
-      }
+  if (name === 'ansi-truecolor') {
+    const [r, g, b] = (truecolor ?? '').split(',').map(v => byte(Number(v)));
+    return r !== undefined && g !== undefined && b !== undefined ? [r, g, b] : undefined;
+  }
+  const palette = /^ansi-palette-(\d+)$/.exec(name);
+  if (palette) {
+    return byte(Number(palette[1]));
+  }
+  const named = /^ansi-(bright-)?([a-z]+)$/.exec(name);
+  const index = named ? NAMES.indexOf(named[2]) : -1;
+  return index < 0 ? undefined : index + (named![1] ? 8 : 0);
+}
+
+/**
+ * One anser chunk's style. anser applies inverse video itself, filling a missing colour with
+ * white (text) or black (background); that is undone here, so the theme's colours stand in
+ * for the missing ones (see the inverse CSS class).
+ */
+function styleOf(chunk: Anser.AnserJsonEntry & { isInverted?: boolean }): IAnsiStyle {
+  let fg = colour(chunk.fg, chunk.fg_truecolor);
+  let bg = colour(chunk.bg, chunk.bg_truecolor);
+  const style: IAnsiStyle = {};
+  if (chunk.isInverted) {
+    [fg, bg] = [bg === 7 ? undefined : bg, fg === 0 ? undefined : fg];
+    style.inverse = true;
+  }
+  if (fg !== undefined) {
+    style.fg = fg;
+  }
+  if (bg !== undefined) {
+    style.bg = bg;
+  }
+  for (const flag of ['bold', 'dim', 'italic', 'underline'] as const) {
+    if (chunk.decorations.includes(flag)) {
+      style[flag] = true;
     }
   }
-  return next;
+  return style;
 }
 
 /**
  * Split one log line into styled spans. A carriage return shows what a terminal shows:
  * the text after the last one (progress bars redraw a line that way).
  */
-export function parseAnsi(line: string, initial: IAnsiStyle = {}): IAnsiSpan[] {
+export function parseAnsi(line: string): IAnsiSpan[] {
   const cr = line.lastIndexOf('\r', line.length - 2);
   if (cr >= 0) {
     line = line.slice(cr + 1);
@@ -108,38 +93,22 @@ export function parseAnsi(line: string, initial: IAnsiStyle = {}): IAnsiSpan[] {
   if (line.endsWith('\r')) {
     line = line.slice(0, -1);
   }
-  const spans: IAnsiSpan[] = [];
-  let style = initial;
-  let last = 0;
-  const push = (text: string) => {
-    text = text.replace(CONTROL, '');
-    if (!text) {
-      return;
-    }
-    const prev = spans[spans.length - 1];
-    if (prev && prev.style === style) {
-      prev.text += text;
-    } else {
-      spans.push({ text, style });
-    }
-  };
   if (line.indexOf('\x1b') < 0) {
-    push(line);
-    return spans;
+    const text = line.replace(CONTROL, '');
+    return text ? [{ text, style: {} }] : [];
   }
-  ESCAPE.lastIndex = 0;
-  let m: RegExpExecArray | null;
-  while ((m = ESCAPE.exec(line)) !== null) {
-    push(line.slice(last, m.index));
-    last = m.index + m[0].length;
-    if (m[2] === 'm') {
-      const params = m[1]
-        ? m[1].split(/[;:]/).map(s => (s === '' ? 0 : parseInt(s, 10)))
-        : [];
-      style = applySgr(style, params);
+  const chunks = Anser.ansiToJson(line.replace(OSC, ''), {
+    json: true,
+    remove_empty: true,
+    use_classes: true
+  });
+  const spans: IAnsiSpan[] = [];
+  for (const chunk of chunks) {
+    const text = chunk.content.replace(CONTROL, '');
+    if (text) {
+      spans.push({ text, style: styleOf(chunk) });
     }
   }
-  push(line.slice(last));
   return spans;
 }
 
@@ -170,8 +139,13 @@ export function cssColor(c: number | [number, number, number]): string {
 
 function isPlain(s: IAnsiStyle): boolean {
   return (
-    s.fg === undefined && s.bg === undefined && !s.bold && !s.dim && !s.italic &&
-    !s.underline && !s.inverse
+    s.fg === undefined &&
+    s.bg === undefined &&
+    !s.bold &&
+    !s.dim &&
+    !s.italic &&
+    !s.underline &&
+    !s.inverse
   );
 }
 

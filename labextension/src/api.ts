@@ -33,9 +33,7 @@ export interface IListOptions {
 }
 
 export class TrainHubAPI {
-  constructor(
-    readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-  ) {}
+  constructor(readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
 
   private call<T>(
     segments: (string | number)[],
@@ -138,11 +136,7 @@ export class TrainHubAPI {
     return this.call(['jobs', jobId, 'checkpoints', step], { method: 'DELETE' });
   }
 
-  resumeFrom(
-    jobId: string,
-    step: number,
-    overrides?: Partial<IJobSpec>
-  ): Promise<IDescribeJob> {
+  resumeFrom(jobId: string, step: number, overrides?: Partial<IJobSpec>): Promise<IDescribeJob> {
     return this.call(['jobs', jobId, 'checkpoints', step, 'resume'], {
       method: 'POST',
       body: overrides ? { overrides } : {}
@@ -174,7 +168,12 @@ export class TrainHubAPI {
   ): Promise<IComparison> {
     const { points, goals, scalars } = options;
     return this.call(['compare'], {
-      query: { ids: ids.join(','), points, goal: goals, scalars: scalars === false ? 'false' : undefined }
+      query: {
+        ids: ids.join(','),
+        points,
+        goal: goals,
+        scalars: scalars === false ? 'false' : undefined
+      }
     });
   }
 

@@ -14,7 +14,10 @@ export function lineRange(
   if (line > lines.length) {
     return null;
   }
-  return { start: { line: line - 1, column: 0 }, end: { line: line - 1, column: lines[line - 1].length } };
+  return {
+    start: { line: line - 1, column: 0 },
+    end: { line: line - 1, column: lines[line - 1].length }
+  };
 }
 
 /**

@@ -11,20 +11,10 @@ import {
   Notification,
   showDialog,
   showErrorMessage,
-  ToolbarButton,
   WidgetTracker
 } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
-import { DocumentRegistry } from '@jupyterlab/docregistry';
-import {
-  INotebookModel,
-  INotebookTracker,
-  Notebook,
-  NotebookActions,
-  NotebookPanel
-} from '@jupyterlab/notebook';
-import { LabIcon } from '@jupyterlab/ui-components';
-import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 
 import { TrainHubAPI } from './api';
 import { registerCompare } from './widgets/compareview';
@@ -32,64 +22,23 @@ import { registerSweepView } from './widgets/sweepview';
 import { registerUsagePanel } from './widgets/usagepanel';
 import { justFinished, JobsModel } from './jobsmodel';
 import { ICheckpointInfo, IConfig, IDescribeJob, IJobSummary, TERMINAL_STATES } from './models';
-import { IParameter, PARAMETERS_TAG, parseParameterCell } from './parameters';
 import { ApiError } from './request';
 import { loadCheckpointSource } from './notebookcells';
-import { initialForm } from './specform';
 import { revealCell } from './gotocell';
 import { failureNotice } from './jobsummary';
-import { IJobViewActions, JobView, JobViews } from './widgets/jobview';
-import { IJobActions, JobsPanel } from './widgets/jobspanel';
+import { IJobViewActions } from './widgets/jobactions';
+import { JobView, JobViews } from './widgets/jobview';
+import { IJobActions } from './widgets/jobrow';
+import { JobsPanel } from './widgets/jobspanel';
 import { showEditDialog } from './widgets/editdialog';
 import { cancelWithConfirmation } from './cancel';
 import { openRerunDialog } from './rerun';
-import { showSubmitDialog } from './widgets/submitdialog';
 import { executedNotebookPlugin } from './widgets/notebooktab';
 import { NoticeWatch, toastOf } from './notices';
+import { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
+import { registerSubmitCommands } from './submitcommands';
 
-const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 18h3v-6H4v6zm6.5 0h3V8h-3v10zM17 18h3V4h-3v14zM3 20h18v1.5H3z"/></g></svg>`;
-export const trainhubIcon = new LabIcon({ name: 'trainhub:jobs', svgstr: ICON_SVG });
-
-/** The palette's category of every trainhub command: typing "trainhub" finds them all. */
-export const PALETTE_CATEGORY = 'trainhub: training jobs';
-
-export namespace CommandIDs {
-  export const submit = 'trainhub:submit';
-  export const submitSelected = 'trainhub:submit-selected';
-  export const openJobs = 'trainhub:open-jobs';
-  export const openJob = 'trainhub:open-job';
-  export const cancelJob = 'trainhub:cancel-job';
-  /** Registered by the compare view (args `{ids}`) and the sweep view (args `{sweepId}`). */
-  export const compare = 'trainhub:compare';
-  export const openSweep = 'trainhub:open-sweep';
-}
-
-/** The cell tagged `parameters`, read from the open notebook. */
-export function notebookParameters(notebook: Notebook): IParameter[] {
-  const cells = notebook.model?.cells;
-  if (!cells) {
-    return [];
-  }
-  for (let i = 0; i < cells.length; i++) {
-    const cell = cells.get(i);
-    const tags = cell.getMetadata('tags');
-    if (cell.type === 'code' && Array.isArray(tags) && tags.includes(PARAMETERS_TAG)) {
-      return parseParameterCell(cell.sharedModel.getSource());
-    }
-  }
-  return [];
-}
-
-/** 0-based indices of the selected cells (the active one when nothing else is selected). */
-export function selectedCellIndices(notebook: Notebook): number[] {
-  const out: number[] = [];
-  notebook.widgets.forEach((cell, i) => {
-    if (notebook.isSelectedOrActive(cell)) {
-      out.push(i);
-    }
-  });
-  return out;
-}
+export { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'trainhub:plugin',
@@ -121,7 +70,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const message =
         error instanceof ApiError && error.fieldErrors.length
           ? `${error.message}\n${error.fieldErrors.map(e => `${e.field}: ${e.message}`).join('\n')}`
-          : (error as Error).message ?? String(error);
+          : ((error as Error).message ?? String(error));
       void showErrorMessage(title, message);
     };
 
@@ -167,7 +116,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
           panel = opened instanceof NotebookPanel ? opened : null;
         }
         if (!panel) {
-          reportError('No notebook open', new Error('Open a notebook to load the checkpoint into.'));
+          reportError(
+            'No notebook open',
+            new Error('Open a notebook to load the checkpoint into.')
+          );
           return;
         }
         await panel.context.ready;
@@ -275,65 +227,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
         } else if (job.state === 'failed') {
           void api
             .describe(job.id)
-            .then(d => d.verdict, () => null)
-            .then(v => Notification.error(failureNotice(job.name, v), { autoClose: false, actions }));
+            .then(
+              d => d.verdict,
+              () => null
+            )
+            .then(v =>
+              Notification.error(failureNotice(job.name, v), { autoClose: false, actions })
+            );
         }
       }
     });
 
-    const submit = async (onlySelected: boolean) => {
-      const current = notebooks.currentWidget;
-      if (!current) {
-        return;
-      }
-      await current.context.ready;
-      let cfg: IConfig;
-      try {
-        cfg = await config();
-      } catch (error) {
-        reportError('trainhub is not available', error);
-        return;
-      }
-      const parameters = notebookParameters(current.content);
-      const form = initialForm(
-        current.context.path,
-        cfg,
-        parameters,
-        selectedCellIndices(current.content)
-      );
-      if (onlySelected) {
-        form.cells = 'selected';
-      }
-      const job = await showSubmitDialog({
-        api,
-        config: cfg,
-        form,
-        parameters,
-        // The job runs what is on disk: save what the person sees first.
-        save: () => current.context.save()
-      });
-      if (job) {
-        model.apply([job]);
-        app.shell.activateById(panel.id);
-        Notification.info(`Submitted ${job.name} (${job.id}).`, {
-          autoClose: 5000,
-          actions: [{ label: 'Open', callback: () => void openJob(job.id) }]
-        });
-      }
-    };
-
-    const hasNotebook = () => notebooks.currentWidget !== null;
-    app.commands.addCommand(CommandIDs.submit, {
-      label: 'Submit as job',
-      caption: 'Submit this notebook as a training job',
-      icon: trainhubIcon,
-      isEnabled: hasNotebook,
-      execute: () => submit(false)
-    });
-    app.commands.addCommand(CommandIDs.submitSelected, {
-      label: 'Submit selected cells as job',
-      isEnabled: hasNotebook,
-      execute: () => submit(true)
+    registerSubmitCommands(app, {
+      api,
+      model,
+      notebooks,
+      palette,
+      config,
+      reportError,
+      openJob: id => void openJob(id),
+      panelId: panel.id
     });
     app.commands.addCommand(CommandIDs.openJobs, {
       label: 'Open training jobs panel',
@@ -349,8 +262,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     // The palette finds these by "trainhub" (the category) and by what they do ("cancel").
     app.commands.addCommand(CommandIDs.cancelJob, {
-      label: args =>
-        args.id ? `Cancel training job ${String(args.id)}…` : 'Cancel training job…',
+      label: args => (args.id ? `Cancel training job ${String(args.id)}…` : 'Cancel training job…'),
       caption: 'Cancel the job of the open job view (asks first)',
       isEnabled: args => {
         const id = typeof args.id === 'string' ? args.id : views.currentWidget?.jobId;
@@ -365,43 +277,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
-    for (const command of [
-      CommandIDs.submit,
-      CommandIDs.submitSelected,
-      CommandIDs.openJobs,
-      CommandIDs.cancelJob
-    ]) {
+    for (const command of [CommandIDs.openJobs, CommandIDs.cancelJob]) {
       palette?.addItem({ command, category: PALETTE_CATEGORY });
     }
-    app.contextMenu.addItem({
-      command: CommandIDs.submitSelected,
-      selector: '.jp-Notebook .jp-Cell',
-      rank: 100
-    });
-    app.docRegistry.addWidgetExtension('Notebook', new SubmitButtonExtension(app));
   }
 };
-
-/** Adds the "Submit as job" button to every notebook's toolbar. */
-class SubmitButtonExtension
-  implements DocumentRegistry.IWidgetExtension<NotebookPanel, INotebookModel>
-{
-  constructor(private readonly app: JupyterFrontEnd) {}
-
-  createNew(panel: NotebookPanel): IDisposable {
-    const button = new ToolbarButton({
-      className: 'jp-trainhub-submit-button',
-      icon: trainhubIcon,
-      label: 'Submit as job',
-      tooltip: 'Submit this notebook as a training job',
-      onClick: () => {
-        this.app.shell.activateById(panel.id);
-        void this.app.commands.execute(CommandIDs.submit);
-      }
-    });
-    panel.toolbar.insertItem(10, 'trainhubSubmit', button);
-    return new DisposableDelegate(() => button.dispose());
-  }
-}
 
 export default [plugin, executedNotebookPlugin];

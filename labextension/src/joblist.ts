@@ -190,8 +190,7 @@ export class JobList {
 
 /** One entry of the panel: a job, or a sweep's trials as one. */
 export type ListEntry =
-  | { kind: 'job'; job: IJobSummary }
-  | { kind: 'sweep'; sweepId: string; trials: IJobSummary[] };
+  { kind: 'job'; job: IJobSummary } | { kind: 'sweep'; sweepId: string; trials: IJobSummary[] };
 
 /** Group a sweep's trials into one entry, placed where its newest trial is. */
 export function groupSweeps(jobs: IJobSummary[]): ListEntry[] {

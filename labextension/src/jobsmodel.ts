@@ -17,9 +17,7 @@ export interface IJobChange {
 
 /** Jobs newest first (by submission order, then creation time). */
 export function sortJobs(jobs: Iterable<IJobSummary>): IJobSummary[] {
-  return [...jobs].sort(
-    (a, b) => (b.seq ?? 0) - (a.seq ?? 0) || b.created_at - a.created_at
-  );
+  return [...jobs].sort((a, b) => (b.seq ?? 0) - (a.seq ?? 0) || b.created_at - a.created_at);
 }
 
 /** True when an update moved a job into a terminal state (worth telling the person). */

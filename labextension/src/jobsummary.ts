@@ -3,14 +3,8 @@
  * scalars and checkpoints: progress while it runs, its result once it has ended, the
  * parameters that differ from the notebook's, and a timeline that says each thing once.
  */
-import { cellLabel } from './format';
-import {
-  ICheckpointInfo,
-  IJobSpec,
-  IScalarRecord,
-  ITimelineEvent,
-  IVerdict
-} from './models';
+import { cellLabel, formatDuration } from './format';
+import { ICheckpointInfo, IJobSpec, IScalarRecord, ITimelineEvent, IVerdict } from './models';
 
 /** Scalars where smaller is better; every other scalar counts larger as better. */
 const SMALLER_IS_BETTER = /loss|err|perplexity|mse|mae|rmse|nll|wer|cer/i;
@@ -172,7 +166,10 @@ export function specRows(spec: IJobSpec): [string, string][] {
           : `tagged ${(spec.source.cells.tags ?? []).join(', ')}`
         : null
     ],
-    ['args', spec.source.kind === 'script' && spec.source.args?.length ? spec.source.args.join(' ') : null],
+    [
+      'args',
+      spec.source.kind === 'script' && spec.source.args?.length ? spec.source.args.join(' ') : null
+    ],
     ['workers', String(r.workers ?? 1)],
     ['processes per worker', r.processes_per_worker ? String(r.processes_per_worker) : null],
     ['GPUs per worker', r.gpus_per_worker ? String(r.gpus_per_worker) : null],
@@ -182,7 +179,10 @@ export function specRows(spec: IJobSpec): [string, string][] {
     ['team', spec.team],
     ['queue', spec.queue],
     ['priority', spec.priority && spec.priority !== 'normal' ? spec.priority : null],
-    ['max runtime', spec.max_runtime !== null && spec.max_runtime !== undefined ? String(spec.max_runtime) : null],
+    [
+      'max runtime',
+      spec.max_runtime !== null && spec.max_runtime !== undefined ? String(spec.max_runtime) : null
+    ],
     ['tags', spec.tags?.length ? spec.tags.join(', ') : null],
     [
       'resumed from',
@@ -194,7 +194,10 @@ export function specRows(spec: IJobSpec): [string, string][] {
           }`
         : null
     ],
-    ['environment', spec.env && Object.keys(spec.env).length ? Object.keys(spec.env).join(', ') : null]
+    [
+      'environment',
+      spec.env && Object.keys(spec.env).length ? Object.keys(spec.env).join(', ') : null
+    ]
   ];
   return rows.filter((row): row is [string, string] => typeof row[1] === 'string' && row[1] !== '');
 }
@@ -228,7 +231,9 @@ export function failureWhat(verdict: IVerdict): string {
     return verdict.exception;
   }
   // A KeyError's message is the quoted key itself.
-  return /^['"]/.test(message) ? `${verdict.exception} ${message}` : `${verdict.exception}: ${message}`;
+  return /^['"]/.test(message)
+    ? `${verdict.exception} ${message}`
+    : `${verdict.exception}: ${message}`;
 }
 
 /** Where a failure happened, for people: "cell 3, line 2" or "rank 1". */
@@ -247,4 +252,37 @@ export function failureNotice(name: string, verdict: IVerdict | null | undefined
   const where = failureWhere(verdict);
   const what = verdict.exception ? failureWhat(verdict) : verdict.reason;
   return `Job ${name} failed${where ? ` in ${where}` : ''}: ${what}`;
+}
+
+/** One sentence per timeline event. */
+export function describeEvent(e: ITimelineEvent): string {
+  const f = e as Record<string, unknown>;
+  switch (e.type) {
+    case 'submitted':
+      return `submitted by ${String(f.user ?? '?')}`;
+    case 'state':
+      return `${String(f.state)}${f.attempt ? ` (attempt ${Number(f.attempt) + 1})` : ''}${
+        f.reason ? `: ${String(f.reason)}` : ''
+      }`;
+    case 'verdict':
+      return f.failure_class === 'cancelled'
+        ? `cancelled${f.reason ? `: ${String(f.reason)}` : ''}`
+        : `${String(f.failure_class)} failure: ${String(f.reason ?? '')}`;
+    case 'retry':
+      return `retry${f.delay ? ` in ${formatDuration(Number(f.delay))}` : ''}${
+        f.reason ? `: ${String(f.reason)}` : ''
+      }`;
+    case 'cancel_requested':
+      return `cancel requested${f.reason ? `: ${String(f.reason)}` : ''}`;
+    case 'suspend_requested':
+      return `suspend requested${f.reason ? `: ${String(f.reason)}` : ''}`;
+    case 'suspended':
+      return f.step === null || f.step === undefined
+        ? 'suspended (no checkpoint yet)'
+        : `suspended at step ${String(f.step)}`;
+    case 'pip_install':
+      return `pip install ${String(f.phase ?? '')}${f.ok === false ? ' (failed)' : ''}`;
+    default:
+      return e.type;
+  }
 }

@@ -188,7 +188,8 @@ export class MergedRows implements ILogRows {
       ];
       cuts.forEach((cut, i) => {
         const end = i + 1 < cuts.length ? cuts[i + 1].line : buffer.length;
-        const rows = end - cut.line - (countAtMost(hidden, end - 1) - countAtMost(hidden, cut.line - 1));
+        const rows =
+          end - cut.line - (countAtMost(hidden, end - 1) - countAtMost(hidden, cut.line - 1));
         if (rows > 0) {
           segments.push({ rank, start: cut.line, end, time: cut.time, before: 0, rows });
         }

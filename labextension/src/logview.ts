@@ -264,9 +264,7 @@ export class LogView {
       row.appendChild(label);
     }
     let spans =
-      kind === 'cell'
-        ? [{ text: this.shownText(index), style: {} }]
-        : parseAnsi(rows.text(index));
+      kind === 'cell' ? [{ text: this.shownText(index), style: {} }] : parseAnsi(rows.text(index));
     const results = this.results;
     if (results) {
       const ranges = matchRanges(spans.map(s => s.text).join(''), results.pattern);

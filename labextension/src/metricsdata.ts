@@ -71,8 +71,18 @@ export function firstTime(...lists: { time: number }[][]): number {
 }
 
 /** Series per GPU for one reading; time relative to `t0` (default: the first sample). */
-export function gpuSeries(records: IGpuRecord[], value: Reading<IGpuRecord>, t0?: number): ISeries[] {
-  return seriesBy(records, r => r.gpu, k => `GPU ${k}`, value, t0 ?? firstTime(records));
+export function gpuSeries(
+  records: IGpuRecord[],
+  value: Reading<IGpuRecord>,
+  t0?: number
+): ISeries[] {
+  return seriesBy(
+    records,
+    r => r.gpu,
+    k => `GPU ${k}`,
+    value,
+    t0 ?? firstTime(records)
+  );
 }
 
 /** Series per rank (or per machine) of one system chart. */
@@ -84,7 +94,14 @@ export function systemSeries(
   const ranks = chart.of === 'ranks';
   return seriesBy(
     records,
-    r => (ranks ? (typeof r.rank === 'number' ? r.rank : null) : r.rank === null ? (r.host ?? 'machine') : null),
+    r =>
+      ranks
+        ? typeof r.rank === 'number'
+          ? r.rank
+          : null
+        : r.rank === null
+          ? (r.host ?? 'machine')
+          : null,
     k => (ranks ? `rank ${k}` : String(k)),
     chart.value,
     t0 ?? firstTime(records)
@@ -146,9 +163,9 @@ export function scalarSeriesOf(
     rank === 'all' || (r.rank ?? 0) === rank ? `${r.name}\u0000${r.rank ?? 0}` : null
   );
   const out = new Map<string, ISeries[]>();
-  const keys = [...groups.keys()].map(k => k.split('\u0000')).sort((a, b) =>
-    a[0] === b[0] ? Number(a[1]) - Number(b[1]) : a[0] < b[0] ? -1 : 1
-  );
+  const keys = [...groups.keys()]
+    .map(k => k.split('\u0000'))
+    .sort((a, b) => (a[0] === b[0] ? Number(a[1]) - Number(b[1]) : a[0] < b[0] ? -1 : 1));
   for (const [name, r] of keys) {
     const list = out.get(name) ?? [];
     const points = sortedPoints(groups.get(`${name}\u0000${r}`)!);

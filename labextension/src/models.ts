@@ -31,12 +31,7 @@ export const TERMINAL_STATES: ReadonlySet<JobState> = new Set<JobState>([
 ]);
 
 export type FailureClass =
-  | 'code'
-  | 'environment'
-  | 'infrastructure'
-  | 'preempted'
-  | 'cancelled'
-  | 'stopped_early';
+  'code' | 'environment' | 'infrastructure' | 'preempted' | 'cancelled' | 'stopped_early';
 
 export type Priority = 'low' | 'normal' | 'high';
 

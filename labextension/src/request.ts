@@ -15,10 +15,7 @@ export type Query = Record<string, QueryValue | QueryValue[]>;
 
 /** Encode each path segment so a job id or file name cannot change the route. */
 export function apiPath(...segments: (string | number)[]): string {
-  return URLExt.join(
-    API_PATH,
-    ...segments.map(s => encodeURIComponent(String(s)))
-  );
+  return URLExt.join(API_PATH, ...segments.map(s => encodeURIComponent(String(s))));
 }
 
 export function queryString(query: Query = {}): string {
@@ -36,11 +33,7 @@ export function queryString(query: Query = {}): string {
 }
 
 /** The http(s) URL of an API route below the server's base URL. */
-export function apiUrl(
-  baseUrl: string,
-  segments: (string | number)[],
-  query?: Query
-): string {
+export function apiUrl(baseUrl: string, segments: (string | number)[], query?: Query): string {
   return URLExt.join(baseUrl, apiPath(...segments)) + queryString(query);
 }
 

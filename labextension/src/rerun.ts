@@ -50,8 +50,7 @@ export async function openRerunDialog(options: {
 }): Promise<IDescribeJob | null> {
   const { api, config, job, kind } = options;
   const source = job.spec.source;
-  const parameters =
-    source.kind === 'notebook' ? await notebookParametersOf(api, source.path) : [];
+  const parameters = source.kind === 'notebook' ? await notebookParametersOf(api, source.path) : [];
   const resumedFrom = kind === 'resubmit' ? (job.spec.resume_from ?? null) : null;
   const rerun: IRerun = {
     kind,

@@ -94,7 +94,10 @@ export interface IDescribeSweep extends ISweepSummary {
 
 // --- calls ----------------------------------------------------------------------------------
 
-export function getSweep(settings: ServerConnection.ISettings, id: string): Promise<IDescribeSweep> {
+export function getSweep(
+  settings: ServerConnection.ISettings,
+  id: string
+): Promise<IDescribeSweep> {
   return requestAPI<IDescribeSweep>(['sweeps', id], {}, settings);
 }
 
@@ -109,7 +112,11 @@ export function cancelSweep(
   settings: ServerConnection.ISettings,
   id: string
 ): Promise<IDescribeSweep> {
-  return requestAPI<IDescribeSweep>(['sweeps', id, 'cancel'], { method: 'POST', body: {} }, settings);
+  return requestAPI<IDescribeSweep>(
+    ['sweeps', id, 'cancel'],
+    { method: 'POST', body: {} },
+    settings
+  );
 }
 
 // --- the trials table -----------------------------------------------------------------------
@@ -152,7 +159,11 @@ export function sortValue(
   }
   if (key.startsWith('param:')) {
     const v = t.parameters[key.slice(6)];
-    return typeof v === 'number' || typeof v === 'string' ? v : v === undefined ? null : JSON.stringify(v);
+    return typeof v === 'number' || typeof v === 'string'
+      ? v
+      : v === undefined
+        ? null
+        : JSON.stringify(v);
   }
   const name = key.slice(7);
   const stat = t.scalars[name];
@@ -180,7 +191,9 @@ export function sortTrials(
       return va === vb ? a.trial - b.trial : va === null ? 1 : -1;
     }
     const c =
-      typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va).localeCompare(String(vb));
+      typeof va === 'number' && typeof vb === 'number'
+        ? va - vb
+        : String(va).localeCompare(String(vb));
     return c ? sign * c : a.trial - b.trial;
   });
 }
@@ -200,11 +213,16 @@ export interface IScatter {
  * early and the others as three series, drawn as dots (charts.ts). */
 export function scatter(sweep: IDescribeSweep, param: string, metric: string): IScatter {
   const dim = sweep.sweep.space[param];
-  const logX = !!dim && (dim.kind === 'loguniform' || (dim.kind === 'range' && dim.scale === 'log'));
+  const logX =
+    !!dim && (dim.kind === 'loguniform' || (dim.kind === 'range' && dim.scale === 'log'));
   const values = sweep.trial_views.map(t => t.parameters[param]);
   const numeric = values.every(v => typeof v === 'number');
   const categories = numeric ? [] : [...new Set(values.map(v => JSON.stringify(v)))];
-  const groups: Record<'best' | 'stopped' | 'other', Point[]> = { best: [], stopped: [], other: [] };
+  const groups: Record<'best' | 'stopped' | 'other', Point[]> = {
+    best: [],
+    stopped: [],
+    other: []
+  };
   for (const t of sweep.trial_views) {
     const stat = t.scalars[metric];
     const v = t.parameters[param];
@@ -233,7 +251,8 @@ export function scatter(sweep: IDescribeSweep, param: string, metric: string): I
 
 // --- the submit dialog's sweep fields ---------------------------------------------------------
 
-export type VaryKind = 'fixed' | 'list' | 'range' | 'logrange' | 'uniform' | 'loguniform' | 'choice';
+export type VaryKind =
+  'fixed' | 'list' | 'range' | 'logrange' | 'uniform' | 'loguniform' | 'choice';
 
 export interface IVaryRow {
   kind: VaryKind;
@@ -287,7 +306,10 @@ function item(text: string): unknown {
 }
 
 function numbers(text: string, count: number, names: string): number[] | string {
-  const parts = text.split(',').map(s => s.trim()).filter(s => s);
+  const parts = text
+    .split(',')
+    .map(s => s.trim())
+    .filter(s => s);
   const values = parts.map(Number);
   if (parts.length !== count || values.some(v => !Number.isFinite(v))) {
     return `give ${names} as numbers`;
@@ -302,16 +324,29 @@ export function dimensionOf(row: IVaryRow): IDimension | string | null {
       return null;
     case 'list':
     case 'choice': {
-      const values = row.text.split(',').filter(s => s.trim()).map(item);
+      const values = row.text
+        .split(',')
+        .filter(s => s.trim())
+        .map(item);
       return values.length ? { kind: row.kind, values } : 'give at least one value';
     }
     case 'range':
     case 'logrange': {
-      const n = numbers(row.text, 3, row.kind === 'range' ? 'start, stop, step' : 'start, stop, factor');
+      const n = numbers(
+        row.text,
+        3,
+        row.kind === 'range' ? 'start, stop, step' : 'start, stop, factor'
+      );
       if (typeof n === 'string') {
         return n;
       }
-      return { kind: 'range', start: n[0], stop: n[1], step: n[2], scale: row.kind === 'range' ? 'linear' : 'log' };
+      return {
+        kind: 'range',
+        start: n[0],
+        stop: n[1],
+        step: n[2],
+        scale: row.kind === 'range' ? 'linear' : 'log'
+      };
     }
     case 'uniform':
     case 'loguniform': {

@@ -201,7 +201,14 @@ export function barLayout(
   const gap = Math.min(2, step * 0.2);
   return values.map((v, i) => {
     const h = (Math.max(0, v.value) / max) * height;
-    return { x: i * step + gap / 2, y: height - h, width: step - gap, height: h, label: v.label, value: v.value };
+    return {
+      x: i * step + gap / 2,
+      y: height - h,
+      width: step - gap,
+      height: h,
+      label: v.label,
+      value: v.value
+    };
   });
 }
 

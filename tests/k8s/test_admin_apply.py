@@ -19,9 +19,16 @@ CLUSTER_PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "cluster
 
 
 def teams_for(namespaces: list[str], tmp: Path, *, a100_gpus: int = 8, **team_extra: Any) -> Teams:
-    """Two teams (one per namespace) in one cohort, with pools named after the first namespace."""
+    return parse_teams(teams_data(namespaces, tmp, a100_gpus=a100_gpus, **team_extra))
+
+
+def teams_data(
+    namespaces: list[str], tmp: Path, *, a100_gpus: int = 8, **team_extra: Any
+) -> dict[str, Any]:
+    """A teams file: one team per namespace, all in one cohort, with pools named after the first
+    namespace."""
     prefix = namespaces[0]
-    data = {
+    return {
         "pools": [
             {
                 "name": f"{prefix}-a100",
@@ -48,7 +55,6 @@ def teams_for(namespaces: list[str], tmp: Path, *, a100_gpus: int = 8, **team_ex
             for ns in namespaces
         ],
     }
-    return parse_teams(data)
 
 
 def apply_teams(k8s_namespace: Any, teams: Teams) -> list[Any]:

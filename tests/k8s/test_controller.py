@@ -174,6 +174,16 @@ def recorded(team: Team, job_id: str, state: JobState, timeout: float = 60) -> d
     return wait_for(f"{job_id} recorded {state.value}", said, timeout)
 
 
+def current_job(team: Team, job_id: str) -> Any:
+    """The job's Job now; None between a failed attempt's and the next one's."""
+    try:
+        return team.backend.batch.read_namespaced_job(job_id, team.ns)
+    except client.ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+
+
 def member_webhook(team: Team, user: str, url: str) -> None:
     path = Path(team.backend.team.shared_volume.mount_path) / member_alerts_path(user)
     path.parent.mkdir(parents=True)
@@ -197,14 +207,20 @@ def test_with_nobody_logged_in_a_killed_worker_is_retried_and_its_failure_announ
         team.end_pods(doomed, result="Failed", exit_code="137")
 
         def next_attempt() -> Any:
-            job = team.backend.batch.read_namespaced_job(flaky, team.ns)
-            return job if job.metadata.uid != first_uid else None
+            job = current_job(team, flaky)
+            return job if job is not None and job.metadata.uid != first_uid else None
 
         job = wait_for("the next attempt's Job", next_attempt, 60)
         assert job.metadata.annotations["trainhub.io/attempt"] == "1"
         (retry,) = events(team, flaky, "retry")
         assert retry["attempt"] == 1 and retry["failure_class"] == "infrastructure"
-        assert recorded(team, flaky, JobState.QUEUED)["attempt"] == 1
+        wait_for(
+            "the next attempt queued, in the directory",
+            lambda: any(
+                e["state"] == "queued" and e["attempt"] == 1 for e in events(team, flaky, "state")
+            ),
+            30,
+        )
 
         ended = recorded(team, doomed, JobState.FAILED)
         assert ended["verdict"]["failure_class"] == "infrastructure"
@@ -216,3 +232,96 @@ def test_with_nobody_logged_in_a_killed_worker_is_retried_and_its_failure_announ
         assert (replica.metric("trainhub_controller_reconcile_seconds_count") or 0) >= 1
     finally:
         hook.close()
+
+
+def test_the_standby_takes_over_a_retry_from_a_killed_leader_and_retries_once(
+    world: tuple[Team, Deployment],
+) -> None:
+    team, deployment = world
+    deployment.start("one")
+    deployment.start("two")
+    leader = deployment.leader()
+    standby = next(r for r in deployment.replicas if r is not leader)
+    wait_for("the standby's cache synced", standby.ready, 30)
+    assert standby.metric("trainhub_controller_leader") == 0.0
+    job_id = submit(team, "flaky", retry={"infrastructure": 2, "backoff_seconds": 4})
+    recorded(team, job_id, JobState.RUNNING)
+    first_uid = team.backend.batch.read_namespaced_job(job_id, team.ns).metadata.uid
+    team.end_pods(job_id, result="Failed", exit_code="137")
+    recorded(team, job_id, JobState.RETRYING)  # the leader planned it; its backoff runs
+    transitions = deployment.lease().spec.lease_transitions or 0
+    leader.kill()  # in the middle of the retry: no release, the lease must run out
+    killed_at = time.monotonic()
+
+    def taken_over() -> bool:
+        return deployment.lease().spec.holder_identity == standby.name
+
+    wait_for("the standby holding the lease", taken_over, 20)
+    took = time.monotonic() - killed_at
+    assert took <= 3 + 2 * 0.5 + 1.5, f"the standby took {took:.1f}s over a 3 s lease"
+    assert deployment.lease().spec.lease_transitions == transitions + 1
+
+    def next_attempt() -> Any:
+        job = current_job(team, job_id)
+        return job if job is not None and job.metadata.uid != first_uid else None
+
+    second = wait_for("the next attempt's Job, made by the standby", next_attempt, 60)
+    time.sleep(3)  # resyncs of the new leader: still one attempt, one retry
+    now = team.backend.batch.read_namespaced_job(job_id, team.ns)
+    assert now.metadata.uid == second.metadata.uid
+    assert now.metadata.annotations["trainhub.io/attempt"] == "1"
+    assert len(events(team, job_id, "retry")) == 1
+    assert standby.metric("trainhub_controller_leader") == 1.0
+
+
+def test_endings_while_the_controller_was_down_are_recorded_and_announced_once_on_return(
+    world: tuple[Team, Deployment],
+) -> None:
+    team, deployment = world
+    hook = Receiver()
+    try:
+        member_webhook(team, "ada", hook.url)
+        replica = deployment.start("first")
+        jobs = [
+            submit(team, f"ends-{n}", retry={"infrastructure": 0}, notify=["failure", "end"])
+            for n in range(3)
+        ]
+        for job_id in jobs:
+            recorded(team, job_id, JobState.RUNNING)
+        replica.kill(signal.SIGTERM)  # a leader that stops releases the lease
+        assert not deployment.lease().spec.holder_identity
+        team.end_pods(jobs[0], result="Failed", exit_code="1")
+        team.end_pods(jobs[1], result="Succeeded")
+        team.end_pods(jobs[2], result="Failed", exit_code="137")
+        time.sleep(3)  # they end with no controller running: nothing records them
+        assert all(events(team, j, "state")[-1]["state"] == "running" for j in jobs)
+        deployment.start("second")
+        assert recorded(team, jobs[1], JobState.SUCCEEDED)
+        for failed in (jobs[0], jobs[2]):  # no retry allowed: each ends with its verdict
+            assert recorded(team, failed, JobState.FAILED)["verdict"]["failure_class"]
+        wait_for("three alerts", lambda: len(hook.posts) >= 3, 30)
+        time.sleep(3)
+        texts = sorted(body["text"] for _, body in hook.posts)
+        assert len(texts) == 3, texts
+        assert [sum(j in t for t in texts) for j in jobs] == [1, 1, 1]
+    finally:
+        hook.close()
+
+
+def test_watches_resume_after_an_api_server_restart_without_missing_an_ending(
+    world: tuple[Team, Deployment], k8s_cluster: Any
+) -> None:
+    if k8s_cluster.cluster is None:
+        pytest.skip("restarts the API server of a control plane this session started")
+    team, deployment = world
+    replica = deployment.start("watcher")
+    job_id = submit(team, "survivor", retry={"infrastructure": 0})
+    recorded(team, job_id, JobState.RUNNING)
+    k8s_cluster.cluster.restart_apiserver()
+    # At once: the controller's watches are still backing off, so the ending happens while
+    # none watches; resumed from their last resourceVersion, they must still see it.
+    team.end_pods(job_id, result="Failed", exit_code="137")
+    ended = recorded(team, job_id, JobState.FAILED, timeout=90)
+    assert ended["verdict"]["failure_class"] == "infrastructure"
+    restarts = replica.metric("trainhub_controller_watch_restarts_total")
+    assert restarts is not None and restarts >= 1

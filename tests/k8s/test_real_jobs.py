@@ -119,6 +119,7 @@ class RealTeam(Team):
                 }
             ],
         }
+        self.data.update(self.more_data(ns))
         teams = parse_teams(self.data)
         apply_teams(k8s_namespace, teams)
         shared = tmp / ns
@@ -137,6 +138,10 @@ class RealTeam(Team):
             "KUBECONFIG": str(k8s_namespace.kubeconfig),
             "TRAINHUB_WORKSPACE": str(self.workspace),
         }
+
+    def more_data(self, ns: str) -> dict[str, Any]:
+        """What a variant adds to the teams file (test_real_controller.py: a controller)."""
+        return {}
 
     def spec(self, params: dict[str, Any], **resources: Any) -> dict[str, Any]:
         retry = resources.pop("retry", None)

@@ -3,6 +3,8 @@ and a rank the job does not have is an error naming those it has."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -41,3 +43,21 @@ def test_logs_of_a_two_rank_job(trainhub_env: Trainhub) -> None:
     missing = trainhub_env.run("logs", job_id, "--rank", "5", check=False)
     assert missing.returncode == 1 and missing.stdout == ""
     assert f"job {job_id} has no rank 5; its ranks are 0 and 1." in missing.stderr.lower()
+
+
+def test_logs_in_a_pipe_that_closes_early_end_without_a_traceback(trainhub_env: Trainhub):
+    (trainhub_env.workspace / "many.py").write_text(
+        "for i in range(50000):\n    print('line', i)\n"
+    )
+    job_id = trainhub_env.submit("many.py")
+    assert trainhub_env.wait(job_id)["state"] == "succeeded"
+    piped = subprocess.run(
+        f"{sys.executable} -m trainhub.cli logs {job_id} --follow | head -n 2",
+        shell=True,
+        cwd=trainhub_env.workspace,
+        env=trainhub_env.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert piped.stdout.count("\n") == 2 and piped.stderr == ""

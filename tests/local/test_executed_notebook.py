@@ -46,7 +46,8 @@ def outputs_of(cell: dict, kind: str) -> list[dict]:
 
 def check_executed(nb: nbformat.NotebookNode, rank: int) -> None:
     """The notebook of NOTEBOOK_CELLS as rank ``rank`` ran it."""
-    cells = nb.cells
+    markdown, *cells = nb.cells
+    assert markdown == NOTEBOOK_CELLS[0]  # kept as written
     assert [c.metadata.trainhub.cell_index for c in cells] == [1, 2, 3, 4, 5, 6]
     assert [c.execution_count for c in cells] == [1, 2, 3, 4, 5, None]
     assert [c.metadata.trainhub.status for c in cells] == ["ok"] * 4 + ["error", "not run"]
@@ -230,5 +231,51 @@ def test_a_rank_asked_to_stop_keeps_what_it_ran(tmp_path: Path) -> None:
     assert [c.metadata.trainhub.status for c in nb.cells] == ["ok", "stopped"]
     assert [c.outputs[0].text for c in nb.cells] == [
         "done\n",
-        "waiting\n[trainhub] asked to stop (SIGTERM): running the job's stop callbacks\n",
+        "waiting\n",  # trainhub's own "SIGTERM received" is in the log alone
     ]
+    assert (
+        "[trainhub] SIGTERM received: running the job's stop callbacks"
+        in job.rank_log(0).read_text()
+    )
+
+
+def test_it_is_the_users_notebook_with_outputs(tmp_path: Path) -> None:
+    from tests.local.test_runner import make_job, run_rank
+
+    markdown = new_markdown_cell("# Title\n![x](attachment:x.png)", id="intro")
+    markdown.attachments = {"x.png": {"image/png": base64.b64encode(b"png").decode()}}
+    params = new_code_cell("lr = 0.1", id="params", metadata={"tags": ["parameters"]})
+    skipped = new_code_cell("print('skipped')", id="skip", metadata={"tags": ["skip-execution"]})
+    cells = [
+        markdown,
+        params,
+        nbformat.v4.new_raw_cell("raw text", id="raw", metadata={"format": "text/plain"}),
+        skipped,
+        new_code_cell("print('lr', lr)", id="uses", metadata={"collapsed": True}),
+    ]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    written = new_notebook(cells=cells, metadata={"authors": [{"name": "a"}]})
+    nbformat.write(written, ws / "nb.ipynb")
+    job = make_job(tmp_path, ws, {"kind": "notebook", "path": "nb.ipynb"}, {"lr": 0.5})
+    assert run_rank(job).proc.returncode == 0
+
+    nb = read_notebook(job.root / "notebook.ipynb")
+    nbformat.validate(nb)
+    assert [c.id for c in nb.cells] == [
+        "intro",
+        "params",
+        "raw",
+        "skip",
+        "trainhub-parameters",
+        "uses",
+    ]
+    assert nb.cells[0] == markdown and nb.cells[2] == cells[2]  # as written, attachments too
+    assert nb.metadata.authors == [{"name": "a"}]
+    status = [c.metadata.get("trainhub", {}).get("status") for c in nb.cells]
+    assert status == [None, "ok", None, "skipped", "ok", "ok"]
+    assert nb.cells[3].outputs == [] and nb.cells[3].execution_count is None
+    assert nb.cells[4].source.startswith("# Parameters injected by trainhub")
+    assert nb.cells[5].metadata.collapsed is True
+    assert [o.text for o in nb.cells[5].outputs] == ["lr 0.5\n"]
+    assert [c.execution_count for c in nb.cells if c.cell_type == "code"] == [1, None, 2, 3]

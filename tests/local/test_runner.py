@@ -20,7 +20,7 @@ from trainhub.bundle.compile import compile_bundle
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass
-from trainhub.outcome.exceptions import PIP_INSTALL_ERROR, classify_exception
+from trainhub.lifecycle.classify import PIP_INSTALL_ERROR, classify_exception
 from trainhub.rank.runner import install_requirements
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
@@ -172,7 +172,7 @@ def test_matplotlib_figures_are_saved_as_images(tmp_path):
     )
     run = run_rank(job)
     assert run.proc.returncode == 0, run.log
-    assert "backend agg" in run.log.lower()
+    assert "backend module://matplotlib_inline.backend_inline" in run.log
     for name in ("rank0-cell1-0.png", "rank0-cell2-0.png"):
         assert f"image saved: outputs/{name}" in run.log
         assert (job.outputs / name).read_bytes().startswith(b"\x89PNG")
@@ -218,14 +218,37 @@ def test_cells_run_in_the_notebook_directory_with_its_modules(tmp_path):
     assert "from helper from data" in run.log
 
 
-def test_sys_exit_zero_stops_successfully(tmp_path):
+def test_a_traceback_names_workspace_files_by_their_path_in_the_workspace(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "proj").mkdir(parents=True)
+    (ws / "proj" / "helper.py").write_text("def f():\n    return 1 / 0\n")
+    cells = [new_code_cell("import helper\nhelper.f()")]
+    nbformat.write(new_notebook(cells=cells), ws / "proj" / "nb.ipynb")
+    run = run_rank(make_job(tmp_path, ws, {"kind": "notebook", "path": "proj/nb.ipynb"}))
+    assert "File proj/helper.py:2, in f()" in run.status["traceback"]
+    assert "bundle" not in run.status["traceback"] and "bundle" not in run.log
+    (error,) = json.loads((run.job.root / "notebook.ipynb").read_text())["cells"][0]["outputs"]
+    assert "File proj/helper.py:2, in f()" in "\n".join(error["traceback"])
+
+
+def test_sys_exit_zero_before_the_last_cell_is_a_code_failure(tmp_path):
     run = run_rank(
         cells_job(tmp_path, ["print('before')", "import sys\nsys.exit(0)", "print('after')"])
     )
+    assert run.proc.returncode == 1
+    status = run.status
+    assert (status["failure_class"], status["cell_index"], status["line"]) == ("code", 1, 2)
+    assert status["message"] == (
+        "sys.exit(0) before the notebook's last cell: the cells after cell 2 did not run"
+    )
+    assert "before" in run.log and "\nafter\n" not in run.log
+
+
+def test_sys_exit_zero_in_the_last_cell_ends_successfully(tmp_path):
+    run = run_rank(cells_job(tmp_path, ["print('before')", "import sys\nsys.exit(0)"]))
     assert run.proc.returncode == 0
     assert run.status == {"outcome": "ok"}
-    assert "before" in run.log and "after" not in run.log
-    assert "cell 2 called sys.exit(0)" in run.log
+    assert "cell 2, the last, called sys.exit(0)" in run.log
 
 
 def test_sys_exit_nonzero_is_a_code_failure(tmp_path):
@@ -335,8 +358,8 @@ def test_install_requirements_runs_pip_from_the_bundle(tmp_path):
         ws / "nb.ipynb",
     )
     job = make_job(tmp_path, ws, {"kind": "notebook", "path": "nb.ipynb"})
-    ok, detail = install_requirements(job.bundle, job.supervisor_log)
-    assert ok, job.supervisor_log.read_text()
+    ok, detail, failed = install_requirements(job.bundle, job.supervisor_log)
+    assert ok and failed is None, job.supervisor_log.read_text()
     assert "1 pip line" in detail
     assert (job.bundle / "site" / "tinypkg" / "__init__.py").read_text() == "VALUE = 7\n"
     assert "cell 1, line 1: %pip install" in job.supervisor_log.read_text()
@@ -356,8 +379,8 @@ def test_install_requirements_failure_is_an_environment_failure(tmp_path):
         ws / "nb.ipynb",
     )
     job = make_job(tmp_path, ws, {"kind": "notebook", "path": "nb.ipynb"})
-    ok, detail = install_requirements(job.bundle, job.supervisor_log)
-    assert not ok
+    ok, detail, failed = install_requirements(job.bundle, job.supervisor_log)
+    assert not ok and (failed.cell_index, failed.line) == (0, 2)
     assert "cell 1, line 2" in detail and "trainhub-no-such-package-xyz" in detail
     assert "exited with status 1" in detail
     assert "No matching distribution" in job.supervisor_log.read_text()
@@ -366,7 +389,11 @@ def test_install_requirements_failure_is_an_environment_failure(tmp_path):
 
 def test_no_requirements_is_a_quick_yes(tmp_path):
     job = cells_job(tmp_path, ["x = 1"])
-    assert install_requirements(job.bundle, job.supervisor_log) == (True, "no packages to install")
+    assert install_requirements(job.bundle, job.supervisor_log) == (
+        True,
+        "no packages to install",
+        None,
+    )
     assert not job.supervisor_log.exists()
 
 

@@ -60,7 +60,7 @@ def test_sigterm_runs_the_stop_callbacks_then_the_rank_ends_by_sigterm(tmp_path:
     os.killpg(rank.pid, signal.SIGTERM)  # as torchrun stops its workers: their process group
     assert rank.wait(timeout=60) == -signal.SIGTERM
     log = job.rank_log(0).read_text()
-    assert "asked to stop (SIGTERM): running the job's stop callbacks" in log
+    assert "SIGTERM received: running the job's stop callbacks" in log
     assert "while stopping: broken: RuntimeError: this callback fails" in log
     (saved,) = list_checkpoints(job.checkpoints)
     assert f"saved step {saved.step} on the way out" in log and saved.step >= 3

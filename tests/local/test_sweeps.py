@@ -107,6 +107,7 @@ def test_cancelling_a_sweep_cancels_its_trials(trainhub_env: Trainhub):
     )
     cancelled = th.json("sweep", "cancel", sweep_id)
     assert cancelled["state"] == "cancelled"
+    assert not (th.home / "jobs" / ".sweeps" / sweep_id).exists()  # nothing left to submit
     for job_id in first:
         job = th.wait(job_id)
         assert job["state"] == "cancelled" and job["verdict"]["failure_class"] == "cancelled"
@@ -117,3 +118,59 @@ def test_cancelling_a_sweep_cancels_its_trials(trainhub_env: Trainhub):
     assert again.returncode == 0  # cancelling a cancelled sweep changes nothing
     missing = th.run("sweep", "show", "no-such-sweep", check=False)
     assert missing.returncode != 0 and "No sweep no-such-sweep" in missing.stderr
+
+
+def finished(th: Trainhub, sweep_id: str) -> dict:
+    def ended():
+        view = th.json("sweep", "show", sweep_id)  # each CLI call reconciles: advances it
+        return view if view["state"] == "finished" else None
+
+    return wait_for(ended, timeout=240, what="the sweep to finish", interval=0.5)
+
+
+def frozen_notebook(th: Trainhub) -> nbformat.NotebookNode:
+    """frozen.ipynb, whose code imports helper.py beside it."""
+    (th.workspace / "helper.py").write_text("VERSION = 'original'\n")
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("lr = 0.1")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell("from helper import VERSION\nprint('ran', VERSION, lr)"),
+    ]
+    nbformat.write(nb, th.workspace / "frozen.ipynb")
+    return nb
+
+
+def test_trials_run_the_code_the_sweep_was_created_with(trainhub_env: Trainhub):
+    th = trainhub_env
+    nb = frozen_notebook(th)
+    created = th.json("sweep", "frozen.ipynb", "-p", "lr=[0.1,0.2,0.3]", "--max-running", "1")
+    sweep_id = created["id"]
+    assert created["submitted"] == 1  # the later trials are compiled after what follows
+
+    # The workspace moves on: the notebook says something else, the helper is gone.
+    nb.cells[1] = nbformat.v4.new_code_cell("print('ran', 'edited', lr)")
+    nbformat.write(nb, th.workspace / "frozen.ipynb")
+    (th.workspace / "helper.py").unlink()
+
+    view = finished(th, sweep_id)
+    for trial in view["trial_views"]:
+        lr = trial["parameters"]["lr"]
+        assert trial["state"] == "succeeded", th.logs(trial["job_id"], check=False)
+        assert f"ran original {lr}" in th.logs(trial["job_id"])
+    assert [t["parameters"]["lr"] for t in view["trial_views"]] == [0.1, 0.2, 0.3]
+    assert not (th.home / "jobs" / ".sweeps" / sweep_id).exists()  # gone with the sweep
+
+
+def test_a_trial_of_a_frozen_workspace_changed_since_is_refused_saying_so(trainhub_env: Trainhub):
+    th = trainhub_env
+    frozen_notebook(th)
+    created = th.json("sweep", "frozen.ipynb", "-p", "lr=[0.1,0.2]", "--max-running", "1")
+    sweep_id = created["id"]
+    planted = th.home / "jobs" / ".sweeps" / sweep_id / "source" / "helper.py"
+    planted.write_text("VERSION = 'planted'\n")  # as job code on the same volume could
+    view = finished(th, sweep_id)
+    first, second = view["trial_views"]
+    assert first["state"] == "succeeded" and "ran original 0.1" in th.logs(first["job_id"])
+    assert second["job_id"] is None and "was changed after it was frozen" in second["error"]

@@ -46,7 +46,8 @@ async def test_the_executed_notebook_as_json(api: Any, executed_job: tuple[str, 
     assert status == 200, body
     assert body == json.loads((job_dir / "notebook.ipynb").read_text())
     nbformat.validate(nbformat.from_dict(body))
-    cells = body["cells"]
+    markdown, *cells = body["cells"]  # the notebook as written, markdown too
+    assert markdown["cell_type"] == "markdown" and markdown["source"] == "# Executed"
     assert [c["metadata"]["trainhub"]["cell_index"] for c in cells] == [1, 2, 3, 4]
     assert cells[0]["outputs"][0]["text"] == "hello from the job\n"
     assert any("image/png" in o.get("data", {}) for o in cells[1]["outputs"])

@@ -10,8 +10,8 @@ import yaml
 
 from trainhub.backends.kubernetes.controlplane import CONTROLLER, controller_objects
 from trainhub.backends.kubernetes.render import render
+from trainhub.backends.kubernetes.selectors import matcher
 from trainhub.controller.leader import Timing
-from trainhub.controller.selectors import matcher
 from trainhub.controller.workqueue import WorkQueue
 from trainhub.teams import TeamsError, parse_teams
 
@@ -99,6 +99,7 @@ def test_the_controller_acts_only_in_team_namespaces_with_the_verbs_it_uses() ->
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
     for team in teams.teams:  # each team's volume where its sessions and pods see it
         assert mounts[team.shared_volume.mount_path] == f"team-{team.name}"
+    assert mounts["/tmp"] == "tmp"  # writable beside a read-only root: sweeps thaw there
     assert deployment["spec"]["replicas"] == 2
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"

@@ -6,13 +6,16 @@ TRAINHUB_UPDATE_GOLDEN=1 pytest tests/unit/test_k8s_manifests.py
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
 import yaml
 
+from trainhub import __version__
 from trainhub.backends.kubernetes import manifests, render
+from trainhub.cli import main
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import JobState
@@ -63,6 +66,17 @@ def record(**spec_overrides) -> JobRecord:
 
 def test_cluster_objects_golden() -> None:
     check_golden("cluster.yaml", render.to_yaml(render.render(TEAMS)))
+
+
+def test_helm_values_carry_the_rendered_objects(capsys: pytest.CaptureFixture[str]) -> None:
+    """`trainhub admin render --helm-values`: the chart's values (charts/trainhub), with the
+    objects exactly as rendered, the release that rendered them and the teams file's digest."""
+    assert main(["admin", "render", str(GOLDEN / "teams.yaml"), "--helm-values"]) == 0
+    values = yaml.safe_load(capsys.readouterr().out)
+    digest = hashlib.sha256((GOLDEN / "teams.yaml").read_bytes()).hexdigest()
+    assert values == {
+        "teams": {"renderedBy": __version__, "sha256": digest, "objects": render.render(TEAMS)}
+    }
 
 
 def test_job_objects_golden() -> None:

@@ -567,3 +567,29 @@ def test_gitignore_patterns(tmp_path, rules, path, is_dir, ignored):
     (tmp_path / ".gitignore").write_text(rules)
     matcher = GitignoreMatcher.for_ancestors(tmp_path, tmp_path)
     assert matcher.ignored(tmp_path / path, is_dir=is_dir) is ignored
+
+
+def test_an_nbformat_3_notebook_is_upgraded_as_nbconvert_does(tmp_path):
+    from nbformat import v3
+
+    old = v3.new_notebook(
+        worksheets=[
+            v3.new_worksheet(
+                cells=[v3.new_text_cell("markdown", "# old"), v3.new_code_cell("x = 3\nprint(x)")]
+            )
+        ]
+    )
+    (tmp_path / "old.ipynb").write_text(v3.writes_json(old))
+    bundle = tmp_path / "bundle"
+    compile_bundle(notebook_spec("old.ipynb"), tmp_path, bundle)
+    assert [c["source"] for c in json.loads((bundle / "cells.json").read_text())] == [
+        "x = 3\nprint(x)"
+    ]
+    upgraded = json.loads((bundle / "notebook.ipynb").read_text())
+    assert upgraded["nbformat"] == 4 and len(upgraded["cells"]) == 2
+
+
+def test_a_notebook_format_nbformat_cannot_read_is_refused_saying_which(tmp_path):
+    (tmp_path / "odd.ipynb").write_text(json.dumps({"nbformat": 7, "cells": []}))
+    with pytest.raises(BundleError, match=r"odd.ipynb: nbformat 7 is not a notebook format"):
+        compile_bundle(notebook_spec("odd.ipynb"), tmp_path, tmp_path / "bundle")

@@ -79,13 +79,23 @@ def test_digest_pinned_image_is_accepted() -> None:
 def test_bad_quantities_unknown_fields_and_dataset_outside_volume() -> None:
     def mutate(d):
         d["teams"][0]["quota"]["t4"]["memory"] = "lots"
+        d["teams"][0]["shared_volume"].update(size="big", storage_class="Fast_NFS")
         d["teams"][1]["colour"] = "blue"
 
     errors = errors_of(mutate)
     assert errors["teams[0].quota.t4.memory"].startswith("'lots' is not a quantity")
+    assert errors["teams[0].shared_volume.size"].startswith("'big' is not a quantity")
+    assert "teams[0].shared_volume.storage_class" in errors
     assert errors["teams[1].colour"] == "is not a known field"
     errors = errors_of(lambda d: d["teams"][0]["datasets"].update(coco={"path": "/data/coco"}))
     assert "not below the shared volume" in errors["teams[0].datasets.coco.path"]
+
+    def sized_with_a_controller(d):
+        d["teams"][0]["shared_volume"]["size"] = "1Ti"
+        d["controller"] = {}
+
+    errors = errors_of(sized_with_a_controller)
+    assert "controller's claim cannot share" in errors["teams[0].shared_volume.size"]
 
 
 def test_session_size_must_fit_a_node_and_priorities_must_increase() -> None:

@@ -41,7 +41,10 @@ def test_rank_environment_sets_trainhub_variables_and_hides_unassigned_gpus():
         dataset_paths={"im-net": "/d"},
     )
     assert env["TRAINHUB_JOB_ID"] == "t-1" and env["TRAINHUB_ATTEMPT"] == "2"
-    assert env["CUDA_VISIBLE_DEVICES"] == "" and env["MY_FLAG"] == "1" and env["PATH"] == "/bin"
+    assert env["CUDA_VISIBLE_DEVICES"] == "" and env["MY_FLAG"] == "1"
+    # The job's own %pip layer comes first: its scripts, then its packages.
+    assert env["PATH"] == "/j/env/bin:/bin"
+    assert env["PYTHONPATH"].startswith("/j/env/lib/python")
     assert env["TRAINHUB_RESUME_FROM"] == "/c/0000000019" and env["TRAINHUB_DATASET_IM_NET"] == "/d"
 
 

@@ -1,9 +1,12 @@
 from trainhub.jobs.spec import RetryPolicy
 from trainhub.jobs.states import FailureClass
-from trainhub.outcome.retry import should_retry
-from trainhub.outcome.verdict import (
+from trainhub.lifecycle.retry import should_retry
+from trainhub.lifecycle.verdict import (
     RankExit,
+    RunningCell,
     attempt_verdict,
+    running_cell_text,
+    running_cells,
     signal_name,
     torchrun_root_causes,
 )
@@ -118,3 +121,64 @@ def test_success():
         attempt_verdict(attempt=0, rank_results={0: {"outcome": "ok"}}, exits=[RankExit(None, 0)])
         is None
     )
+
+
+# --- endings inside a cell --------------------------------------------------------------------
+
+CELL_EVENTS = [
+    {"type": "cell", "rank": 0, "attempt": 1, "cell_index": 0, "phase": "start", "time": 10.0},
+    {"type": "cell", "rank": 0, "attempt": 1, "cell_index": 0, "phase": "end", "time": 11.0},
+    {"type": "cell", "rank": 0, "attempt": 1, "cell_index": 2, "phase": "start", "time": 12.0},
+    {"type": "cell", "rank": 1, "attempt": 0, "cell_index": 2, "phase": "start", "time": 1.0},
+    {"type": "metrics", "rank": 1, "attempt": 1},
+]
+
+
+def test_running_cells_are_those_started_and_not_ended_in_the_attempt():
+    assert running_cells(CELL_EVENTS, 1) == {0: RunningCell(2, 12.0)}
+    assert running_cells(CELL_EVENTS, 0) == {1: RunningCell(2, 1.0)}
+
+
+def ended(exit_code: int, **kw):
+    return attempt_verdict(
+        attempt=1,
+        rank_results={},
+        exits=[RankExit(0, exit_code)],
+        running={0: RunningCell(2, 12.0)},
+        **kw,
+    )
+
+
+def test_a_crash_or_a_signal_no_one_sent_inside_a_cell_is_that_cells_code_failure():
+    crash = ended(-11)
+    assert (crash.failure_class, crash.cell_index, crash.signal) == (
+        FailureClass.CODE,
+        2,
+        "SIGSEGV",
+    )
+    assert crash.reason.startswith("rank 0 crashed with SIGSEGV in cell 3")
+    own = ended(128 + 15)
+    assert own.failure_class == FailureClass.CODE
+    assert "ended by SIGTERM in cell 3, a signal trainhub did not send" in own.reason
+    quit_early = ended(0)
+    assert (quit_early.failure_class, quit_early.cell_index) == (FailureClass.CODE, 2)
+    assert "exited with status 0 in cell 3, before the notebook's last cell" in quit_early.reason
+
+
+def test_oom_and_sigkill_stay_the_infrastructures_and_a_stop_names_the_cell():
+    assert ended(-9, oom_killed=True).failure_class == FailureClass.INFRASTRUCTURE
+    assert ended(-9).failure_class == FailureClass.INFRASTRUCTURE
+    stop = ended(-15, stop_reason="cancelled by ana")
+    assert (stop.failure_class, stop.cell_index) == (FailureClass.CANCELLED, 2)
+    assert stop.reason == "cancelled by ana"  # as the person wrote it
+    assert running_cell_text({0: RunningCell(2, 12.0)}, 16.5) == (
+        "cell 3 had been running for 4.5 s"
+    )
+    assert running_cell_text({}, 16.5) == ""
+
+
+def test_a_rank_that_finished_is_not_taken_for_one_that_quit():
+    verdict = attempt_verdict(
+        attempt=1, rank_results={0: {"outcome": "ok"}}, exits=[RankExit(None, 0)], running={}
+    )
+    assert verdict is None

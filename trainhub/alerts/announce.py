@@ -1,5 +1,5 @@
-"""Announcing a job: which alert (if any) its ``notify`` asks for, to which channels, into the
-outbox. Never raises: an alert that cannot be queued is a sentence for the job's events."""
+"""Announcing a job: its alert (which one: :mod:`trainhub.lifecycle.notify`), to which channels,
+into the outbox. Never raises: an alert that cannot be queued is a sentence for the job's events."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from trainhub.alerts.channels import Channels, TeamAlerts, user_alerts_file, use
 from trainhub.alerts.message import job_alert, secret_values, team_alert
 from trainhub.alerts.outbox import enqueue
 from trainhub.jobs.models import JobRecord
-from trainhub.jobs.spec import NotifyOn
-from trainhub.jobs.states import JobState
 from trainhub.teams import load_teams
 
 # Queues a job's alert of a kind once per key; returns why it could not be, else None.
@@ -32,15 +30,6 @@ def team_alerts(team: str | None) -> TeamAlerts | None:
 
 def outbox_dir(home: Path) -> Path:
     return Path(os.environ.get("TRAINHUB_ALERTS_OUTBOX") or home / "alerts" / "outbox")
-
-
-def end_alert_kind(notify: list[NotifyOn], state: JobState) -> str | None:
-    """One alert per end: a failed job asked about failures or ends gets the failure's."""
-    if state == JobState.FAILED and (NotifyOn.FAILURE in notify or NotifyOn.END in notify):
-        return "failure"
-    if NotifyOn.END in notify and state.terminal:
-        return "end"
-    return None
 
 
 def job_channels(owner: Channels, record: JobRecord) -> Channels:

@@ -46,6 +46,10 @@ class Backend(ABC):
     # front doors then only submit and read.
     controlled: bool = False
 
+    def watch_reads(self) -> None:  # noqa: B027 (optional: most backends keep no cache)
+        """Serve reads from a watch-fed cache, where the backend keeps one (a long-running
+        server calls it once, off its event loop); nothing by default."""
+
     @classmethod
     @abstractmethod
     def from_settings(cls, home: Path, **kwargs: Any) -> Backend:

@@ -8,6 +8,8 @@ Modules, by concern:
   reader of requirements.json.
 - ``workspace``: the files next to the entry, .gitignore honoured through ``pathspec``.
 - ``hashing``: file and bundle content hashes.
+- ``snapshot``: a workspace frozen for later compiles (a sweep's trials), written and read
+  back without following links, checked against its digest.
 - ``schema``: the one schema of the bundle's files (plain dataclasses) and the readers a rank
   uses, ``read_manifest`` and ``read_cells``; free of pydantic so that a rank reaches its
   first cell as soon as the interpreter is up.

@@ -1,8 +1,8 @@
 """A notebook's cells: reading the .ipynb, choosing the cells a job runs, injecting parameters.
 
-Cells are chosen by the submitted selection (all, indices, tags); ``trainhub:skip`` always
-leaves a cell out. The cell tagged ``parameters`` (papermill's convention) gets the submitted
-overrides injected right after it.
+Cells are chosen by the submitted selection (all, indices, tags); ``trainhub:skip`` and
+nbclient's ``skip-execution`` always leave a cell out. The cell tagged ``parameters``
+(papermill's convention) gets the submitted overrides injected right after it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from trainhub.bundle.schema import BundleCell, cell_label
 if TYPE_CHECKING:
     from trainhub.jobs.spec import CellSelection
 
-SKIP_TAG = "trainhub:skip"
+SKIP_TAGS = ("trainhub:skip", "skip-execution")
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
 
@@ -31,23 +31,30 @@ class Notebook:
 
     cells: list[dict[str, Any]]
     nbformat: int
+    doc: dict[str, Any]  # the whole notebook, nbformat 4
 
 
 def read_notebook(path: Path, raw: bytes | None = None) -> Notebook:
     """Read the notebook's JSON directly.
 
     nbformat's full schema validation loads jsonschema's format checkers, which costs seconds
-    on every submit; a bundle needs only the cells, so check just what it relies on.
+    on every submit; a bundle needs only the cells, so check just what it relies on. An older
+    notebook (nbformat 2 or 3) is upgraded as nbconvert and papermill do (``nbformat.convert``).
     """
     try:
         doc = json.loads((path.read_bytes() if raw is None else raw).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BundleError(f"{path.name} is not a readable notebook: {e}") from None
+    major = doc.get("nbformat") if isinstance(doc, dict) else None
+    if major in (2, 3):
+        doc = _upgraded(path.name, doc, major)
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
         raise BundleError(f"{path.name} is not a readable notebook: it has no list of cells")
-    major = doc.get("nbformat")
-    if major != 4:
-        raise BundleError(f"{path.name} is nbformat {major}; save it with JupyterLab (nbformat 4)")
+    if major not in (2, 3, 4):
+        raise BundleError(
+            f"{path.name}: nbformat {major!r} is not a notebook format trainhub reads "
+            "(nbformat 4, or 2 and 3, which are upgraded)"
+        )
     for index, cell in enumerate(doc["cells"]):
         if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
             raise BundleError(
@@ -62,7 +69,18 @@ def read_notebook(path: Path, raw: bytes | None = None) -> Notebook:
                 f"{path.name}: {cell_label(index)} (index {index}) has an invalid source"
             )
     _check_python(path.name, doc.get("metadata"))
-    return Notebook(cells=doc["cells"], nbformat=major)
+    return Notebook(cells=doc["cells"], nbformat=4, doc=doc)
+
+
+def _upgraded(name: str, doc: dict[str, Any], major: int) -> dict[str, Any]:
+    import nbformat  # rare: not on every submit's path
+
+    try:
+        return json.loads(nbformat.writes(nbformat.convert(nbformat.from_dict(doc), 4)))
+    except Exception as e:  # nbformat's own reason, whatever it raises
+        raise BundleError(
+            f"{name} is nbformat {major} and nbformat could not upgrade it to 4: {e}"
+        ) from None
 
 
 def _check_python(name: str, metadata: Any) -> None:
@@ -95,7 +113,7 @@ def _source(cell: Any) -> str:
 def select_cells(
     notebook: Any, selection: CellSelection, notebook_path: str, warnings: list[str]
 ) -> list[BundleCell]:
-    """The code cells ``selection`` picks, in notebook order; ``trainhub:skip`` always excluded."""
+    """The code cells ``selection`` picks, in notebook order; the skip tags always exclude."""
     nb_cells = notebook.cells
     if selection.mode == "indices":
         for index in selection.indices:
@@ -128,9 +146,10 @@ def select_cells(
     chosen = []
     for i in candidates:
         tags = _tags(nb_cells[i])
-        if SKIP_TAG in tags:
+        skip = next((tag for tag in SKIP_TAGS if tag in tags), None)
+        if skip is not None:
             if selection.mode == "indices":
-                warnings.append(f"{cell_label(i)} is tagged {SKIP_TAG} and was left out")
+                warnings.append(f"{cell_label(i)} is tagged {skip} and was left out")
             continue
         source = _source(nb_cells[i])
         if source.strip():

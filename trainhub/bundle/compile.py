@@ -14,7 +14,7 @@ from pathlib import Path
 from trainhub.bundle.cells import inject_parameters, read_notebook, select_cells
 from trainhub.bundle.errors import BundleError
 from trainhub.bundle.hashing import content_hash
-from trainhub.bundle.layout import CELLS, MANIFEST, REQUIREMENTS, WORKSPACE
+from trainhub.bundle.layout import CELLS, MANIFEST, NOTEBOOK, REQUIREMENTS, WORKSPACE
 from trainhub.bundle.requirements import (
     PendingRequirement,
     extract_pip,
@@ -39,10 +39,13 @@ def compile_bundle(
     *,
     allow_pip: bool = True,
     max_workspace_bytes: int = DEFAULT_MAX_WORKSPACE_BYTES,
+    frozen: bool = False,
 ) -> BundleManifest:
-    """Write the bundle of ``spec`` into ``bundle_dir`` (absent or empty); return its manifest."""
+    """Write the bundle of ``spec`` into ``bundle_dir`` (absent or empty); return its manifest.
+    ``frozen``: ``workspace_root`` is a snapshot taken earlier (trainhub.bundle.snapshot),
+    whose every file travels: the ignore rules were applied when it was taken."""
     root = Path(workspace_root).resolve()
-    entry = _resolve_entry(root, spec.source.path)
+    entry = resolve_entry(root, spec.source.path)
     bundle_dir = Path(bundle_dir)
     if bundle_dir.exists() and any(bundle_dir.iterdir()):
         raise BundleError(f"the bundle directory {bundle_dir.name} is not empty")
@@ -53,16 +56,15 @@ def compile_bundle(
     cells: list[BundleCell] = []
     requirements: list[PendingRequirement] = []
     notebook_sha256 = None
+    notebook: dict | None = None
     if isinstance(spec.source, NotebookSource):
-        notebook_sha256, cells, requirements = _compile_cells(
+        notebook_sha256, notebook, cells, requirements = _compile_cells(
             spec, entry, allow_pip=allow_pip, warnings=warnings
         )
 
-    files = collect_workspace(root, entry.parent, skip={bundle_dir.resolve()}, warnings=warnings)
-    if isinstance(spec.source, NotebookSource):
-        files.pop(entry_rel, None)  # its cells are in cells.json
-    else:
-        files.setdefault(entry_rel, entry)  # run it even if ignored
+    files = bundle_files(
+        spec, root, entry, skip={bundle_dir.resolve()}, warnings=warnings, frozen=frozen
+    )
     check_size(files, max_workspace_bytes, workdir)
     resolved = [resolve_requirement(r, root, entry.parent, files) for r in requirements]
 
@@ -74,6 +76,8 @@ def compile_bundle(
     write_json_atomic(bundle_dir / REQUIREMENTS, [r.to_json() for r in req_records])
     if cells:
         write_json_atomic(bundle_dir / CELLS, [c.to_json() for c in cells])
+    if notebook is not None:
+        write_json_atomic(bundle_dir / NOTEBOOK, notebook)
 
     args = list(getattr(spec.source, "args", []))
     digest = content_hash(
@@ -109,10 +113,34 @@ def compile_bundle(
     return manifest
 
 
+def bundle_files(
+    spec: JobSpec,
+    root: Path,
+    entry: Path,
+    *,
+    skip: set[Path] | None = None,
+    warnings: list[str],
+    frozen: bool = False,
+) -> dict[str, Path]:
+    """The workspace files the bundle of ``spec`` carries, by path relative to ``root``: those
+    next to the entry (trainhub.bundle.workspace), a notebook itself left out (its cells
+    travel in cells.json), a script always in (run even if ignored)."""
+    entry_rel = entry.relative_to(root).as_posix()
+    files = collect_workspace(
+        root, entry.parent, skip=skip or set(), warnings=warnings, ignore_rules=not frozen
+    )
+    if isinstance(spec.source, NotebookSource):
+        files.pop(entry_rel, None)
+    else:
+        files.setdefault(entry_rel, entry)
+    return files
+
+
 def _compile_cells(
     spec: JobSpec, entry: Path, *, allow_pip: bool, warnings: list[str]
-) -> tuple[str, list[BundleCell], list[PendingRequirement]]:
-    """The notebook's hash, the cells to run and the pip lines taken out of them."""
+) -> tuple[str, dict, list[BundleCell], list[PendingRequirement]]:
+    """The notebook's hash, the notebook (nbformat 4), the cells to run and the pip lines
+    taken out of them."""
     assert isinstance(spec.source, NotebookSource)
     raw = entry.read_bytes()
     notebook = read_notebook(entry, raw)
@@ -121,10 +149,10 @@ def _compile_cells(
     cells = inject_parameters(
         notebook, cells, spec.parameters, warnings, allow_new=spec.allow_new_parameters
     )
-    return hashlib.sha256(raw).hexdigest(), cells, requirements
+    return hashlib.sha256(raw).hexdigest(), notebook.doc, cells, requirements
 
 
-def _resolve_entry(root: Path, relative: str) -> Path:
+def resolve_entry(root: Path, relative: str) -> Path:
     if Path(relative).is_absolute():
         raise BundleError(f"source.path {relative!r} must be relative to the workspace root")
     entry = (root / relative).resolve()

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from trainhub.bundle.schema import BundleCell, Requirement
 
@@ -24,13 +24,19 @@ def file_sha256(path: Path) -> str:
 def copy_hashed(src: Path, dst: Path) -> tuple[str, int]:
     """Copy ``src`` to ``dst``; ``(sha256, size)`` of the bytes copied, so what is hashed is
     what was bundled even if the source changes meanwhile."""
-    digest, size = hashlib.sha256(), 0
     with open(src, "rb") as fin, open(dst, "wb") as fout:
-        while chunk := fin.read(_CHUNK):
-            digest.update(chunk)
-            fout.write(chunk)
-            size += len(chunk)
+        copied = copy_stream_hashed(fin, fout)
     os.chmod(dst, src.stat().st_mode & 0o755 | 0o600)
+    return copied
+
+
+def copy_stream_hashed(fin: BinaryIO, fout: BinaryIO) -> tuple[str, int]:
+    """Copy an open file into another; ``(sha256, size)`` of the bytes copied."""
+    digest, size = hashlib.sha256(), 0
+    while chunk := fin.read(_CHUNK):
+        digest.update(chunk)
+        fout.write(chunk)
+        size += len(chunk)
     return digest.hexdigest(), size
 
 

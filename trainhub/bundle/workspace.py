@@ -29,18 +29,26 @@ _GIT_TIMEOUT_S = 30
 
 
 def collect_workspace(
-    root: Path, top: Path, *, skip: Iterable[Path] = (), warnings: list[str] | None = None
+    root: Path,
+    top: Path,
+    *,
+    skip: Iterable[Path] = (),
+    warnings: list[str] | None = None,
+    ignore_rules: bool = True,
 ) -> dict[str, Path]:
     """Files under ``top`` to copy, keyed by their POSIX path relative to ``root``.
 
-    Honours .gitignore (through git itself inside a repository), never follows a link out
+    Honours .gitignore (through git itself inside a repository; not with ``ignore_rules``
+    off, for a snapshot they were applied to when it was taken), never follows a link out
     of ``root`` (nor one to a directory), noting each in ``warnings``, and leaves out .git,
     caches, checkpoints and job directories.
     """
     warnings = warnings if warnings is not None else []
     skip = {Path(p) for p in skip}
-    tracked = _git_visible_files(top)
-    matcher = None if tracked is not None else GitignoreMatcher.for_ancestors(root, top)
+    tracked = _git_visible_files(top) if ignore_rules else None
+    matcher = (
+        GitignoreMatcher.for_ancestors(root, top) if ignore_rules and tracked is None else None
+    )
     tracked_dirs = {p.rsplit("/", k)[0] for p in tracked or () for k in range(1, p.count("/") + 1)}
     found: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):

@@ -20,8 +20,8 @@ from trainhub.alerts.channels import member_channels
 from trainhub.alerts.outbox import deliver_due
 from trainhub.backends.kubernetes import recovery
 from trainhub.backends.kubernetes.backend import KubernetesBackend
+from trainhub.backends.kubernetes.cache import ClusterCache
 from trainhub.backends.kubernetes.controlplane import CONTROLLER
-from trainhub.controller.cache import ClusterCache
 from trainhub.controller.leader import LeaseElector, Timing
 from trainhub.controller.metrics import ControllerMetrics
 from trainhub.controller.workqueue import WorkQueue
@@ -60,9 +60,7 @@ class TeamWork:
             lists=cache.lists(t.namespace),
             announcer=self.announce,
         )
-        self.service = JobService(
-            self.backend, workspace_root=self.root, jobs_root=self.backend.jobs_root
-        )
+        self.service = JobService(self.backend, jobs_root=self.backend.jobs_root)
         self.errors = 0
 
     @property

@@ -3,7 +3,12 @@
 A step (:func:`plan`, pure) submits the next trials while fewer than ``max_running`` are
 active, and stops the running trials the early-stopping rule judges lagging. Trials are
 ordinary jobs (``spec.sweep`` names the sweep and the trial): they queue, run, retry and end
-like any job. No daemon: the CLI's and the server's reconciles run :meth:`Sweeps.advance_all`.
+like any job. Whoever reconciles runs :meth:`Sweeps.advance_all`: the cluster's controller, or
+where none runs the CLI and the server.
+
+A sweep freezes its workspace when it is created (trainhub.bundle.snapshot) and every trial
+compiles from that, so the trials run the code the sweep was created with, and any process can
+submit them: the controller sees no workspace.
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trainhub.bundle import snapshot
 from trainhub.errors import Conflict, NotFound, TrainhubError
 from trainhub.experiments import early_stop
 from trainhub.experiments.models import (
@@ -27,13 +33,20 @@ from trainhub.experiments.models import (
     scalar_stats,
     summarize,
 )
-from trainhub.experiments.records import SweepRecord, SweepRecords, SweepState, Trial, records_for
+from trainhub.experiments.records import (
+    SweepRecord,
+    SweepRecords,
+    SweepState,
+    Trial,
+    records_for,
+    sweeps_home,
+)
 from trainhub.experiments.sweep import MAX_TRIALS, CreateSweep, parse_sweep, trial_parameters
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import MAX_NAME_LENGTH, SpecError
 from trainhub.jobs.states import JobState
-from trainhub.outcome.verdict import stop_reason_of_rule
+from trainhub.lifecycle.verdict import stop_reason_of_rule
 
 if TYPE_CHECKING:
     from trainhub.jobs.service import JobService
@@ -99,11 +112,12 @@ class Sweeps:
     def __init__(self, service: JobService):
         self.service = service
         self.records: SweepRecords = records_for(service.backend)
+        self.home = sweeps_home(service.backend)  # the frozen workspaces, .sweeps/<id>/
 
     # --- front door -----------------------------------------------------------------------
     def create(self, request: CreateSweep | dict[str, Any], *, user: str) -> DescribeSweep:
-        """Start a sweep: checks the first trial as a submit would (making no job), keeps the
-        record, then submits the first trials."""
+        """Start a sweep: checks the first trial as a submit would (making no job), freezes the
+        workspace the trials compile from, keeps the record, then submits the first trials."""
         request = request if isinstance(request, CreateSweep) else parse_sweep(request)
         sweep = request.sweep
         if sweep.seed is None:
@@ -119,7 +133,19 @@ class Sweeps:
             sweep=sweep,
         )
         self.service.validate(self._trial_spec(record, 0), user=user)
-        self.records.create(record)
+        assert self.service.workspace_root is not None  # validate refuses a service without
+        record.source = snapshot.freeze(
+            record.job,
+            self.service.workspace_root,
+            self.home,
+            record.id,
+            max_workspace_bytes=self.service.max_workspace_bytes,
+        )
+        try:
+            self.records.create(record)
+        except BaseException:
+            snapshot.remove(self.home, record.id)
+            raise
         self.advance(record.id)
         return self.describe(record.id, user=user)
 
@@ -155,6 +181,7 @@ class Sweeps:
             record.state = SweepState.CANCELLED
             record.cancel_reason = why
             record.finished_at = record.finished_at or time.time()
+        snapshot.remove(self.home, sweep_id)  # no trial is submitted any more
         for job in self._jobs(record).values():
             if not job.state.terminal:
                 with contextlib.suppress(Conflict):  # it ended meanwhile
@@ -202,11 +229,12 @@ class Sweeps:
                     )
                 )
             if again.finished:
+                # Gone before the record says finished; each trial's bundle keeps what it ran.
+                snapshot.remove(self.home, sweep_id)
                 current.state = SweepState.FINISHED
                 current.finished_at = time.time()
             record = current
-        for n in claim:
-            self._submit(record, n)
+        self._submit(record, claim)
         step.submit = claim
         return step
 
@@ -219,14 +247,36 @@ class Sweeps:
         data["sweep"] = {"id": record.id, "trial": n}
         return data
 
-    def _submit(self, record: SweepRecord, n: int) -> None:
-        try:
-            job = self.service.submit(self._trial_spec(record, n), user=record.user)
-        except (SpecError, TrainhubError, ValueError, OSError) as e:
-            log.warning("trainhub: sweep %s trial %d was refused: %s", record.id, n, e)
-            self._note(record.id, n, error=str(e))
+    def _submit(self, record: SweepRecord, trials: Sequence[int]) -> None:
+        """Submit ``trials``, compiled from the sweep's frozen workspace (thawed once for all);
+        a trial refused, or every one when the frozen workspace cannot be read, notes why."""
+        if not trials:
             return
-        self._note(record.id, n, job_id=job.id)
+        with contextlib.ExitStack() as stack:
+            try:
+                source = stack.enter_context(self._source(record))
+            except (TrainhubError, ValueError, OSError) as e:
+                for n in trials:
+                    self._refused(record, n, str(e))
+                return
+            for n in trials:
+                try:
+                    job = self.service.submit(
+                        self._trial_spec(record, n), user=record.user, source=source
+                    )
+                except (SpecError, TrainhubError, ValueError, OSError) as e:
+                    self._refused(record, n, str(e))
+                else:
+                    self._note(record.id, n, job_id=job.id)
+
+    def _source(self, record: SweepRecord) -> contextlib.AbstractContextManager[Any]:
+        if record.source is None:  # an older sweep: the workspace of who submits
+            return contextlib.nullcontext(None)
+        return snapshot.thawed(self.home, record.id, record.source)
+
+    def _refused(self, record: SweepRecord, n: int, why: str) -> None:
+        log.warning("trainhub: sweep %s trial %d was refused: %s", record.id, n, why)
+        self._note(record.id, n, error=why)
 
     def _note(self, sweep_id: str, n: int, **fields: Any) -> None:
         with self.records.change(sweep_id) as record:

@@ -6,6 +6,9 @@ table beside the jobs); a cluster keeps them as small JSON files in the team's j
 (``.sweeps/<id>.json``), read without following links (the volume is writable by jobs). Every
 change is a read-modify-write under an exclusive lock, so two reconciles (the CLI's and the
 server's) never submit the same trial twice.
+
+Either way the workspace a sweep's trials compile from is frozen beside the jobs, in
+``.sweeps/<id>/`` (trainhub.bundle.snapshot), and the record keeps its digest.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from trainhub.bundle.snapshot import Frozen
 from trainhub.experiments.sweep import SweepSpec
 from trainhub.jobs import confined
 from trainhub.jobs.spec import JobSpec
@@ -57,6 +61,9 @@ class SweepRecord(BaseModel):
     trials: list[Trial] = Field(default_factory=list)
     finished_at: float | None = None
     cancel_reason: str | None = None
+    # The workspace frozen at creation, which every trial compiles from (None: a sweep from
+    # before trainhub froze them, whose trials compile from the workspace of who submits).
+    source: Frozen | None = None
 
     @property
     def seed(self) -> int:
@@ -205,9 +212,15 @@ def _doc(record: SweepRecord) -> str:
     return record.model_dump_json()
 
 
+def sweeps_home(backend: Any) -> Path:
+    """The folder of the sweeps in ``backend``'s jobs root: their frozen workspaces, and on a
+    cluster their records."""
+    return Path(backend.jobs_root) / ".sweeps"
+
+
 def records_for(backend: Any) -> SweepRecords:
     """Where ``backend`` keeps sweeps: its SQLite store when it has one, else its jobs root."""
     store = getattr(backend, "store", None)
     if store is not None and hasattr(store, "transaction") and hasattr(store, "connection"):
         return StoreSweeps(store)
-    return FileSweeps(Path(backend.jobs_root) / ".sweeps")
+    return FileSweeps(sweeps_home(backend))

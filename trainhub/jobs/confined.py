@@ -91,14 +91,16 @@ def open_dir(job_dir: Path, relative: str | os.PathLike[str] = ".") -> int:
     return _open_dir(job_dir, _parts(relative))
 
 
-def _open_file(job_dir: Path, relative: str | os.PathLike[str], flags: int) -> int:
+def _open_file(
+    job_dir: Path, relative: str | os.PathLike[str], flags: int, mode: int = 0o644
+) -> int:
     parts = _parts(relative)
     if not parts:
         raise NotAJobFile("the job directory is not a file")
     parent = _open_dir(job_dir, parts[:-1])
     try:
         try:
-            fd = os.open(parts[-1], flags, 0o644, dir_fd=parent)
+            fd = os.open(parts[-1], flags, mode, dir_fd=parent)
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise _refusal(str(relative)) from None
@@ -130,6 +132,25 @@ def append(job_dir: Path, relative: str | os.PathLike[str], data: bytes) -> None
         os.write(fd, data)
     finally:
         os.close(fd)
+
+
+def created(job_dir: Path, relative: str | os.PathLike[str], *, mode: int = 0o644) -> BinaryIO:
+    """A new regular file ``relative``, open for writing (the caller closes it); its folder
+    must exist, and anything already at its name (a link, a FIFO, a file) is refused."""
+    return os.fdopen(_open_file(job_dir, relative, _NEW_FLAGS, mode), "wb")  # type: ignore[return-value]
+
+
+def make_dir(job_dir: Path, relative: str | os.PathLike[str]) -> None:
+    """Create the folder ``relative`` in its real parent folder (no link followed on the way);
+    FileExistsError when anything is already at its name."""
+    parts = _parts(relative)
+    if not parts:
+        raise NotAJobFile("the job directory itself is not made this way")
+    parent = _open_dir(job_dir, parts[:-1])
+    try:
+        os.mkdir(parts[-1], 0o755, dir_fd=parent)
+    finally:
+        os.close(parent)
 
 
 @contextmanager

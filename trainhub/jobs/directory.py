@@ -145,6 +145,13 @@ class JobDir:
         return self.logs / f"rank-{rank}.log"
 
     @property
+    def pip_prefix(self) -> Path:
+        """The job's own environment layer: what its ``%pip install`` lines install (``pip
+        install --prefix``), seen by its ranks alone (:func:`~trainhub.jobs.environment.
+        pip_layer`)."""
+        return self.root / "env"
+
+    @property
     def supervisor_log(self) -> Path:
         return self.logs / "supervisor.log"
 

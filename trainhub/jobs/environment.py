@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import sysconfig
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
@@ -131,3 +132,17 @@ def job_environment(
     if dataset_paths:  # what trainhub.datasets.path() tells a name it was not asked for
         env[datasets.NAMES_VARIABLE] = ",".join(dataset_paths)
     return env
+
+
+def pip_layer(prefix: str | os.PathLike[str], env: Mapping[str, str]) -> dict[str, str]:
+    """``PYTHONPATH`` and ``PATH`` that put a job's ``pip install --prefix`` layer in front of
+    the interpreter's own packages: the job sees what its ``%pip`` lines installed, later jobs
+    do not (each has its own prefix). pip installs into the prefix only what the interpreter
+    lacks, so the layer holds the job's packages, not a copy of the environment."""
+    paths = {"base": str(prefix), "platbase": str(prefix)}
+    sites = dict.fromkeys(sysconfig.get_path(kind, vars=paths) for kind in ("purelib", "platlib"))
+    scripts = sysconfig.get_path("scripts", vars=paths)
+    return {
+        "PYTHONPATH": os.pathsep.join([*sites, *filter(None, [env.get("PYTHONPATH")])]),
+        "PATH": os.pathsep.join([scripts, *filter(None, [env.get("PATH")])]),
+    }

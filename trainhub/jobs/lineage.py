@@ -45,14 +45,18 @@ def collect_lineage(
     cache_dir: Path | None = None,
     dataset_views: Mapping[str, tuple[str | None, bool]] | None = None,
     ran_image: Mapping[str, Any] | None = None,
+    workspace_facts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``dataset_views``: for each dataset asked for by name, where the submitting side sees it
     and whether it asks for a content hash. ``ran_image``: what the ranks run in, when the
     backend knows it at submit (locally: this machine's environment; on a cluster the
-    reconcile adds the pods' image digest later)."""
+    reconcile adds the pods' image digest later). ``workspace_facts``: what
+    :func:`workspace_lineage` said when the workspace was frozen (a sweep's), instead of
+    reading ``workspace_root`` now."""
     views = dataset_views or {}
-    root = Path(workspace_root).resolve()
-    entry_dir = (root / manifest.entry).parent
+    if workspace_facts is None:
+        root = Path(workspace_root).resolve()
+        workspace_facts = workspace_lineage((root / manifest.entry).parent)
     return {
         "format": LINEAGE_FORMAT,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -71,7 +75,7 @@ def collect_lineage(
         "parameters": spec.parameters,
         "notebook_sha256": manifest.notebook_sha256,
         "content_hash": manifest.content_hash,
-        "git": git_state(entry_dir),
+        **workspace_facts,
         "python": {
             "version": platform.python_version(),
             "implementation": platform.python_implementation(),
@@ -101,6 +105,12 @@ def _current_user() -> str | None:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry, as in some containers
         return None
+
+
+def workspace_lineage(entry_dir: Path) -> dict[str, Any]:
+    """The lineage read from the workspace itself (the repository holding the entry): kept
+    with a frozen workspace, so that what it records is what the code was frozen from."""
+    return {"git": git_state(entry_dir)}
 
 
 # --- git ----------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import BaseModel, ValidationError
 
@@ -58,6 +58,9 @@ from trainhub.outputs.files import OutputList, list_outputs, open_output
 from trainhub.usage.compute import JobUsage, job_usage
 from trainhub.usage.models import UsageBy, UsageQuery, UsageReport, since_time
 from trainhub.usage.panel import MONTH_DAYS, UsagePanel, panel, period_starts
+
+if TYPE_CHECKING:
+    from trainhub.bundle.snapshot import Snapshot
 
 TIMELINE_EVENTS = frozenset(
     {
@@ -143,13 +146,15 @@ class JobService:
         self,
         backend: Backend,
         *,
-        workspace_root: Path,
+        workspace_root: Path | None = None,
         jobs_root: Path,
         allow_pip: bool = True,
         max_workspace_bytes: int = 200 * 2**20,
     ):
         self.backend = backend
-        self.workspace_root = Path(workspace_root).resolve()
+        # None where no workspace is seen (the cluster's controller): it submits only what a
+        # sweep froze.
+        self.workspace_root = Path(workspace_root).resolve() if workspace_root else None
         self.jobs_root = Path(jobs_root)
         # %pip needs a backend that installs before the ranks start (not a cluster's images).
         self.allow_pip = allow_pip and Feature.PIP_INSTALL in backend.features
@@ -164,16 +169,20 @@ class JobService:
         user: str | None = None,
         resubmitted_from: str | None = None,
         abandoned: threading.Event | None = None,
+        source: Snapshot | None = None,
     ) -> DescribeJob:
         """Make a job. ``abandoned``, once set (the client went away, the server's time limit
-        passed), stops the submit up to the hand-off to the backend: no job is made after it."""
+        passed), stops the submit up to the hand-off to the backend: no job is made after it.
+        ``source``: a workspace frozen earlier (a sweep's), compiled instead of this service's
+        and recorded with the lineage it was frozen with."""
         from trainhub.bundle.compile import compile_bundle
         from trainhub.jobs.lineage import collect_lineage
 
         _check_wanted(abandoned)
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()
-        spec, named = self._check_paths(spec)
+        workspace = self._workspace(source)
+        spec, named = self._check_paths(spec, workspace)
         self.backend.check_image(spec.image)  # refused before anything is made
         if spec.resume_from is not None:
             self._check_resume(spec, user)
@@ -184,10 +193,11 @@ class JobService:
             self.backend.check_fits(record)
             manifest = compile_bundle(
                 spec,
-                self.workspace_root,
+                workspace,
                 jobdir.bundle,
                 allow_pip=self.allow_pip,
                 max_workspace_bytes=self.max_workspace_bytes,
+                frozen=source is not None,
             )
             write_json_atomic(
                 jobdir.spec, {**spec.model_dump(mode="json"), "id": job_id, "user": user}
@@ -208,12 +218,13 @@ class JobService:
         # After the hand-off, so that collecting it does not delay the start.
         lineage = collect_lineage(
             spec,
-            self.workspace_root,
+            workspace,
             manifest,
             user=user,
             cache_dir=self.jobs_root.parent / ".cache",
             dataset_views={n: (r.view_path, r.entry.content_hash) for n, r in named.items()},
             ran_image=self.backend.ran_image(),
+            workspace_facts=source.lineage if source is not None else None,
         )
         write_json_atomic(jobdir.lineage, lineage)
         return self._describe(self.backend.get(job_id) or record)
@@ -226,7 +237,8 @@ class JobService:
 
         spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
         user = user or getpass.getuser()
-        spec, _ = self._check_paths(spec)
+        workspace = self._workspace(None)
+        spec, _ = self._check_paths(spec, workspace)
         self.backend.check_image(spec.image)
         if spec.resume_from is not None:
             self._check_resume(spec, user)
@@ -234,7 +246,7 @@ class JobService:
         with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
             manifest = compile_bundle(
                 spec,
-                self.workspace_root,
+                workspace,
                 Path(tmp) / "bundle",
                 allow_pip=self.allow_pip,
                 max_workspace_bytes=self.max_workspace_bytes,
@@ -261,11 +273,22 @@ class JobService:
             tags=spec.tags,
         )
 
-    def _check_paths(self, spec: JobSpec) -> tuple[JobSpec, dict[str, Readable]]:
+    def _workspace(self, source: Snapshot | None) -> Path:
+        """Where a submit compiles from: a frozen workspace, else this service's own."""
+        if source is not None:
+            return source.root
+        if self.workspace_root is None:
+            raise Conflict(
+                "This trainhub sees no workspace (the cluster's controller): it submits only "
+                "a sweep's trials, from the workspace the sweep froze."
+            )
+        return self.workspace_root
+
+    def _check_paths(self, spec: JobSpec, workspace: Path) -> tuple[JobSpec, dict[str, Readable]]:
         """The spec with its datasets by name resolved (a name the user's team may not read is
         refused naming those it may), and those datasets; every path checked."""
-        path = (self.workspace_root / spec.source.path).resolve()
-        if not path.is_relative_to(self.workspace_root):
+        path = (workspace / spec.source.path).resolve()
+        if not path.is_relative_to(workspace):
             raise field_error("source.path", f"{spec.source.path} is outside the workspace")
         if not path.is_file():
             raise field_error("source.path", f"no such file: {spec.source.path}")
@@ -280,7 +303,8 @@ class JobService:
     def dataset_roots(self) -> list[Path]:
         """The workspace first, then the admin's roots, then those the backend mounts."""
         extra = getattr(self.backend, "dataset_roots", ())  # a cluster team's volumes
-        return [self.workspace_root, *settings.dataset_roots(), *extra]
+        workspace = [self.workspace_root] if self.workspace_root is not None else []
+        return [*workspace, *settings.dataset_roots(), *extra]
 
     def _check_resume(self, spec: JobSpec, user: str) -> None:
         ref = spec.resume_from
@@ -319,7 +343,7 @@ class JobService:
         source = (overrides or {}).get("source")
         path = source.get("path") if isinstance(source, dict) else None
         path = path if isinstance(path, str) and path else old.spec.source.path
-        if not (self.workspace_root / path).resolve().is_file():
+        if not (self._workspace(None) / path).resolve().is_file():
             raise field_error(
                 "source.path",
                 f"{path} (of {old.user}'s job {old.id}) is not in your workspace: running a "

@@ -20,11 +20,14 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from trainhub.jobs.directory import JobDir, append_jsonl
 from trainhub.metrics.nvml import GpuSampler
+from trainhub.metrics.scalars import SCALARS_FILE
 from trainhub.metrics.system import HostSampler, ProcessSampler
+from trainhub.metrics.tensorboard import TensorBoardReader
 
 GPU_FILE = "gpu.jsonl"
 SYSTEM_FILE = "system.jsonl"
@@ -40,10 +43,14 @@ class MetricsSampler:
         *,
         first_gpu: int = 0,
         event_fields: Mapping[str, Any] | None = None,
+        tensorboard_roots: Sequence[Path] = (),
+        attempt: Callable[[], int] = lambda: 0,
     ) -> None:
         """``gpu_indices``: NVML's indices of the GPUs to sample, written as ``gpu`` numbers
         from ``first_gpu`` on (a job's pods each see their own GPUs from 0). ``event_fields``
-        go into each ``metrics`` event (which pod's sampler says it)."""
+        go into each ``metrics`` event (which pod's sampler says it). ``tensorboard_roots``:
+        where the job's TensorBoard event files may be, read into its training scalars
+        (:mod:`trainhub.metrics.tensorboard`) as the job's ``attempt()``."""
         if not interval > 0:
             raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
         self.job_dir = job_dir
@@ -56,6 +63,13 @@ class MetricsSampler:
         self._host: HostSampler | None = None
         self._gpu_path = job_dir.metrics / GPU_FILE
         self._system_path = job_dir.metrics / SYSTEM_FILE
+        scalars = job_dir.metrics / SCALARS_FILE
+        self._tensorboard = TensorBoardReader(
+            tensorboard_roots,
+            lambda record: append_jsonl(scalars, record),
+            attempt,
+            lambda problem: self._report(reason=problem),
+        )
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._reported: set[str] = set()
@@ -97,6 +111,8 @@ class MetricsSampler:
                 if delay < 0:  # fell behind (suspended, overloaded): skip, do not catch up
                     next_tick, delay = time.monotonic(), 0.0
                 self._stopping.wait(delay)
+            if self._tensorboard.roots:  # what the job wrote in its last seconds
+                self._guarded("TensorBoard", lambda _: self._tensorboard.poll(rescan=True), 0)
         except Exception as error:  # a bug here must not take the job down with it
             self._report(error=f"Metrics sampling stopped: {error!r}.")
         finally:
@@ -115,6 +131,8 @@ class MetricsSampler:
         self._guarded("GPU", self._sample_gpus, now)
         self._guarded("rank process", self._sample_ranks, now)
         self._guarded("host", self._sample_host, now)
+        if self._tensorboard.roots:
+            self._guarded("TensorBoard", lambda _: self._tensorboard.poll(), now)
 
     def _sample_gpus(self, now: float) -> None:
         for record in self._gpus.sample():

@@ -10,11 +10,18 @@ the beginning of a line says who wrote it:
   separator "cell 3 · 12:04:31"). ``<n>`` is the cell's number in the notebook, from 1.
 - ``[trainhub: <notice>]``: output that was cut (:mod:`trainhub.rank.logcap`); shown always.
 
+trainhub's lines always start a line of their own: the rank's ``sys.stdout`` and
+``sys.stderr`` are :class:`LogStream`, which remembers whether what Python last wrote ended
+a line, and :func:`own_line` puts a newline before a marker when it did not (``print(x,
+end="")``, a progress bar's ``\r``). Bytes C code or a child process write straight to the
+descriptors are not seen; they nearly always end their lines.
+
 The Logs tab reads the same forms (labextension/src/loglines.ts). Standard library only.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import time
 
@@ -42,3 +49,28 @@ def parse_cell_start(line: str) -> tuple[int, str] | None:
     """(cell number from 1, UTC time) of a marker line, or None for any other line."""
     m = _CELL.match(line.rstrip("\n"))
     return (int(m.group(1)), m.group(2)) if m else None
+
+
+class LogStream(io.TextIOWrapper):
+    """A line-buffered text stream onto one of the rank log's descriptors."""
+
+    ends_line = True  # one value for stdout and stderr: both descriptors are one pipe
+
+    def __init__(self, fd: int, encoding: str):
+        raw = io.FileIO(fd, "w", closefd=False)
+        super().__init__(
+            io.BufferedWriter(raw),
+            encoding=encoding,
+            errors="backslashreplace",
+            line_buffering=True,
+        )
+
+    def write(self, text: str) -> int:
+        if text:
+            LogStream.ends_line = text[-1] == "\n"
+        return super().write(text)
+
+
+def own_line(marker: str) -> str:
+    """``marker`` (trainhub's lines), starting a line of its own in the log."""
+    return marker if LogStream.ends_line else "\n" + marker

@@ -1,7 +1,11 @@
-"""The executed notebook of a rank: the cells it ran with their outputs, as nbformat 4 JSON.
+"""The executed notebook of a rank: the user's notebook with the outputs of the cells this
+rank ran, as nbformat 4 JSON.
 
-Rank 0 writes ``notebook.ipynb`` into the job directory as it goes (the ranks the spec's
-``notebook_ranks`` lists write ``notebook-rank-<r>.ipynb``): what cells print (sys.stdout
+Every cell of the submitted notebook (``bundle/notebook.ipynb``) is kept in order with its id,
+metadata and attachments; markdown and raw cells as written, code cells the run did not choose
+``skipped``, the injected parameters a cell of their own. Rank 0 writes ``notebook.ipynb``
+into the job directory as it goes (the ranks the spec's ``notebook_ranks`` lists write
+``notebook-rank-<r>.ipynb``): what cells print (sys.stdout
 and sys.stderr, ``!`` commands included), rich display data (figures as image/png, HTML,
 images), results with their execution counts, and at a failing cell the error with its
 traceback. What C code or child processes write to the file descriptors directly reaches the
@@ -15,8 +19,9 @@ file. A finished cell is serialized once. The writes happen on a thread of their
 over the old file can wait on the disk (ext4 flushes the new file's data then), and cells must
 not wait with it.
 
-Standard library only, like everything a rank loads before the first cell: the JSON is the
-shape nbformat 4.5 writes, built by hand.
+Standard library only, like everything a rank loads before the first cell (importing
+nbformat costs a rank start about a second): the JSON is the shape nbformat 4.5 validates,
+built by hand, multiline strings as nbformat reads them (joined).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -79,26 +84,42 @@ class _Stream:
 
 
 class _Cell:
-    def __init__(self, cell: BundleCell):
-        self.source = cell.source
-        self.index = cell.cell_index
-        self.tags = list(cell.tags)
+    """One cell of the executed notebook: the user's cell as written (``written``: markdown,
+    raw and code alike, with its id, metadata and attachments) and, for a code cell, what its
+    run put there. A cell the run did not choose (tagged ``skip-execution``, not selected)
+    stays ``skipped``; the injected parameters are a cell of their own (papermill's habit)."""
+
+    def __init__(self, index: int | None, written: dict[str, Any] | None, run: BundleCell | None):
+        self.index = index
+        self.written = written
+        self.source = written.get("source", "") if written else run.source if run else ""
+        self.tags = list(run.tags) if run else []
+        self.code = written is None or written.get("cell_type") == "code"
         self.outputs: list[dict[str, Any] | _Stream] = []
         self.execution_count: int | None = None
-        self.status = "not run"
+        self.status = "not run" if run is not None else "skipped"
         self.seconds: float | None = None
-        self.serialized: str | None = None  # set once the cell is finished
+        self.serialized: str | None = None  # set once the cell is final
+        if run is None:  # as written, or skipped: final from the start
+            self.serialized = _dumps(self.to_json())
 
     @property
     def id(self) -> str:
+        if self.written and isinstance(self.written.get("id"), str):
+            return self.written["id"]
         return "trainhub-parameters" if self.index is None else f"trainhub-cell-{self.index}"
 
     def to_json(self) -> dict[str, Any]:
+        if not self.code:
+            return dict(self.written or {})
         trainhub: dict[str, Any] = {"cell_index": self.index, "status": self.status}
         if self.seconds is not None:
             trainhub["seconds"] = self.seconds
-        metadata: dict[str, Any] = {"trainhub": trainhub}
-        if self.tags:
+        metadata: dict[str, Any] = {
+            **(self.written or {}).get("metadata", {}),
+            "trainhub": trainhub,
+        }
+        if self.tags and not self.written:
             metadata["tags"] = self.tags
         return {
             "cell_type": "code",
@@ -108,6 +129,43 @@ class _Cell:
             "outputs": [o.to_json() if isinstance(o, _Stream) else o for o in self.outputs],
             "source": self.source,
         }
+
+
+def _cells(written: list[dict[str, Any]] | None, runs: list[BundleCell]) -> list[_Cell]:
+    """The executed notebook's cells: the notebook as written, each run cell in its place,
+    the injected parameters right before the cell that runs after them."""
+    if written is None:  # a bundle without the notebook: the cells that run, alone
+        return [_Cell(run.cell_index, None, run) for run in runs]
+    by_index = {run.cell_index: run for run in runs if run.cell_index is not None}
+    injected = [run for run in runs if run.cell_index is None]
+    after = next((k for k, run in enumerate(runs) if run.cell_index is None), len(runs))
+    before = runs[after + 1].cell_index if after + 1 < len(runs) else None
+    cells = []
+    for index, cell in enumerate(written):
+        if injected and index == before:
+            cells.append(_Cell(None, None, injected.pop()))
+        cells.append(_Cell(index, _with_id(cell, index), by_index.get(index)))
+    cells += [_Cell(None, None, run) for run in injected]  # nothing runs after them
+    return cells
+
+
+def _with_id(cell: dict[str, Any], index: int) -> dict[str, Any]:
+    """The cell in nbformat's in-memory form (multiline strings joined, as ``nbformat.reads``
+    leaves them), with an id: nbformat 4.5 gives every cell one, an older notebook's cells get
+    one by position."""
+    cell = {**cell, "source": _joined(cell.get("source", ""))}
+    if isinstance(cell.get("attachments"), dict):
+        cell["attachments"] = {
+            name: {mime: _joined(value) for mime, value in bundle.items()}
+            if isinstance(bundle, dict)
+            else bundle
+            for name, bundle in cell["attachments"].items()
+        }
+    return cell if isinstance(cell.get("id"), str) else {**cell, "id": f"cell-{index}"}
+
+
+def _joined(value: Any) -> Any:
+    return "".join(value) if isinstance(value, list) else value
 
 
 class NotebookCapture:
@@ -121,6 +179,7 @@ class NotebookCapture:
         rank: int,
         attempt: int,
         bounds: limits.Limits | None = None,
+        written: dict[str, Any] | None = None,
     ):
         bounds = bounds or limits.current()
         self.job = job
@@ -128,9 +187,11 @@ class NotebookCapture:
         self.rank = rank
         self.attempt = attempt
         self.output_cap = bounds.notebook_output_bytes
-        self.cells = [_Cell(c) for c in cells]
-        # The sources are always kept: the outputs get what the file cap leaves of them.
-        sources = sum(len(c.source.encode()) + 256 for c in self.cells)
+        self.metadata = dict((written or {}).get("metadata") or {})
+        self.cells = _cells(written["cells"] if written else None, cells)
+        self.runs = [c for c in self.cells if c.status == "not run"]  # in the order they run
+        # The notebook as written is always kept: the outputs get what the file cap leaves.
+        sources = sum(len(c.serialized or _dumps(c.to_json())) + 256 for c in self.cells)
         self.output_room = max(bounds.notebook_bytes - sources - 4096, 0)
         self.output_bytes = 0
         self.full = False
@@ -148,6 +209,9 @@ class NotebookCapture:
         self._stop = threading.Event()
         self._wake = threading.Event()  # a cell has ended: write soon
         self._log = f"logs/rank-{rank}.log"
+        # An output that belongs elsewhere than the cell (an ipywidgets Output's): taken there.
+        self.divert: Callable[[dict[str, Any]], bool] = lambda output: False
+        self.divert_clear: Callable[[], bool] = lambda: False
         self._flusher = threading.Thread(target=self._flush_loop, name="trainhub-notebook")
         self._flusher.daemon = True
 
@@ -158,7 +222,7 @@ class NotebookCapture:
 
     def start_cell(self, position: int, execution_count: int) -> None:
         with self._lock:
-            cell = self.cells[position]
+            cell = self.runs[position]
             cell.execution_count = execution_count
             cell.status = "running"
             self._current, self._clear_pending = cell, False
@@ -205,6 +269,8 @@ class NotebookCapture:
     def stream(self, name: str, text: str) -> None:
         if not text or os.getpid() != self._pid:
             return  # a forked child (a data loader worker) prints to the log alone
+        if not self._paused and self.divert({"output_type": "stream", "name": name, "text": text}):
+            return
         with self._lock:
             cell = self._target()
             if cell is None:
@@ -252,6 +318,8 @@ class NotebookCapture:
             "metadata": metadata or {},
         }
         display_id = (transient or {}).get("display_id")
+        if not update and self.divert(output):
+            return
         if update and display_id is not None:
             self._update(display_id, output)
         elif self._add(output) and display_id is not None:
@@ -277,6 +345,8 @@ class NotebookCapture:
 
     def clear(self, wait: bool = False) -> None:
         """``clear_output()``: now, or (``wait``) when the next output arrives."""
+        if self.divert_clear():
+            return
         with self._lock:
             if wait:
                 self._clear_pending = True
@@ -359,6 +429,7 @@ class NotebookCapture:
             cells = [c.serialized or _dumps(c.to_json()) for c in self.cells]
             metadata = {
                 "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                **self.metadata,
                 "language_info": {"name": "python", "version": sys.version.split()[0]},
                 "trainhub": {
                     "rank": self.rank,
@@ -367,6 +438,9 @@ class NotebookCapture:
                     "truncated": self.full,
                 },
             }
+            widgets = _widget_state()
+            if widgets is not None:
+                metadata["widgets"] = widgets
             self._dirty = False
         head = '{\n "cells": [\n  '
         tail = (
@@ -403,6 +477,19 @@ class NotebookCapture:
                 self.write()
 
 
+def _widget_state() -> dict[str, Any] | None:
+    """The widgets the cells made, as JupyterLab saves them with the notebook (ipywidgets' own
+    manager state), so the Notebook tab and nbconvert show them; None when there are none."""
+    ipywidgets = sys.modules.get("ipywidgets")
+    if ipywidgets is None:
+        return None
+    try:
+        state = ipywidgets.Widget.get_manager_state(drop_defaults=True)
+    except Exception:  # a widget made on the cells' thread meanwhile: the next write has it
+        return None
+    return {"application/vnd.jupyter.widget-state+json": state} if state.get("state") else None
+
+
 def _text_size(text: str) -> int:
     """The bytes ``text`` takes in the file (JSON escapes included)."""
     return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "replace")) - 2
@@ -433,6 +520,52 @@ class Tee:
         return getattr(self._stream, name)
 
 
+def write_unstarted(
+    job: JobDir,
+    cells: list[BundleCell],
+    written: dict[str, Any] | None,
+    *,
+    attempt: int,
+    cell_index: int | None,
+    error: dict[str, Any],
+) -> None:
+    """The executed notebook of a run that ended before its first cell (a ``%pip`` line
+    failed): the notebook as written, nothing run, the cell at fault holding ``error``."""
+    if not writes_notebook(job, 0):
+        return
+    capture = NotebookCapture(job, cells, rank=0, attempt=attempt, written=written)
+    for cell in capture.cells:
+        if cell.index == cell_index and cell.index is not None:
+            cell.status, cell.outputs, cell.serialized = "error", [error], None
+    capture.close("failed")
+
+
+def close_unfinished(
+    job: JobDir, rank: int, attempt: int, reason: str, *, failed: bool = True
+) -> bool:
+    """Say in a rank's executed notebook how the attempt ended when the rank could not (killed,
+    crashed, exited past the runner): ``state`` failed, the cell it was in ``error``, and the
+    verdict's ``reason`` in ``metadata.trainhub.ended``. A notebook its rank closed as
+    ``stopped`` (on SIGTERM) is one of them too unless the stop was a person's or a rule's
+    (``failed``: the verdict is a failure). Whether it changed anything."""
+    try:
+        with confined.opened(job.root, notebook_name(rank)) as f:
+            doc = json.loads(f.read())
+    except (OSError, ValueError, confined.NotAJobFile):
+        return False
+    unfinished = {"running", "stopped"} if failed else {"running"}
+    meta = doc.get("metadata", {}).get("trainhub", {})
+    if meta.get("attempt") != attempt or meta.get("state") not in unfinished:
+        return False
+    meta.update(state="failed" if failed else "stopped", ended=reason)
+    for cell in doc.get("cells", []):
+        ran = cell.get("metadata", {}).get("trainhub", {})
+        if ran.get("status") in unfinished:
+            ran["status"] = "error" if failed else "stopped"
+    confined.replace(job.root, notebook_name(rank), _dumps(doc).encode())
+    return True
+
+
 def writes_notebook(job: JobDir, rank: int) -> bool:
     """Whether this rank keeps an executed notebook: the spec's ``notebook_ranks`` ([0] when
     the job directory has no spec, as when a bundle is run by hand)."""
@@ -447,16 +580,22 @@ def writes_notebook(job: JobDir, rank: int) -> bool:
 
 @contextmanager
 def captured(
-    job: JobDir, cells: list[BundleCell], *, rank: int, attempt: int
+    job: JobDir,
+    cells: list[BundleCell],
+    *,
+    rank: int,
+    attempt: int,
+    written: dict[str, Any] | None = None,
 ) -> Iterator[NotebookCapture | None]:
     """The capture of a notebook run, with sys.stdout and sys.stderr teed into it (None when
-    this rank keeps no notebook). The last write names how the run ended."""
+    this rank keeps no notebook). ``written``: the notebook as submitted, which the executed
+    notebook keeps whole. The last write names how the run ended."""
     if not writes_notebook(job, rank):
         yield None
         return
     from trainhub.checkpoint.stopping import on_stop
 
-    capture = NotebookCapture(job, cells, rank=rank, attempt=attempt)
+    capture = NotebookCapture(job, cells, rank=rank, attempt=attempt, written=written)
     on_stop(lambda: capture.close("stopped"))  # asked to stop: the cells so far, said so
     streams = sys.stdout, sys.stderr
     sys.stdout = Tee(streams[0], "stdout", capture)  # type: ignore[assignment]

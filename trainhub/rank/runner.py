@@ -3,17 +3,19 @@
 Started by torchrun (locally or in a pod) with RANK, WORLD_SIZE, ... and TRAINHUB_JOB_DIR,
 TRAINHUB_ATTEMPT in the environment. Everything the rank prints, C extensions and ``!``
 subprocesses included, is appended to ``logs/rank-<r>.log``. Notebook cells run in order in
-an IPython shell (no kernel), so magics behave as in JupyterLab; a failure is written to
-``status/<attempt>/rank-<r>.json`` naming the cell and the line, and the failure class.
+an IPython shell with the kernel's display pieces (docs/architecture.md, "Notebook -> job");
+a failure is written to ``status/<attempt>/rank-<r>.json`` naming the cell and the line, and
+the failure class. Each cell's start is an event before it runs: a rank that dies without a
+word is placed in its cell from those (:func:`trainhub.lifecycle.verdict.running_cells`).
 
-Exit status: 0 when every cell ran (or the code called ``sys.exit(0)``), 1 otherwise.
+Exit status: 0 when every cell ran (the last may end it with ``sys.exit(0)``), 1 otherwise.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import io
+import faulthandler
 import os
 import re
 import runpy
@@ -28,19 +30,36 @@ import warnings
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from types import FrameType, TracebackType
+from typing import Any, NoReturn
 
-from trainhub.bundle.layout import WORKSPACE
-from trainhub.bundle.schema import BundleCell, BundleManifest, cell_label, read_cells, read_manifest
+from trainhub.bundle.layout import NOTEBOOK, WORKSPACE
+from trainhub.bundle.schema import (
+    BundleCell,
+    BundleManifest,
+    Requirement,
+    cell_label,
+    read_cells,
+    read_json,
+    read_manifest,
+)
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
-from trainhub.outcome.exceptions import explain_exception
+from trainhub.lifecycle.classify import explain_exception
+from trainhub.rank.kernel import (
+    cell_request,
+    clear_output_widget,
+    into_output_widget,
+    job_kernel,
+    refuse_prompts,
+)
 from trainhub.rank.logcap import capped_output
-from trainhub.rank.logmarks import cell_start, internal
+from trainhub.rank.logmarks import LogStream, cell_start, internal, own_line
 from trainhub.rank.notebook import NotebookCapture, captured
 
 MAX_TRACEBACK_CHARS = 64 * 1024
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+OK = {"outcome": "ok"}
 PIP_TIMEOUT_S = 3600.0
 _IMAGE_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/svg+xml": "svg"}
 _DEFAULT_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
@@ -72,6 +91,7 @@ class Failure:
     line: int | None = None
     file: str | None = None
     raised_at: dict[str, Any] | None = None
+    exit_call: str | None = None  # "sys.exit(0)", "os._exit(0)": a cell ended the run early
 
 
 # --- log redirection ----------------------------------------------------------------------
@@ -87,15 +107,24 @@ def redirect_output(log_path: Path) -> None:
     # New stream objects: the old ones may have found fd 1 seekable (a file) and now it is a pipe.
     encoding = sys.stdout.encoding or "utf-8"
     for name, fd in (("stdout", 1), ("stderr", 2)):
-        stream = open(  # noqa: SIM115 - lives as long as the process
-            fd, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False
-        )
+        stream = LogStream(fd, encoding)
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
 
 
 def say(message: str) -> None:
-    print(internal(message), end="", flush=True)
+    """trainhub's own message: in the log, never in a cell's output in the notebook."""
+    to_log(internal(message))
+
+
+def to_log(lines: str) -> None:
+    """trainhub's ``lines``, on lines of their own, after what the cell printed so far."""
+    # From the SIGTERM handler the cell may be inside a write to the same stream: the message
+    # is then lost ("reentrant call"), never the stop callbacks after it.
+    with contextlib.suppress(RuntimeError):
+        sys.stderr.flush()
+        sys.stdout.flush()
+        print(own_line(lines), end="", file=sys.__stdout__, flush=True)
 
 
 # --- rich output as text --------------------------------------------------------------------
@@ -172,13 +201,18 @@ class OutputWriter:
 
 
 def _make_shell(
-    ctx: RankContext, writer: OutputWriter, notebook: NotebookCapture | None = None
+    ctx: RankContext,
+    writer: OutputWriter,
+    notebook: NotebookCapture | None = None,
+    workspace: Path | None = None,
 ) -> Any:
     """An InteractiveShell whose cells are named after their notebook index; what they show
-    goes to the log and, when this rank keeps one, to the executed notebook."""
+    goes to the log and, when this rank keeps one, to the executed notebook. Tracebacks name
+    the workspace's files by their path in the user's workspace, not in the bundle's copy."""
     from IPython.core.compilerop import CachingCompiler
     from IPython.core.displayhook import DisplayHook
     from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.error import UsageError
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
@@ -235,8 +269,32 @@ def _make_shell(
         displayhook_class = LogDisplayHook  # type: ignore[assignment]
         display_pub_class = LogDisplayPublisher  # type: ignore[assignment]
         last_traceback_text = ""
+        request = cell_request("trainhub-start")
+        _kernel: Any = None
+
+        @property
+        def kernel(self) -> Any:
+            if self._kernel is None:
+                self._kernel = job_kernel(self, self.request)
+            return self._kernel
+
+        def start_request(self, cell_id: str) -> None:
+            """The cell about to run is the kernel's current request."""
+            self.request = cell_request(cell_id)
+            if self._kernel is not None:
+                self._kernel.set_parent([], self.request, channel="shell")
+
+        def enable_gui(self, gui: str | None = None) -> None:
+            """``%matplotlib inline`` needs no event loop (ipykernel's answer too); a window
+            toolkit's (``%gui tk``) cannot open without a display."""
+            if gui not in (None, "inline"):
+                raise UsageError(
+                    f"%matplotlib {gui} opens windows, and a job has no display; "
+                    "use %matplotlib inline (a job's default, as in JupyterLab)"
+                )
 
         def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
+            stb = [user_paths(entry, workspace) for entry in stb]
             self.last_traceback_text = self.InteractiveTB.stb2text(stb)
             if notebook is not None and not _exit_ok(evalue):
                 notebook.error(etype.__name__, str(evalue), list(stb))
@@ -254,30 +312,10 @@ def _make_shell(
     config.InteractiveShell.colors = "nocolor"
     config.InteractiveShell.autocall = 0
     shell = RankShell.instance(config=config)
-    assert shell.display_formatter is not None
-    # display(fig) of a matplotlib figure becomes a PNG, as with JupyterLab's inline backend.
-    shell.display_formatter.formatters["image/png"].for_type_by_name(
-        "matplotlib.figure", "Figure", _figure_png
-    )
+    refuse_prompts()
+    if notebook is not None:
+        notebook.divert, notebook.divert_clear = into_output_widget, clear_output_widget
     return shell
-
-
-def _figure_png(figure: Any) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", bbox_inches="tight")
-    return buffer.getvalue()
-
-
-def _flush_figures(shell: Any) -> None:
-    """Show figures a cell left open, then close them (what the inline backend does)."""
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is None:
-        return
-    try:
-        for number in pyplot.get_fignums():
-            shell.display_pub.publish(shell.display_formatter.format(pyplot.figure(number))[0])
-    finally:
-        pyplot.close("all")
 
 
 # --- locating an error ------------------------------------------------------------------------
@@ -292,6 +330,12 @@ def _frames(exc: BaseException) -> list[tuple[str, int]]:
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
         frames.append((exc.filename, exc.lineno))
     return frames
+
+
+def user_paths(text: str, workspace: Path | None) -> str:
+    """``text`` with the bundle's copy of a workspace file named by its path in the workspace
+    ("File proj/helper.py:2"), as the user knows it."""
+    return text.replace(f"{workspace}{os.sep}", "") if workspace is not None else text
 
 
 def line_in(exc: BaseException, filename: str) -> int | None:
@@ -337,16 +381,26 @@ def _cell_name(cell: BundleCell) -> str:
 
 def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
     cells = read_cells(bundle_dir)
-    with captured(ctx.job, cells, rank=ctx.rank, attempt=ctx.attempt) as notebook:
-        return _run_cells(bundle_dir, cells, ctx, notebook)
+    written = read_json(bundle_dir / NOTEBOOK) if (bundle_dir / NOTEBOOK).exists() else None
+    with captured(ctx.job, cells, rank=ctx.rank, attempt=ctx.attempt, written=written) as notebook:
+        guard = ExitGuard(ctx, cells, notebook)
+        os._exit = guard
+        try:
+            return _run_cells(bundle_dir, cells, ctx, notebook, guard)
+        finally:
+            os._exit = guard.exit  # after the cells, os._exit is nobody's cell's
 
 
 def _run_cells(
-    bundle_dir: Path, cells: list[BundleCell], ctx: RankContext, notebook: NotebookCapture | None
+    bundle_dir: Path,
+    cells: list[BundleCell],
+    ctx: RankContext,
+    notebook: NotebookCapture | None,
+    guard: ExitGuard,
 ) -> Failure | None:
     workspace = (bundle_dir / WORKSPACE).resolve()
     writer = OutputWriter(ctx)
-    shell = _make_shell(ctx, writer, notebook)
+    shell = _make_shell(ctx, writer, notebook, workspace)
     compiler = shell.compile
     cell_names = {_cell_name(c): c.cell_index for c in cells}
     for position, cell in enumerate(cells):
@@ -365,16 +419,19 @@ def _run_cells(
                 phase="start",
             )
             # A separator in the Logs tab; before the cell starts, so it is not in its output.
-            print(cell_start(cell.cell_index, time.time()), end="", flush=True)
+            to_log(cell_start(cell.cell_index, time.time()))
         started = time.monotonic()
         shell.last_traceback_text = ""
         if notebook is not None:
             notebook.start_cell(position, shell.execution_count)
+        guard.position, guard.started = position, started
+        shell.start_request(name)
         result = shell.run_cell(cell.source, store_history=True, cell_id=name)
-        _flush_figures(shell)
         elapsed = round(time.monotonic() - started, 3)
+        last = position == len(cells) - 1
+        ok = result.success or (_exit_ok(_error(result)) and last)
         if notebook is not None:
-            notebook.end_cell(result.success or _exit_ok(_error(result)), elapsed)
+            notebook.end_cell(ok, elapsed)
         if not cell.injected:
             ctx.job.emit(
                 "cell",
@@ -383,13 +440,13 @@ def _run_cells(
                 cell_index=cell.cell_index,
                 phase="end",
                 seconds=elapsed,
-                ok=result.success or _exit_ok(_error(result)),
+                ok=ok,
             )
         exc = _error(result)
         if exc is not None:
-            if _exit_ok(exc):
+            if _exit_ok(exc) and last:
                 code = getattr(exc, "code", None)
-                say(f"{cell_label(cell.cell_index)} called sys.exit({code}); the job stops here")
+                say(f"{cell_label(cell.cell_index)}, the last, called sys.exit({code})")
                 return None
             text = shell.last_traceback_text or "".join(traceback.format_exception(exc))
             return Failure(
@@ -398,15 +455,66 @@ def _run_cells(
                 cell_index=cell.cell_index,
                 line=line_in(exc, name),
                 raised_at=innermost_user_frame(exc, cell_names, workspace),
+                exit_call=f"sys.exit({getattr(exc, 'code', None)})" if _exit_ok(exc) else None,
             )
-        if shell.exit_now:  # exit() or quit() in a cell: stop, successfully
-            say(f"{cell_label(cell.cell_index)} called exit(); the job stops here")
-            return None
+        if shell.exit_now and not last:  # exit() or quit(): the cells after it do not run
+            return Failure(
+                exc=SystemExit(0), traceback_text="", cell_index=cell.cell_index, exit_call="exit()"
+            )
     return None
 
 
 def _error(result: Any) -> BaseException | None:
     return result.error_before_exec or result.error_in_exec
+
+
+class ExitGuard:
+    """``os._exit`` while the cells run: it ends the process at once, past every ``finally``,
+    so first say where and how (the rank's status), and keep the output so far (the log,
+    the executed notebook). A forked child's ``os._exit`` (a data loader worker) is its own."""
+
+    def __init__(self, ctx: RankContext, cells: list[BundleCell], notebook: Any) -> None:
+        self.ctx, self.cells, self.notebook = ctx, cells, notebook
+        self.position, self.started = 0, time.monotonic()
+        self.exit, self._pid = os._exit, os.getpid()
+
+    def __call__(self, status: int) -> NoReturn:
+        if os.getpid() == self._pid:
+            os._exit = self.exit
+            cell = self.cells[self.position]
+            done = status == 0 and self.position == len(self.cells) - 1
+            if done:
+                write_json_atomic(self.ctx.job.rank_status(self.ctx.attempt, self.ctx.rank), OK)
+            else:
+                name = _cell_name(cell)
+                failure = Failure(
+                    exc=SystemExit(status),
+                    traceback_text=_stack_from(name),
+                    cell_index=cell.cell_index,
+                    line=_calling_line(name),
+                    exit_call=f"os._exit({status})",
+                )
+                report_failure(self.ctx, failure)
+            if self.notebook is not None:
+                self.notebook.end_cell(done, round(time.monotonic() - self.started, 3))
+                self.notebook.close("completed" if done else "failed")
+            sys.stdout.flush()
+            sys.stderr.flush()
+        self.exit(status)
+
+
+def _stack_from(filename: str) -> str:
+    """The calls from the cell's own code to here (the runner's frames above it left out)."""
+    frames = traceback.extract_stack()[:-2]
+    cell = next((k for k, f in enumerate(frames) if f.filename == filename), 0)
+    return "".join(traceback.format_list(frames[cell:]))
+
+
+def _calling_line(filename: str) -> int | None:
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != filename:
+        frame = frame.f_back
+    return frame.f_lineno if frame is not None else None
 
 
 def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
@@ -422,7 +530,7 @@ def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> 
     except BaseException as exc:  # the job's own code: anything it raises is its outcome
         if not _exit_ok(exc):
             where = innermost_user_frame(exc, {}, workspace)
-            text = "".join(traceback.format_exception(exc))
+            text = user_paths("".join(traceback.format_exception(exc)), workspace)
             print(text, file=sys.stderr, end="")
             failure = Failure(
                 exc=exc,
@@ -446,6 +554,13 @@ def failure_status(failure: Failure) -> dict[str, Any]:
     exc = failure.exc
     type_name = _type_name(exc)
     message = f"exit status {exc.code}" if isinstance(exc, SystemExit) else str(exc)
+    if failure.exit_call is not None and _exit_ok(exc):
+        message = (
+            f"{failure.exit_call} before the notebook's last cell: the cells after "
+            f"{cell_label(failure.cell_index)} did not run"
+        )
+    elif failure.exit_call is not None:
+        message = f"{failure.exit_call}: {message}"
     evidence = explain_exception(type_name, message, failure.traceback_text)
     if failure.cell_index is not None or failure.file is None:
         where = cell_label(failure.cell_index)
@@ -494,8 +609,10 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
             },
         )
         return 1
-    # No display in a job. Set even when inherited (a kernel exports its inline backend).
-    os.environ["MPLBACKEND"] = "Agg"
+    # Cells get matplotlib's inline backend, as ipykernel sets it: plt.show() and the figures a
+    # cell leaves open are displayed (then closed) after the cell, as PNG. A script has no
+    # display: Agg. Set even when inherited (a kernel exports its inline backend).
+    os.environ["MPLBACKEND"] = INLINE_BACKEND if manifest.kind == "notebook" else "Agg"
     warnings.filterwarnings("ignore", message="To exit: use 'exit', 'quit', or Ctrl-D.")
     say(
         f"rank {ctx.rank}/{ctx.world_size}, attempt {ctx.attempt}: "
@@ -508,11 +625,17 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     if failure is None:
-        write_json_atomic(status_path, {"outcome": "ok"})
+        write_json_atomic(status_path, OK)
         say("finished")
         return 0
+    report_failure(ctx, failure)
+    return 1
+
+
+def report_failure(ctx: RankContext, failure: Failure) -> None:
+    """The rank's status, event and last log line for ``failure``."""
     status = failure_status(failure)
-    write_json_atomic(status_path, status)
+    write_json_atomic(ctx.job.rank_status(ctx.attempt, ctx.rank), status)
     ctx.job.emit(
         "cell_error",
         rank=ctx.rank,
@@ -528,7 +651,6 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
         f"failed in {status['where']}: {status['exception']}: {status['message'][:500]} "
         f"({status['failure_class']} failure)"
     )
-    return 1
 
 
 def _flush_checkpoints(status_path: Path) -> bool:
@@ -565,7 +687,7 @@ def _stop_handler(ctx: RankContext) -> Any:
     def handler(signum: int, frame: Any) -> None:
         signal.signal(signum, signal.SIG_IGN)  # once, however many signals follow
         name = signal.Signals(signum).name
-        say(f"asked to stop ({name}): running the job's stop callbacks")
+        say(f"{name} received: running the job's stop callbacks")
         ctx.job.emit("stop_requested", rank=ctx.rank, attempt=ctx.attempt, signal=name)
         checkpoint = sys.modules.get("trainhub.checkpoint")
         # A background save that failed earlier is said, and is no reason not to save now.
@@ -599,6 +721,9 @@ def main(argv: list[str] | None = None) -> int:
     bundle_dir = Path(args[0]).resolve()
     ctx = RankContext.from_env(bundle_dir)
     redirect_output(ctx.job.rank_log(ctx.rank))
+    # A crash (SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL) leaves the Python stack in the log:
+    # the cell and line it was in.
+    faulthandler.enable(file=sys.stderr, all_threads=False)
     signal.signal(signal.SIGTERM, _stop_handler(ctx))
     # A private IPython directory: no user profile or startup files change what a job runs.
     ipython_dir = tempfile.mkdtemp(prefix="trainhub-ipython-")
@@ -615,13 +740,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def install_requirements(
-    bundle_dir: Path, log_path: Path, *, timeout_s: float = PIP_TIMEOUT_S
-) -> tuple[bool, str]:
-    """Run the bundle's ``pip install`` lines once, before any rank starts.
+    bundle_dir: Path,
+    log_path: Path,
+    *,
+    prefix: Path | None = None,
+    timeout_s: float = PIP_TIMEOUT_S,
+) -> tuple[bool, str, Requirement | None]:
+    """Run the bundle's ``pip install`` lines once, before any rank starts, into ``prefix``
+    (the job's own layer, :attr:`JobDir.pip_prefix`; a line that names its own ``--target``
+    or ``--prefix`` keeps it), never into the interpreter's environment, which later jobs
+    share.
 
     pip's output is appended to ``log_path``.
 
-    Returns (ok, detail); a failed install is an environment failure
+    Returns (ok, detail, the failed line); a failed install is an environment failure
     (``classify_exception(PIP_INSTALL_ERROR, detail, "")``).
     """
     from trainhub.bundle.requirements import (
@@ -631,9 +763,9 @@ def install_requirements(
     bundle_dir = Path(bundle_dir)
     requirements = load_requirements(bundle_dir)
     if not requirements:
-        return True, "no packages to install"
+        return True, "no packages to install", None
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    from trainhub.jobs.environment import admin_allowed, inherited
+    from trainhub.jobs.environment import admin_allowed, inherited, pip_layer
 
     # pip runs build hooks of what it installs: they get what a rank gets, not the server's tokens.
     env = {
@@ -641,9 +773,13 @@ def install_requirements(
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_NO_INPUT": "1",
     }
+    if prefix is not None:  # a later line sees what an earlier one installed, as ranks will
+        env.update(pip_layer(prefix, env))
     started = time.monotonic()
     for req in requirements:
         argv = [sys.executable, "-m", "pip", "install", *req.argv]
+        if prefix is not None and not _names_its_place(req.argv):
+            argv += ["--prefix", str(prefix)]
         where = f"{cell_label(req.cell_index)}, line {req.line}"
         with open(log_path, "ab", buffering=0) as log:
             log.write(f"[trainhub] {where}: {req.source}\n".encode())
@@ -660,11 +796,22 @@ def install_requirements(
                     check=False,
                 )
             except subprocess.TimeoutExpired:
-                return False, f"`{req.source}` ({where}) ran over {timeout_s:.0f} s and was stopped"
+                stopped = f"`{req.source}` ({where}) ran over {timeout_s:.0f} s and was stopped"
+                return False, stopped, req
         if proc.returncode != 0:
             tail = _last_lines(log_path, start)
-            return False, f"`{req.source}` ({where}) exited with status {proc.returncode}: {tail}"
-    return True, f"installed {len(requirements)} pip line(s) in {time.monotonic() - started:.1f} s"
+            failed = f"`{req.source}` ({where}) exited with status {proc.returncode}: {tail}"
+            return False, failed, req
+    took = time.monotonic() - started
+    return True, f"installed {len(requirements)} pip line(s) in {took:.1f} s", None
+
+
+def _names_its_place(argv: list[str]) -> bool:
+    """Whether a ``pip install`` line says itself where to install."""
+    places = ("--target", "-t", "--prefix", "--root", "--user")
+    return any(
+        arg in places or arg.startswith(("--target=", "--prefix=", "--root=")) for arg in argv
+    )
 
 
 def _last_lines(path: Path, start: int, count: int = 5) -> str:

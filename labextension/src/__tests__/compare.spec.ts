@@ -36,8 +36,25 @@ function comparison(): IComparison {
       { name: 'loss', goal: 'min', last: [], best: [] }
     ],
     series: [
-      { name: 'loss', job_id: 'c-3', points: [[0, 5, 2], [1, 9, 1]], total: 2 },
-      { name: 'loss', job_id: 'a-1', points: [[0, 0, 3], [1, 30, 2.5], [2, 20, 2]], total: 9 },
+      {
+        name: 'loss',
+        job_id: 'c-3',
+        points: [
+          [0, 5, 2],
+          [1, 9, 1]
+        ],
+        total: 2
+      },
+      {
+        name: 'loss',
+        job_id: 'a-1',
+        points: [
+          [0, 0, 3],
+          [1, 30, 2.5],
+          [2, 20, 2]
+        ],
+        total: 9
+      },
       { name: 'accuracy', job_id: 'a-1', points: [[0, 0, 0.1]], total: 1 }
     ]
   };
@@ -66,9 +83,9 @@ describe('tables', () => {
   });
 
   it('says values as text', () => {
-    expect([null, undefined, true, false, 3, 0.1 + 0.2, 'x<b>', [1, 2], { a: 1 }].map(cellText)).toEqual(
-      ['—', '—', 'yes', 'no', '3', '0.3', 'x<b>', '[1,2]', '{"a":1}']
-    );
+    expect(
+      [null, undefined, true, false, 3, 0.1 + 0.2, 'x<b>', [1, 2], { a: 1 }].map(cellText)
+    ).toEqual(['—', '—', 'yes', 'no', '3', '0.3', 'x<b>', '[1,2]', '{"a":1}']);
     expect(pointText({ step: 4, value: 0.25, time: 1 })).toBe('0.25 @ step 4');
     expect(pointText(null)).toBe('—');
   });
@@ -86,9 +103,17 @@ describe('curves', () => {
       ['a-1', 0],
       ['other', 2]
     ]);
-    expect(bySteps[0].points).toEqual([[0, 3], [1, 2.5], [2, 2]]);
+    expect(bySteps[0].points).toEqual([
+      [0, 3],
+      [1, 2.5],
+      [2, 2]
+    ]);
     // Seconds since the start, in time order (step 2 was logged again before step 1's time).
-    expect(curves(c, 'loss', 'time')[0].points).toEqual([[0, 3], [20, 2], [30, 2.5]]);
+    expect(curves(c, 'loss', 'time')[0].points).toEqual([
+      [0, 3],
+      [20, 2],
+      [30, 2.5]
+    ]);
     expect(curves(c, 'nothing', 'step')).toEqual([]);
   });
 
@@ -101,7 +126,15 @@ describe('curves', () => {
 
 describe('code diffs', () => {
   it('marks each line of a unified diff', () => {
-    const lines = ['--- cell 2', '+++ cell 2', '@@ -1 +1 @@', '-x = 1', '+x = 2', ' y', 'added cell 3'];
+    const lines = [
+      '--- cell 2',
+      '+++ cell 2',
+      '@@ -1 +1 @@',
+      '-x = 1',
+      '+x = 2',
+      ' y',
+      'added cell 3'
+    ];
     expect(lines.map(diffLineKind)).toEqual([
       'header',
       'header',

@@ -1,4 +1,10 @@
-import { cellsRun, freePath, IExecutedNotebook, notebookRanks, positionOfCell } from '../executednotebook';
+import {
+  cellsRun,
+  freePath,
+  IExecutedNotebook,
+  notebookRanks,
+  positionOfCell
+} from '../executednotebook';
 
 const nb: IExecutedNotebook = {
   cells: [
@@ -25,7 +31,9 @@ describe('the executed notebook', () => {
 
   it("lists the ranks the spec asks for, rank 0's by default", () => {
     const job = (notebook_ranks?: number[] | 'all') =>
-      ({ spec: { notebook_ranks }, world_size: 3 }) as unknown as Parameters<typeof notebookRanks>[0];
+      ({ spec: { notebook_ranks }, world_size: 3 }) as unknown as Parameters<
+        typeof notebookRanks
+      >[0];
     expect(notebookRanks(job())).toEqual([0]);
     expect(notebookRanks(job([2, 0]))).toEqual([0, 2]);
     expect(notebookRanks(job('all'))).toEqual([0, 1, 2]);

@@ -137,7 +137,13 @@ describe('JobList', () => {
     const old = job();
     const newer = [job(), job(), job()];
     const list = new JobList({ ...EMPTY_QUERY, q: 'resnet' });
-    list.addPage(page(newer.map(j => ({ ...j, name: `resnet-${j.seq}` })), 10, newer[0].seq!));
+    list.addPage(
+      page(
+        newer.map(j => ({ ...j, name: `resnet-${j.seq}` })),
+        10,
+        newer[0].seq!
+      )
+    );
     expect(list.update(job({ name: 'other' }))).toBe(false);
     expect(list.update({ ...old, name: 'resnet-old' })).toBe(false); // older than the page
     expect(list.jobs).toHaveLength(3);

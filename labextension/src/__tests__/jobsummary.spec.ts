@@ -76,7 +76,11 @@ describe('cellsDone', () => {
 
 describe('bestCheckpoint', () => {
   it('picks the smallest loss, or the latest when none recorded metrics', () => {
-    const best = bestCheckpoint([checkpoint(0, { loss: 2 }), checkpoint(5, { loss: 1 }), checkpoint(9, { loss: 3 })]);
+    const best = bestCheckpoint([
+      checkpoint(0, { loss: 2 }),
+      checkpoint(5, { loss: 1 }),
+      checkpoint(9, { loss: 3 })
+    ]);
     expect(best?.checkpoint.step).toBe(5);
     expect(best?.metric).toBe('loss');
     expect(bestCheckpoint([checkpoint(1, {}), checkpoint(4, {})])).toMatchObject({
@@ -89,7 +93,10 @@ describe('bestCheckpoint', () => {
 
 describe('parameterRows', () => {
   it('puts what differs from the notebook first', () => {
-    const rows = parameterRows({ lr: 0.01, epochs: 4, extra: true }, { epochs: 4, lr: 0.1, seed: 0 });
+    const rows = parameterRows(
+      { lr: 0.01, epochs: 4, extra: true },
+      { epochs: 4, lr: 0.1, seed: 0 }
+    );
     expect(rows.map(r => [r.name, r.changed])).toEqual([
       ['extra', true],
       ['lr', true],
@@ -126,7 +133,13 @@ describe('specRows', () => {
 describe('dedupeTimeline', () => {
   it('drops an event that repeats the one before it', () => {
     const e = (time: number, state: string) => ({ time, type: 'state', state });
-    const out = dedupeTimeline([e(1, 'queued'), e(2, 'running'), e(3, 'running'), e(4, 'cancelled'), e(5, 'running')]);
+    const out = dedupeTimeline([
+      e(1, 'queued'),
+      e(2, 'running'),
+      e(3, 'running'),
+      e(4, 'cancelled'),
+      e(5, 'running')
+    ]);
     expect(out.map(x => x.time)).toEqual([1, 2, 4, 5]);
   });
 });

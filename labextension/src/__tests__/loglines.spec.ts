@@ -90,8 +90,17 @@ describe('all ranks merged', () => {
       marker(2, '2026-12-02T12:00:04.000Z'),
       'r1 cell 2'
     ]);
-    const rows = new MergedRows(new Map([[1, r1], [0, r0]]));
-    const shown = Array.from({ length: rows.length }, (_, i) => [rows.rank(i), rows.text(i), rows.lineNumber(i)]);
+    const rows = new MergedRows(
+      new Map([
+        [1, r1],
+        [0, r0]
+      ])
+    );
+    const shown = Array.from({ length: rows.length }, (_, i) => [
+      rows.rank(i),
+      rows.text(i),
+      rows.lineNumber(i)
+    ]);
     expect(shown).toEqual([
       [1, 'preamble of rank 1', 1],
       [0, r0.line(1), 2],
@@ -104,7 +113,13 @@ describe('all ranks merged', () => {
       [0, 'r0 cell 2 a', 5],
       [0, 'r0 cell 2 b', 6]
     ]);
-    const withInternal = new MergedRows(new Map([[0, r0], [1, r1]]), true);
+    const withInternal = new MergedRows(
+      new Map([
+        [0, r0],
+        [1, r1]
+      ]),
+      true
+    );
     expect(withInternal.length).toBe(rows.length + 1);
     expect(withInternal.text(0)).toBe(r0.line(0));
   });
@@ -112,7 +127,12 @@ describe('all ranks merged', () => {
   it('takes in lines as they arrive', () => {
     const r0 = buffer([marker(1, '2026-12-02T12:00:00.000Z'), 'a']);
     const r1 = buffer([marker(1, '2026-12-02T12:00:01.000Z'), 'b']);
-    const rows = new MergedRows(new Map([[0, r0], [1, r1]]));
+    const rows = new MergedRows(
+      new Map([
+        [0, r0],
+        [1, r1]
+      ])
+    );
     expect(rows.length).toBe(4);
     r0.append('a2\n');
     expect(rows.length).toBe(5);
@@ -153,7 +173,9 @@ describe('search', () => {
   });
 
   it('counts a large log in slices and goes on over rows appended since', () => {
-    const lines = Array.from({ length: 250_000 }, (_, i) => (i % 1000 === 0 ? `step ${i} error` : `step ${i}`));
+    const lines = Array.from({ length: 250_000 }, (_, i) =>
+      i % 1000 === 0 ? `step ${i} error` : `step ${i}`
+    );
     const r = new SearchResults('error');
     expect(r.scan(rows(lines), 100_000)).toBe(false);
     expect(r.label(false)).toBe('0 of 100+');
@@ -178,7 +200,10 @@ describe('search', () => {
 
   it('marks each occurrence in the spans, across span edges, the current one apart', () => {
     const re = compileQuery('ab')!;
-    expect(matchRanges('xabyAB', re)).toEqual([[1, 3], [4, 6]]);
+    expect(matchRanges('xabyAB', re)).toEqual([
+      [1, 3],
+      [4, 6]
+    ]);
     const spans = [
       { text: 'xa', style: { bold: true } },
       { text: 'byAB', style: {} }

@@ -26,7 +26,9 @@ describe('LogView', () => {
   it('jumps to a search hit and highlights it', () => {
     const view = new LogView({ lineHeight: 20 });
     sized(view, 200);
-    view.append(Array.from({ length: 500 }, (_, i) => `line ${i}`).join('\n') + '\nTraceback here\n');
+    view.append(
+      Array.from({ length: 500 }, (_, i) => `line ${i}`).join('\n') + '\nTraceback here\n'
+    );
     const hit = view.find('traceback');
     expect(hit).toBe(500);
     expect(view.follow).toBe(false);
@@ -42,7 +44,9 @@ describe('LogView rows', () => {
   it("draws cell markers as separators and leaves trainhub's own lines out", () => {
     const view = new LogView({ lineHeight: 20 });
     sized(view, 400);
-    view.append(`[trainhub] rank 0/1, attempt 0: running notebook nb.ipynb\n${marker}\nhello\n[trainhub] finished\n`);
+    view.append(
+      `[trainhub] rank 0/1, attempt 0: running notebook nb.ipynb\n${marker}\nhello\n[trainhub] finished\n`
+    );
     view.render();
     const rows = [...view.node.querySelectorAll('.jp-trainhub-logview-row')];
     expect(rows).toHaveLength(2);
@@ -68,7 +72,9 @@ describe('LogView rows', () => {
     expect(view.searchStep(true)).toBe(0);
     expect(view.searchStep(true)).toBe(2);
     view.render();
-    expect(view.node.querySelector('.jp-mod-current')!.closest('.jp-trainhub-logview-row')!.textContent).toBe('3loss 2');
+    expect(
+      view.node.querySelector('.jp-mod-current')!.closest('.jp-trainhub-logview-row')!.textContent
+    ).toBe('3loss 2');
     expect(labels[labels.length - 1]).toBe('3 of 3');
     view.search('');
     expect(labels[labels.length - 1]).toBe('');

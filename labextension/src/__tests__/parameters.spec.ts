@@ -8,12 +8,20 @@ import {
   pythonLiteral
 } from '../parameters';
 
+/** What these tests read of a notebook file's cell. */
+interface INotebookCell {
+  metadata: { tags?: string[] };
+  source: string | string[];
+}
+
 describe('parseParameterCell', () => {
   it('reads the parameters cell of the example notebook', () => {
     const notebook = JSON.parse(
       fs.readFileSync(path.join(__dirname, '../../../examples/train_ddp.ipynb'), 'utf8')
     );
-    const cell = notebook.cells.find((c: any) => (c.metadata.tags ?? []).includes('parameters'));
+    const cell = (notebook.cells as INotebookCell[]).find(c =>
+      (c.metadata.tags ?? []).includes('parameters')
+    )!;
     const source = Array.isArray(cell.source) ? cell.source.join('') : cell.source;
     const params = parseParameterCell(source);
     const byName = Object.fromEntries(params.map(p => [p.name, p.text]));

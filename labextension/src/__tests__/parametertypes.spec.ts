@@ -1,9 +1,4 @@
-import {
-  parameterError,
-  parameterErrors,
-  parameterKind,
-  parameterValueFor
-} from '../parameters';
+import { parameterError, parameterErrors, parameterKind, parameterValueFor } from '../parameters';
 
 describe('parameterKind (the type of the default, from its source text)', () => {
   it.each([

@@ -36,10 +36,14 @@ describe('URLs', () => {
 
 describe('toApiError', () => {
   it('keeps the message and the field errors', () => {
-    const e = toApiError(400, {
-      message: 'The job spec is not valid.',
-      errors: [{ field: 'resources.gpus_per_worker', message: 'at most 8' }, { bogus: 1 }]
-    }, 'fallback');
+    const e = toApiError(
+      400,
+      {
+        message: 'The job spec is not valid.',
+        errors: [{ field: 'resources.gpus_per_worker', message: 'at most 8' }, { bogus: 1 }]
+      },
+      'fallback'
+    );
     expect(e.status).toBe(400);
     expect(e.message).toBe('The job spec is not valid.');
     expect(e.fieldErrors).toEqual([{ field: 'resources.gpus_per_worker', message: 'at most 8' }]);

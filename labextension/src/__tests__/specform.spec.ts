@@ -1,12 +1,6 @@
 import { IConfig } from '../models';
 import { IParameter } from '../parameters';
-import {
-  datasetNames,
-  defaultJobName,
-  errorsByField,
-  formToSpec,
-  initialForm
-} from '../specform';
+import { datasetNames, defaultJobName, errorsByField, formToSpec, initialForm } from '../specform';
 
 const localConfig: IConfig = {
   backend: 'local',

@@ -1,4 +1,4 @@
-import { ITimelineEvent } from '../models';
+import { ITimelineEvent, JobState } from '../models';
 import {
   canResume,
   canSuspend,
@@ -12,9 +12,9 @@ const at = (type: string, extra: Record<string, unknown> = {}): ITimelineEvent =
 
 describe('Suspend and Resume in the job view', () => {
   it('offers Suspend until the job ends or is suspended, and Resume only when suspended', () => {
-    expect(['queued', 'starting', 'running', 'retrying'].every(s => canSuspend(s as any))).toBe(
-      true
-    );
+    expect(
+      ['queued', 'starting', 'running', 'retrying'].every(s => canSuspend(s as JobState))
+    ).toBe(true);
     for (const s of ['succeeded', 'failed', 'cancelled', 'suspended'] as const) {
       expect(canSuspend(s)).toBe(false);
     }

@@ -10,13 +10,24 @@ import {
   trialStateLabel
 } from '../sweeps';
 
-function trial(n: number, lr: number, loss: number | null, extra: Partial<ITrialView> = {}): ITrialView {
+function trial(
+  n: number,
+  lr: number,
+  loss: number | null,
+  extra: Partial<ITrialView> = {}
+): ITrialView {
   return {
     trial: n,
     parameters: { lr, opt: n % 2 ? 'sgd' : 'adam' },
     job_id: `t${n}`,
     state: 'succeeded',
-    scalars: loss === null ? {} : { loss: { last: loss + 0.1, min: loss, max: loss + 1, step: 9 }, acc: { last: 1 - loss, min: 0, max: 1 - loss, step: 9 } },
+    scalars:
+      loss === null
+        ? {}
+        : {
+            loss: { last: loss + 0.1, min: loss, max: loss + 1, step: 9 },
+            acc: { last: 1 - loss, min: 0, max: 1 - loss, step: 9 }
+          },
     value: loss,
     best: false,
     ...extra
@@ -38,7 +49,12 @@ function sweep(trials: ITrialView[]): IDescribeSweep {
     stopped_early: 1,
     metric: 'loss',
     mode: 'min',
-    sweep: { space: { lr: { kind: 'loguniform', low: 1e-4, high: 1 }, opt: { kind: 'choice', values: ['adam', 'sgd'] } } },
+    sweep: {
+      space: {
+        lr: { kind: 'loguniform', low: 1e-4, high: 1 },
+        opt: { kind: 'choice', values: ['adam', 'sgd'] }
+      }
+    },
     job: { name: 's', source: { kind: 'notebook', path: 's.ipynb' } },
     seed: 1,
     best_trial: 1,
@@ -55,8 +71,15 @@ const TRIALS = [
 
 describe('the trials table', () => {
   it('says stopped early, not cancelled, for a trial its rule stopped', () => {
-    expect(TRIALS.map(trialStateLabel)).toEqual(['succeeded', 'succeeded', 'stopped early', 'running']);
-    expect(trialStateLabel(trial(4, 1, 1, { state: 'cancelled', failure_class: 'cancelled' }))).toBe('cancelled');
+    expect(TRIALS.map(trialStateLabel)).toEqual([
+      'succeeded',
+      'succeeded',
+      'stopped early',
+      'running'
+    ]);
+    expect(
+      trialStateLabel(trial(4, 1, 1, { state: 'cancelled', failure_class: 'cancelled' }))
+    ).toBe('cancelled');
     expect(trialStateLabel(trial(5, 1, 1, { state: null, error: 'refused' }))).toBe('refused');
   });
 
@@ -93,26 +116,62 @@ describe('the scatter', () => {
     const s = scatter(sweep(TRIALS), 'opt', 'acc');
     expect(s.categories).toEqual(['"adam"', '"sgd"']);
     const all = s.series.flatMap(x => x.points).sort((a, b) => a[1] - b[1]);
-    expect(all.map(([x, y]) => [x, Math.round(y * 10) / 10])).toEqual([[0, 0.1], [0, 0.5], [1, 0.8]]);
+    expect(all.map(([x, y]) => [x, Math.round(y * 10) / 10])).toEqual([
+      [0, 0.1],
+      [0, 0.5],
+      [1, 0.8]
+    ]);
   });
 });
 
 describe('the sweep fields of the submit dialog', () => {
   it('reads each kind of dimension', () => {
-    expect(dimensionOf({ kind: 'list', text: '32, 64' })).toEqual({ kind: 'list', values: [32, 64] });
-    expect(dimensionOf({ kind: 'choice', text: 'adam, "sgd"' })).toEqual({ kind: 'choice', values: ['adam', 'sgd'] });
-    expect(dimensionOf({ kind: 'range', text: '1, 9, 2' })).toEqual({ kind: 'range', start: 1, stop: 9, step: 2, scale: 'linear' });
-    expect(dimensionOf({ kind: 'logrange', text: '1e-4,1e-1,10' })).toEqual({ kind: 'range', start: 1e-4, stop: 0.1, step: 10, scale: 'log' });
-    expect(dimensionOf({ kind: 'loguniform', text: '1e-4, 1' })).toEqual({ kind: 'loguniform', low: 1e-4, high: 1 });
+    expect(dimensionOf({ kind: 'list', text: '32, 64' })).toEqual({
+      kind: 'list',
+      values: [32, 64]
+    });
+    expect(dimensionOf({ kind: 'choice', text: 'adam, "sgd"' })).toEqual({
+      kind: 'choice',
+      values: ['adam', 'sgd']
+    });
+    expect(dimensionOf({ kind: 'range', text: '1, 9, 2' })).toEqual({
+      kind: 'range',
+      start: 1,
+      stop: 9,
+      step: 2,
+      scale: 'linear'
+    });
+    expect(dimensionOf({ kind: 'logrange', text: '1e-4,1e-1,10' })).toEqual({
+      kind: 'range',
+      start: 1e-4,
+      stop: 0.1,
+      step: 10,
+      scale: 'log'
+    });
+    expect(dimensionOf({ kind: 'loguniform', text: '1e-4, 1' })).toEqual({
+      kind: 'loguniform',
+      low: 1e-4,
+      high: 1
+    });
     expect(dimensionOf({ kind: 'uniform', text: '1' })).toBe('give low, high as numbers');
     expect(dimensionOf({ kind: 'list', text: ' , ' })).toBe('give at least one value');
     expect(dimensionOf({ kind: 'fixed', text: 'x' })).toBeNull();
   });
 
   it('makes the request, the swept parameters out of the fixed ones', () => {
-    const job = { name: 'n', source: { kind: 'notebook' as const, path: 'n.ipynb' }, parameters: { lr: 0.1, epochs: 3 } };
+    const job = {
+      name: 'n',
+      source: { kind: 'notebook' as const, path: 'n.ipynb' },
+      parameters: { lr: 0.1, epochs: 3 }
+    };
     const made = sweepRequest(
-      { ...EMPTY_SWEEP_FORM, enabled: true, vary: { lr: { kind: 'list', text: '0.1, 0.01' } }, earlyStop: 'median', minSteps: '3' },
+      {
+        ...EMPTY_SWEEP_FORM,
+        enabled: true,
+        vary: { lr: { kind: 'list', text: '0.1, 0.01' } },
+        earlyStop: 'median',
+        minSteps: '3'
+      },
       job
     );
     expect(made).toEqual({
@@ -132,7 +191,14 @@ describe('the sweep fields of the submit dialog', () => {
       errors: { 'sweep.space': 'vary at least one parameter' }
     });
     const bad = sweepRequest(
-      { ...EMPTY_SWEEP_FORM, enabled: true, vary: { lr: { kind: 'range', text: '1, x' } }, maxRunning: '1.5', earlyStop: 'halving', metric: ' ' },
+      {
+        ...EMPTY_SWEEP_FORM,
+        enabled: true,
+        vary: { lr: { kind: 'range', text: '1, x' } },
+        maxRunning: '1.5',
+        earlyStop: 'halving',
+        metric: ' '
+      },
       job
     );
     expect(bad).toEqual({

@@ -6,7 +6,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 
 const STYLE = path.resolve(__dirname, '..', '..', 'style');
-const NAMED = /\b(white|black|red|green|blue|yellow|orange|gray|grey|pink|purple|silver|navy|teal)\b/i;
+const NAMED =
+  /\b(white|black|red|green|blue|yellow|orange|gray|grey|pink|purple|silver|navy|teal)\b/i;
 const COLOUR_PROPERTY =
   /^\s*(color|background(-color)?|border(-(top|right|bottom|left))?(-color)?|outline(-color)?|fill|stroke|box-shadow|--[\w-]+)\s*:\s*(.+?);?\s*$/;
 
@@ -17,7 +18,10 @@ function declarations(css: string): { line: number; property: string; value: str
     .split('\n')
     .forEach((text, i) => {
       // one-line rules: `.x { color: var(--a); }`
-      for (const part of text.replace(/^[^{]*\{/, '').replace(/\}.*$/, '').split(';')) {
+      for (const part of text
+        .replace(/^[^{]*\{/, '')
+        .replace(/\}.*$/, '')
+        .split(';')) {
         const m = COLOUR_PROPERTY.exec(part);
         if (m) {
           out.push({ line: i + 1, property: m[1], value: m[7] });

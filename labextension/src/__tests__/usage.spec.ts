@@ -47,13 +47,27 @@ describe('goodputSegments', () => {
 
 describe('quotaBar', () => {
   it('shows used, borrowed and lendable against the nominal quota', () => {
-    const b = quotaBar({ pool: 'a100', resource: 'nvidia.com/gpu', used: 6, nominal: 8, borrowed: 0, lendable: 2 });
+    const b = quotaBar({
+      pool: 'a100',
+      resource: 'nvidia.com/gpu',
+      used: 6,
+      nominal: 8,
+      borrowed: 0,
+      lendable: 2
+    });
     expect([b.used, b.borrowed, b.free]).toEqual([0.75, 0, 0.25]);
     expect(b.text).toBe('6 of 8 used · 2 lendable');
   });
 
   it('scales to what is in use when the team borrows beyond its quota', () => {
-    const b = quotaBar({ pool: 'h100', resource: 'nvidia.com/gpu', used: 10, nominal: 8, borrowed: 2, lendable: 0 });
+    const b = quotaBar({
+      pool: 'h100',
+      resource: 'nvidia.com/gpu',
+      used: 10,
+      nominal: 8,
+      borrowed: 2,
+      lendable: 0
+    });
     expect(b.used).toBeCloseTo(0.8);
     expect(b.borrowed).toBeCloseTo(0.2);
     expect(b.free).toBe(0);
@@ -61,7 +75,14 @@ describe('quotaBar', () => {
   });
 
   it('never draws more than the whole bar, and says an unknown quota', () => {
-    const b = quotaBar({ pool: 'x', resource: 'cpu', used: 0.5, nominal: null, borrowed: 0, lendable: null });
+    const b = quotaBar({
+      pool: 'x',
+      resource: 'cpu',
+      used: 0.5,
+      nominal: null,
+      borrowed: 0,
+      lendable: null
+    });
     expect(b.used + b.borrowed + b.free).toBeLessThanOrEqual(1);
     expect(b.text).toBe('0.50 of ? used');
   });

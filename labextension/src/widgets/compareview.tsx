@@ -26,7 +26,7 @@ import {
   XAxis
 } from '../compare';
 import { formatDuration } from '../format';
-import { StateBadge } from './jobspanel';
+import { StateBadge } from './statebadge';
 
 export const COMPARE_COMMAND = 'trainhub:compare';
 /** Points per curve asked of the server: the chart draws a few per pixel column anyway. */
@@ -388,8 +388,7 @@ export class CompareView extends MainAreaWidget<CompareBody> {
 export function registerCompare(app: JupyterFrontEnd, api: TrainHubAPI): void {
   const views = new Map<string, CompareView>();
   app.commands.addCommand(COMPARE_COMMAND, {
-    label: args =>
-      Array.isArray(args.ids) ? `Compare ${args.ids.length} jobs` : 'Compare jobs',
+    label: args => (Array.isArray(args.ids) ? `Compare ${args.ids.length} jobs` : 'Compare jobs'),
     caption: 'Parameters, code, lineage, resources, verdicts and scalars side by side',
     execute: args => {
       const ids = compareIds(args);

@@ -7,13 +7,7 @@ import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
 import { IDescribeJob, TERMINAL_STATES } from '../models';
-import {
-  formatGpuSeconds,
-  formatShare,
-  goodputSegments,
-  IGoodputParts,
-  IJobUsage
-} from '../usage';
+import { formatGpuSeconds, formatShare, goodputSegments, IGoodputParts, IJobUsage } from '../usage';
 
 export function GoodputBar(props: {
   parts: IGoodputParts;
@@ -25,8 +19,7 @@ export function GoodputBar(props: {
   if (!segments.length) {
     return null;
   }
-  const amount = (s: number) =>
-    gpus > 0 ? formatGpuSeconds(s * gpus) : `${Math.round(s)} s`;
+  const amount = (s: number) => (gpus > 0 ? formatGpuSeconds(s * gpus) : `${Math.round(s)} s`);
   return (
     <div className="jp-trainhub-goodput">
       <div
@@ -95,9 +88,7 @@ export function JobGoodput(props: { job: IDescribeJob; api: TrainHubAPI }): JSX.
         {usage.steps} steps kept
         {usage.redone_steps ? ` · ${usage.redone_steps} redone after a restart` : ''}
         {usage.attempts > 1 ? ` · ${usage.attempts} attempts` : ''}
-        {usage.requeue_s >= 1
-          ? ` · ${Math.round(usage.requeue_s)} s waiting between attempts`
-          : ''}
+        {usage.requeue_s >= 1 ? ` · ${Math.round(usage.requeue_s)} s waiting between attempts` : ''}
       </div>
     </section>
   );

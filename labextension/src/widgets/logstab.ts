@@ -129,7 +129,9 @@ export class LogsTab extends Widget {
     }
     this.started = true;
     await this.refreshRanks();
-    this.showRank(this.shown === ALL || this.ranks.includes(this.shown) ? this.shown : (this.ranks[0] ?? 0));
+    this.showRank(
+      this.shown === ALL || this.ranks.includes(this.shown) ? this.shown : (this.ranks[0] ?? 0)
+    );
     this.ranksTimer = setInterval(() => {
       if ([...this.streams.values()].some(s => !s.ended)) {
         void this.refreshRanks();
@@ -151,7 +153,8 @@ export class LogsTab extends Widget {
     if (this.isDisposed || this.ranks.join(',') === before) {
       return; // the same ranks: the open list is left as it is
     }
-    const options = this.ranks.length > 1 ? [...this.ranks.map(String), ALL] : this.ranks.map(String);
+    const options =
+      this.ranks.length > 1 ? [...this.ranks.map(String), ALL] : this.ranks.map(String);
     this.rankSelect.textContent = '';
     for (const v of options) {
       const o = document.createElement('option');
@@ -198,7 +201,9 @@ export class LogsTab extends Widget {
   private applyRows(): void {
     const showInternal = this.internalBox.checked;
     if (this.shown === ALL) {
-      const buffers = new Map([...this.streams].filter(([r]) => this.ranks.includes(r)).map(([r, s]) => [r, s.buffer]));
+      const buffers = new Map(
+        [...this.streams].filter(([r]) => this.ranks.includes(r)).map(([r, s]) => [r, s.buffer])
+      );
       this.view.rows = new MergedRows(buffers, showInternal);
     } else {
       this.view.rows = new RankRows(this.stream(this.shown).buffer, showInternal);
@@ -207,11 +212,17 @@ export class LogsTab extends Widget {
   }
 
   private stream(rank: number): IRankStream {
-    let s = this.streams.get(rank);
+    const s = this.streams.get(rank);
     if (s) {
       return s;
     }
-    const stream: IRankStream = { buffer: new LogBuffer(), socket: null, consumed: 0, ended: false, status: 'connecting…' };
+    const stream: IRankStream = {
+      buffer: new LogBuffer(),
+      socket: null,
+      consumed: 0,
+      ended: false,
+      status: 'connecting…'
+    };
     stream.socket = new ResumableSocket({
       url: () =>
         wsApiUrl(this.api.settings, ['jobs', this.jobId, 'logs', rank, 'stream'], {
@@ -221,7 +232,8 @@ export class LogsTab extends Widget {
       onMessage: data => this.onMessage(stream, data),
       onStatus: status => {
         if (!stream.ended) {
-          stream.status = status === 'open' ? 'live' : status === 'waiting' ? 'reconnecting…' : status;
+          stream.status =
+            status === 'open' ? 'live' : status === 'waiting' ? 'reconnecting…' : status;
           this.updateStatus();
         }
       }

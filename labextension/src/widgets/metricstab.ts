@@ -110,7 +110,16 @@ export class MetricsTab extends Widget {
     this.gpuHeading = this.heading('GPUs');
     this.gpuBox = this.grid();
     this.gpuHeading.hidden = this.gpuBox.hidden = true;
-    this.node.append(bar, this.parentNote, h1, this.scalarBox, h2, this.systemBox, this.gpuHeading, this.gpuBox);
+    this.node.append(
+      bar,
+      this.parentNote,
+      h1,
+      this.scalarBox,
+      h2,
+      this.systemBox,
+      this.gpuHeading,
+      this.gpuBox
+    );
     this.smoothingValue.textContent = this.smoothing.value;
   }
 
@@ -170,7 +179,9 @@ export class MetricsTab extends Widget {
       this.resumedFrom = { id: parent.id, name: parent.name, step: ref.step ?? null, scalars };
       this.parentNote.textContent =
         `Continues ${parent.name} (${parent.id}) from ` +
-        (ref.step !== null && ref.step !== undefined ? `step ${ref.step}` : 'its latest checkpoint') +
+        (ref.step !== null && ref.step !== undefined
+          ? `step ${ref.step}`
+          : 'its latest checkpoint') +
         ': its curves before that are dashed.';
       this.parentNote.hidden = false;
       this.redraw();
@@ -221,14 +232,22 @@ export class MetricsTab extends Widget {
     const t0 = firstTime(system, gpu);
     this.fill(
       this.systemBox,
-      SYSTEM_CHARTS.map(c => [`system:${c.title}`, { title: c.title, unit: c.unit, yRange: c.yRange, xLabel: 's' }, systemSeries(system, c, t0)]),
+      SYSTEM_CHARTS.map(c => [
+        `system:${c.title}`,
+        { title: c.title, unit: c.unit, yRange: c.yRange, xLabel: 's' },
+        systemSeries(system, c, t0)
+      ]),
       'No CPU or memory samples yet.'
     );
     this.gpuHeading.hidden = this.gpuBox.hidden = !gpu.length;
     if (gpu.length) {
       this.fill(
         this.gpuBox,
-        GPU_CHARTS.map(c => [`gpu:${c.title}`, { title: c.title, unit: c.unit, yRange: c.yRange, xLabel: 's' }, gpuSeries(gpu, c.value, t0)]),
+        GPU_CHARTS.map(c => [
+          `gpu:${c.title}`,
+          { title: c.title, unit: c.unit, yRange: c.yRange, xLabel: 's' },
+          gpuSeries(gpu, c.value, t0)
+        ]),
         ''
       );
     }
@@ -237,15 +256,26 @@ export class MetricsTab extends Widget {
   private drawScalars(): void {
     const records = this.records.scalars as IScalarRecord[];
     const parentScalars = this.resumedFrom?.scalars ?? [];
-    const ranks = [...new Set([...scalarRanks(records), ...scalarRanks(parentScalars)])].sort((a, b) => a - b);
+    const ranks = [...new Set([...scalarRanks(records), ...scalarRanks(parentScalars)])].sort(
+      (a, b) => a - b
+    );
     this.updateRanks(ranks.length ? ranks : [0]);
     let series = scalarSeriesOf(records, this.rank);
     if (this.resumedFrom) {
-      series = withParent(series, scalarSeriesOf(parentScalars, this.rank), this.resumedFrom.step, `parent ${this.resumedFrom.name}`);
+      series = withParent(
+        series,
+        scalarSeriesOf(parentScalars, this.rank),
+        this.resumedFrom.step,
+        `parent ${this.resumedFrom.name}`
+      );
     }
     this.fill(
       this.scalarBox,
-      [...series.entries()].map(([name, s]) => [`scalar:${name}`, { title: name, xLabel: 'step', ...this.scalarOptions() }, s]),
+      [...series.entries()].map(([name, s]) => [
+        `scalar:${name}`,
+        { title: name, xLabel: 'step', ...this.scalarOptions() },
+        s
+      ]),
       'No training scalars yet (trainhub.log(step=..., loss=...)).'
     );
   }
@@ -269,7 +299,9 @@ export class MetricsTab extends Widget {
     this.rankSelect.value = String(this.rank);
     this.rankSelect.disabled = options.length < 2;
     this.rankNote.textContent =
-      ranks.length > 1 ? '' : `only rank ${ranks[0]} logged scalars (trainhub.log(..., rank0_only=False) logs every rank)`;
+      ranks.length > 1
+        ? ''
+        : `only rank ${ranks[0]} logged scalars (trainhub.log(..., rank0_only=False) logs every rank)`;
   }
 
   /** Put one chart per entry into `box`, reusing each chart (and its zoom) by key. */

@@ -13,7 +13,13 @@ import { Contents } from '@jupyterlab/services';
 import { Panel, TabPanel, Widget } from '@lumino/widgets';
 
 import { TrainHubAPI } from '../api';
-import { cellsRun, freePath, IExecutedNotebook, notebookRanks, positionOfCell } from '../executednotebook';
+import {
+  cellsRun,
+  freePath,
+  IExecutedNotebook,
+  notebookRanks,
+  positionOfCell
+} from '../executednotebook';
 import { IDescribeJob, TERMINAL_STATES } from '../models';
 import { apiUrl, requestAPI } from '../request';
 
@@ -36,7 +42,11 @@ export const executedNotebookPlugin: JupyterFrontEndPlugin<void> = {
   description: "Renders a job's executed notebook in its job view.",
   autoStart: true,
   requires: [IRenderMimeRegistry, IEditorServices],
-  activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, editorServices: IEditorServices) => {
+  activate: (
+    app: JupyterFrontEnd,
+    rendermime: IRenderMimeRegistry,
+    editorServices: IEditorServices
+  ) => {
     rendering = {
       rendermime,
       editorServices,

@@ -8,16 +8,14 @@ import { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
-import { IConfig, IDatasetInfo, IDescribeJob, IFieldError, Priority } from '../models';
+import { IConfig, IDescribeJob, IFieldError } from '../models';
 import { isValidName, slugName } from '../naming';
-import { IParameter, parameterErrors, parameterKind } from '../parameters';
+import { IParameter, parameterErrors } from '../parameters';
 import { ApiError } from '../request';
 import { useSweep } from './sweepform';
 import {
   errorsByField,
-  FormField,
   formToSpec,
-  has,
   ISubmitForm,
   rerunRequest,
   rerunResumeFrom,
@@ -25,6 +23,9 @@ import {
   StartFrom,
   submittedName
 } from '../specform';
+import { CellsAndParameters } from './cellsandparameters';
+import { Errors, FieldErrors, Row } from './formrow';
+import { ResourceFields } from './resourcefields';
 
 /** What the Check button does, said where it is pressed. */
 export const CHECK_EXPLAINED =
@@ -41,68 +42,6 @@ export interface ISubmitDialogOptions {
   save?: () => Promise<void>;
 }
 
-type Errors = Partial<Record<FormField, string[]>>;
-
-function FieldErrors(props: { errors?: string[]; id: string }): JSX.Element | null {
-  if (!props.errors?.length) {
-    return null;
-  }
-  return (
-    <div className="jp-trainhub-field-error" id={props.id} role="alert">
-      {props.errors.map((e, i) => (
-        <div key={i}>{e}</div>
-      ))}
-    </div>
-  );
-}
-
-function Row(props: {
-  label: string;
-  field: FormField;
-  errors: Errors;
-  hint?: string;
-  children: React.ReactNode;
-}): JSX.Element {
-  return (
-    <label className="jp-trainhub-form-row" data-field={props.field}>
-      <span className="jp-trainhub-form-label">{props.label}</span>
-      <span className="jp-trainhub-form-control">
-        {props.children}
-        {props.hint ? <span className="jp-trainhub-form-hint">{props.hint}</span> : null}
-        <FieldErrors errors={props.errors[props.field]} id={`trainhub-error-${props.field}`} />
-      </span>
-    </label>
-  );
-}
-
-/** The datasets the user's team may read, once (none when the backend has no datasets). */
-function useDatasets(api: TrainHubAPI, wanted: boolean): IDatasetInfo[] {
-  const [datasets, setDatasets] = React.useState<IDatasetInfo[]>([]);
-  React.useEffect(() => {
-    if (!wanted) {
-      return;
-    }
-    let live = true;
-    api.datasets().then(
-      answer => live && setDatasets(answer.datasets),
-      () => live && setDatasets([]) // the dialog still submits; a name typed elsewhere is checked
-    );
-    return () => {
-      live = false;
-    };
-  }, [api, wanted]);
-  return datasets;
-}
-
-/** Where the chosen datasets appear to the ranks, or how to choose several. */
-function datasetHint(offered: IDatasetInfo[], chosen: string[]): string {
-  const picked = offered.filter(d => chosen.includes(d.name));
-  if (!picked.length) {
-    return 'Only the datasets your team may read; Ctrl or Shift to choose several';
-  }
-  return picked.map(d => `${d.name} at ${d.path} (read-only)`).join('; ');
-}
-
 function SubmitForm(props: {
   options: ISubmitDialogOptions;
   onDone: (job: IDescribeJob | null) => void;
@@ -112,7 +51,10 @@ function SubmitForm(props: {
   const [errors, setErrors] = React.useState<Errors>({});
   const [busy, setBusy] = React.useState<'' | 'checking' | 'submitting'>('');
   const [checked, setChecked] = React.useState(false);
-  const sweep = useSweep(api, parameters.map(p => p.name)); // sweepform.tsx
+  const sweep = useSweep(
+    api,
+    parameters.map(p => p.name)
+  ); // sweepform.tsx
   const defaults = React.useMemo(
     () => Object.fromEntries(parameters.map(p => [p.name, p.text])),
     [parameters]
@@ -121,9 +63,6 @@ function SubmitForm(props: {
     setForm(f => ({ ...f, ...patch }));
     setChecked(false);
   };
-  const limits = config.limits;
-  const team = config.teams.find(t => t.name === form.team);
-  const offered = useDatasets(api, has(config, 'datasets'));
 
   const report = (error: unknown) => {
     if (error instanceof ApiError) {
@@ -191,18 +130,6 @@ function SubmitForm(props: {
       setBusy('');
     }
   };
-
-  const number = (field: keyof ISubmitForm, max: number, min = 0) => (
-    <input
-      className="jp-mod-styled"
-      type="number"
-      min={min}
-      max={max}
-      name={field}
-      value={form[field] as string}
-      onChange={e => update({ [field]: e.target.value } as Partial<ISubmitForm>)}
-    />
-  );
 
   return (
     <form
@@ -282,217 +209,14 @@ function SubmitForm(props: {
             </span>
           </Row>
         ) : null}
-        {config.images.length ? (
-          <Row
-            label="Image"
-            field="image"
-            errors={errors}
-            hint={config.images.find(i => i.name === form.image)?.description}
-          >
-            <select
-              className="jp-mod-styled"
-              name="image"
-              value={form.image}
-              onChange={e => update({ image: e.target.value })}
-            >
-              {config.images.map(i => (
-                <option key={i.name} value={i.name}>
-                  {i.name}
-                </option>
-              ))}
-            </select>
-          </Row>
-        ) : null}
-        {offered.length ? (
-          <Row
-            label="Datasets"
-            field="datasets"
-            errors={errors}
-            hint={datasetHint(offered, form.datasets)}
-          >
-            <select
-              className="jp-mod-styled jp-trainhub-datasets"
-              name="datasets"
-              multiple
-              size={Math.min(offered.length, 5)}
-              value={form.datasets}
-              onChange={e =>
-                update({ datasets: Array.from(e.target.selectedOptions, o => o.value) })
-              }
-            >
-              {offered.map(d => (
-                <option key={d.name} value={d.name} title={d.description}>
-                  {d.name}
-                </option>
-              ))}
-            </select>
-          </Row>
-        ) : null}
-        {has(config, 'multi_node') && limits.max_workers > 1 ? (
-          <Row label="Workers (nodes)" field="workers" errors={errors}>
-            {number('workers', limits.max_workers, 1)}
-          </Row>
-        ) : null}
-        <Row label="Processes per worker" field="processesPerWorker" errors={errors}>
-          {number('processesPerWorker', limits.max_processes_per_worker, 1)}
-        </Row>
-        {has(config, 'gpus') && limits.max_gpus_per_worker > 0 ? (
-          <Row label="GPUs per worker" field="gpusPerWorker" errors={errors}>
-            {number('gpusPerWorker', limits.max_gpus_per_worker)}
-          </Row>
-        ) : null}
-        {has(config, 'worker_resources') ? (
-          <>
-            <Row label="CPU per worker" field="cpuPerWorker" errors={errors} hint="cores, e.g. 0.5 or 8">
-              <input
-                className="jp-mod-styled"
-                name="cpuPerWorker"
-                inputMode="decimal"
-                placeholder="one per process"
-                value={form.cpuPerWorker}
-                onChange={e => update({ cpuPerWorker: e.target.value })}
-              />
-            </Row>
-            <Row label="Memory per worker" field="memoryPerWorker" errors={errors} hint="e.g. 1500Mi or 32Gi">
-              <input
-                className="jp-mod-styled"
-                name="memoryPerWorker"
-                placeholder="default"
-                value={form.memoryPerWorker}
-                onChange={e => update({ memoryPerWorker: e.target.value })}
-              />
-            </Row>
-          </>
-        ) : null}
-        {config.teams.length ? (
-          <Row label="Team" field="team" errors={errors}>
-            <select
-              className="jp-mod-styled"
-              name="team"
-              value={form.team}
-              onChange={e => {
-                const t = config.teams.find(x => x.name === e.target.value);
-                update({ team: e.target.value, queue: t?.queues[0] ?? '' });
-              }}
-            >
-              {config.teams.map(t => (
-                <option key={t.name} value={t.name}>
-                  {t.name}
-                </option>
-              ))}
-            </select>
-          </Row>
-        ) : null}
-        {has(config, 'queues') && team && team.queues.length ? (
-          <Row label="Queue" field="queue" errors={errors}>
-            <select
-              className="jp-mod-styled"
-              name="queue"
-              value={form.queue}
-              onChange={e => update({ queue: e.target.value })}
-            >
-              {team.queues.map(q => (
-                <option key={q} value={q}>
-                  {q}
-                </option>
-              ))}
-            </select>
-          </Row>
-        ) : null}
-        {has(config, 'priority') ? (
-          <Row label="Priority" field="priority" errors={errors}>
-            <select
-              className="jp-mod-styled"
-              name="priority"
-              value={form.priority}
-              onChange={e => update({ priority: e.target.value as Priority })}
-            >
-              <option value="low">low</option>
-              <option value="normal">normal</option>
-              <option value="high">high</option>
-            </select>
-          </Row>
-        ) : null}
-        <Row label="Max runtime" field="maxRuntime" errors={errors} hint="e.g. 90m, 2h, 1d12h">
-          <input
-            className="jp-mod-styled"
-            name="maxRuntime"
-            placeholder="no limit"
-            value={form.maxRuntime}
-            onChange={e => update({ maxRuntime: e.target.value })}
-          />
-        </Row>
-        <Row label="Cells" field="cells" errors={errors}>
-          <span className="jp-trainhub-radio-group">
-            <label>
-              <input
-                type="radio"
-                name="cells"
-                value="all"
-                checked={form.cells === 'all'}
-                onChange={() => update({ cells: 'all' })}
-              />
-              all cells
-            </label>
-            <label>
-              <input
-                type="radio"
-                name="cells"
-                value="selected"
-                disabled={!form.selectedCells.length}
-                checked={form.cells === 'selected'}
-                onChange={() => update({ cells: 'selected' })}
-              />
-              selected ({form.selectedCells.map(i => i + 1).join(', ') || 'none'})
-            </label>
-          </span>
-        </Row>
-        <fieldset className="jp-trainhub-parameters" data-field="parameters">
-          <legend>Parameters</legend>
-          {parameters.length ? null : (
-            <div className="jp-trainhub-form-hint">
-              No cell tagged “parameters” in this notebook.
-            </div>
-          )}
-          {parameters.map(p => {
-            const value = form.parameters[p.name] ?? '';
-            const set = (text: string) =>
-              update({ parameters: { ...form.parameters, [p.name]: text } });
-            const changed = value.trim() !== p.text.trim() ? ' jp-mod-changed' : '';
-            return (
-              <label className="jp-trainhub-form-row" key={p.name} data-parameter={p.name}>
-                <span className="jp-trainhub-form-label jp-trainhub-mono">{p.name}</span>
-                <span className="jp-trainhub-form-control">
-                  {parameterKind(p.text) === 'bool' ? (
-                    <input
-                      type="checkbox"
-                      className={`jp-trainhub-param-bool${changed}`}
-                      name={`param-${p.name}`}
-                      checked={value.trim() === 'True'}
-                      onChange={e => set(e.target.checked ? 'True' : 'False')}
-                    />
-                  ) : (
-                    <input
-                      className={`jp-mod-styled jp-trainhub-mono${changed}${
-                        typeErrors[p.name] ? ' jp-mod-invalid' : ''
-                      }`}
-                      name={`param-${p.name}`}
-                      value={value}
-                      aria-invalid={!!typeErrors[p.name]}
-                      onChange={e => set(e.target.value)}
-                    />
-                  )}
-                  {p.comment ? <span className="jp-trainhub-form-hint">{p.comment}</span> : null}
-                  <FieldErrors
-                    errors={typeErrors[p.name] ? [typeErrors[p.name]] : undefined}
-                    id={`trainhub-error-param-${p.name}`}
-                  />
-                </span>
-              </label>
-            );
-          })}
-          <FieldErrors errors={errors.parameters} id="trainhub-error-parameters" />
-        </fieldset>
+        <ResourceFields api={api} config={config} form={form} errors={errors} update={update} />
+        <CellsAndParameters
+          parameters={parameters}
+          form={form}
+          errors={errors}
+          typeErrors={typeErrors}
+          update={update}
+        />
         {rerun ? null : sweep.fields}
         <FieldErrors errors={errors.general} id="trainhub-error-general" />
         {checked ? (

@@ -58,7 +58,10 @@ function SweepFields(props: {
   const { names, form, errors, update } = props;
   const setRow = (name: string, row: Partial<IVaryRow>) =>
     update({
-      vary: { ...form.vary, [name]: { ...(form.vary[name] ?? { kind: 'fixed', text: '' }), ...row } }
+      vary: {
+        ...form.vary,
+        [name]: { ...(form.vary[name] ?? { kind: 'fixed', text: '' }), ...row }
+      }
     });
   const general = Object.entries(errors)
     .filter(([f]) => !f.startsWith('sweep.space.'))

@@ -109,7 +109,7 @@ class SweepBody extends ReactWidget {
     const params = Object.keys(sweep.sweep.space);
     const scalars = scalarNames(sweep);
     const param = params.includes(this.param) ? this.param : params[0];
-    const metric = scalars.includes(this.metric) ? this.metric : scalars[0] ?? '';
+    const metric = scalars.includes(this.metric) ? this.metric : (scalars[0] ?? '');
     const rows = sortTrials(sweep.trial_views, this.sortKey, this.descending, sweep);
     const rule = sweep.sweep.early_stop;
     return (
@@ -137,7 +137,8 @@ class SweepBody extends ReactWidget {
           ) : null}
           {sweep.metric ? (
             <span>
-              best: {sweep.best_trial === null || sweep.best_trial === undefined
+              best:{' '}
+              {sweep.best_trial === null || sweep.best_trial === undefined
                 ? '–'
                 : `trial ${sweep.best_trial}`}{' '}
               by {sweep.metric} ({sweep.mode})
@@ -199,7 +200,7 @@ class SweepBody extends ReactWidget {
                       {t.job_id}
                     </button>
                   ) : (
-                    t.error ?? '–'
+                    (t.error ?? '–')
                   )}
                 </td>
               </tr>

@@ -11,14 +11,7 @@ import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
 import { formatDuration } from '../format';
-import {
-  barLayout,
-  failureText,
-  formatHours,
-  formatShare,
-  IUsagePanel,
-  quotaBar
-} from '../usage';
+import { barLayout, failureText, formatHours, formatShare, IUsagePanel, quotaBar } from '../usage';
 import { GoodputBar } from './goodput';
 
 export const USAGE_COMMAND = 'trainhub:usage';
@@ -98,7 +91,12 @@ function DailyChart(props: { data: IUsagePanel }): JSX.Element {
       <text className="jp-trainhub-usage-axis" x={CHART.left} y={CHART.height - 4}>
         {daily[0]?.day ?? ''}
       </text>
-      <text className="jp-trainhub-usage-axis" x={CHART.width} y={CHART.height - 4} textAnchor="end">
+      <text
+        className="jp-trainhub-usage-axis"
+        x={CHART.width}
+        y={CHART.height - 4}
+        textAnchor="end"
+      >
         {daily[daily.length - 1]?.day ?? ''}
       </text>
     </svg>
@@ -108,7 +106,9 @@ function DailyChart(props: { data: IUsagePanel }): JSX.Element {
 function Quotas(props: { data: IUsagePanel }): JSX.Element {
   const { quotas, quota_source } = props.data;
   if (!quotas.length) {
-    return <div className="jp-trainhub-muted">No quota known ({quota_source || 'this backend'}).</div>;
+    return (
+      <div className="jp-trainhub-muted">No quota known ({quota_source || 'this backend'}).</div>
+    );
   }
   return (
     <table className="jp-trainhub-usage-quotas">
@@ -122,12 +122,18 @@ function Quotas(props: { data: IUsagePanel }): JSX.Element {
               </th>
               <td>
                 <div className="jp-trainhub-usage-meter" role="img" aria-label={bar.text}>
-                  <span className="jp-trainhub-usage-meter-used" style={{ width: `${bar.used * 100}%` }} />
+                  <span
+                    className="jp-trainhub-usage-meter-used"
+                    style={{ width: `${bar.used * 100}%` }}
+                  />
                   <span
                     className="jp-trainhub-usage-meter-borrowed"
                     style={{ width: `${bar.borrowed * 100}%` }}
                   />
-                  <span className="jp-trainhub-usage-meter-free" style={{ width: `${bar.free * 100}%` }} />
+                  <span
+                    className="jp-trainhub-usage-meter-free"
+                    style={{ width: `${bar.free * 100}%` }}
+                  />
                 </div>
               </td>
               <td className="jp-trainhub-usage-quota-text">{bar.text}</td>
@@ -166,7 +172,9 @@ function Failures(props: { data: IUsagePanel }): JSX.Element {
 function Wasteful(props: { data: IUsagePanel; openJob: (id: string) => void }): JSX.Element {
   const { wasteful } = props.data;
   if (!wasteful.length) {
-    return <div className="jp-trainhub-muted">No job of yours lost GPU time in the last 30 days.</div>;
+    return (
+      <div className="jp-trainhub-muted">No job of yours lost GPU time in the last 30 days.</div>
+    );
   }
   return (
     <table className="jp-trainhub-usage-wasteful">
@@ -256,7 +264,8 @@ export function UsageView(props: {
           {data.team ? (
             <>
               {' '}
-              <span className="jp-trainhub-usage-swatch jp-trainhub-usage-bar-team" /> team {data.team}
+              <span className="jp-trainhub-usage-swatch jp-trainhub-usage-bar-team" /> team{' '}
+              {data.team}
             </>
           ) : null}
         </div>

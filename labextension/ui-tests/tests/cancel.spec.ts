@@ -27,7 +27,9 @@ test('cancel a running job, resubmit it, and resume from its checkpoint', async 
       'last = ckpt.latest()\nstart = last.step + 1 if last else 0\n' +
         "print(f'starting at step {start} rate {rate}', flush=True)"
     ),
-    code("ckpt.save({'w': torch.zeros(2)}, start).wait()\nprint(f'saved step {start}', flush=True)"),
+    code(
+      "ckpt.save({'w': torch.zeros(2)}, start).wait()\nprint(f'saved step {start}', flush=True)"
+    ),
     code('for _ in range(int(seconds / rate)):\n    time.sleep(rate)')
   ]);
   const dialog = await openSubmitDialog(page, 'long-run');

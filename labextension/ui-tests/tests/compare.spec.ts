@@ -55,7 +55,7 @@ test('three runs with different parameters side by side', async ({ page }) => {
   }
 
   await page.evaluate(async ids => {
-    await (window as any).jupyterapp.commands.execute('trainhub:compare', { ids });
+    await window.jupyterapp.commands.execute('trainhub:compare', { ids });
   }, ids);
   const view = page.locator('.jp-trainhub-compareview:visible');
   await expect(view.locator('.jp-trainhub-compare-jobs thead th')).toHaveText([
@@ -77,12 +77,12 @@ test('three runs with different parameters side by side', async ({ page }) => {
   await expect(best.locator('td').nth(2)).toContainText('@ step 39 ★');
 
   const chart = view.locator('.jp-trainhub-compare-chart');
-  await expect(chart.locator('path.jp-trainhub-chart-line')).toHaveCount(3);
+  await expect(chart.locator('.jp-trainhub-chart-legend .jp-trainhub-chart-key')).toHaveCount(3);
   await expect(chart.locator('.jp-trainhub-chart-legend')).toContainText('compare-lr-03');
   await expect(chart).toContainText('loss');
   await view.locator('.jp-trainhub-compare-controls select').nth(1).selectOption('time');
   await expect(chart).toContainText('seconds');
-  await expect(chart.locator('path.jp-trainhub-chart-line')).toHaveCount(3);
+  await expect(chart.locator('.jp-trainhub-chart-legend .jp-trainhub-chart-key')).toHaveCount(3);
   await view.locator('.jp-trainhub-compare-controls select').nth(1).selectOption('step');
   await page.screenshot({ path: path.join(DOCS, 'compare.png') });
 });

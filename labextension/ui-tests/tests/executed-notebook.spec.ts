@@ -4,6 +4,7 @@
  * cell's traceback), the failure box opens it at the cell that raised, and a copy lands in the
  * workspace as a new notebook.
  */
+import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
@@ -38,8 +39,9 @@ test('the executed notebook opens in the job view, at the failing cell too', asy
   await expect(notebook.locator('.jp-OutputArea-output').first()).toHaveText('hello from the job');
   await expect(notebook.locator('.jp-RenderedImage img')).toHaveCount(1);
   await expect(notebook.locator('.jp-RenderedHTMLCommon b')).toHaveText('bold');
-  await expect(notebook.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]'))
-    .toContainText('ValueError: the failing cell');
+  await expect(
+    notebook.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]')
+  ).toContainText('ValueError: the failing cell');
   await expect(notebook.locator('.jp-InputPrompt').first()).toContainText('[1]');
   await expect(view.locator('.jp-trainhub-notebook-status')).toContainText('4 of 5 cells run');
   await page.screenshot({ path: path.join(DOCS, 'job-notebook.png') });
@@ -55,7 +57,9 @@ test('the executed notebook opens in the job view, at the failing cell too', asy
   await view.getByRole('button', { name: 'Copy into workspace' }).click();
   await expect
     .poll(() =>
-      page.evaluate(() => (window as any).jupyterapp.shell.currentWidget?.context?.path ?? '')
+      page.evaluate(
+        () => (window.jupyterapp.shell.currentWidget as NotebookPanel | null)?.context?.path ?? ''
+      )
     )
     .toMatch(/^examples\/executed-executed-[0-9a-f]+\.ipynb$/);
   await expect(status).toContainText('Copied to examples/executed-executed-');

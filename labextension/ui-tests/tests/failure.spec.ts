@@ -2,6 +2,7 @@
  * A notebook whose third cell raises: the job fails as a code failure, a notification says
  * so, and the verdict's button opens the notebook at the cell that raised.
  */
+import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
@@ -41,7 +42,7 @@ test('a failing cell is named in the verdict and opened from it', async ({ page 
   await expect
     .poll(() =>
       page.evaluate(() => {
-        const panel = (window as any).jupyterapp.shell.currentWidget;
+        const panel = window.jupyterapp.shell.currentWidget as NotebookPanel | null;
         return [panel?.context?.path, panel?.content?.activeCellIndex];
       })
     )

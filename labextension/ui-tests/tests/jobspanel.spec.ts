@@ -32,6 +32,9 @@ async function submit(
   return (await response.json()).id;
 }
 
+/** The page's record of what the compare command was run with. */
+type CompareSpy = Window & { compared: unknown[] };
+
 test('search, filter, tag, show a scalar, hold the list and compare', async ({ page }) => {
   test.setTimeout(300 * 1000);
   const content = {
@@ -103,7 +106,9 @@ test('search, filter, tag, show a scalar, hold the list and compare', async ({ p
   await expect(rows.first()).toHaveAttribute('data-job-id', ids[2]);
   await search.fill('quick');
   await expect(rows).toHaveCount(3);
-  await page.locator('#trainhub-jobs').screenshot({ path: path.join(DOCS, 'jobs-panel-search.png') });
+  await page
+    .locator('#trainhub-jobs')
+    .screenshot({ path: path.join(DOCS, 'jobs-panel-search.png') });
 
   // Under the pointer the list holds still: a new job waits as "1 new job".
   // The filter's first page is loaded before the job arrives (a page asked for later would
@@ -132,19 +137,20 @@ test('search, filter, tag, show a scalar, hold the list and compare', async ({ p
 
   // Two selected jobs go to the compare command (`trainhub:compare` with their ids).
   await page.evaluate(() => {
-    const app = (window as any).jupyterapp;
-    (window as any).compared = [];
+    const app = window.jupyterapp;
+    const spy = window as CompareSpy;
+    spy.compared = [];
     if (app.commands.hasCommand('trainhub:compare')) {
       const execute = app.commands.execute.bind(app.commands);
       app.commands.execute = (id: string, args: unknown) => {
         if (id === 'trainhub:compare') {
-          (window as any).compared.push(args);
+          spy.compared.push(args);
         }
         return execute(id, args);
       };
     } else {
       app.commands.addCommand('trainhub:compare', {
-        execute: (args: unknown) => (window as any).compared.push(args)
+        execute: (args: unknown) => spy.compared.push(args)
       });
     }
   });
@@ -153,6 +159,6 @@ test('search, filter, tag, show a scalar, hold the list and compare', async ({ p
   }
   await expect(panel.locator('.jp-trainhub-jobs-bar')).toContainText('2 selected');
   await panel.getByRole('button', { name: 'Compare' }).click();
-  const compared = await page.evaluate(() => (window as any).compared);
+  const compared = await page.evaluate(() => (window as CompareSpy).compared);
   expect(compared).toEqual([{ ids: [ids[0], ids[1]] }]);
 });

@@ -3,6 +3,7 @@
  * processes and smaller parameters, follow it in the panel, watch its logs arrive, see it
  * succeed and browse its checkpoints. Screenshots of each view go to docs/.
  */
+import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { openSubmitDialog } from './notebooks';
@@ -89,7 +90,9 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await expect(result).toContainText(/best checkpoint\s*step 19 \(val_accuracy/);
   const changed = overview.locator('.jp-trainhub-parameter-table tbody tr');
   await expect(changed.first()).toHaveClass(/jp-mod-changed/);
-  await expect(overview.locator('tr[data-parameter="steps_per_epoch"]')).toHaveClass(/jp-mod-changed/);
+  await expect(overview.locator('tr[data-parameter="steps_per_epoch"]')).toHaveClass(
+    /jp-mod-changed/
+  );
   await expect(overview.locator('tr[data-parameter="steps_per_epoch"]')).toContainText('20');
   const raw = overview.locator('details').filter({ hasText: 'Raw spec' });
   await expect(raw.locator('.jp-trainhub-json')).toBeHidden();
@@ -100,7 +103,9 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   // The Metrics tab charts the training scalars the job logged.
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Metrics' }).click();
   await expect(view.locator('.jp-trainhub-chart-title').filter({ hasText: 'loss' })).toBeVisible();
-  await expect(view.locator('.jp-trainhub-chart-title').filter({ hasText: 'val_accuracy' })).toBeVisible();
+  await expect(
+    view.locator('.jp-trainhub-chart-title').filter({ hasText: 'val_accuracy' })
+  ).toBeVisible();
   await page.screenshot({ path: path.join(DOCS, 'job-metrics.png') });
 
   // Its checkpoints: step 19 closes the single epoch of 20 steps.
@@ -114,9 +119,8 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await step19.getByRole('button', { name: 'Load into notebook' }).click();
   await page.notebook.activate(NOTEBOOK);
   const source = await page.evaluate(() => {
-    const app = (window as any).jupyterapp;
-    const panel = app.shell.currentWidget;
-    return panel.content.model.cells.get(panel.content.activeCellIndex).sharedModel.getSource();
+    const panel = window.jupyterapp.shell.currentWidget as NotebookPanel;
+    return panel.content.model!.cells.get(panel.content.activeCellIndex).sharedModel.getSource();
   });
   expect(source).toContain('trainhub.checkpoint.load(');
   expect(source).toContain('0000000019');

@@ -65,7 +65,7 @@ test('a sweep with early stopping: one entry in the panel, trials, best, plot', 
   // loss against lr, the stopped trial among the points
   const plot = view.locator('.jp-trainhub-sweep-plot');
   await expect(plot).toContainText('loss by lr');
-  await expect(plot.locator('svg')).toBeVisible();
+  await expect(plot.locator('.jp-trainhub-chart canvas')).toBeVisible();
   await expect(plot).toContainText('stopped early');
 
   // In the Jobs panel: one entry for the sweep, its three trials inside when unfolded.

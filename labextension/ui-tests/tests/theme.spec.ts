@@ -6,6 +6,7 @@
  * one tab per job with the state's icon and the full name, a cancel that asks first and
  * shows a queued job as cancelled (grey, no run time). Screenshots of both themes to docs/.
  */
+import type { NotebookPanel } from '@jupyterlab/notebook';
 import { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import { expect, test } from './fixtures';
 import * as path from 'path';
@@ -17,8 +18,16 @@ const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const code = (source: string) => cell('code', source);
 
 /** Submit the notebook in front (several are open here) as job `name`. */
-async function submit(page: IJupyterLabPageFixture, prefilled: string, name: string, processes: number) {
-  await page.locator('.jp-NotebookPanel:visible .jp-NotebookPanel-toolbar').getByText('Submit as job').click();
+async function submit(
+  page: IJupyterLabPageFixture,
+  prefilled: string,
+  name: string,
+  processes: number
+) {
+  await page
+    .locator('.jp-NotebookPanel:visible .jp-NotebookPanel-toolbar')
+    .getByText('Submit as job')
+    .click();
   const dialog = page.locator('.jp-trainhub-submit-dialog');
   await expect(dialog.locator('input[name="name"]')).toHaveValue(prefilled);
   await dialog.locator('input[name="name"]').fill(name);
@@ -30,7 +39,11 @@ async function submit(page: IJupyterLabPageFixture, prefilled: string, name: str
   return { row, id: (await row.getAttribute('data-job-id'))! };
 }
 
-async function openView(page: IJupyterLabPageFixture, row: ReturnType<IJupyterLabPageFixture['locator']>, id: string) {
+async function openView(
+  page: IJupyterLabPageFixture,
+  row: ReturnType<IJupyterLabPageFixture['locator']>,
+  id: string
+) {
   await row.getByRole('button', { name: 'Open' }).click();
   const view = page.locator(`#trainhub-job-${id}`);
   await expect(view).toBeVisible();
@@ -48,7 +61,9 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
   const failed = await submit(page, 'theme-fails', 'theme-fails', 1);
   await page.sidebar.openTab('filebrowser'); // submitting showed the Jobs panel instead
   await openNewNotebook(page, 'examples/theme_long.ipynb', [
-    code('import time\nprint("working on step 1", flush=True)\nfor _ in range(1200):\n    time.sleep(0.5)')
+    code(
+      'import time\nprint("working on step 1", flush=True)\nfor _ in range(1200):\n    time.sleep(0.5)'
+    )
   ]);
   const running = await submit(page, 'theme-long', 'theme-long', 2);
   const waiting = await submit(page, 'theme-long', 'theme-waits', 1);
@@ -68,7 +83,9 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
     } else {
       await page.theme.setLightTheme();
     }
-    expect(await page.theme.getTheme()).toBe(theme === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light');
+    expect(await page.theme.getTheme()).toBe(
+      theme === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light'
+    );
 
     const failedView = await openView(page, failed.row, failed.id);
     const box = failedView.locator('.jp-trainhub-verdict');
@@ -85,11 +102,16 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
     const waitingView = await openView(page, waiting.row, waiting.id);
     const banner = waitingView.locator('.jp-trainhub-wait');
     // The reason is said once, and the waiting time ticks.
-    await expect(banner).toHaveText(/^needs 1 CPU slot, 0 free; next in line · waiting \d+(s|m \d+s)$/);
+    await expect(banner).toHaveText(
+      /^needs 1 CPU slot, 0 free; next in line · waiting \d+(s|m \d+s)$/
+    );
     const before = await banner.textContent();
     await expect(banner).not.toHaveText(before!, { timeout: 5000 });
     expect(await belowAA(banner), `wait banner, ${theme} theme`).toEqual([]);
-    expect(await belowAA(waitingView.locator('.jp-trainhub-overview-head')), `head, ${theme}`).toEqual([]);
+    expect(
+      await belowAA(waitingView.locator('.jp-trainhub-overview-head')),
+      `head, ${theme}`
+    ).toEqual([]);
     await page.screenshot({ path: path.join(DOCS, `theme-${theme}-waiting.png`) });
 
     const runningView = await openView(page, running.row, running.id);
@@ -111,9 +133,14 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
   await failed.row.getByRole('button', { name: 'Open' }).click();
   await failed.row.dblclick();
   await toast.getByRole('button', { name: 'Open' }).click();
-  const tabs = page.locator('#jp-main-dock-panel .lm-TabBar-tab').filter({ hasText: 'theme-fails' });
+  const tabs = page
+    .locator('#jp-main-dock-panel .lm-TabBar-tab')
+    .filter({ hasText: 'theme-fails' });
   await expect(tabs).toHaveCount(1);
-  await expect(tabs).toHaveAttribute('title', new RegExp(`theme-fails \\(${failed.id}\\) — failed`));
+  await expect(tabs).toHaveAttribute(
+    'title',
+    new RegExp(`theme-fails \\(${failed.id}\\) — failed`)
+  );
   await expect(tabs.locator('.lm-TabBar-tabIcon svg')).toHaveCount(1);
   await expect.soft(tabs.locator('.jp-trainhub-state-icon-failed')).toHaveCount(1);
 
@@ -123,22 +150,32 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
   await expect
     .poll(() =>
       page.evaluate(() => {
-        const panel = (window as any).jupyterapp.shell.currentWidget;
+        const panel = window.jupyterapp.shell.currentWidget as NotebookPanel | null;
         const editor = panel?.content?.activeCell?.editor;
         const sel = editor?.getSelection();
-        return [panel?.context?.path, panel?.content?.activeCellIndex, sel?.start.line, sel?.end.column];
+        return [
+          panel?.context?.path,
+          panel?.content?.activeCellIndex,
+          sel?.start.line,
+          sel?.end.column
+        ];
       })
     )
     .toEqual(['examples/theme_fails.ipynb', 2, 1, 'score = metrics["validation"]'.length]);
 
   // Cancel the waiting job from its view: asked first, then cancelled; grey, no run time.
   const waitingView = await openView(page, waiting.row, waiting.id);
-  const cancel = waitingView.locator('.jp-trainhub-overview-head').getByRole('button', { name: 'Cancel' });
+  const cancel = waitingView
+    .locator('.jp-trainhub-overview-head')
+    .getByRole('button', { name: 'Cancel' });
   await cancel.click();
   const dialog = page.locator('.jp-Dialog');
   await expect(dialog).toContainText('Cancel theme-waits');
   await dialog.getByRole('button', { name: 'Keep running' }).click();
-  await expect(waitingView.locator('.jp-trainhub-overview')).toHaveAttribute('data-state', 'queued');
+  await expect(waitingView.locator('.jp-trainhub-overview')).toHaveAttribute(
+    'data-state',
+    'queued'
+  );
   await cancel.click();
   await dialog.getByRole('button', { name: 'Cancel job' }).click();
   await expect(waitingView.locator('.jp-trainhub-overview')).toHaveAttribute(
@@ -154,7 +191,9 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
   const overview = waitingView.locator('.jp-trainhub-overview');
   await expect(overview.locator('.jp-trainhub-cancelled')).toContainText('before it started');
   await expect(overview.locator('.jp-trainhub-verdict')).toHaveCount(0);
-  await expect(overview.locator('.jp-trainhub-kv').filter({ hasText: 'ran for' })).toContainText('did not run');
+  await expect(overview.locator('.jp-trainhub-kv').filter({ hasText: 'ran for' })).toContainText(
+    'did not run'
+  );
   expect(await belowAA(overview.locator('.jp-trainhub-cancelled')), 'cancelled, dark').toEqual([]);
   const timeline = await overview.locator('.jp-trainhub-timeline li').allTextContents();
   const said = timeline.map(t => t.replace(/^.*?(\d{1,2}:\d{2}:\d{2}\s*(AM|PM)?)\s*/, ''));
@@ -163,7 +202,10 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
 
   // The running job: cancelled from its view too, so nothing is left running.
   const runningView = await openView(page, running.row, running.id);
-  await runningView.locator('.jp-trainhub-overview-head').getByRole('button', { name: 'Cancel' }).click();
+  await runningView
+    .locator('.jp-trainhub-overview-head')
+    .getByRole('button', { name: 'Cancel' })
+    .click();
   await page.locator('.jp-Dialog').getByRole('button', { name: 'Cancel job' }).click();
   await expect(running.row).toHaveAttribute('data-state', 'cancelled', { timeout: 60 * 1000 });
   await page.theme.setLightTheme();

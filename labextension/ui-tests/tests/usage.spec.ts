@@ -6,6 +6,7 @@
  * bars); the job view's Overview shows the job's goodput bar. Text keeps WCAG AA contrast in
  * the light and the dark theme. Screenshots: docs/usage.png, docs/usage-dark.png.
  */
+import type { IUsagePanel } from '../../src/usage';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { belowAA } from './contrast';
@@ -30,7 +31,12 @@ const training = cell(
 
 test('the Usage panel after two real jobs, in both themes', async ({ page }) => {
   test.setTimeout(300 * 1000);
-  const content = { nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [parameters, warmup, training] };
+  const content = {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {},
+    cells: [parameters, warmup, training]
+  };
   const put = await page.request.put(`/api/contents/${NOTEBOOK}`, {
     data: { type: 'notebook', format: 'json', content }
   });
@@ -58,7 +64,8 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
   ]) {
     await expect
       .poll(
-        async () => (await (await page.request.get(`/trainhub/api/jobs/${ids[name]}`)).json()).state,
+        async () =>
+          (await (await page.request.get(`/trainhub/api/jobs/${ids[name]}`)).json()).state,
         { timeout: 240 * 1000, intervals: [1000] }
       )
       .toBe(state);
@@ -75,10 +82,13 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
   // From the palette.
   await page.keyboard.press('Control+Shift+C');
   await page.locator('#modal-command-palette input').fill('trainhub: Usage');
-  await page.locator('#modal-command-palette .lm-CommandPalette-item', { hasText: 'trainhub: Usage' }).first().click();
+  await page
+    .locator('#modal-command-palette .lm-CommandPalette-item', { hasText: 'trainhub: Usage' })
+    .first()
+    .click();
   const panel = page.locator('#trainhub-usage');
   await expect(panel).toBeVisible();
-  const data = await (await page.request.get('/trainhub/api/usage/panel')).json();
+  const data: IUsagePanel = await (await page.request.get('/trainhub/api/usage/panel')).json();
   await expect(panel.locator('h2')).toContainText(`Usage of ${data.user}`);
 
   // The user's goodput over 30 days: these jobs logged steps, so there is one.
@@ -88,10 +98,12 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
   );
   // The quota of the local admission: the machine's CPU slots, used and free.
   const slots = panel.locator('tr[data-resource="cpu slots"]');
-  await expect(slots).toContainText(`of ${data.quotas.find((q: any) => q.resource === 'cpu slots').nominal} used`);
+  await expect(slots).toContainText(
+    `of ${data.quotas.find(q => q.resource === 'cpu slots')!.nominal} used`
+  );
   await expect(panel).toContainText('local admission');
   // The code failure is among the classes, with its share of the ended jobs.
-  const code = data.failures.find((f: any) => f.failure_class === 'code');
+  const code = data.failures.find(f => f.failure_class === 'code')!;
   expect(code.jobs).toBeGreaterThanOrEqual(1);
   await expect(panel.locator('li[data-class="code"]')).toContainText(
     `code: ${code.jobs} job${code.jobs === 1 ? '' : 's'}`
@@ -115,7 +127,9 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
     }
   }
   // The daily chart draws a bar per day of the last 30.
-  await expect(panel.locator('.jp-trainhub-usage-daily rect.jp-trainhub-usage-bar-mine')).toHaveCount(30);
+  await expect(
+    panel.locator('.jp-trainhub-usage-daily rect.jp-trainhub-usage-bar-mine')
+  ).toHaveCount(30);
 
   for (const theme of ['light', 'dark'] as const) {
     if (theme === 'dark') {
@@ -124,16 +138,18 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
       await page.theme.setLightTheme();
     }
     await page.evaluate(async () => {
-      await (window as any).jupyterapp.commands.execute('trainhub:usage'); // read again
+      await window.jupyterapp.commands.execute('trainhub:usage'); // read again
     });
     await expect(panel).toBeVisible();
     expect(await belowAA(panel.locator('.jp-trainhub-usage')), `usage panel, ${theme}`).toEqual([]);
-    await page.screenshot({ path: path.join(DOCS, theme === 'dark' ? 'usage-dark.png' : 'usage.png') });
+    await page.screenshot({
+      path: path.join(DOCS, theme === 'dark' ? 'usage-dark.png' : 'usage.png')
+    });
   }
 
   // The job view's Overview: the goodput, its bar and its parts.
   await page.evaluate(async id => {
-    await (window as any).jupyterapp.commands.execute('trainhub:open-job', { id });
+    await window.jupyterapp.commands.execute('trainhub:open-job', { id });
   }, ids['usage-ok']);
   const view = page.locator(`#trainhub-job-${ids['usage-ok']}`);
   const goodput = view.locator('.jp-trainhub-job-goodput');

@@ -12,6 +12,8 @@
 #   <key>/kueue/crds/          Kueue CRDs copied from the module
 #   <key>/kueue/webhook.yaml   Kueue's webhook configurations (service-based; cluster.py rewrites them)
 #   <key>/src/                 the generated Go module used to build the Kubernetes binaries
+#   <key>/bin/helm, registry   Helm and distribution's registry (each rebuilt when its pinned
+#                              version changes; bin/<name>.version)
 #   <key>/VERSIONS             what was built, with the etcd version Kubernetes selected
 # Only the Go module proxy is needed (no release downloads, no images).
 set -euo pipefail
@@ -28,6 +30,10 @@ binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kueue)
 # The real node's binaries: each one is complete once it is in bin/ (moved there whole),
 # so adding one builds only that one, never the control plane again.
 node_binaries=(kubelet kube-proxy coredns pause trainhub-device-plugin)
+# Tools the tests drive, each `go install`ed from its own module at its pinned version.
+helm_module="helm.sh/helm/${HELM_VERSION%%.*}"
+distribution_module=github.com/distribution/distribution/v3
+tools=("helm:$HELM_VERSION" "registry:$DISTRIBUTION_VERSION")
 # Debian packages the real node runs on (command or file each one provides).
 node_packages=(containerd:containerd runc:runc iptables:iptables conntrack:conntrack
   containernetworking-plugins:/usr/lib/cni/bridge busybox-static:/bin/busybox iproute2:ip)
@@ -55,10 +61,19 @@ if ((${#need_apt[@]})); then
   bash "$here/../../../scripts/debian-install.sh" --no-install-recommends "${need_apt[@]}"
 fi
 
+# One build at a time per cache (the test command and a developer may start one each): a second
+# waits here, then finds the binaries built.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/build.lock"
+flock 9
+
 complete() {
   [[ -f "$dir/.complete" ]] || return 1
   for b in "${binaries[@]}" "${node_binaries[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
   [[ "$(cat "$bin/coredns.version" 2>/dev/null)" == "$COREDNS_VERSION" ]] || return 1
+  for t in "${tools[@]}"; do
+    [[ -x "$bin/${t%%:*}" && "$(cat "$bin/${t%%:*}.version" 2>/dev/null)" == "${t#*:}" ]] || return 1
+  done
   [[ "$(cat "$bin/trainhub-device-plugin.source" 2>/dev/null)" == "$(deviceplugin_hash)" ]]
 }
 if complete; then
@@ -276,6 +291,28 @@ else
   echo "$dp_hash" > "$bin/trainhub-device-plugin.source"
 fi
 
+# --- Helm and distribution's registry: go install at the pinned tags ----------------
+# Each with its own go.mod/go.sum and no replace directives, so `go install pkg@version` builds
+# exactly the release; installed into a directory of its own, then moved into bin/ whole.
+go_install() { # name package version ldflags
+  local name=$1 pkg=$2 version=$3 ldflags=$4 out="$dir/gobin-$1"
+  if [[ -x "$bin/$name" && "$(cat "$bin/$name.version" 2>/dev/null)" == "$version" ]]; then
+    step "$name already built"
+    return
+  fi
+  step "building $name ($pkg@$version)"
+  rm -rf "$out"
+  (cd /tmp && GOBIN="$out" run "$GO" install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version")
+  mv "$out/${pkg##*/}" "$bin/$name"
+  rm -rf "$out"
+  echo "$version" > "$bin/$name.version"
+}
+# Helm's Makefile sets the same version variables from its git tag.
+go_install helm "$helm_module/cmd/helm" "$HELM_VERSION" \
+  "-X $helm_module/internal/version.version=$HELM_VERSION -X $helm_module/internal/version.gitTreeState=clean"
+go_install registry "$distribution_module/cmd/registry" "$DISTRIBUTION_VERSION" \
+  "-X $distribution_module/version.version=$DISTRIBUTION_VERSION -X $distribution_module/version.mainpkg=$distribution_module"
+
 # --- manifests out of the module cache ----------------------------------------------
 rm -rf "$dir/kueue" "$dir/kwok"
 mkdir -p "$dir/kueue/crds" "$dir/kueue/crd-patches" "$dir/kwok/stages"
@@ -300,6 +337,8 @@ etcd=$etcd_version
 kueue=$KUEUE_VERSION
 kwok=$KWOK_VERSION
 coredns=$COREDNS_VERSION
+helm=$HELM_VERSION
+registry=$DISTRIBUTION_VERSION
 pause=$pause_tag
 go=$("$GO" env GOVERSION)
 VERS

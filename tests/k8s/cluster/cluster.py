@@ -140,6 +140,16 @@ def missing_binaries(base: Path | None = None) -> list[str]:
     return missing
 
 
+def built_tool(name: str) -> Path | None:
+    """A tool build.sh builds at its pinned version (``helm``, ``registry``), or None when it is
+    not built, or built at another version."""
+    pinned = {"helm": "HELM_VERSION", "registry": "DISTRIBUTION_VERSION"}[name]
+    path = cache_dir() / "bin" / name
+    stamp = path.with_name(f"{name}.version")
+    built = stamp.read_text().strip() if stamp.exists() else None
+    return path if os.access(path, os.X_OK) and built == read_versions()[pinned] else None
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -571,6 +581,12 @@ class Cluster:
             ],
         )
         self._wait("kube-apiserver", lambda: self._api_ok("/readyz"), deadline)
+
+    def restart_apiserver(self, timeout: float = 120.0) -> None:
+        """Stop the API server and start it again on the same port and etcd: every watch and
+        connection of its clients ends, as on an upgrade of the control plane."""
+        self._stop_process("kube-apiserver", self.state["processes"].get("kube-apiserver"))
+        self._start_apiserver(time.monotonic() + timeout)
 
     def _start_controllers(self, deadline: float) -> None:
         p, pki = self.state["ports"], self.pki_dir

@@ -131,8 +131,16 @@ def deployment(teams: Teams, ns: str) -> Manifest:
     assert c is not None
     port = c.metrics_port
     probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10}
-    volumes: list[dict[str, Any]] = [{"name": "teams", "configMap": {"name": TEAMS_CONFIG}}]
-    mounts: list[dict[str, Any]] = [{"name": "teams", "mountPath": TEAMS_PATH, "readOnly": True}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "teams", "configMap": {"name": TEAMS_CONFIG}},
+        # The root file system is read-only; a sweep's trials compile from a private copy of
+        # its frozen workspace (trainhub.bundle.snapshot), at most one at a time.
+        {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": "teams", "mountPath": TEAMS_PATH, "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
     for t in teams.teams:
         volumes.append(
             {"name": f"team-{t.name}", "persistentVolumeClaim": {"claimName": controller_claim(t)}}

@@ -2,10 +2,10 @@
 
 Namespaces (Pod Security ``restricted``), ResourceQuota, LimitRange, the sessions' RBAC (the
 team's shared account, or where a controller runs each user's own account), NetworkPolicies,
-Kueue ResourceFlavors, WorkloadPriorityClasses, ClusterQueues and LocalQueues, and
-ValidatingAdmissionPolicies that keep Jobs in team namespaces on their team's queue and, where
-a controller runs, a session's writes on its own user's Jobs and Services. Nothing here talks
-to a cluster.
+the shared volume's claim (when the teams file sizes it), Kueue ResourceFlavors,
+WorkloadPriorityClasses, ClusterQueues and LocalQueues, and ValidatingAdmissionPolicies that
+keep Jobs in team namespaces on their team's queue and, where a controller runs, a session's
+writes on its own user's Jobs and Services. Nothing here talks to a cluster.
 """
 
 from __future__ import annotations
@@ -252,6 +252,28 @@ def network_policies(team: Team) -> list[Manifest]:
                 "ingress": [{"from": [{"podSelector": workers}]}],
             },
         },
+    ]
+
+
+def shared_claim(team: Team) -> list[Manifest]:
+    """The team's shared volume, when the teams file sizes it: job directories and files that
+    every session and worker of the team mounts, hence ReadWriteMany."""
+    volume = team.shared_volume
+    if volume.size is None:
+        return []
+    spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": volume.size}},
+    }
+    if volume.storage_class:
+        spec["storageClassName"] = volume.storage_class
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": _meta(volume.claim, team.namespace),
+            "spec": spec,
+        }
     ]
 
 
@@ -557,9 +579,19 @@ def render(teams: Teams) -> list[Manifest]:
             limit_range(team),
             *notebook_rbac(team, controlled),
             *network_policies(team),
+            *shared_claim(team),
             local_queue(team),
         ]
     return objs
+
+
+def helm_values(objs: list[Manifest], teams_sha256: str, version: str) -> dict[str, Any]:
+    """The values of charts/trainhub that carry the rendered objects. The chart takes them
+    whole rather than the teams file: Helm's templates cannot run this renderer (the teams
+    file's validation, cohort arithmetic on quantities), and a second renderer written in
+    templates would be a copy. ``version`` (trainhub's) must be the chart's appVersion, so
+    objects rendered by another release are refused instead of installed."""
+    return {"teams": {"renderedBy": version, "sha256": teams_sha256, "objects": objs}}
 
 
 def to_yaml(objs: list[Manifest]) -> str:

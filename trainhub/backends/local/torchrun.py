@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from trainhub.backends.local.readonly import wrap
-from trainhub.jobs.environment import admin_allowed, inherited, job_environment
+from trainhub.jobs.directory import JobDir
+from trainhub.jobs.environment import admin_allowed, inherited, job_environment, pip_layer
 from trainhub.jobs.spec import JobSpec
 
 
@@ -147,4 +148,5 @@ def rank_environment(
         )
     )
     env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
+    env.update(pip_layer(JobDir(job_dir).pip_prefix, env))  # what the job's %pip installed
     return env

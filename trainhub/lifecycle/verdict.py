@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,69 @@ class RankExit:
 
     rank: int | None
     exit_code: int  # negative: killed by that signal, as subprocess reports it
+
+
+@dataclass(frozen=True)
+class RunningCell:
+    """The notebook cell a rank had started and not finished when it ended."""
+
+    cell_index: int
+    started: float  # epoch seconds
+
+
+def running_cells(events: Iterable[dict[str, Any]], attempt: int) -> dict[int, RunningCell]:
+    """Per rank, the cell the runner said it started (its ``cell`` event, written before the
+    cell runs) and never said it ended: where a rank that died without a word was."""
+    running: dict[int, RunningCell] = {}
+    for event in events:
+        if event.get("type") != "cell" or event.get("attempt") != attempt:
+            continue
+        rank, index = event.get("rank"), event.get("cell_index")
+        if not isinstance(rank, int) or not isinstance(index, int):
+            continue
+        if event.get("phase") == "start":
+            running[rank] = RunningCell(index, float(event.get("time") or 0))
+        else:
+            running.pop(rank, None)
+    return running
+
+
+# Signals the kernel raises for the faulting code itself, or that the process raises at itself
+# (abort()): whichever cell was running caused them.
+_FAULTS = frozenset({"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "SIGTRAP", "SIGSYS"})
+
+
+def running_cell_text(running: dict[int, RunningCell], now: float) -> str:
+    """ "cell 2 had been running for 3.8 s" (the lowest rank's), or "" when none was running."""
+    if not running:
+        return ""
+    cell = running[min(running)]
+    return f"cell {cell.cell_index + 1} had been running for {max(now - cell.started, 0):.1f} s"
+
+
+def _in_cell_verdict(
+    culprit: RankExit, cell: RunningCell, sig: str | None, attempt: int
+) -> Verdict:
+    """A rank that ended inside a cell with no report of its own, when nothing outside the
+    job (a stop, the OOM killer) explains it: the cell's own doing."""
+    where = f"cell {cell.cell_index + 1}"
+    if sig in _FAULTS:
+        how = f"crashed with {sig} in {where} (in code the cell ran: the log has its stack)"
+    elif sig:
+        how = f"was ended by {sig} in {where}, a signal trainhub did not send"
+    else:
+        how = f"exited with status {culprit.exit_code} in {where}"
+    if not sig and culprit.exit_code == 0:
+        how += ", before the notebook's last cell: the cells after it did not run"
+    return Verdict(
+        failure_class=FailureClass.CODE,
+        reason=f"rank {culprit.rank} {how}",
+        rank=culprit.rank,
+        cell_index=cell.cell_index,
+        exit_code=culprit.exit_code,
+        signal=sig,
+        attempt=attempt,
+    )
 
 
 def signal_name(exit_code: int) -> str | None:
@@ -82,13 +146,19 @@ def stop_reason_of_rule(why: str) -> str:
     return STOPPED_EARLY + why
 
 
-def cancel_verdict(reason: str, attempt: int) -> Verdict:
+def cancel_verdict(reason: str, attempt: int, running: RunningCell | None = None) -> Verdict:
     """The verdict of a stop: ``stopped_early`` when a sweep's rule asked, else ``cancelled``.
-    Neither is ever retried."""
+    Neither is ever retried. ``running``: the cell the stop interrupted (the person's reason
+    is kept as they wrote it)."""
+    cell = running.cell_index if running is not None else None
     if reason.startswith(STOPPED_EARLY):
         why = reason[len(STOPPED_EARLY) :]
-        return Verdict(failure_class=FailureClass.STOPPED_EARLY, reason=why, attempt=attempt)
-    return Verdict(failure_class=FailureClass.CANCELLED, reason=reason, attempt=attempt)
+        return Verdict(
+            failure_class=FailureClass.STOPPED_EARLY, reason=why, attempt=attempt, cell_index=cell
+        )
+    return Verdict(
+        failure_class=FailureClass.CANCELLED, reason=reason, attempt=attempt, cell_index=cell
+    )
 
 
 def attempt_verdict(
@@ -98,16 +168,22 @@ def attempt_verdict(
     exits: list[RankExit],
     stop_reason: str | None = None,
     oom_killed: bool = False,
+    running: dict[int, RunningCell] | None = None,
 ) -> Verdict | None:
     """None when the attempt succeeded; otherwise why it failed.
 
-    A person's stop wins; then a rank's own report of an exception (the first rank, since
-    the others are usually collateral); then how processes died. A rank killed by a signal
-    shows in the others as a lost peer, an infrastructure error they report: then the killed
-    rank, not the ones that noticed, is the cause.
+    A person's stop (or the time limit) wins; then a rank's own report of an exception (the
+    first rank, since the others are usually collateral); then how processes died. A rank
+    killed by a signal shows in the others as a lost peer, an infrastructure error they
+    report: then the killed rank, not the ones that noticed, is the cause. ``running``
+    (:func:`running_cells`) says which cell each rank was in: a rank that ended inside one
+    without a report, by its own exit, a crash or a signal trainhub did not send, is a code
+    failure of that cell; the OOM killer and other SIGKILLs stay the infrastructure's.
     """
+    running = running or {}
     if stop_reason is not None:
-        return cancel_verdict(stop_reason, attempt)
+        first = running[min(running)] if running else None
+        return cancel_verdict(stop_reason, attempt, first)
     errors = {r: res for r, res in rank_results.items() if res.get("outcome") == "error"}
     failed = [e for e in exits if e.exit_code != 0]
     killed = [e for e in failed if (e.exit_code < 0 or e.exit_code > 128) and e.rank not in errors]
@@ -118,9 +194,17 @@ def attempt_verdict(
         first = min(errors, key=lambda r: (errors[r].get("time") or 0, r))
         return rank_error_verdict(first, errors[first], attempt)
     if not failed:
+        quit_early = [r for r in sorted(running) if rank_results.get(r, {}).get("outcome") != "ok"]
+        if quit_early:  # exited 0 inside a cell, past the runner: os._exit(0) from C, say
+            return _in_cell_verdict(
+                RankExit(quit_early[0], 0), running[quit_early[0]], None, attempt
+            )
         return None
     culprit = killed[0] if killed else failed[0]
     sig = signal_name(culprit.exit_code)
+    cell = running.get(culprit.rank) if culprit.rank is not None else None
+    if cell is not None and not oom_killed and sig != "SIGKILL":
+        return _in_cell_verdict(culprit, cell, sig, attempt)
     who = f"rank {culprit.rank}" if culprit.rank is not None else "a worker"
     if oom_killed:
         reason = f"{who} was killed by the kernel's out-of-memory killer"

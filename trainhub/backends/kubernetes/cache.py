@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainhub.backends.kubernetes.render import KUEUE_API
-from trainhub.controller.selectors import matcher
-from trainhub.controller.selectors import requirements as _requirements
+from trainhub.backends.kubernetes.selectors import matcher
+from trainhub.backends.kubernetes.selectors import requirements as _requirements
 
 Obj = dict[str, Any]
 OnChange = Callable[[str, str], None]  # (namespace, kind)
@@ -241,6 +241,16 @@ _ANSWERS = {
 }
 
 
+def _not_older(held: str | None, wanted: str | None) -> bool:
+    """``held`` is ``wanted`` or later. Resource versions are opaque, but the API server's are
+    etcd revisions, which increase: compared as numbers where both are."""
+    if wanted is None:
+        return True
+    if not (held or "").isdigit() or not wanted.isdigit():
+        return held == wanted
+    return int(held) >= int(wanted)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class CachedLists:
     """Answers a backend's list requests in one namespace from the cache; None for a request
@@ -269,3 +279,31 @@ class CachedLists:
         if informer.kind.selector and informer.kind.selector not in _requirements(selector):
             return None  # asks for objects the cache does not keep
         return self.cache.items(self.namespace, kind, kwargs.get("label_selector"))
+
+    def saw(
+        self,
+        kind: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        gone: bool = False,
+        version: str | None = None,
+        timeout: float = 2.0,
+    ) -> bool:
+        """Wait until the cache holds ``name`` (of ``uid``; at ``version`` or later), or no
+        longer holds it (``gone``): whoever just wrote it reads its own write."""
+        informer = self.cache.informers[(self.namespace, kind)]
+        deadline = time.monotonic() + timeout
+        while True:
+            held = [
+                o
+                for o in informer.items()
+                if o["metadata"]["name"] == name
+                and (uid is None or o["metadata"]["uid"] == uid)
+                and _not_older(o["metadata"].get("resourceVersion"), version)
+            ]
+            if gone != bool(held):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)

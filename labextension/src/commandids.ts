@@ -1,0 +1,19 @@
+/** What the extension's commands are called, where the palette lists them, and its icon. */
+import { LabIcon } from '@jupyterlab/ui-components';
+
+const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 18h3v-6H4v6zm6.5 0h3V8h-3v10zM17 18h3V4h-3v14zM3 20h18v1.5H3z"/></g></svg>`;
+export const trainhubIcon = new LabIcon({ name: 'trainhub:jobs', svgstr: ICON_SVG });
+
+/** The palette's category of every trainhub command: typing "trainhub" finds them all. */
+export const PALETTE_CATEGORY = 'trainhub: training jobs';
+
+export const CommandIDs = {
+  submit: 'trainhub:submit',
+  submitSelected: 'trainhub:submit-selected',
+  openJobs: 'trainhub:open-jobs',
+  openJob: 'trainhub:open-job',
+  cancelJob: 'trainhub:cancel-job',
+  /** Registered by the compare view (args `{ids}`) and the sweep view (args `{sweepId}`). */
+  compare: 'trainhub:compare',
+  openSweep: 'trainhub:open-sweep'
+} as const;

@@ -1,0 +1,53 @@
+"""``%pip install`` in a job installs into that job's own layer: its ranks import what it
+installed, a later job does not; a failing line is an environment verdict naming its cell,
+with pip's words in the job's log."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+from tests.local.conftest import Trainhub
+from tests.local.test_runner import write_wheel
+
+IMPORT = "import tinypkg\nprint('tinypkg', tinypkg.VALUE, tinypkg.__file__)"
+
+
+def notebook(th: Trainhub, name: str, cells: list[str]) -> str:
+    nbformat.write(new_notebook(cells=[new_code_cell(c) for c in cells]), th.workspace / name)
+    return name
+
+
+def test_pip_installs_into_the_job_alone(trainhub_env: Trainhub) -> None:
+    write_wheel(trainhub_env.workspace / "dist" / "tinypkg-0.1-py3-none-any.whl")
+    pip = "%pip install --no-index --no-deps ./dist/tinypkg-0.1-py3-none-any.whl"
+    job_id = trainhub_env.submit(notebook(trainhub_env, "with.ipynb", [pip, IMPORT]))
+    job = trainhub_env.wait(job_id)
+    log = trainhub_env.logs(job_id)
+    assert job["state"] == "succeeded", log
+    assert "tinypkg 7" in log and f"jobs/{job_id}/env/" in log  # from the job's own layer
+    assert "Successfully installed tinypkg-0.1" in log  # pip's words where the job's are
+
+    later = trainhub_env.submit(notebook(trainhub_env, "without.ipynb", [IMPORT]))
+    job = trainhub_env.wait(later)
+    assert job["verdict"]["exception"] == "ModuleNotFoundError", job
+
+
+def test_a_failing_pip_line_is_an_environment_verdict_naming_its_cell(trainhub_env: Trainhub):
+    pip = "x = 1\n%pip install --no-index trainhub-no-such-package-xyz"
+    job_id = trainhub_env.submit(notebook(trainhub_env, "bad.ipynb", ["print(0)", pip]))
+    job = trainhub_env.wait(job_id)
+    verdict = job["verdict"]
+    assert (verdict["failure_class"], verdict["cell_index"], verdict["line"]) == (
+        "environment",
+        1,
+        2,
+    )
+    assert "No matching distribution" in trainhub_env.logs(job_id)
+    executed = json.loads((trainhub_env.job_dir(job_id) / "notebook.ipynb").read_text())
+    assert executed["metadata"]["trainhub"]["state"] == "failed"
+    assert [c["metadata"]["trainhub"]["status"] for c in executed["cells"]] == ["not run", "error"]
+    (error,) = executed["cells"][1]["outputs"]
+    assert error["ename"] == "PipInstallError" and "cell 2, line 2" in error["evalue"]
