@@ -17,11 +17,12 @@ from typing import Any
 
 import yaml
 
-from trainhub.backends.kubernetes.render import ROLE_LABEL
+from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT, ROLE_LABEL
 from trainhub.teams import Team, Teams, load_teams
 from trainhub_spawner.pod import NOTEBOOK_ROLE
 
 HUB_ROLE = "trainhub-hub"
+RBAC = "rbac.authorization.k8s.io"
 
 
 def notebook_ingress(team: Team, hub_namespace: str, port: int = 8888) -> dict[str, Any]:
@@ -66,6 +67,18 @@ def hub_objects(
         # the teams file that sessions mount (TrainHubSpawner.teams_configmap)
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]},
     ]
+    if teams.controller is not None:
+        # each user's own session account, bound to the session Role (bind: to that Role only)
+        rules += [
+            {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create"]},
+            {"apiGroups": [RBAC], "resources": ["rolebindings"], "verbs": ["create"]},
+            {
+                "apiGroups": [RBAC],
+                "resources": ["roles"],
+                "resourceNames": [NOTEBOOK_ACCOUNT],
+                "verbs": ["bind"],
+            },
+        ]
     out: list[dict[str, Any]] = []
     for team in teams.teams:
 

@@ -1,6 +1,8 @@
 """What a session's pod looks like, as KubeSpawner trait values: a pure function of the session.
 
-The notebook server runs in its team's namespace under the team's notebook ServiceAccount
+The notebook server runs in its team's namespace under its user's own ServiceAccount where a
+controller runs (``render.session_account_objects``: the session Role, narrowed to its user's
+Jobs and Services by the admission policy), else the team's shared notebook ServiceAccount
 (whose Role lets the server extension submit Jobs there and nothing else), with the team's
 shared volume at its usual path, the teams file mounted from a ConfigMap, the environment
 that points the server extension at the Kubernetes backend, and Pod Security ``restricted``
@@ -15,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from trainhub.backends.kubernetes.identity import session_account
 from trainhub.backends.kubernetes.render import GPU, NOTEBOOK_ACCOUNT, TEAM_LABEL
 from trainhub.teams import TeamDataset, Teams
 from trainhub_spawner.profiles import Session
@@ -39,6 +42,12 @@ POD_SECURITY = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault
 def jobs_root(session: Session) -> str:
     """Job directories live on the team's shared volume (the Kubernetes backend's default)."""
     return str(PurePosixPath(session.team.shared_volume.mount_path) / "jobs")
+
+
+def account_for(teams: Teams, user: str) -> str:
+    """The ServiceAccount ``user``'s session runs as: their own where a controller keeps the
+    jobs (a session then only submits and reads), else the team's shared one."""
+    return NOTEBOOK_ACCOUNT if teams.controller is None else session_account(user)
 
 
 def session_environment(session: Session, teams_file: str = TEAMS_FILE) -> dict[str, str]:
@@ -67,8 +76,10 @@ def session_overrides(
     uid: int = 1000,
     gid: int = 100,
     datasets: Mapping[str, TeamDataset] | None = None,
+    account: str = NOTEBOOK_ACCOUNT,
 ) -> dict[str, Any]:
-    """KubeSpawner trait name -> value for this session's pod.
+    """KubeSpawner trait name -> value for this session's pod, run as ``account``
+    (:func:`account_for`).
 
     ``teams_configmap`` None means the teams file is baked into the image at ``teams_file``.
     ``datasets``: those the team may read (``Teams.readable_datasets``; default its own): each
@@ -117,7 +128,7 @@ def session_overrides(
     gpus = {GPU: str(session.gpus)} if session.gpus else {}
     return {
         "namespace": team.namespace,
-        "service_account": NOTEBOOK_ACCOUNT,
+        "service_account": account,
         # The server extension submits Jobs with this account's token.
         "automount_service_account_token": True,
         "image": session.image.image,
@@ -173,7 +184,9 @@ def session_requests(
     return out
 
 
-def pod_deviation(pod: dict[str, Any], session: Session, namespace: str) -> str | None:
+def pod_deviation(
+    pod: dict[str, Any], session: Session, namespace: str, account: str = NOTEBOOK_ACCOUNT
+) -> str | None:
     """Why this pod manifest is not the session's, as a sentence; None when it is.
 
     The last look before the pod is created, so that configuration (an admin's override,
@@ -182,11 +195,8 @@ def pod_deviation(pod: dict[str, Any], session: Session, namespace: str) -> str 
     if namespace != team.namespace:
         return f"sessions of team {team.name} run in namespace {team.namespace}, not {namespace}"
     spec = pod.get("spec") or {}
-    if spec.get("serviceAccountName", NOTEBOOK_ACCOUNT) != NOTEBOOK_ACCOUNT:
-        return (
-            f"sessions run as the {NOTEBOOK_ACCOUNT} service account, "
-            f"not {spec['serviceAccountName']}"
-        )
+    if spec.get("serviceAccountName", account) != account:
+        return f"sessions run as the {account} service account, not {spec['serviceAccountName']}"
     containers = spec.get("containers") or []
     notebook = next((c for c in containers if c.get("name") == "notebook"), None)
     if notebook is None:

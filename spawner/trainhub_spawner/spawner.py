@@ -21,8 +21,10 @@ from kubespawner import KubeSpawner
 from tornado import web
 from traitlets import Bool, Integer, Unicode, default
 
+from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT
 from trainhub.teams import Teams, load_teams
 from trainhub_spawner import pod as pods
+from trainhub_spawner.accounts import ensure_session_account
 from trainhub_spawner.profiles import (
     Refused,
     Session,
@@ -191,6 +193,7 @@ class TrainHubSpawner(KubeSpawner):
                 name: ds
                 for name, (_, ds) in self.teams().readable_datasets(session.team.name).items()
             },
+            account=pods.account_for(self.teams(), self.user.name),
         )
         # Merge onto what the admin configured, never onto an earlier session of this server
         # (a GPU session after a CPU one must not keep NVIDIA_VISIBLE_DEVICES=void).
@@ -215,13 +218,16 @@ class TrainHubSpawner(KubeSpawner):
         manifest = await super().get_pod_manifest()
         session = self.session or self.resolve(self.user_options)
         as_sent = self.api.api_client.sanitize_for_serialization(manifest)
-        problem = pods.pod_deviation(as_sent, session, self.namespace)
+        account = pods.account_for(self.teams(), self.user.name)
+        problem = pods.pod_deviation(as_sent, session, self.namespace, account)
         if problem:
             raise SpawnRefused(problem)
         if self.check_quota:
             await self._check_quota(session)
         if self.teams_configmap:
             await self._ensure_teams_configmap(session)
+        if account != NOTEBOOK_ACCOUNT:
+            await ensure_session_account(self.api.api_client, session.team, self.user.name)
         return manifest
 
     def session_needs(self, session: Session) -> dict[str, str]:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from traitlets.config import Config, PyFileConfigLoader
 
-from trainhub.teams import load_teams
+from trainhub.teams import load_teams, parse_teams
 from trainhub_spawner.hub_objects import hub_objects
 from trainhub_spawner.images import lint_dockerfile, load_catalog
 
@@ -148,6 +148,28 @@ def test_hub_objects_let_the_hub_run_sessions_in_each_team_namespace_only() -> N
     policy = objs[2]["spec"]
     assert policy["podSelector"] == {"matchLabels": {"trainhub.io/role": "notebook"}}
     assert policy["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 8888}]
+    assert not [r for r in role["rules"] if "serviceaccounts" in r["resources"]]
+
+
+def test_where_a_controller_runs_the_hub_makes_session_accounts_bound_to_the_session_role() -> None:
+    data = TEAMS.model_dump(mode="json", exclude_none=True)
+    controlled = parse_teams({**data, "controller": {"namespace": "trainhub-system"}})
+    rules = hub_objects(controlled, "jhub")[0]["rules"]
+    assert {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create"]} in rules
+    rbac = [r for r in rules if r["apiGroups"] == ["rbac.authorization.k8s.io"]]
+    assert rbac == [
+        {
+            "apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["rolebindings"],
+            "verbs": ["create"],
+        },
+        {
+            "apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["roles"],
+            "resourceNames": ["trainhub-notebook"],
+            "verbs": ["bind"],
+        },
+    ]
 
 
 # --- the real KubeSpawner manifest --------------------------------------------------------------

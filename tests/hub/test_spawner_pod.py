@@ -11,6 +11,7 @@ import yaml
 from trainhub.teams import load_teams, parse_teams
 from trainhub_spawner.pod import (
     CONTAINER_SECURITY,
+    account_for,
     pod_deviation,
     session_overrides,
     teams_configmap_manifest,
@@ -211,3 +212,20 @@ def test_a_session_mounts_the_claims_shared_with_its_team_read_only() -> None:
     } in o["volumes"]
     # Without them (the default) only the team's own claims are mounted.
     assert "/datasets/c4" not in {m["mountPath"] for m in session_overrides(s)["volume_mounts"]}
+
+
+def test_where_a_controller_runs_each_user_runs_as_their_own_account() -> None:
+    data = TEAMS.model_dump(mode="json", exclude_none=True)
+    controlled = parse_teams({**data, "controller": {"namespace": "trainhub-system"}})
+    assert account_for(TEAMS, "ada@example.org") == "trainhub-notebook"
+    account = account_for(controlled, "ada@example.org")
+    assert account == "trainhub-user-ada-40example-2eorg"
+
+    s = resolve_session(controlled, ["vision"], {"profile": "vision.t4", "gpus": "1"})
+    assert session_overrides(s, account=account)["service_account"] == account
+    pod = _pod()
+    assert pod_deviation(pod, s, "team-vision", account) == (
+        f"sessions run as the {account} service account, not trainhub-notebook"
+    )
+    pod["spec"]["serviceAccountName"] = account
+    assert pod_deviation(pod, s, "team-vision", account) is None

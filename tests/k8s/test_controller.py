@@ -30,19 +30,20 @@ from trainhub.teams import Controller, Teams
 FAST = ["--lease-seconds=3", "--renew-seconds=2", "--retry-seconds=0.5", "--resync-seconds=5"]
 
 
-def controller_kubeconfig(api: Any, admin: Path, ns: str, out: Path) -> Path:
-    """A kubeconfig with the controller ServiceAccount's token, on the admin's server."""
+def controller_kubeconfig(
+    api: Any, admin: Path, ns: str, out: Path, account: str = CONTROLLER
+) -> Path:
+    """A kubeconfig with a ServiceAccount's token (the controller's unless ``account`` says
+    another), on the admin's server."""
     token = (
         client.CoreV1Api(api)
-        .create_namespaced_service_account_token(
-            CONTROLLER, ns, {"spec": {"expirationSeconds": 3600}}
-        )
+        .create_namespaced_service_account_token(account, ns, {"spec": {"expirationSeconds": 3600}})
         .status.token
     )
     config = yaml.safe_load(admin.read_text())
-    config["users"] = [{"name": "controller", "user": {"token": token}}]
+    config["users"] = [{"name": account, "user": {"token": token}}]
     for context in config["contexts"]:
-        context["context"]["user"] = "controller"
+        context["context"]["user"] = account
     out.write_text(yaml.safe_dump(config))
     return out
 

@@ -161,7 +161,7 @@ def test_job_pod_is_restricted_and_asks_gpus_as_requests_and_limits() -> None:
         "readOnly": True,
         "subPath": "datasets/coco",
     }
-    assert job["metadata"]["labels"]["trainhub.io/user"] == "ada-example.org"
+    assert job["metadata"]["labels"]["trainhub.io/user"] == "ada-40example-2eorg"
     assert job["metadata"]["annotations"]["trainhub.io/user"] == "ada@example.org"
 
 

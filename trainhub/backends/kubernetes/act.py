@@ -90,14 +90,8 @@ class Acting(Submitting, Observing):
                 self.namespace,
                 {"metadata": {"annotations": {status.SUSPEND_ANNOTATION: reason[:500]}}},
             )
-            self.custom.patch_namespaced_custom_object(
-                KUEUE_GROUP,
-                KUEUE_VERSION,
-                self.namespace,
-                "workloads",
-                workload["metadata"]["name"],
-                {"spec": {"active": False}},
-            )
+            if not self.controlled:  # else the controller does (_deactivate_suspended)
+                self._deactivate(workload)
         except ApiException as e:
             if e.status == 404:
                 raise NotFound(f"No job {job_id}.") from None
@@ -147,6 +141,31 @@ class Acting(Submitting, Observing):
                     reconciled.pop(uid)  # the submitter has not written the lineage yet
         self._reconciled = reconciled  # only once all are recorded: a failure retries them
         self._start_retries(seen.jobs)
+        self._deactivate_suspended(seen.jobs, workloads)
+
+    def _deactivate_suspended(self, jobs: list[Obj], workloads: dict[str, Obj]) -> None:
+        """Deactivate the Workload of each Job its owner marked for suspension: where a
+        controller runs, a session may annotate its own Job but not patch Workloads."""
+        from kubernetes.client import ApiException
+
+        for job in jobs:
+            workload = workloads.get(job["metadata"]["uid"])
+            if workload is not None and status.deactivation_due(job, workload):
+                try:
+                    self._deactivate(workload)
+                except ApiException as e:
+                    if e.status != 404:
+                        raise  # gone: nothing left to deactivate
+
+    def _deactivate(self, workload: Obj) -> None:
+        self.custom.patch_namespaced_custom_object(
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            self.namespace,
+            "workloads",
+            workload["metadata"]["name"],
+            {"spec": {"active": False}},
+        )
 
     def _record_changes(
         self, record: JobRecord, job: Obj, pods: list[Obj], workload: Obj | None

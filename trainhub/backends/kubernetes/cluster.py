@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainhub.backends.kubernetes.manifests import JOB_ID_LABEL, USER_LABEL, label_value
+from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
+from trainhub.backends.kubernetes.manifests import JOB_ID_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.errors import BackendUnavailable
 from trainhub.teams import Team, Teams
@@ -107,7 +108,10 @@ class Cluster:
         if shared is not None and user in shared:
             return shared[user]
         team = f"{TEAM_LABEL}={self.team.name},{JOB_ID_LABEL}"
-        selector = team if user is None else f"{team},{USER_LABEL}={label_value(user)}"
+        selector = team
+        if user is not None:  # label_value: the owner label of Jobs made before owner_label
+            owners = ",".join(sorted({owner_label(user), label_value(user)}))
+            selector = f"{team},{USER_LABEL} in ({owners})"
         jobs = self._items(self.batch.list_namespaced_job, self.namespace, label_selector=selector)
         pods: dict[str, list[Obj]] = {}
         for pod in self._items(self.core.list_namespaced_pod, self.namespace, label_selector=team):

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
 from trainhub.backends.kubernetes.render import (
     GPU,
     PRIORITY_LABEL,
@@ -25,7 +26,6 @@ from trainhub.jobs.models import JobRecord
 from trainhub.teams import Pool, Team, TeamDataset
 
 JOB_ID_LABEL = "trainhub.io/job-id"
-USER_LABEL = "trainhub.io/user"
 SWEEP_LABEL = "trainhub.io/sweep"  # on a sweep's trials: kubectl get jobs -l trainhub.io/sweep=<id>
 ANNOTATION = "trainhub.io/"  # prefix of the record fields kept on the Job
 MASTER_PORT = 29500
@@ -157,7 +157,12 @@ def service_manifest(record: JobRecord, team: Team) -> dict[str, Any]:
         "metadata": {
             "name": record.id,
             "namespace": team.namespace,
-            "labels": {JOB_ID_LABEL: record.id, TEAM_LABEL: team.name},
+            # the owner: a session may delete or change only its own user's (render.py)
+            "labels": {
+                JOB_ID_LABEL: record.id,
+                TEAM_LABEL: team.name,
+                USER_LABEL: owner_label(record.user),
+            },
         },
         "spec": {
             "clusterIP": "None",
@@ -190,7 +195,7 @@ def job_manifest(
         )
     labels = {
         JOB_ID_LABEL: record.id,
-        USER_LABEL: label_value(record.user),
+        USER_LABEL: owner_label(record.user),
         TEAM_LABEL: team.name,
         QUEUE_LABEL: team.local_queue,
         PRIORITY_LABEL: priority_class_name(spec.priority.value),

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainhub.backends.kubernetes import status
 from trainhub.backends.kubernetes.cluster import Cluster, Obj
+from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
 from trainhub.backends.kubernetes.manifests import ANNOTATION
 from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.directory import JobDir
@@ -54,6 +55,11 @@ class Records(Cluster):
             # Whoever may create a Job could point the annotation anywhere: the directory this
             # process reads and writes is always its own root's, named by the Job.
             raise NotAJobFile(f"its job directory is not {jobdir.root}")
+        label = (meta.get("labels") or {}).get(USER_LABEL)
+        if self.teams.controller is not None and label != owner_label(notes["user"]):
+            # The admission policy ties a session's Jobs' label, not their annotations, to it:
+            # a Job whose annotation names another user is no job of that user's.
+            raise NotAJobFile(f"its {USER_LABEL} label is not its user's")
         spec = read_spec(jobdir)
         return JobRecord(
             seq=created_seq(notes),

@@ -1,10 +1,11 @@
 """Pure renderers: the teams file -> the cluster objects that enforce it.
 
-Namespaces (Pod Security ``restricted``), ResourceQuota, LimitRange, the notebook's
-ServiceAccount and RBAC, NetworkPolicies, the shared volume's claim (when the teams file sizes
-it), Kueue ResourceFlavors, WorkloadPriorityClasses, ClusterQueues and LocalQueues, and a
-ValidatingAdmissionPolicy that keeps Jobs in team namespaces on their team's queue. Nothing
-here talks to a cluster.
+Namespaces (Pod Security ``restricted``), ResourceQuota, LimitRange, the sessions' RBAC (the
+team's shared account, or where a controller runs each user's own account), NetworkPolicies,
+the shared volume's claim (when the teams file sizes it), Kueue ResourceFlavors,
+WorkloadPriorityClasses, ClusterQueues and LocalQueues, and ValidatingAdmissionPolicies that
+keep Jobs in team namespaces on their team's queue and, where a controller runs, a session's
+writes on its own user's Jobs and Services. Nothing here talks to a cluster.
 """
 
 from __future__ import annotations
@@ -14,6 +15,13 @@ from typing import Any
 import yaml
 
 from trainhub.backends.kubernetes.controlplane import controller_objects
+from trainhub.backends.kubernetes.identity import (
+    HUB_USER_ANNOTATION,
+    SESSION_ACCOUNT_PREFIX,
+    USER_LABEL,
+    owner_label,
+    session_account,
+)
 from trainhub.jobs.spec import parse_quantity
 from trainhub.teams import Limits, Team, Teams
 
@@ -29,6 +37,7 @@ WORKER_ROLE = "worker"
 NOTEBOOK_ACCOUNT = "trainhub-notebook"
 QUEUE_READER = "trainhub-queue-reader"
 REQUIRE_QUEUE_POLICY = "trainhub-require-team-queue"
+SESSION_RIGHTS_POLICY = "trainhub-session-rights"
 # Requests given to containers that name none (so that quota can count them). No GPU default:
 # a pod that asks for no GPU must never get one.
 DEFAULT_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
@@ -139,8 +148,13 @@ def limit_range(team: Team) -> Manifest:
     }
 
 
-def notebook_rbac(team: Team) -> list[Manifest]:
-    """What a team member's notebook server may do: run and watch jobs in its own namespace."""
+def notebook_rbac(team: Team, controlled: bool = False) -> list[Manifest]:
+    """What a team member's session may do: run and watch jobs in its own namespace.
+
+    ``controlled`` (a controller runs): the Role alone, bound by the spawner to each user's
+    own session account (``session_account_objects``), and no Workload patch (suspension goes
+    through the controller); the admission policy narrows its Jobs and Services to its user's.
+    Otherwise the team's one shared ServiceAccount holds it, Workload patch included."""
     ns = team.namespace
     read = ["get", "list", "watch"]
     rules = [
@@ -160,9 +174,17 @@ def notebook_rbac(team: Team) -> list[Manifest]:
         {"apiGroups": [""], "resources": ["events"], "verbs": read},
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": read},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": read},
-        # Suspend and resume deactivate and activate the team's own Workloads (spec.active).
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["patch"]},
     ]
+    role: Manifest = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _meta(NOTEBOOK_ACCOUNT, ns),
+        "rules": rules,
+    }
+    if controlled:
+        return [role]
+    # Suspend and resume deactivate and activate the team's own Workloads (spec.active).
+    rules.append({"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["patch"]})
     return [
         {
             "apiVersion": "v1",
@@ -170,23 +192,40 @@ def notebook_rbac(team: Team) -> list[Manifest]:
             "metadata": _meta(NOTEBOOK_ACCOUNT, ns),
             "automountServiceAccountToken": True,
         },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
+        role,
+        _role_binding(NOTEBOOK_ACCOUNT, NOTEBOOK_ACCOUNT, ns),
+    ]
+
+
+def _role_binding(name: str, account: str, ns: str) -> Manifest:
+    """Binds the session Role to ``account``."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _meta(name, ns),
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
             "kind": "Role",
-            "metadata": _meta(NOTEBOOK_ACCOUNT, ns),
-            "rules": rules,
+            "name": NOTEBOOK_ACCOUNT,
         },
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+    }
+
+
+def session_account_objects(team: Team, user: str) -> list[Manifest]:
+    """``user``'s own session account in ``team``'s namespace, bound to the session Role
+    (made by the spawner, with the hub's rights, before the session's pod)."""
+    name = session_account(user)
+    account = _meta(name, team.namespace, {USER_LABEL: owner_label(user)})
+    account["annotations"] = {HUB_USER_ANNOTATION: user}
+    return [
         {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": _meta(NOTEBOOK_ACCOUNT, ns),
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": NOTEBOOK_ACCOUNT,
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": NOTEBOOK_ACCOUNT, "namespace": ns}],
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": account,
+            "automountServiceAccountToken": True,
         },
+        _role_binding(name, name, team.namespace),
     ]
 
 
@@ -344,12 +383,20 @@ def queue_reader(teams: Teams) -> list[Manifest]:
                 "kind": "ClusterRole",
                 "name": QUEUE_READER,
             },
-            "subjects": [
-                {"kind": "ServiceAccount", "name": NOTEBOOK_ACCOUNT, "namespace": t.namespace}
-                for t in teams.teams
-            ],
+            "subjects": [_queue_reader_subject(teams, t) for t in teams.teams],
         },
     ]
+
+
+def _queue_reader_subject(teams: Teams, team: Team) -> Manifest:
+    if teams.controller is None:
+        return {"kind": "ServiceAccount", "name": NOTEBOOK_ACCOUNT, "namespace": team.namespace}
+    # Each user's own session account: the namespace's accounts, whose names are not known here.
+    return {
+        "kind": "Group",
+        "apiGroup": "rbac.authorization.k8s.io",
+        "name": f"system:serviceaccounts:{team.namespace}",
+    }
 
 
 def require_queue_policy() -> list[Manifest]:
@@ -403,6 +450,118 @@ def require_queue_policy() -> list[Manifest]:
     ]
 
 
+def session_rights_policy() -> list[Manifest]:
+    """A session account (``trainhub-user-<owner>``, identity.py) may create Jobs and Services
+    only labelled ``trainhub.io/user=<owner>``, and update, patch or delete only those so
+    labelled; the Jobs it creates run as the namespace's default account (a pod of another
+    account would hold that account's token). Rendered where a controller runs: its own and
+    the hub's accounts (and Kueue's, the garbage collector's, an admin's) are not session
+    accounts, so the match conditions leave them out."""
+    caller = "request.userInfo.username"
+
+    def owner_of(obj: str) -> str:
+        return (
+            f"has({obj}.metadata.labels) && '{USER_LABEL}' in {obj}.metadata.labels ? "
+            f"{obj}.metadata.labels['{USER_LABEL}'] : ''"
+        )
+
+    pod = "object.spec.template.spec"
+    default_account = " && ".join(
+        f"(!has({pod}.{field}) || {pod}.{field} in ['', 'default'])"
+        for field in ("serviceAccountName", "serviceAccount")
+    )
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": _meta(SESSION_RIGHTS_POLICY),
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [group],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE", "UPDATE", "DELETE"],
+                            "resources": [resource],
+                        }
+                        for group, resource in (("batch", "jobs"), ("", "services"))
+                    ]
+                },
+                "matchConditions": [
+                    {
+                        "name": "session-accounts",
+                        # neither a namespace nor an account name holds a colon
+                        "expression": f"{caller}.startsWith('system:serviceaccount:') && "
+                        f"{caller}.contains(':{SESSION_ACCOUNT_PREFIX}')",
+                    }
+                ],
+                "variables": [
+                    {
+                        "name": "prefix",
+                        "expression": "'system:serviceaccount:' + request.namespace + "
+                        f"':{SESSION_ACCOUNT_PREFIX}'",
+                    },
+                    {
+                        "name": "caller",
+                        "expression": f"{caller}.startsWith(variables.prefix) ? "
+                        f"{caller}.substring(size(variables.prefix)) : ''",
+                    },
+                    {
+                        "name": "owner",
+                        "expression": f"request.operation == 'DELETE' ? '' : {owner_of('object')}",
+                    },
+                    {
+                        "name": "was",
+                        "expression": "request.operation == 'CREATE' ? '' : "
+                        + owner_of("oldObject"),
+                    },
+                ],
+                "validations": [
+                    {
+                        "expression": "variables.caller != ''",
+                        "messageExpression": f"{caller} + ' acts only in its own team namespace'",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": "request.operation == 'CREATE' || "
+                        "variables.was == variables.caller",
+                        "messageExpression": "request.resource.resource + ' ' + request.name + "
+                        f"' belongs to {USER_LABEL}=' + variables.was + ', and a session may "
+                        "change or delete only those of its own user, ' + variables.caller",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": "request.operation == 'DELETE' || "
+                        "variables.owner == variables.caller",
+                        "messageExpression": "'a session labels its Jobs and Services "
+                        f"{USER_LABEL}=' + variables.caller + ' (its own user): ' + "
+                        "(variables.owner == '' ? 'this one has none' : 'not ' + variables.owner)",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": "request.operation == 'DELETE' || "
+                        f"request.resource.resource != 'jobs' || ({default_account})",
+                        "message": "a session's Jobs run as the namespace's default "
+                        "ServiceAccount, not another account",
+                        "reason": "Forbidden",
+                    },
+                ],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": _meta(SESSION_RIGHTS_POLICY),
+            "spec": {
+                "policyName": SESSION_RIGHTS_POLICY,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchLabels": {MANAGED_LABEL: "true"}}},
+            },
+        },
+    ]
+
+
 def render(teams: Teams) -> list[Manifest]:
     """Every object, in an order that applies cleanly (namespaces and cluster objects first)."""
     objs: list[Manifest] = [namespace(t) for t in teams.teams]
@@ -411,11 +570,14 @@ def render(teams: Teams) -> list[Manifest]:
         resource_flavors(teams) + priority_classes(teams) + [cluster_queue(t) for t in teams.teams]
     )
     objs += queue_reader(teams) + require_queue_policy()
+    controlled = teams.controller is not None
+    if controlled:
+        objs += session_rights_policy()
     for team in teams.teams:
         objs += [
             resource_quota(teams, team),
             limit_range(team),
-            *notebook_rbac(team),
+            *notebook_rbac(team, controlled),
             *network_policies(team),
             *shared_claim(team),
             local_queue(team),

@@ -123,6 +123,14 @@ def suspend_requested(job: Obj) -> bool:
     return SUSPEND_ANNOTATION in (job.get("metadata", {}).get("annotations") or {})
 
 
+def deactivation_due(job: Obj, workload: Obj | None) -> bool:
+    """A Job marked for suspension whose Workload is still active and not finished."""
+    if not suspend_requested(job) or workload is None:
+        return False
+    active = (workload.get("spec") or {}).get("active", True) is not False
+    return active and not is_true(workload, "Finished")
+
+
 def job_state(job: Obj, pods: list[Obj]) -> JobState:
     if is_true(job, "Complete") or is_true(job, "SuccessCriteriaMet"):
         return JobState.SUCCEEDED
