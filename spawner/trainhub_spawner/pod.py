@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from trainhub.alerts.channels import member_alerts_path
 from trainhub.backends.kubernetes.identity import session_account
 from trainhub.backends.kubernetes.render import GPU, NOTEBOOK_ACCOUNT, TEAM_LABEL
 from trainhub.teams import TeamDataset, Teams
@@ -50,7 +51,9 @@ def account_for(teams: Teams, user: str) -> str:
     return NOTEBOOK_ACCOUNT if teams.controller is None else session_account(user)
 
 
-def session_environment(session: Session, teams_file: str = TEAMS_FILE) -> dict[str, str]:
+def session_environment(
+    session: Session, teams_file: str = TEAMS_FILE, user: str | None = None
+) -> dict[str, str]:
     team = session.team
     env = {
         "TRAINHUB_BACKEND": "kubernetes",
@@ -61,6 +64,11 @@ def session_environment(session: Session, teams_file: str = TEAMS_FILE) -> dict[
         "TRAINHUB_TEAMS_FILE": teams_file,
         "TRAINHUB_SESSION_POOL": session.pool.name,
     }
+    if user is not None:
+        # The user's alert channels, on the team's volume: the cluster's controller announces
+        # the user's jobs by them (trainhub/alerts/channels.py: member_channels).
+        mount = PurePosixPath(team.shared_volume.mount_path)
+        env["TRAINHUB_ALERTS_FILE"] = str(mount / member_alerts_path(user))
     if session.gpus == 0:
         # CUDA images set NVIDIA_VISIBLE_DEVICES=all; "void" keeps a GPU-less session GPU-less
         # on nodes whose container runtime would otherwise expose every device.
@@ -77,6 +85,7 @@ def session_overrides(
     gid: int = 100,
     datasets: Mapping[str, TeamDataset] | None = None,
     account: str = NOTEBOOK_ACCOUNT,
+    user: str | None = None,
 ) -> dict[str, Any]:
     """KubeSpawner trait name -> value for this session's pod, run as ``account``
     (:func:`account_for`).
@@ -132,7 +141,7 @@ def session_overrides(
         # The server extension submits Jobs with this account's token.
         "automount_service_account_token": True,
         "image": session.image.image,
-        "environment": session_environment(session, teams_file),
+        "environment": session_environment(session, teams_file, user),
         "extra_resource_guarantees": dict(gpus),
         "extra_resource_limits": dict(gpus),
         "node_selector": dict(pool.node_labels),

@@ -194,6 +194,7 @@ class TrainHubSpawner(KubeSpawner):
                 for name, (_, ds) in self.teams().readable_datasets(session.team.name).items()
             },
             account=pods.account_for(self.teams(), self.user.name),
+            user=self.user.name,
         )
         # Merge onto what the admin configured, never onto an earlier session of this server
         # (a GPU session after a CPU one must not keep NVIDIA_VISIBLE_DEVICES=void).

@@ -229,3 +229,13 @@ def test_where_a_controller_runs_each_user_runs_as_their_own_account() -> None:
     )
     pod["spec"]["serviceAccountName"] = account
     assert pod_deviation(pod, s, "team-vision", account) is None
+
+
+def test_a_sessions_alert_channels_live_on_its_teams_volume_where_the_controller_reads_them() -> (
+    None
+):
+    s = resolve_session(TEAMS, ["vision"], {})
+    env = session_overrides(s, user="ada@example.org")["environment"]
+    mount = s.team.shared_volume.mount_path
+    assert env["TRAINHUB_ALERTS_FILE"] == f"{mount}/.trainhub/users/ada@example.org/alerts.yaml"
+    assert "TRAINHUB_ALERTS_FILE" not in session_overrides(s)["environment"]
