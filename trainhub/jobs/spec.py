@@ -185,7 +185,13 @@ class Resources(Model):
     )
     gpus_per_worker: int = Field(0, ge=0, le=16)
     cpu: float | None = Field(None, gt=0, le=512, description="CPU cores per worker")
-    memory: str | None = Field(None, description="Memory per worker, e.g. 32Gi")
+    memory: str | None = Field(
+        None,
+        description="Memory per worker, e.g. 32Gi",
+        # In the API's document too, so generated requests carry quantities that reach the
+        # backend's bound (trainhub.jobs.placement), not only the parser's refusal.
+        json_schema_extra={"pattern": _QUANTITY.pattern},
+    )
 
     @field_validator("memory")
     @classmethod
