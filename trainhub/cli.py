@@ -528,11 +528,12 @@ def cmd_admin_render(args: argparse.Namespace) -> int:
 def cmd_admin_apply(args: argparse.Namespace) -> int:
     from kubernetes import config
 
-    from trainhub.backends.kubernetes.apply import apply_objects
+    from trainhub.backends.kubernetes.apply import apply_objects, pool_warnings
     from trainhub.backends.kubernetes.render import render
     from trainhub.teams import load_teams
 
-    objs = render(load_teams(args.file))
+    teams = load_teams(args.file)
+    objs = render(teams)
     api = config.new_client_from_config(config_file=args.kubeconfig)
     try:
         for result in apply_objects(api, objs):
@@ -541,6 +542,8 @@ def cmd_admin_apply(args: argparse.Namespace) -> int:
                 f"{result.kind} {where}{result.name}: "
                 f"{'applied' if result.changed else 'unchanged'}"
             )
+        for warning in pool_warnings(api, teams):
+            print(f"warning: {warning}", file=sys.stderr)
     finally:
         api.close()
     return 0

@@ -24,19 +24,19 @@ from typing import Any
 from trainhub import settings
 from trainhub.alerts.announce import announce_job, end_alert_kind
 from trainhub.backends.base import Backend, Feature
-from trainhub.backends.kubernetes import manifests, recovery, status
+from trainhub.backends.kubernetes import manifests, nodes, recovery, status
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.checkpoint.layout import resume_checkpoint
 from trainhub.datasets.catalog import Catalog, Readable
 from trainhub.errors import BackendUnavailable, Conflict, NotFound, OverQuota
 from trainhub.imagepolicy import Allowed, choose_image
-from trainhub.jobs import confined
+from trainhub.jobs import confined, placement
 from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.directory import LINEAGE, JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.search import found
-from trainhub.jobs.spec import JobSpec, NotifyOn
+from trainhub.jobs.spec import JobSpec, NotifyOn, SpecError
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
 from trainhub.outcome.retry import count_retry
@@ -181,7 +181,7 @@ class KubernetesBackend(Backend):
             return self.teams.pool(record.spec.queue)
         for name in self.team.quota:
             pool = self.teams.pool(name)
-            if pool.gpus_per_node >= per_worker:
+            if pool.gpus_per_node >= per_worker and (per_worker or not pool.gpu_only):
                 return pool
         raise OverQuota(
             f"no pool of team {self.team.name} has nodes with {per_worker} GPUs for one worker"
@@ -221,6 +221,8 @@ class KubernetesBackend(Backend):
                 f"{record.gpus} GPUs is more than team {self.team.name} can ever get in pool "
                 f"{pool.name} ({ceiling})"
             )
+        if problem := nodes.pool_refusal(record, pool, self._pool_nodes(pool)):
+            raise SpecError([problem])
         shared = Path(self.team.shared_volume.mount_path)
         for ds in record.spec.datasets:
             if ds.catalog or ds.path is None:
@@ -762,6 +764,16 @@ class KubernetesBackend(Backend):
                 return None
             raise
         return self._workload_of(job)
+
+    def _pool_nodes(self, pool: Pool) -> list[placement.Node] | None:
+        """The nodes ``pool`` selects; None when this account may not list nodes."""
+        from kubernetes.client import ApiException
+
+        try:
+            listed = self._items(self.core.list_node, label_selector=nodes.selector(pool))
+        except ApiException:
+            return None
+        return [nodes.node_of(n) for n in listed]
 
     def _cluster_queue(self) -> Obj | None:
         from kubernetes.client import ApiException
