@@ -74,7 +74,7 @@ def format_size(n: float) -> str:
     return f"{n:.4g}"
 
 
-def _workers_on(node: Node, request: Request) -> int:
+def workers_on(node: Node, request: Request) -> int:
     """How many of the job's workers ``node`` could hold at once, were it empty."""
     fits = [
         math.floor(have / need)
@@ -120,7 +120,7 @@ def refusal(
                 message=f"{shown(need)} per worker is more than {where} offers one worker "
                 f"(at most {shown(have)}, on its largest node); ask for at most {shown(have)}",
             )
-    room = sum(_workers_on(n, request) for n in hosts)
+    room = sum(workers_on(n, request) for n in hosts)
     if room < request.workers:
         total = f" ({request.workers} x {request.gpus} GPUs)" if request.gpus else ""
         return FieldError(

@@ -24,7 +24,7 @@ from typing import Any
 from trainhub import settings
 from trainhub.alerts.announce import announce_job, end_alert_kind
 from trainhub.backends.base import Backend, Feature
-from trainhub.backends.kubernetes import manifests, nodes, recovery, status
+from trainhub.backends.kubernetes import manifests, nodes, recovery, status, waits
 from trainhub.backends.kubernetes.manifests import ANNOTATION, JOB_ID_LABEL, USER_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.checkpoint.layout import resume_checkpoint
@@ -512,6 +512,8 @@ class KubernetesBackend(Backend):
         return self.team.name
 
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
+        if record.state == JobState.STARTING:
+            return self.wait_reasons([record]).get(record.id, (None, None))
         if record.state != JobState.QUEUED:
             return None, None
         return status.wait_reason(self._workload(record.id), self._cluster_queue()), None
@@ -520,10 +522,13 @@ class KubernetesBackend(Backend):
         self, records: Sequence[JobRecord]
     ) -> dict[str, tuple[str | None, int | None]]:
         """Why each queued one waits, from one list of the namespace's Workloads and one read
-        of the team's ClusterQueue (a Workload names the Job owning it)."""
+        of the team's ClusterQueue (a Workload names the Job owning it); why each starting one
+        does, from its pods and their events (:mod:`waits`)."""
+        starting = self._pod_waits([r for r in records if r.state == JobState.STARTING])
+        pods_say = {job_id: (wait.text(), None) for job_id, wait in starting.items()}
         queued = [r for r in records if r.state == JobState.QUEUED]
         if not queued:
-            return {}
+            return pods_say
         shared = getattr(self._reading, "seen", None) or {}
         page = shared.get(_PAGE_WORKLOADS)  # the list's page just read them
         if page is None or any(r.id not in page for r in queued):
@@ -535,9 +540,61 @@ class KubernetesBackend(Backend):
             }
         workloads = page
         cluster_queue = self._cluster_queue()
-        return {
+        return pods_say | {
             r.id: (status.wait_reason(workloads.get(r.id), cluster_queue), None) for r in queued
         }
+
+    def _pod_waits(self, records: Sequence[JobRecord]) -> dict[str, waits.Wait]:
+        """What each job's pods wait for (those that wait), from one read of the namespace's
+        pods and one list of its events."""
+        if not records:
+            return {}
+        seen = self._read_namespace(None)
+        pending = {
+            r.id: seen.pods.get(r.id, [])
+            for r in records
+            if any(p.get("status", {}).get("phase") == "Pending" for p in seen.pods.get(r.id, []))
+        }
+        if not pending:
+            return {}
+        events = _events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
+        by_id = {r.id: r for r in records}
+        return {
+            job_id: wait
+            for job_id, pods in pending.items()
+            if (wait := self._job_wait(by_id[job_id], pods, events)) is not None
+        }
+
+    def _job_wait(
+        self, record: JobRecord, pods: list[Obj], events_of: dict[str, list[Obj]]
+    ) -> waits.Wait | None:
+        now = time.time()
+        wait = waits.job_wait(pods, events_of, now)
+        if wait is not None and wait.cause == "insufficient":  # room later, or never: the nodes say
+            wait = waits.job_wait(pods, events_of, now, self._pool_nodes(self.pool_for(record)))
+        return wait
+
+    def _end_if_stuck(self, record: JobRecord, job: Obj, wait: waits.Wait) -> bool:
+        """End the job on a cause that cannot heal once it is overdue (the team's grace
+        period): its verdict names the cause, and its Job goes, releasing the quota; unless the
+        class's retry policy replaces it by the next attempt. True when it ended."""
+        from kubernetes.client import ApiException
+
+        grace = self.team.wait_grace_minutes * 60
+        if not waits.overdue(wait, grace, time.time()):
+            return False
+        verdict = waits.verdict(wait, self.team.wait_grace_minutes, record.attempt)
+        if self._plan_retry(record, verdict):
+            return True
+        try:
+            self.batch.delete_namespaced_job(
+                record.id, self.namespace, propagation_policy="Background"
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise
+        self._finish(record, JobState.FAILED, verdict, _times(job), retry=False)
+        return True
 
     def reconcile(self) -> None:
         """Record in each job directory what the cluster did since the last reconcile: state
@@ -560,6 +617,14 @@ class KubernetesBackend(Backend):
                 self._sync_events(JobDir(record.job_dir), mine)
                 if not self._note_image(JobDir(record.job_dir), pods):
                     reconciled.pop(uid)  # the submitter has not written the lineage yet
+                if status.job_state(job, pods) == JobState.STARTING and not _going(job):
+                    wait = self._job_wait(record, pods, events)
+                    if (
+                        wait is not None
+                        and not wait.heals
+                        and not self._end_if_stuck(record, job, wait)
+                    ):
+                        reconciled.pop(uid, None)  # its grace runs out with no change: look again
         self._reconciled = reconciled  # only once all are recorded: a failure retries them
         self._start_retries(seen.jobs)
 
