@@ -53,7 +53,9 @@ def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
         for label, cpu, memory, taints in pools.values()
         if cpu is not None
     ]
-    teams = teams_for([ns], tmp_path, more_pools=more, wait_grace_minutes=0)
+    # A dataset whose claim nobody made: the scheduler cannot place a pod that mounts it.
+    ghost = {"ghost": {"claim": "ghost-claim"}}
+    teams = teams_for([ns], tmp_path, more_pools=more, wait_grace_minutes=0, datasets=ghost)
     apply_teams(k8s_namespace, teams)
     t = Team(k8s_namespace, ns, teams, tmp_path)
     for node in nodes:  # kwok marks them Ready (an unready node carries a taint of its own)
@@ -68,8 +70,9 @@ def _ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
 
 
-def submit(team: Team, pool: str, **resources: Any) -> str:
+def submit(team: Team, pool: str, datasets: tuple[str, ...] = (), **resources: Any) -> str:
     spec = {
+        "datasets": list(datasets),
         "name": "stuck",
         "source": {"path": "train.py"},
         "team": team.ns,
@@ -176,4 +179,21 @@ def test_a_request_larger_than_any_node_ends_at_once(
     ended = describe(team, job_id)
     assert ended.state == JobState.FAILED
     assert ended.verdict.reason.endswith("; ended, as waiting cannot mend it")
+    wait_for("the Job gone", lambda: jobs_in(team) == [])
+
+
+def test_a_dataset_claim_that_does_not_exist_ends_the_job_as_an_environment_failure(
+    team: Team,
+) -> None:
+    job_id = submit(team, f"{team.ns}-a100", datasets=("ghost",))
+    reason = wait_for("the wait sentence", lambda: describe(team, job_id).wait_reason)
+    assert reason.startswith(
+        "worker 0 cannot be scheduled: the volume claim ghost-claim does not exist"
+    )
+    assert 'persistentvolumeclaim "ghost-claim" not found' in reason
+    team.backend.reconcile()
+    ended = describe(team, job_id)
+    assert ended.state == JobState.FAILED
+    assert ended.verdict.failure_class == FailureClass.ENVIRONMENT
+    assert "the volume claim ghost-claim does not exist" in ended.verdict.reason
     wait_for("the Job gone", lambda: jobs_in(team) == [])
