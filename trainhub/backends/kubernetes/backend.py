@@ -292,6 +292,16 @@ class KubernetesBackend(Backend):
             record.id, self.namespace, {"metadata": {"ownerReferences": owner}}
         )
 
+    def _delete_job(self, job_id: str, propagation: str = "Background") -> None:
+        """Delete the Job (its pods and Workload with it), if it is still there."""
+        from kubernetes.client import ApiException
+
+        try:
+            self.batch.delete_namespaced_job(job_id, self.namespace, propagation_policy=propagation)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+
     def _resume_from(self, record: JobRecord) -> str | None:
         """The checkpoint of an earlier job this one starts from, if it asked for one."""
         ref = record.spec.resume_from
@@ -299,21 +309,13 @@ class KubernetesBackend(Backend):
         return str(info.path) if info is not None else None
 
     def cancel(self, job_id: str, reason: str) -> JobRecord:
-        from kubernetes.client import ApiException
-
         record = self.get(job_id)
         if record is None:
             raise NotFound(f"No job {job_id}.")
         if record.state.terminal:
             return record
         JobDir(record.job_dir).emit("cancel_requested", reason=reason)
-        try:
-            self.batch.delete_namespaced_job(
-                job_id, self.namespace, propagation_policy="Foreground"
-            )
-        except ApiException as e:
-            if e.status != 404:
-                raise
+        self._delete_job(job_id, propagation="Foreground")
         verdict = cancel_verdict(reason, record.attempt)
         # The times it had: once the Job is gone, its directory is the only record of them.
         now = time.time()
@@ -578,7 +580,6 @@ class KubernetesBackend(Backend):
         """End the job on a cause that cannot heal once it is overdue (the team's grace
         period): its verdict names the cause, and its Job goes, releasing the quota; unless the
         class's retry policy replaces it by the next attempt. True when it ended."""
-        from kubernetes.client import ApiException
 
         grace = self.team.wait_grace_minutes * 60
         if not waits.overdue(wait, grace, time.time()):
@@ -586,13 +587,7 @@ class KubernetesBackend(Backend):
         verdict = waits.verdict(wait, self.team.wait_grace_minutes, record.attempt)
         if self._plan_retry(record, verdict):
             return True
-        try:
-            self.batch.delete_namespaced_job(
-                record.id, self.namespace, propagation_policy="Background"
-            )
-        except ApiException as e:
-            if e.status != 404:
-                raise
+        self._delete_job(record.id)
         self._finish(record, JobState.FAILED, verdict, _times(job), retry=False)
         return True
 
@@ -1071,13 +1066,7 @@ class KubernetesBackend(Backend):
         except ApiException as e:
             if e.status != 404:
                 raise  # gone: the next attempt's _create makes it again
-        try:
-            self.batch.delete_namespaced_job(
-                record.id, self.namespace, propagation_policy="Background"
-            )
-        except ApiException as e:
-            if e.status != 404:
-                raise
+        self._delete_job(record.id)
         jobdir = JobDir(record.job_dir)
         latest = resume_checkpoint(jobdir.root)
         resume = str(latest.path) if latest is not None else self._resume_from(record)
