@@ -108,7 +108,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     else:
         print(job.id)
         if job.wait_reason:
-            print(f"queued: {job.wait_reason}", file=sys.stderr)
+            print(f"{job.state.value}: {job.wait_reason}", file=sys.stderr)
     if args.follow:
         return _follow(job.id, rank=0)
     return 0

@@ -551,11 +551,18 @@ class KubernetesBackend(Backend):
         pods and one list of its events."""
         if not records:
             return {}
-        seen = self._read_namespace(None)
+        # The pods a list just read (every pod of the team's jobs), else those of the one job.
+        shared = getattr(self._reading, "seen", None) or {}
+        read = next((v.pods for v in shared.values() if isinstance(v, _Namespace)), None)
+        if read is None and len(records) == 1:
+            read = {records[0].id: self._pods(records[0].id)}
+        elif read is None:
+            read = self._read_namespace(None).pods
+        pods = {r.id: read.get(r.id, []) for r in records}
         pending = {
-            r.id: seen.pods.get(r.id, [])
-            for r in records
-            if any(p.get("status", {}).get("phase") == "Pending" for p in seen.pods.get(r.id, []))
+            job_id: mine
+            for job_id, mine in pods.items()
+            if any(p.get("status", {}).get("phase") == "Pending" for p in mine)
         }
         if not pending:
             return {}

@@ -26,6 +26,7 @@ from trainhub.backends.local.admission import (
     demand_for,
     free_capacity,
     never_fits,
+    starting_reason,
     wait_reason,
 )
 from trainhub.backends.local.plan import attempt_plan, write_plan
@@ -119,12 +120,17 @@ class Admitter:
     def wait_reasons(
         self, records: Sequence[JobRecord]
     ) -> dict[str, tuple[str | None, int | None]]:
-        """Why each queued job waits, and how many jobs are ahead of it."""
+        """Why each queued job waits, and how many jobs are ahead of it; what each admitted
+        one does before its ranks run."""
+        out: dict[str, tuple[str | None, int | None]] = {
+            r.id: (starting_reason(self._needs_pip(JobDir(r.job_dir))), None)
+            for r in records
+            if r.state == JobState.STARTING
+        }
         queued = [r for r in records if r.state == JobState.QUEUED]
         if not queued:
-            return {}
+            return out
         free = self.free()  # once per page, not once per job
-        out: dict[str, tuple[str | None, int | None]] = {}
         for r in queued:
             ahead = self.store.jobs_ahead(r)
             out[r.id] = (wait_reason(demand_of(r), free, ahead), ahead)
