@@ -580,7 +580,11 @@ class KubernetesBackend(Backend):
         now = time.time()
         wait = waits.job_wait(pods, events_of, now)
         if wait is not None and wait.cause == "insufficient":  # room later, or never: the nodes say
-            wait = waits.job_wait(pods, events_of, now, self._pool_nodes(self.pool_for(record)))
+            try:
+                pool = self.pool_for(record)
+            except OverQuota:  # the teams file changed since: no pool to judge by
+                return wait
+            wait = waits.job_wait(pods, events_of, now, self._pool_nodes(pool))
         return wait
 
     def _end_if_stuck(self, record: JobRecord, job: Obj, wait: waits.Wait) -> bool:
