@@ -239,7 +239,7 @@ class Team(_Model):
     retention: Retention | None = Field(
         None, description="How long the team's job outputs are kept (trainhub cleanup)"
     )
-    wait_grace_minutes: float = Field(
+    wait_grace_minutes: int = Field(
         10,
         ge=0,
         le=24 * 60,
