@@ -10,6 +10,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+from trainhub.controller.serve import add_parser as add_controller_parser
 from trainhub.errors import TrainhubError
 from trainhub.experiments.cli import add_parsers as add_sweep_parsers
 from trainhub.jobs.models import DescribeJob, JobSummary, ListJobsQuery
@@ -853,6 +854,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
     ap.set_defaults(func=cmd_admin_apply)
     add_sweep_parsers(sub)
+    add_controller_parser(sub)
     return p
 
 
@@ -861,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from trainhub.api import service
 
-        if args.verb != "admin":  # admin verbs work on a teams file, not on jobs
+        if args.verb not in ("admin", "controller"):  # these work on a teams file, not on jobs
             service().reconcile()
         return int(args.func(args) or 0)
     except SpecError as e:

@@ -171,6 +171,13 @@ class SharedVolume(_Model):
 
     claim: str = Field(pattern=DNS_LABEL, max_length=253)
     mount_path: str
+    controller_claim: str | None = Field(
+        None,
+        pattern=DNS_LABEL,
+        max_length=253,
+        description="The claim in the controller's namespace bound to the same storage "
+        "(default: <team>-<claim>)",
+    )
 
     @field_validator("mount_path")
     @classmethod
@@ -277,6 +284,27 @@ class Team(_Model):
         return mount_path(name)
 
 
+class ControllerResources(_Model):
+    cpu: str = "250m"
+    memory: str = "512Mi"
+    memory_limit: str = "1Gi"
+
+
+class Controller(_Model):
+    """trainhub's control plane on the cluster (trainhub.controller): with this section, it
+    keeps every job's promises (states, verdicts, retries, sweeps, alerts, usage) and sessions
+    and the CLI only submit and read. It mounts every team's volume at the team's own
+    ``mount_path`` through a claim of its own namespace (``shared_volume.controller_claim``)."""
+
+    namespace: str = Field("trainhub-system", pattern=DNS_LABEL, max_length=63)
+    image: str = Field(
+        "trainhub-controller", description="A catalog image's name, or a pinned reference"
+    )
+    replicas: int = Field(2, ge=1, le=5, description="Candidates for the lease; one acts")
+    resources: ControllerResources = Field(default_factory=ControllerResources)
+    metrics_port: int = Field(8080, ge=1024, le=65535)
+
+
 class Teams(_Model):
     pools: list[Pool] = Field(min_length=1)
     images: list[Image] = Field(default_factory=list)
@@ -287,6 +315,9 @@ class Teams(_Model):
         default_factory=lambda: {"low": 100, "normal": 1000, "high": 10000}  # type: ignore[arg-type]
     )
     teams: list[Team] = Field(min_length=1)
+    controller: Controller | None = Field(
+        None, description="trainhub's controller on the cluster; none: sessions reconcile"
+    )
 
     @field_validator("priorities")
     @classmethod
@@ -347,6 +378,8 @@ class Teams(_Model):
                     )
                 )
         errors += _shared_twice(self)
+        if self.controller is not None:
+            errors += _mounts_apart(self)
         if errors:
             raise _ReferenceErrors(errors)
         return self
@@ -433,6 +466,24 @@ def _shared_twice(teams: Teams) -> list[tuple[str, str]]:
                             f"team {reader}",
                         )
                     )
+    return errors
+
+
+def _mounts_apart(teams: Teams) -> list[tuple[str, str]]:
+    """The controller mounts every team's volume at the team's own mount path: none may lie
+    inside another's."""
+    errors = []
+    mounts = [PurePosixPath(t.shared_volume.mount_path) for t in teams.teams]
+    for i, mine in enumerate(mounts):
+        for j, other in enumerate(mounts[:i]):
+            if mine.is_relative_to(other) or other.is_relative_to(mine):
+                errors.append(
+                    (
+                        f"teams[{i}].shared_volume.mount_path",
+                        f"{str(mine)!r} overlaps teams[{j}]'s {str(other)!r}: the controller "
+                        "mounts every team's volume at its own path",
+                    )
+                )
     return errors
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import os
 from pathlib import Path
@@ -107,6 +108,8 @@ class TrainhubExtension(ExtensionApp):
         self.handlers.extend(routes.handlers())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        # Off the event loop and unwaited: until the cache syncs, lists ask the API server.
+        asyncio.get_running_loop().run_in_executor(None, self.service.backend.watch_reads)
         if self.reconcile_interval > 0:
             self._reconciler = PeriodicCallback(self._reconcile, self.reconcile_interval * 1000)
             self._reconciler.start()

@@ -20,7 +20,7 @@ from trainhub.bundle.compile import compile_bundle
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass
-from trainhub.outcome.exceptions import PIP_INSTALL_ERROR, classify_exception
+from trainhub.lifecycle.classify import PIP_INSTALL_ERROR, classify_exception
 from trainhub.rank.runner import install_requirements
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"

@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from trainhub.alerts import saturation
-from trainhub.alerts.announce import end_alert_kind
 from trainhub.alerts.channels import AlertsFileError, Channels, TeamEvent, user_channels
 from trainhub.alerts.message import REDACTED, job_alert, scrub, secret_values
 from trainhub.alerts.outbox import deliver_due, enqueue, retry_delay
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import NotifyOn, SpecError, parse_spec
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.lifecycle.notify import end_alert_kind
 from trainhub.teams import TeamsError, load_teams, parse_teams
 
 REPO = Path(__file__).resolve().parents[2]
@@ -179,3 +179,33 @@ def test_a_quota_is_announced_once_per_saturated_stretch() -> None:
         saturation.Saturation(),
         False,
     )
+
+
+def test_an_ending_announced_again_under_its_key_is_no_new_message(tmp_path: Path) -> None:
+    """A controller that records an ending twice (it stopped between writing the outbox and
+    the job's final state) announces it once: queued, delivered or given up."""
+    alert, channels = job_alert(record(), "failure"), Channels(webhooks=["http://a.example.org/"])
+    assert enqueue(tmp_path, alert, channels, start_sender=False, key="j1-a0-failure") == 1
+    assert enqueue(tmp_path, alert, channels, start_sender=False, key="j1-a0-failure") == 0
+    deliver_due(tmp_path, now=2e9, transport=lambda message: None)
+    assert not list(tmp_path.glob("*.json"))
+    assert enqueue(tmp_path, alert, channels, start_sender=False, key="j1-a0-failure") == 0
+    assert enqueue(tmp_path, alert, channels, start_sender=False, key="j1-a1-failure") == 1
+
+
+def test_a_members_alerts_file_is_read_without_following_a_link(tmp_path: Path) -> None:
+    from trainhub.alerts.channels import member_alerts_path, member_channels
+
+    secret = tmp_path / "controller-token"
+    secret.write_text("webhooks: [not-a-url-but-a-secret]\n")
+    path = tmp_path / "team" / member_alerts_path("ada")
+    path.parent.mkdir(parents=True)
+    path.symlink_to(secret)
+    with pytest.raises(AlertsFileError) as refused:
+        member_channels(tmp_path / "team", "ada")
+    assert "secret" not in str(refused.value)
+    path.unlink()
+    path.write_text("webhooks: ['http://a.example.org/']\n")
+    assert member_channels(tmp_path / "team", "ada").webhooks == ["http://a.example.org/"]
+    assert member_channels(tmp_path / "team", "bo") == Channels()
+    assert member_alerts_path("../../etc").parts[2] == "-..-etc"  # one name, not a way up

@@ -7,7 +7,7 @@ import traceback
 import pytest
 
 from trainhub.jobs.states import FailureClass
-from trainhub.outcome.exceptions import (
+from trainhub.lifecycle.classify import (
     PIP_INSTALL_ERROR,
     RULES,
     classify_exception,

@@ -1,4 +1,4 @@
-"""Recovery decisions on Kubernetes (trainhub/backends/kubernetes/recovery.py): which failed
+"""Recovery decisions (trainhub/lifecycle/retry.py; recovery.py keeps them on a Job): which failed
 attempt gets a next one, after how long, and how a failed Job marked for it reads."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from trainhub.backends.kubernetes import recovery, status
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.spec import RetryPolicy
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.lifecycle import retry
 from trainhub.rank.pod import exit_status
 
 POLICY = RetryPolicy(infrastructure=2, backoff_seconds=4, backoff_factor=3)
@@ -14,8 +15,8 @@ KILLED = Verdict(failure_class=FailureClass.INFRASTRUCTURE, reason="worker 1 was
 
 
 def test_an_infrastructure_failure_gets_the_next_attempt_after_the_policys_backoff():
-    plan = recovery.plan_retry(KILLED, POLICY, {}, attempt=0, now=1000.0)
-    assert plan == recovery.RetryPlan(
+    plan = retry.plan_retry(KILLED, POLICY, {}, attempt=0, now=1000.0)
+    assert plan == retry.RetryPlan(
         attempt=1,
         failure_class="infrastructure",
         reason="worker 1 was killed by SIGKILL",
@@ -24,21 +25,21 @@ def test_an_infrastructure_failure_gets_the_next_attempt_after_the_policys_backo
         retries={"infrastructure": 1},
     )
     assert not plan.due(1003.9) and plan.due(1004.0)
-    second = recovery.plan_retry(KILLED, POLICY, plan.retries, attempt=1, now=2000.0)
+    second = retry.plan_retry(KILLED, POLICY, plan.retries, attempt=1, now=2000.0)
     assert second is not None and (second.attempt, second.backoff_seconds) == (2, 12.0)
     assert second.retries == {"infrastructure": 2}
 
 
 def test_code_errors_cancels_and_used_up_retries_end_the_job():
     code = Verdict(failure_class=FailureClass.CODE, reason="ValueError in cell 3 (rank 0)")
-    assert recovery.plan_retry(code, POLICY, {}, attempt=0, now=0) is None
+    assert retry.plan_retry(code, POLICY, {}, attempt=0, now=0) is None
     used = {"infrastructure": 2}
-    assert recovery.plan_retry(KILLED, POLICY, used, attempt=2, now=0) is None
-    assert recovery.plan_retry(KILLED, POLICY, {}, attempt=0, now=0, cancel_requested=True) is None
+    assert retry.plan_retry(KILLED, POLICY, used, attempt=2, now=0) is None
+    assert retry.plan_retry(KILLED, POLICY, {}, attempt=0, now=0, cancel_requested=True) is None
 
 
 def test_a_failed_job_carrying_its_plan_reads_as_retrying():
-    plan = recovery.plan_retry(KILLED, POLICY, {}, attempt=0, now=1000.0)
+    plan = retry.plan_retry(KILLED, POLICY, {}, attempt=0, now=1000.0)
     assert plan is not None
     failed = {"metadata": {}, "status": {"conditions": [{"type": "Failed", "status": "True"}]}}
     assert status.job_state(failed, []) == JobState.FAILED

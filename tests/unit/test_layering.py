@@ -1,14 +1,18 @@
-"""The dependency direction of the architecture document, checked in fresh interpreters, and no
-import cycle between any two modules of trainhub, its server extension or its spawner.
+"""The dependency direction of the architecture document, checked in fresh interpreters and in
+the import graph: no import cycle between any two modules of trainhub, its server extension or
+its spawner, and a child process never imports its parent's facade.
 
-For cycles every import counts, also one inside a function: a lazy import hides a cycle from
-the interpreter, not from the reader. Imports under ``if TYPE_CHECKING:`` are left out (they
-are for the type checker alone). A package counts as its ``__init__`` module.
+Every import counts, also one inside a function: a lazy import hides a cycle from the
+interpreter, not from the reader; so do the modules a package's ``__init__`` loads lazily by
+name (its ``__getattr__`` table). Imports under ``if TYPE_CHECKING:`` are left out (they are
+for the type checker alone). A package counts as its ``__init__`` module; importing a module
+runs its packages' ``__init__`` first, so what those import at module level is loaded with it.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -41,19 +45,32 @@ def _type_checking_block(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def imported_names(module: str, path: Path, modules: set[str]) -> set[str]:
+def _function(node: ast.AST) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+
+
+def imported_names(
+    module: str, path: Path, modules: set[str], *, module_level: bool = False
+) -> set[str]:
     """Absolute names of the modules ``path`` imports: ``from x import y`` is x.y when that is a
-    module, else x."""
+    module, else x; in an ``__init__``, also the modules it names by string (a lazy table).
+    ``module_level``: only what running the module itself imports, not its functions."""
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     skipped = {
-        id(n) for block in ast.walk(tree) if _type_checking_block(block) for n in ast.walk(block)
+        id(n)
+        for block in ast.walk(tree)
+        if _type_checking_block(block) or (module_level and _function(block))
+        for n in ast.walk(block)
     }
+    lazy = path.name == "__init__.py" and not module_level  # loaded on use, by __getattr__
     names: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
             continue
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Constant) and lazy and node.value in modules:
+            names.add(node.value)
+        elif isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -68,16 +85,37 @@ def imported_names(module: str, path: Path, modules: set[str]) -> set[str]:
     return names
 
 
-def import_graph() -> dict[str, set[str]]:
+@functools.cache
+def import_graph(*, module_level: bool = False) -> dict[str, set[str]]:
     modules = all_modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        # Importing a.b.c first runs a and a.b: that is the package's own business, not a
-        # dependency of the importer, so only the module named counts.
+        # Importing a.b.c first runs a and a.b: for cycles that is the package's own business,
+        # not a dependency of the importer, so only the module named counts (loaded() adds it).
         graph[name] = {
-            n for n in imported_names(name, path, set(modules)) if n in modules and n != name
+            n
+            for n in imported_names(name, path, set(modules), module_level=module_level)
+            if n in modules and n != name
         }
     return graph
+
+
+def loaded(module: str, graph: dict[str, set[str]], on_import: dict[str, set[str]]) -> set[str]:
+    """Every module that using ``module`` may load: what it imports (in its functions too), and
+    for each module loaded, what its packages' ``__init__`` import when they run (``on_import``:
+    the module-level imports; a package's lazy names load only when used by name)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(graph.get(name, ()))
+        parts = name.split(".")
+        for package in (".".join(parts[:i]) for i in range(1, len(parts))):
+            todo.extend(on_import.get(package, ()))
+    return seen
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -133,6 +171,60 @@ def test_cycles_are_found_when_they_exist() -> None:
 def test_no_import_cycle_between_modules(top: str) -> None:
     found = [c for c in cycles(import_graph()) if any(m.split(".")[0] == top for m in c)]
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_a_package_init_counts_with_every_module_below_it() -> None:
+    graph = {"a.b.c": {"d"}, "d": set(), "a": {"a.e"}, "a.e": {"f"}, "a.b": set(), "f": set()}
+    on_import = {"a": {"a.e"}, "a.b": set()}
+    assert loaded("a.b.c", graph, on_import) == {"a.b.c", "d", "a.e", "f"}
+    # A lazy table's module is loaded on use only: running the package does not load it.
+    assert loaded("a.b.c", graph, {"a": set()}) == {"a.b.c", "d"}
+    assert "trainhub.api" in import_graph()["trainhub"]  # trainhub/__init__.py's lazy table
+    assert "trainhub.api" not in import_graph(module_level=True)["trainhub"]
+
+
+# Each process of the chain and the facades of the processes that start it (and of the front
+# doors above them): a child never imports its parent's facade. The control plane's chain is
+# front door (CLI, server, Python API: JobService, the backend) -> admitter -> launcher ->
+# supervisor -> torchrun -> rank; on a cluster the pod's first process -> torchrun -> rank.
+FRONT_DOORS = [
+    "trainhub.api",
+    "trainhub.cli",
+    "trainhub.jobs.service",
+    "trainhub.backends.factory",
+    "trainhub.backends.local.backend",
+    "trainhub.backends.kubernetes.backend",
+    "trainhub_server",
+]
+PARENT_FACADES = {
+    "trainhub.backends.local.launcher": FRONT_DOORS,
+    "trainhub.backends.local.supervisor": [*FRONT_DOORS, "trainhub.backends.local.launcher"],
+    "trainhub.rank.pod": FRONT_DOORS,
+    "trainhub.rank.runner": [
+        *FRONT_DOORS,
+        "trainhub.backends.local.launcher",
+        "trainhub.backends.local.supervisor",
+        "trainhub.rank.pod",
+    ],
+}
+
+
+@pytest.mark.parametrize("child", sorted(PARENT_FACADES))
+def test_a_child_process_never_imports_its_parents_facade(child: str) -> None:
+    graph, on_import = import_graph(), import_graph(module_level=True)
+    assert child in graph
+    found = loaded(child, graph, on_import) & set(PARENT_FACADES[child])
+    assert not found, f"{child} imports its parent's facade: {sorted(found)}"
+
+
+def test_the_lifecycle_rules_import_no_backend() -> None:
+    """Both backends apply trainhub.lifecycle's rules; the rules know neither backend."""
+    graph, on_import = import_graph(), import_graph(module_level=True)
+    rules = [m for m in graph if m.split(".")[:2] == ["trainhub", "lifecycle"]]
+    assert len(rules) > 5
+    for module in rules:
+        found = {m for m in loaded(module, graph, on_import) if m.startswith("trainhub.backends")}
+        assert not found, f"{module} imports {sorted(found)}"
 
 
 CORE = [

@@ -1,7 +1,7 @@
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.spec import RetryPolicy
 from trainhub.jobs.states import FailureClass
-from trainhub.outcome.retry import backoff, count_retry, retry_limit, should_retry
+from trainhub.lifecycle.retry import backoff, count_retry, retry_limit, should_retry
 
 
 def test_retry_policy_never_retries_code_and_backs_off():

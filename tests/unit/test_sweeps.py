@@ -23,7 +23,7 @@ from trainhub.experiments.sweep import (
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import SpecError, parse_spec
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.outcome.verdict import cancel_verdict, stop_reason_of_rule
+from trainhub.lifecycle.verdict import cancel_verdict, stop_reason_of_rule
 
 JOB = {"name": "train", "source": {"path": "train.ipynb"}}
 

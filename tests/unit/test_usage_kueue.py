@@ -110,7 +110,7 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def test_the_job_times_prefer_kueues_admission() -> None:
-    from trainhub.backends.kubernetes.backend import _times
+    from trainhub.backends.kubernetes.records import job_times
 
     job = {
         "status": {
@@ -128,13 +128,13 @@ def test_the_job_times_prefer_kueues_admission() -> None:
         ("Admitted", "True", "2026-11-03T10:05:01Z"), ("Finished", "True", "2026-11-03T11:00:00Z")
     )
 
-    assert _times(job, w) == {
+    assert job_times(job, w) == {
         "admitted_at": at("2026-11-03T10:05:01"),
         "started_at": at("2026-11-03T10:06:00"),
         "finished_at": at("2026-11-03T11:00:00"),
     }
-    assert _times(job)["admitted_at"] == at("2026-11-03T10:05:30")  # the Job's unsuspension
-    assert _times(job)["finished_at"] is None
+    assert job_times(job)["admitted_at"] == at("2026-11-03T10:05:30")  # the Job's unsuspension
+    assert job_times(job)["finished_at"] is None
 
 
 def test_a_cluster_jobs_usage_comes_from_its_directory_after_the_job_is_gone(

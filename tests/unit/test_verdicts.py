@@ -1,7 +1,7 @@
 from trainhub.jobs.spec import RetryPolicy
 from trainhub.jobs.states import FailureClass
-from trainhub.outcome.retry import should_retry
-from trainhub.outcome.verdict import (
+from trainhub.lifecycle.retry import should_retry
+from trainhub.lifecycle.verdict import (
     RankExit,
     attempt_verdict,
     signal_name,

@@ -1,18 +1,20 @@
-"""Announcing a job: which alert (if any) its ``notify`` asks for, to which channels, into the
-outbox. Never raises: an alert that cannot be queued is a sentence for the job's events."""
+"""Announcing a job: its alert (which one: :mod:`trainhub.lifecycle.notify`), to which channels,
+into the outbox. Never raises: an alert that cannot be queued is a sentence for the job's events."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from trainhub.alerts.channels import Channels, TeamAlerts, user_alerts_file, user_channels
 from trainhub.alerts.message import job_alert, secret_values, team_alert
 from trainhub.alerts.outbox import enqueue
 from trainhub.jobs.models import JobRecord
-from trainhub.jobs.spec import NotifyOn
-from trainhub.jobs.states import JobState
 from trainhub.teams import load_teams
+
+# Queues a job's alert of a kind once per key; returns why it could not be, else None.
+Announcer = Callable[[JobRecord, str, str], str | None]
 
 
 def team_alerts(team: str | None) -> TeamAlerts | None:
@@ -30,29 +32,38 @@ def outbox_dir(home: Path) -> Path:
     return Path(os.environ.get("TRAINHUB_ALERTS_OUTBOX") or home / "alerts" / "outbox")
 
 
-def end_alert_kind(notify: list[NotifyOn], state: JobState) -> str | None:
-    """One alert per end: a failed job asked about failures or ends gets the failure's."""
-    if state == JobState.FAILED and (NotifyOn.FAILURE in notify or NotifyOn.END in notify):
-        return "failure"
-    if NotifyOn.END in notify and state.terminal:
-        return "end"
-    return None
-
-
-def job_channels(home: Path, record: JobRecord) -> Channels:
-    channels = user_channels(user_alerts_file(home))
+def job_channels(owner: Channels, record: JobRecord) -> Channels:
+    """The owner's channels and the job's team's."""
     team = team_alerts(record.team or record.spec.team)
-    return channels + Channels(webhooks=team.webhooks, email=team.email) if team else channels
+    return owner + Channels(webhooks=team.webhooks, email=team.email) if team else owner
 
 
-def announce_job(home: Path, record: JobRecord, kind: str) -> str | None:
-    """Queue the job's alert of ``kind``; returns why it could not be, else None."""
+def announce_job(
+    home: Path,
+    record: JobRecord,
+    kind: str,
+    *,
+    owner: Callable[[], Channels] | None = None,
+    outbox: Path | None = None,
+    key: str | None = None,
+    start_sender: bool = True,
+) -> str | None:
+    """Queue the job's alert of ``kind`` to the owner's channels (``owner()``, else the
+    home's alerts file) into ``outbox`` (else the home's); returns why it could not be, else
+    None. A ``key`` makes a second announcement of the same thing a no-op (outbox.enqueue)."""
     try:
-        channels = job_channels(home, record)
+        mine = owner() if owner is not None else user_channels(user_alerts_file(home))
+        channels = job_channels(mine, record)
         if channels.empty:
             return None
         secrets = secret_values(os.environ, job_env=record.spec.env)
-        enqueue(outbox_dir(home), job_alert(record, kind, secrets), channels)
+        enqueue(
+            outbox or outbox_dir(home),
+            job_alert(record, kind, secrets),
+            channels,
+            start_sender=start_sender,
+            key=key,
+        )
     except Exception as error:  # an alert never stands in the way of a job
         return f"The {kind} alert could not be queued: {error}"
     return None

@@ -16,7 +16,7 @@ import re
 import socket
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -114,11 +114,38 @@ def user_channels(path: Path | None = None) -> Channels:
         text = path.read_text()
     except FileNotFoundError:
         return Channels()
+    return _channels_of(text, path.name)
+
+
+def _channels_of(text: str, name: str) -> Channels:
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise AlertsFileError(f"{path.name}: is not valid YAML: {e}") from None
-    return parse_channels(data, path.name)
+    except yaml.YAMLError:
+        # Not the parser's message: it quotes the file, which may not be the user's to show.
+        raise AlertsFileError(f"{name}: is not valid YAML") from None
+    return parse_channels(data, name)
+
+
+def member_alerts_path(user: str) -> PurePosixPath:
+    """Where a team member keeps their channels on the team's shared volume (relative to its
+    mount path): the session's TRAINHUB_ALERTS_FILE, read by the cluster's controller."""
+    safe = re.sub(r"[^A-Za-z0-9._@-]", "-", user).lstrip(".") or "-"
+    return PurePosixPath(".trainhub", "users", safe, "alerts.yaml")
+
+
+def member_channels(team_root: Path, user: str) -> Channels:
+    """A team member's channels, read as the controller reads them: without following a link
+    (a member could point their file at one of the controller's own), at most 64 KiB."""
+    from trainhub.jobs import confined
+
+    relative = member_alerts_path(user)
+    try:
+        text = confined.read_bytes(team_root, relative, limit=64 * 1024).decode()
+    except FileNotFoundError:
+        return Channels()
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise AlertsFileError(f"{relative.name}: cannot be read: {type(e).__name__}") from None
+    return _channels_of(text, relative.name)
 
 
 @dataclass(frozen=True)

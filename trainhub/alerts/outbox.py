@@ -55,15 +55,18 @@ def _write_new(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def messages(alert: Alert, channels: Channels, now: float) -> list[dict[str, Any]]:
-    """One message per channel, so one receiver's retries never resend another's."""
-    group = secrets.token_hex(6)
+def messages(
+    alert: Alert, channels: Channels, now: float, key: str | None = None
+) -> list[dict[str, Any]]:
+    """One message per channel, so one receiver's retries never resend another's; ``key``
+    names what is announced (a job's ending), so that announcing it again is no new message."""
+    group = key or f"{int(now * 1000)}-{secrets.token_hex(6)}"
     out = [{"kind": "webhook", "url": url} for url in channels.webhooks]
     if channels.email:
         out.append({"kind": "email", "to": list(channels.email)})
     return [
         {
-            "id": f"{int(now * 1000)}-{group}-{i}",
+            "id": f"{group}-{i}",
             "channel": channel,
             "alert": alert.as_dict(),
             "created": now,
@@ -75,17 +78,40 @@ def messages(alert: Alert, channels: Channels, now: float) -> list[dict[str, Any
     ]
 
 
-def enqueue(outbox: Path, alert: Alert, channels: Channels, *, start_sender: bool = True) -> int:
-    """Write the alert's messages into ``outbox`` and start a sender; returns how many."""
+def enqueue(
+    outbox: Path,
+    alert: Alert,
+    channels: Channels,
+    *,
+    start_sender: bool = True,
+    key: str | None = None,
+) -> int:
+    """Write the alert's messages into ``outbox`` and start a sender; returns how many. With a
+    ``key``, a message already queued, delivered or given up is not written again: whoever
+    records an ending twice (a controller that stopped between the two) announces it once."""
     if channels.empty:
         return 0
     outbox.mkdir(parents=True, exist_ok=True)
-    found = messages(alert, channels, time.time())
+    found = messages(alert, channels, time.time(), key)
+    if key is not None:
+        seen = known_ids(outbox)
+        found = [m for m in found if m["id"] not in seen]
     for message in found:
         _write_new(outbox / (message["id"] + SUFFIX), message)
     if start_sender:
         spawn_sender(outbox)
     return len(found)
+
+
+def known_ids(outbox: Path) -> set[str]:
+    """The ids of the messages queued, given up or delivered in ``outbox``."""
+    ids = {p.name.removesuffix(SUFFIX) for p in outbox.glob("*" + SUFFIX)}
+    ids |= {p.name.removesuffix(SUFFIX) for p in (outbox / "failed").glob("*" + SUFFIX)}
+    with contextlib.suppress(FileNotFoundError), (outbox / "delivered.jsonl").open() as log:
+        for line in log:
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                ids.add(json.loads(line)["id"])
+    return ids
 
 
 def spawn_sender(outbox: Path) -> None:

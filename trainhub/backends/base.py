@@ -42,6 +42,13 @@ class Backend(ABC):
     name: ClassVar[str]
     features: ClassVar[frozenset[Feature]]
     jobs_root: Path  # where this backend's job directories live
+    # True where a controller of the cluster's reconciles the jobs (trainhub.controller): the
+    # front doors then only submit and read.
+    controlled: bool = False
+
+    def watch_reads(self) -> None:  # noqa: B027 (optional: most backends keep no cache)
+        """Serve reads from a watch-fed cache, where the backend keeps one (a long-running
+        server calls it once, off its event loop); nothing by default."""
 
     @classmethod
     @abstractmethod

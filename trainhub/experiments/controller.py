@@ -33,7 +33,7 @@ from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import MAX_NAME_LENGTH, SpecError
 from trainhub.jobs.states import JobState
-from trainhub.outcome.verdict import stop_reason_of_rule
+from trainhub.lifecycle.verdict import stop_reason_of_rule
 
 if TYPE_CHECKING:
     from trainhub.jobs.service import JobService

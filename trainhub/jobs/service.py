@@ -728,6 +728,10 @@ class JobService:
         return JobUsage(**row.as_dict())
 
     def reconcile(self) -> None:
+        """Bring the jobs' records up to date, as a front door does (the CLI on every call,
+        a server periodically); nothing where the cluster's controller does it."""
+        if self.backend.controlled:
+            return
         self.backend.reconcile()
         self.sweeps.advance_all()  # after the backend's view is current
 

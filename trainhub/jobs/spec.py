@@ -230,7 +230,7 @@ class Resources(Model):
 class RetryPolicy(Model):
     """How many times an attempt is retried, per failure class. Code errors never retry."""
 
-    # Only the numbers: trainhub.outcome.retry applies them (limits, backoff, retries used).
+    # Only the numbers: trainhub.lifecycle.retry applies them (limits, backoff, retries used).
     infrastructure: int = Field(2, ge=0, le=20)
     preempted: int = Field(3, ge=0, le=100)
     environment: int = Field(0, ge=0, le=5)

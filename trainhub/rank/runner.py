@@ -35,7 +35,7 @@ from trainhub.bundle.layout import WORKSPACE
 from trainhub.bundle.schema import BundleCell, BundleManifest, cell_label, read_cells, read_manifest
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.states import FailureClass
-from trainhub.outcome.exceptions import explain_exception
+from trainhub.lifecycle.classify import explain_exception
 from trainhub.rank.logcap import capped_output
 from trainhub.rank.logmarks import cell_start, internal
 from trainhub.rank.notebook import NotebookCapture, captured

@@ -18,7 +18,17 @@ Obj = dict[str, Any]
 
 def selector(pool: Pool) -> str:
     """The label selector of the pool's nodes."""
-    return ",".join(f"{k}={v}" for k, v in sorted(pool.node_labels.items()))
+    return _selector(pool.node_labels)
+
+
+def pod_selector(pod: Obj) -> str:
+    """The label selector of the nodes a pod may go to (its nodeSelector: the pool's labels,
+    and those Kueue's flavor adds)."""
+    return _selector(pod.get("spec", {}).get("nodeSelector") or {})
+
+
+def _selector(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
 def _quantity(text: str | None) -> Decimal:

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from trainhub.backends.kubernetes.controlplane import controller_objects
 from trainhub.jobs.spec import parse_quantity
 from trainhub.teams import Limits, Team, Teams
 
@@ -384,6 +385,7 @@ def require_queue_policy() -> list[Manifest]:
 def render(teams: Teams) -> list[Manifest]:
     """Every object, in an order that applies cleanly (namespaces and cluster objects first)."""
     objs: list[Manifest] = [namespace(t) for t in teams.teams]
+    objs += controller_objects(teams)
     objs += (
         resource_flavors(teams) + priority_classes(teams) + [cluster_queue(t) for t in teams.teams]
     )

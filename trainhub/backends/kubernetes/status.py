@@ -9,7 +9,7 @@ from typing import Any
 from trainhub.backends.kubernetes.recovery import pending_retry
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.outcome.verdict import RankExit, attempt_verdict
+from trainhub.lifecycle.verdict import RankExit, attempt_verdict
 
 Obj = dict[str, Any]
 

@@ -28,8 +28,8 @@ from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
-from trainhub.outcome.retry import count_retry, should_retry
-from trainhub.outcome.verdict import cancel_verdict
+from trainhub.lifecycle.retry import plan_retry
+from trainhub.lifecycle.verdict import cancel_verdict
 from trainhub.outputs.retention import Retention, load_retention_file
 from trainhub.usage.models import UsageBy, UsageGroup
 from trainhub.usage.panel import PoolQuota, local_quotas
@@ -306,8 +306,13 @@ class LocalBackend(Backend):
         if record.suspend_requested and not record.cancel_requested:
             self._suspended(record, local)
             return
-        retry = not record.cancel_requested and should_retry(
-            verdict, record.spec.retry, record.retries
+        retry = plan_retry(
+            verdict,
+            record.spec.retry,
+            record.retries,
+            attempt=record.attempt,
+            now=time.time(),
+            cancel_requested=record.cancel_requested,
         )
         with self.store.transaction() as conn:
             current = self.store.get(record.id, conn)
@@ -317,14 +322,14 @@ class LocalBackend(Backend):
                 or self.store.local(record.id, conn).supervisor_pid != local.supervisor_pid
             ):
                 return  # someone else already dealt with it
-            if retry:
+            if retry is not None:  # at once: the backoff is for failures the supervisor saw
                 verdict.retriable = True
                 self.store.update(
                     conn,
                     record.id,
                     state=JobState.QUEUED,
-                    attempt=record.attempt + 1,
-                    retries=count_retry(record.retries, verdict.failure_class),
+                    attempt=retry.attempt,
+                    retries=retry.retries,
                     verdict=verdict.model_dump(),
                     assigned_gpus=[],
                 )
@@ -345,7 +350,7 @@ class LocalBackend(Backend):
             "state",
             state=(
                 JobState.QUEUED
-                if retry
+                if retry is not None
                 else JobState.CANCELLED
                 if record.cancel_requested
                 else JobState.FAILED

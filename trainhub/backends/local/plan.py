@@ -16,19 +16,22 @@ from trainhub.backends.local import processes
 from trainhub.backends.local.startup import PLAN
 from trainhub.backends.local.store import Store
 from trainhub.backends.local.torchrun import LaunchPlan, launch_plan
-from trainhub.checkpoint.layout import resume_checkpoint
+from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.jobs import confined
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
-from trainhub.jobs.spec import JobSpec
+from trainhub.lifecycle.resume import resume_source
 
 
-def resume_path(store: Store, spec: JobSpec) -> str | None:
-    """The checkpoint directory a job asked to start from (another job's), if any."""
-    ref = spec.resume_from
-    source = store.get(ref.job_id) if ref is not None else None
-    info = resume_checkpoint(source.job_dir, ref.step) if source is not None and ref else None
-    return str(info.path) if info is not None else None
+def resume_source_of(store: Store, record: JobRecord) -> CheckpointInfo | None:
+    """The checkpoint the record's current attempt starts from (:mod:`trainhub.lifecycle.resume`);
+    the store knows where the job it asked to start from keeps its checkpoints."""
+
+    def job_dir_of(job_id: str) -> Path | None:
+        source = store.get(job_id)
+        return Path(source.job_dir) if source is not None else None
+
+    return resume_source(record.job_dir, record.spec.resume_from, job_dir_of)
 
 
 def attempt_plan(
@@ -36,7 +39,8 @@ def attempt_plan(
 ) -> tuple[LaunchPlan, str | None]:
     """What to start for the record's current attempt, and the checkpoint it resumes from."""
     jobdir = JobDir(record.job_dir)
-    resume = resume_path(store, record.spec)
+    source = resume_source_of(store, record)
+    resume = str(source.path) if source is not None else None
     plan = launch_plan(
         python,
         env,

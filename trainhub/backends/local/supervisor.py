@@ -9,7 +9,6 @@ whatever submitted the job; a cancel reaches it as SIGTERM.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,27 +18,28 @@ import time
 from pathlib import Path
 
 from trainhub import settings
-from trainhub.alerts.announce import announce_job, end_alert_kind
+from trainhub.alerts.announce import announce_job
 from trainhub.backends.local import processes
 from trainhub.backends.local.accounting import usage_store
 from trainhub.backends.local.admitter import Admitter
-from trainhub.backends.local.plan import attempt_plan, resume_path
+from trainhub.backends.local.plan import attempt_plan, resume_source_of
 from trainhub.backends.local.startup import become_subreaper, start_plan
 from trainhub.backends.local.store import Store
 from trainhub.bundle.requirements import load_requirements
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
-from trainhub.jobs.spec import NotifyOn
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import saved_step
-from trainhub.metrics.ranks import JobRanks
-from trainhub.outcome.retry import backoff, count_retry, should_retry
-from trainhub.outcome.verdict import (
+from trainhub.lifecycle.notify import end_alert_kind, preemption_alert_kind
+from trainhub.lifecycle.results import rank_results
+from trainhub.lifecycle.retry import RetryPlan, plan_retry, retry_event
+from trainhub.lifecycle.verdict import (
     RankExit,
     attempt_verdict,
     cancel_verdict,
     torchrun_root_causes,
 )
+from trainhub.metrics.ranks import JobRanks
 from trainhub.usage.compute import UsageRow, job_usage
 
 CANCEL_GRACE_SECONDS = float(os.environ.get("TRAINHUB_CANCEL_GRACE", "10"))
@@ -121,11 +121,12 @@ class Supervisor:
             self.stop_event.set()  # asked before this supervisor could hear it
         started = self.record.started_at or time.time()
         verdict: Verdict | None = None
+        retry: RetryPlan | None = None
         try:
             verdict = None if prelaunched else self._install_requirements()
-            while verdict is None or verdict.retriable:
+            while verdict is None or retry is not None:
                 # A retriable failure: back off, then go again.
-                if verdict is not None and not self._back_off(verdict):
+                if verdict is not None and retry is not None and not self._back_off(verdict, retry):
                     verdict = cancel_verdict(self.stop_reason or "cancelled", self.record.attempt)
                     break
                 ready = (
@@ -139,9 +140,11 @@ class Supervisor:
                     break
                 if self._suspending():
                     break  # not an ending: _finish records the suspension
-                verdict.retriable = should_retry(
-                    verdict, self.record.spec.retry, self.record.retries
+                rec = self.record
+                retry = plan_retry(
+                    verdict, rec.spec.retry, rec.retries, attempt=rec.attempt, now=time.time()
                 )
+                verdict.retriable = retry is not None
                 self.jobdir.emit("verdict", **verdict.model_dump(mode="json"))
         finally:
             processes.terminate_tree([a.pid for a in self.agents], grace=2)
@@ -198,7 +201,8 @@ class Supervisor:
             plan, resume = attempt_plan(self.store, rec, python=sys.executable, env=os.environ)
             ready = start_plan(str(self.jobdir.root), plan)
         else:  # started by the launcher from the admitting process's plan
-            resume = resume_path(self.store, rec.spec)
+            source = resume_source_of(self.store, rec)
+            resume = str(source.path) if source is not None else None
         self.agents = ready
         if self.sampler is None:
             self.sampler = self._start_sampler()
@@ -234,7 +238,7 @@ class Supervisor:
         oom_after = oom_kill_count()
         return attempt_verdict(
             attempt=attempt,
-            rank_results=self._rank_results(attempt),
+            rank_results=rank_results(self.jobdir, attempt),
             exits=exits if any(exit_codes) else [RankExit(None, 0)],
             stop_reason=self.stop_reason,
             oom_killed=oom_before is not None and oom_after is not None and oom_after > oom_before,
@@ -254,15 +258,6 @@ class Supervisor:
             self.stop_event.wait(POLL_SECONDS)
         return [code if (code := a.poll()) is not None else -signal.SIGTERM for a in self.agents]
 
-    def _rank_results(self, attempt: int) -> dict[int, dict]:
-        results = {}
-        for path in (self.jobdir.status / str(attempt)).glob("rank-*.json"):
-            try:
-                results[int(path.stem.split("-", 1)[1])] = json.loads(path.read_text())
-            except (ValueError, OSError):
-                continue
-        return results
-
     @staticmethod
     def _read_from(path: Path, offset: int) -> str:
         try:
@@ -272,38 +267,26 @@ class Supervisor:
         except OSError:
             return ""
 
-    def _back_off(self, verdict: Verdict) -> bool:
+    def _back_off(self, verdict: Verdict, retry: RetryPlan) -> bool:
         """Count the retry, wait out the backoff; False when stopped meanwhile."""
         rec = self.record
-        retries = count_retry(rec.retries, verdict.failure_class)
-        delay = backoff(rec.spec.retry, retries[verdict.failure_class.value])
-        from trainhub.checkpoint.layout import list_checkpoints
-
-        latest = list_checkpoints(self.jobdir.checkpoints)
+        resume = resume_source_of(self.store, rec)
         with self.store.transaction() as conn:
             self.store.update(
                 conn,
                 rec.id,
                 state=JobState.RETRYING,
-                retries=retries,
-                attempt=rec.attempt + 1,
+                retries=retry.retries,
+                attempt=retry.attempt,
                 verdict=verdict.model_dump(mode="json"),
             )
         self.record = self.store.get(rec.id)  # type: ignore[assignment]
-        self.jobdir.emit(
-            "retry",
-            attempt=rec.attempt + 1,
-            failure_class=verdict.failure_class.value,
-            reason=verdict.reason,
-            backoff_seconds=delay,
-            resume_step=latest[-1].step if latest else None,
-        )
-        self.jobdir.emit("state", state=JobState.RETRYING.value, attempt=rec.attempt + 1)
-        if verdict.failure_class == FailureClass.PREEMPTED and NotifyOn.PREEMPTION in (
-            rec.spec.notify
-        ):
-            self._announce(self.record, "preemption")
-        return not self.stop_event.wait(delay)
+        self.jobdir.emit("retry", **retry_event(retry, resume.step if resume else None))
+        self.jobdir.emit("state", state=JobState.RETRYING.value, attempt=retry.attempt)
+        kind = preemption_alert_kind(rec.spec.notify)
+        if verdict.failure_class == FailureClass.PREEMPTED and kind is not None:
+            self._announce(self.record, kind)
+        return not self.stop_event.wait(retry.backoff_seconds)
 
     def _suspending(self) -> bool:
         """Stopped because a person suspended the job (a cancel wins over a suspend)."""

@@ -1,0 +1,128 @@
+"""The controller's pure parts: label selectors as the API server reads them, the work queue,
+and the objects `trainhub admin render` makes for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainhub.backends.kubernetes.controlplane import CONTROLLER, controller_objects
+from trainhub.backends.kubernetes.render import render
+from trainhub.backends.kubernetes.selectors import matcher
+from trainhub.controller.leader import Timing
+from trainhub.controller.workqueue import WorkQueue
+from trainhub.teams import TeamsError, parse_teams
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "selected"),
+    [
+        ("", {}, True),
+        ("trainhub.io/job-id", {"trainhub.io/job-id": "a"}, True),
+        ("trainhub.io/job-id", {}, False),
+        ("!trainhub.io/job-id", {}, True),
+        ("a=1,b", {"a": "1", "b": ""}, True),
+        ("a=1,b", {"a": "2", "b": ""}, False),
+        ("a==1", {"a": "1"}, True),
+        ("a!=1", {}, True),
+        ("a!=1", {"a": "1"}, False),
+        ("uid in (x, y),t", {"uid": "y", "t": "1"}, True),
+        ("uid in (x,y)", {"uid": "z"}, False),
+        ("uid notin (x,y)", {"uid": "z"}, True),
+        ("uid notin (x,y)", {}, True),
+    ],
+)
+def test_selectors_select_as_the_api_server_does(
+    selector: str, labels: dict[str, str], selected: bool
+) -> None:
+    assert matcher(selector)(labels) is selected
+
+
+def test_a_selector_it_cannot_read_is_an_error_naming_it() -> None:
+    with pytest.raises(ValueError, match="'a ~ b'"):
+        matcher("a ~ b")
+
+
+def test_the_work_queue_holds_a_key_once_and_works_it_again_when_added_meanwhile() -> None:
+    now = [0.0]
+    q = WorkQueue(clock=lambda: now[0])
+    q.add("a")
+    q.add("a")
+    q.add("b")
+    assert len(q) == 2
+    assert q.get(0) == "a"
+    q.add("a")  # changed while being worked on: not handed to a second worker now
+    assert q.get(0) == "b"
+    assert q.get(0) is None
+    q.done("a")
+    assert q.get(0) == "a"  # ... but worked again once done
+    q.done("a")
+    q.add_after("c", 5)
+    assert q.get(0) is None
+    now[0] = 5.0
+    assert q.get(0) == "c"
+
+
+def test_leader_timing_must_let_the_leader_stop_before_a_standby_starts() -> None:
+    with pytest.raises(ValueError, match="retry < renew < lease"):
+        Timing(lease=10, renew=10, retry=2)
+
+
+def teams_with_controller(**controller: object) -> object:
+    data = yaml.safe_load((ROOT / "hub_config" / "teams.yaml").read_text())
+    data["controller"] = controller
+    return parse_teams(data)
+
+
+def test_the_controller_acts_only_in_team_namespaces_with_the_verbs_it_uses() -> None:
+    teams = teams_with_controller(namespace="trainhub-system")
+    objs = controller_objects(teams)
+    kinds = [(o["kind"], o["metadata"].get("namespace")) for o in objs]
+    team_namespaces = {t.namespace for t in teams.teams}
+    bindings = {ns for kind, ns in kinds if kind == "RoleBinding"} - {"trainhub-system"}
+    assert bindings == team_namespaces
+    assert ("ClusterRoleBinding", None) not in kinds  # no right outside the team namespaces
+    (role,) = [o for o in objs if o["kind"] == "ClusterRole"]
+    verbs = {
+        (r["apiGroups"][0], res): set(r["verbs"]) for r in role["rules"] for res in r["resources"]
+    }
+    assert verbs[("", "pods")] == {"get", "list", "watch"}  # never deletes a pod
+    assert "delete" not in verbs[("kueue.x-k8s.io", "workloads")]
+    assert not any(res in ("secrets", "pods/exec", "configmaps") for _, res in verbs)
+    (deployment,) = [o for o in objs if o["kind"] == "Deployment"]
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    for team in teams.teams:  # each team's volume where its sessions and pods see it
+        assert mounts[team.shared_volume.mount_path] == f"team-{team.name}"
+    assert deployment["spec"]["replicas"] == 2
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert {o["kind"] for o in objs} >= {"PodDisruptionBudget", "Service", "NetworkPolicy"}
+    assert all(
+        o["metadata"]["name"].startswith(CONTROLLER)
+        for o in objs
+        if o["kind"] != "Namespace" and o["kind"] != "ConfigMap"
+    )
+
+
+def test_render_includes_the_controller_only_when_the_teams_file_asks() -> None:
+    with_it = {o["kind"] for o in render(teams_with_controller())}
+    data = yaml.safe_load((ROOT / "hub_config" / "teams.yaml").read_text())
+    without = {o["kind"] for o in render(parse_teams(data))}
+    assert "Deployment" in with_it and "Deployment" not in without
+
+
+def test_team_volumes_mounted_inside_one_another_are_refused_naming_the_field() -> None:
+    data = yaml.safe_load((ROOT / "hub_config" / "teams.yaml").read_text())
+    data["controller"] = {}
+    data["teams"][1]["shared_volume"]["mount_path"] = (
+        data["teams"][0]["shared_volume"]["mount_path"] + "/nlp"
+    )
+    with pytest.raises(TeamsError, match=r"teams\[1\]\.shared_volume\.mount_path.*overlaps"):
+        parse_teams(data)

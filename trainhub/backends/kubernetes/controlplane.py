@@ -1,0 +1,250 @@
+"""The controller's objects (trainhub.controller), rendered from the teams file's
+``controller:`` section (pure, like render.py): its namespace, ServiceAccount, the rights it
+uses and no more, the teams file as a ConfigMap, a Deployment of leader-elected replicas with
+probes, a PodDisruptionBudget, a Service for its metrics and a NetworkPolicy admitting only
+their scrapes.
+
+Rights: one ClusterRole names the verbs, bound by a RoleBinding in each team namespace only,
+so the controller acts in no other namespace; its Lease is its own namespace's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from trainhub.teams import Team, Teams
+
+CONTROLLER = "trainhub-controller"
+TEAMS_CONFIG = "trainhub-teams"
+TEAMS_PATH = "/etc/trainhub"
+APP_LABELS = {"app.kubernetes.io/name": CONTROLLER, "app.kubernetes.io/part-of": "trainhub"}
+RBAC = "rbac.authorization.k8s.io/v1"
+READ = ["get", "list", "watch"]
+
+Manifest = dict[str, Any]
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = {"app.kubernetes.io/managed-by": "trainhub", **APP_LABELS}
+    return meta
+
+
+def controller_claim(team: Team) -> str:
+    return team.shared_volume.controller_claim or f"{team.name}-{team.shared_volume.claim}"
+
+
+def team_rules() -> list[dict[str, Any]]:
+    """What the controller does in a team namespace: record (read everything a job is made
+    of), retry and resume (delete a failed Job, create the next attempt's, keep its Service),
+    suspend (deactivate a Workload)."""
+    return [
+        {
+            "apiGroups": ["batch"],
+            "resources": ["jobs"],
+            "verbs": [*READ, "create", "delete", "patch"],
+        },
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "create", "patch"]},
+        {"apiGroups": [""], "resources": ["pods", "events"], "verbs": READ},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*READ, "patch"]},
+    ]
+
+
+def _rbac(teams: Teams, ns: str) -> list[Manifest]:
+    subject = [{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": ns}]
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CONTROLLER}
+    objs: list[Manifest] = [
+        {
+            "apiVersion": RBAC,
+            "kind": "ClusterRole",
+            "metadata": _meta(CONTROLLER),
+            "rules": team_rules(),
+        },
+        {
+            "apiVersion": RBAC,
+            "kind": "Role",
+            "metadata": _meta(f"{CONTROLLER}-lease", ns),
+            # create cannot be limited to a name (the name is not known before the object is)
+            "rules": [
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "verbs": ["create"],
+                },
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": [CONTROLLER],
+                    "verbs": ["get", "update"],
+                },
+            ],
+        },
+        {
+            "apiVersion": RBAC,
+            "kind": "RoleBinding",
+            "metadata": _meta(f"{CONTROLLER}-lease", ns),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": f"{CONTROLLER}-lease",
+            },
+            "subjects": subject,
+        },
+    ]
+    objs += [
+        {
+            "apiVersion": RBAC,
+            "kind": "RoleBinding",
+            "metadata": _meta(CONTROLLER, t.namespace),
+            "roleRef": role_ref,
+            "subjects": subject,
+        }
+        for t in teams.teams
+    ]
+    return objs
+
+
+def teams_config(teams: Teams, ns: str) -> Manifest:
+    """The teams file as the controller reads it (the parsed file: the catalog included)."""
+    data = teams.model_dump(mode="json", exclude_none=True)
+    data.pop("image_catalog", None)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(TEAMS_CONFIG, ns),
+        "data": {"teams.yaml": yaml.safe_dump(data, sort_keys=False)},
+    }
+
+
+def controller_image(teams: Teams) -> str:
+    wanted = teams.controller.image  # type: ignore[union-attr]
+    named = {i.name: i.image for i in teams.images}
+    return named.get(wanted, wanted)
+
+
+def deployment(teams: Teams, ns: str) -> Manifest:
+    c = teams.controller
+    assert c is not None
+    port = c.metrics_port
+    probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10}
+    volumes: list[dict[str, Any]] = [{"name": "teams", "configMap": {"name": TEAMS_CONFIG}}]
+    mounts: list[dict[str, Any]] = [{"name": "teams", "mountPath": TEAMS_PATH, "readOnly": True}]
+    for t in teams.teams:
+        volumes.append(
+            {"name": f"team-{t.name}", "persistentVolumeClaim": {"claimName": controller_claim(t)}}
+        )
+        mounts.append({"name": f"team-{t.name}", "mountPath": t.shared_volume.mount_path})
+    container = {
+        "name": "controller",
+        "image": controller_image(teams),
+        "args": [
+            "trainhub",
+            "controller",
+            f"--teams={TEAMS_PATH}/teams.yaml",
+            "--identity=$(POD_NAME)",
+            f"--port={port}",
+        ],
+        "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+        "ports": [{"name": "metrics", "containerPort": port}],
+        "livenessProbe": probe | {"initialDelaySeconds": 10, "failureThreshold": 3},
+        "readinessProbe": probe | {"httpGet": {"path": "/readyz", "port": "metrics"}},
+        "resources": {
+            "requests": {"cpu": c.resources.cpu, "memory": c.resources.memory},
+            "limits": {"memory": c.resources.memory_limit},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": mounts,
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(CONTROLLER, ns),
+        "spec": {
+            "replicas": c.replicas,
+            "selector": {"matchLabels": APP_LABELS},
+            "template": {
+                "metadata": {"labels": APP_LABELS},
+                "spec": {
+                    "serviceAccountName": CONTROLLER,
+                    # the standby takes over once the lease ends; a release on SIGTERM is sooner
+                    "terminationGracePeriodSeconds": 30,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 1000,
+                        "runAsGroup": 100,
+                        "fsGroup": 100,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "weight": 100,
+                                    "podAffinityTerm": {
+                                        "topologyKey": "kubernetes.io/hostname",
+                                        "labelSelector": {"matchLabels": APP_LABELS},
+                                    },
+                                }
+                            ]
+                        }
+                    },
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+def controller_objects(teams: Teams) -> list[Manifest]:
+    """Every object of the controller; none without a ``controller:`` section."""
+    if teams.controller is None:
+        return []
+    ns, port = teams.controller.namespace, teams.controller.metrics_port
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": _meta(ns)
+            | {
+                "labels": _meta(ns)["labels"] | {"pod-security.kubernetes.io/enforce": "restricted"}
+            },
+        },
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(CONTROLLER, ns)},
+        *_rbac(teams, ns),
+        teams_config(teams, ns),
+        deployment(teams, ns),
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": _meta(CONTROLLER, ns),
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": APP_LABELS}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(CONTROLLER, ns),
+            "spec": {
+                "selector": APP_LABELS,
+                "ports": [{"name": "metrics", "port": port, "targetPort": "metrics"}],
+            },
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": _meta(f"{CONTROLLER}-metrics-only", ns),
+            "spec": {
+                "podSelector": {"matchLabels": APP_LABELS},
+                "policyTypes": ["Ingress"],
+                "ingress": [{"ports": [{"port": port, "protocol": "TCP"}]}],
+            },
+        },
+    ]

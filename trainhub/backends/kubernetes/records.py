@@ -1,0 +1,204 @@
+"""A job's record as the Kubernetes backend builds it: from its live Job, pods and Workload and
+its directory, or, once its objects are gone, from its directory alone. Writes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from trainhub.backends.kubernetes import status
+from trainhub.backends.kubernetes.cluster import Cluster, Obj
+from trainhub.backends.kubernetes.manifests import ANNOTATION
+from trainhub.jobs.confined import NotAJobFile
+from trainhub.jobs.directory import JobDir
+from trainhub.jobs.models import JobRecord, Verdict
+from trainhub.jobs.spec import JobSpec
+from trainhub.jobs.states import FailureClass, JobState
+from trainhub.jobs.suspension import saved_step
+from trainhub.lifecycle.results import rank_results
+from trainhub.lifecycle.retry import count_retry
+from trainhub.usage.kueue import workload_times
+
+log = logging.getLogger(__name__)
+
+
+class Records(Cluster):
+    def _observe(self, job: Obj, pods: list[Obj], workload: Obj | None) -> JobRecord:
+        """The record of a live Job, from its objects and its directory; writes nothing."""
+        record = self._record_base(job)
+        state = status.job_state(job, pods)
+        verdict = None
+        if state == JobState.FAILED:
+            verdict = status.failure_verdict(
+                job,
+                pods,
+                rank_results(JobDir(record.job_dir), record.attempt),
+                attempt=record.attempt,
+            )
+        step = saved_step(record.job_dir) if state == JobState.SUSPENDED else None
+        observed = record.model_copy(
+            update={"state": state, "verdict": verdict, "suspended_step": step}
+        )
+        return with_workload(observed, job, workload)
+
+    def _record_base(self, job: Obj) -> JobRecord:
+        meta, notes = job["metadata"], record_notes(job)
+        jobdir = JobDir(self.jobs_root / meta["name"])
+        if notes.get("job-dir") != str(jobdir.root):
+            # Whoever may create a Job could point the annotation anywhere: the directory this
+            # process reads and writes is always its own root's, named by the Job.
+            raise NotAJobFile(f"its job directory is not {jobdir.root}")
+        spec = read_spec(jobdir)
+        return JobRecord(
+            seq=created_seq(notes),
+            id=meta["name"],
+            name=spec.name,
+            user=notes["user"],
+            team=self.team.name,
+            queue=self.queue,
+            priority=spec.priority.rank,
+            state=JobState.QUEUED,
+            spec=spec,
+            job_dir=str(jobdir.root),
+            gpus=spec.resources.total_gpus,
+            created_at=float(notes["created-at"]),
+            attempt=int(notes.get("attempt", "0")),
+            retries=json.loads(notes.get("retries", "{}")),
+            resubmitted_from=notes.get("resubmitted-from"),
+            **jobdir.read_edits(spec.tags),
+        )
+
+    def _from_jobdir(self, root: Path) -> JobRecord | None:
+        """The record a job directory keeps; None when it holds no readable spec, an error
+        naming the file when the job replaced it by a link, a FIFO or a directory."""
+        jobdir = JobDir(root)
+        try:
+            data = jobdir.read_spec()
+        except NotAJobFile:
+            raise
+        except (OSError, ValueError):
+            return None
+        job_id, user = data.pop("id", root.name), data.pop("user", "")
+        spec = JobSpec.model_validate(data)
+        if spec.team not in (None, self.team.name):
+            return None
+        last = last_state(jobdir) or {}
+        state = JobState(last.get("state", JobState.CANCELLED.value))
+        if not state.terminal:
+            # No Job object and no final word in the directory: the Job was removed behind our back.
+            state = JobState.FAILED
+            last = {
+                "verdict": {
+                    "failure_class": "infrastructure",
+                    "reason": "its Job object disappeared",
+                }
+            }
+        submitted = next((e for e in jobdir.iter_events() if e.get("type") == "submitted"), {})
+        created = float(submitted.get("time", os.stat(root, follow_symlinks=False).st_mtime))
+        return JobRecord(
+            seq=int(created * 1000),
+            id=job_id,
+            name=spec.name,
+            user=user,
+            team=self.team.name,
+            queue=self.queue,
+            priority=spec.priority.rank,
+            state=state,
+            spec=spec,
+            job_dir=str(root),
+            gpus=spec.resources.total_gpus,
+            created_at=created,
+            admitted_at=_time_of(last, "admitted_at"),
+            started_at=_time_of(last, "started_at"),
+            finished_at=_time_of(last, "finished_at") or last.get("time"),
+            verdict=Verdict.model_validate(last["verdict"]) if last.get("verdict") else None,
+            **jobdir.read_edits(spec.tags),
+        )
+
+
+def with_workload(record: JobRecord, job: Obj, workload: Obj | None) -> JobRecord:
+    """What Kueue's Workload adds to a live Job's record: its admission and finish times, and
+    its evictions (Kueue requeues a preempted job itself: each is a preemption retry used)."""
+    retries = record.retries
+    if evictions := status.preemptions(workload):
+        retries = count_retry(retries, FailureClass.PREEMPTED, used=evictions)
+    return record.model_copy(update={**job_times(job, workload), "retries": retries})
+
+
+def record_notes(job: Obj) -> dict[str, str]:
+    """The record fields kept as the Job's annotations."""
+    return {
+        k[len(ANNOTATION) :]: v
+        for k, v in (job["metadata"].get("annotations") or {}).items()
+        if k.startswith(ANNOTATION)
+    }
+
+
+def created_seq(notes: dict[str, str]) -> int:
+    return int(float(notes["created-at"]) * 1000)
+
+
+@contextlib.contextmanager
+def refusals_logged(job_id: str) -> Iterator[None]:
+    try:
+        yield
+    except NotAJobFile as e:
+        log.warning("trainhub: job %s left out of the list: %s", job_id, e)
+
+
+def read_spec(jobdir: JobDir) -> JobSpec:
+    data = jobdir.read_spec()
+    data.pop("id", None)
+    data.pop("user", None)
+    return JobSpec.model_validate(data)
+
+
+def last_state(jobdir: JobDir) -> dict[str, Any] | None:
+    last = None
+    for e in jobdir.iter_events():
+        if e.get("type") == "state":
+            last = e
+    return last
+
+
+def _time_of(event: dict[str, Any], name: str) -> float | None:
+    value = event.get(name)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def job_times(job: Obj, workload: Obj | None = None) -> dict[str, float | None]:
+    """Admitted (Kueue's Workload when read, else the Job's unsuspension), started, finished."""
+    from datetime import datetime
+
+    def ts(value: str | None) -> float | None:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() if value else None
+
+    st = job.get("status", {})
+    admitted = next(
+        (
+            c.get("lastTransitionTime")
+            for c in st.get("conditions") or []
+            if c.get("type") == "Suspended" and c.get("status") == "False"
+        ),
+        None,
+    )
+    return {
+        "admitted_at": workload_times(workload).admitted_at or ts(admitted),
+        "started_at": ts(st.get("startTime")),
+        "finished_at": ts(st.get("completionTime"))
+        or workload_times(workload).finished_at
+        or next(
+            (
+                ts(c.get("lastTransitionTime"))
+                for c in st.get("conditions") or []
+                if c.get("type") == "Failed" and c.get("status") == "True"
+            ),
+            None,
+        ),
+    }

@@ -1,0 +1,147 @@
+"""Submitting a job to the cluster: the pool and image the team's policy allows, whether it can
+ever fit the team's quota and the pool's nodes (:mod:`trainhub.jobs.placement`), the checkpoint
+it starts from, and its Job and headless Service.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainhub.backends.kubernetes import manifests, nodes
+from trainhub.backends.kubernetes.cluster import Cluster
+from trainhub.checkpoint.layout import CheckpointInfo
+from trainhub.errors import OverQuota
+from trainhub.imagepolicy import Allowed, choose_image
+from trainhub.jobs.directory import JobDir
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.spec import SpecError
+from trainhub.jobs.states import JobState
+from trainhub.lifecycle.resume import resume_source
+from trainhub.teams import Pool
+
+
+class Submitting(Cluster):
+    def pool_for(self, record: JobRecord) -> Pool:
+        """The pool named by the spec's queue, else the team's first pool whose nodes
+        hold a worker."""
+        per_worker = record.spec.resources.gpus_per_worker
+        if record.spec.queue and record.spec.queue in self.team.quota:
+            return self.teams.pool(record.spec.queue)
+        for name in self.team.quota:
+            pool = self.teams.pool(name)
+            if pool.gpus_per_node >= per_worker and (per_worker or not pool.gpu_only):
+                return pool
+        raise OverQuota(
+            f"no pool of team {self.team.name} has nodes with {per_worker} GPUs for one worker"
+        )
+
+    def image_for(self, record: JobRecord) -> str:
+        """The image the team's policy allows for this job (:mod:`trainhub.imagepolicy`)."""
+        wanted = record.spec.image
+        if wanted is None:
+            return self.default_image
+        return self.check_image(wanted).reference
+
+    def check_image(self, wanted: str | None) -> Allowed:
+        offered = [self.teams.image(name) for name in self.team.images]
+        return choose_image(
+            wanted, team=self.team.name, offered=offered, policy=self.team.image_policy
+        )
+
+    def check_fits(self, record: JobRecord) -> None:
+        pool = self.pool_for(record)
+        self.image_for(record)
+        quota = self.team.quota[pool.name]
+        ceiling = quota.gpus + (
+            quota.borrowing_limit.gpus
+            if quota.borrowing_limit and quota.borrowing_limit.gpus is not None
+            else sum(
+                t.quota[pool.name].gpus
+                for t in self.teams.teams
+                if t is not self.team
+                and t.cohort
+                and t.cohort == self.team.cohort
+                and pool.name in t.quota
+            )
+        )
+        if record.gpus > ceiling:
+            raise OverQuota(
+                f"{record.gpus} GPUs is more than team {self.team.name} can ever get in pool "
+                f"{pool.name} ({ceiling})"
+            )
+        if problem := nodes.pool_refusal(record, pool, self._nodes(nodes.selector(pool))):
+            raise SpecError([problem])
+        shared = Path(self.team.shared_volume.mount_path)
+        for ds in record.spec.datasets:
+            if ds.catalog or ds.path is None:
+                continue  # by name: resolved against the datasets the team may read
+            if not Path(ds.path).resolve().is_relative_to(shared):
+                raise OverQuota(
+                    f"dataset {ds.name}: {ds.path} is neither a dataset of team {self.team.name} "
+                    f"nor on its shared volume {shared}"
+                )
+
+    def submit(self, record: JobRecord) -> JobRecord:
+        record = record.model_copy(
+            update={
+                "team": self.team.name,
+                "queue": self.queue,
+                "seq": int(record.created_at * 1000),
+            }
+        )
+        pool, image = self.pool_for(record), self.image_for(record)
+        source = self._resume_source(record)
+        self._create(record, pool, image, str(source.path) if source is not None else None)
+        jobdir = JobDir(record.job_dir)
+        jobdir.emit(
+            "state",
+            state=JobState.QUEUED.value,
+            namespace=self.namespace,
+            queue=self.queue,
+            pool=pool.name,
+            image=image,
+        )
+        return record
+
+    def _create(self, record: JobRecord, pool: Pool, image: str, resume_from: str | None) -> None:
+        """The attempt's Job, and its headless Service (kept from an earlier attempt when
+        there is one), owned by the Job."""
+        from kubernetes.client import ApiException
+
+        job = manifests.job_manifest(
+            record,
+            team=self.team,
+            pool=pool,
+            image=image,
+            resume_from=resume_from,
+            datasets=self.readable_datasets(),
+        )
+        job["metadata"]["namespace"] = self.namespace
+        job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = self.queue
+        service = manifests.service_manifest(record, self.team)
+        service["metadata"]["namespace"] = self.namespace
+        made_service = True
+        try:
+            self.core.create_namespaced_service(self.namespace, service)  # type: ignore[arg-type]
+        except ApiException as e:
+            if e.status != 409 or record.attempt == 0:
+                raise
+            made_service = False  # the earlier attempt's, released by it
+        try:
+            created = self.api.sanitize_for_serialization(
+                self.batch.create_namespaced_job(self.namespace, job)
+            )  # type: ignore[arg-type]
+        except BaseException:
+            if made_service:
+                self.core.delete_namespaced_service(record.id, self.namespace)
+            raise
+        owner = manifests.owned_by(service, created)["metadata"]["ownerReferences"]
+        self.core.patch_namespaced_service(
+            record.id, self.namespace, {"metadata": {"ownerReferences": owner}}
+        )
+        self._cache_saw("jobs", record.id, uid=created["metadata"]["uid"])
+
+    def _resume_source(self, record: JobRecord) -> CheckpointInfo | None:
+        """The checkpoint the record's attempt starts from (:mod:`trainhub.lifecycle.resume`);
+        the job it asked to start from lies below the team's jobs root."""
+        return resume_source(record.job_dir, record.spec.resume_from, self.jobs_root.joinpath)

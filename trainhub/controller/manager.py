@@ -1,0 +1,228 @@
+"""The controller: keeps, for every team namespace, the promises made to a job once it is
+submitted, whoever is logged in. Watches feed the cache and queue the namespace that changed;
+one worker reconciles a queued namespace while this replica leads: the backend records what
+the cluster did (states, verdicts, Kubernetes events, retries, preemptions, alerts) and the
+sweeps advance. A periodic resync queues every namespace as a safety net, and a pending retry
+queues its namespace for when its backoff ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainhub.alerts.announce import announce_job
+from trainhub.alerts.channels import member_channels
+from trainhub.alerts.outbox import deliver_due
+from trainhub.backends.kubernetes import recovery
+from trainhub.backends.kubernetes.backend import KubernetesBackend
+from trainhub.backends.kubernetes.cache import ClusterCache
+from trainhub.backends.kubernetes.controlplane import CONTROLLER
+from trainhub.controller.leader import LeaseElector, Timing
+from trainhub.controller.metrics import ControllerMetrics
+from trainhub.controller.workqueue import WorkQueue
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.service import JobService
+from trainhub.teams import Teams
+
+log = logging.getLogger(__name__)
+
+ERROR_BACKOFF = (1.0, 60.0)  # seconds before a failed reconcile of a namespace runs again
+
+
+@dataclass(frozen=True)
+class Settings:
+    lease_namespace: str
+    identity: str
+    lease_name: str = CONTROLLER
+    timing: Timing = field(default_factory=Timing)
+    resync_seconds: float = 60.0  # every namespace reconciled at least this often
+    sync_timeout: float = 120.0  # for the cache's first lists before acting
+
+
+class TeamWork:
+    """One team: its backend, answering its lists from the cache; its sweeps; its alerts,
+    queued by the owner's rules into an outbox on the team's volume (it outlives the
+    controller, so an ending recorded twice is announced once: the outbox's keys)."""
+
+    def __init__(self, teams: Teams, team: str, api_client: Any, cache: ClusterCache):
+        t = teams.team(team)
+        self.root = Path(t.shared_volume.mount_path)
+        self.outbox = self.root / ".trainhub" / "outbox"
+        self.backend = KubernetesBackend(
+            teams,
+            team,
+            api_client=api_client,
+            lists=cache.lists(t.namespace),
+            announcer=self.announce,
+        )
+        self.service = JobService(
+            self.backend, workspace_root=self.root, jobs_root=self.backend.jobs_root
+        )
+        self.errors = 0
+
+    @property
+    def namespace(self) -> str:
+        return self.backend.namespace
+
+    def announce(self, record: JobRecord, kind: str, key: str) -> str | None:
+        return announce_job(
+            self.root,
+            record,
+            kind,
+            owner=lambda: member_channels(self.root, record.user),
+            outbox=self.outbox,
+            key=key,
+            start_sender=False,
+        )
+
+    def reconcile(self) -> float | None:
+        """One pass; returns in how many seconds a pending retry wants the next one."""
+        self.backend.reconcile()
+        self.service.sweeps.advance_all()
+        return self._next_retry()
+
+    def _next_retry(self) -> float | None:
+        from trainhub.backends.kubernetes.manifests import JOB_ID_LABEL
+
+        jobs = self.backend.lists.answer(  # type: ignore[union-attr]
+            self.backend.batch.list_namespaced_job,
+            (self.namespace,),
+            {"label_selector": JOB_ID_LABEL},
+        )
+        plans = [p for j in jobs or [] if (p := recovery.pending_retry(j)) is not None]
+        if not plans:
+            return None
+        return max(0.0, min(p.not_before for p in plans) - time.time())
+
+    def deliver(self) -> None:
+        if self.outbox.is_dir():
+            deliver_due(self.outbox, time.time())
+
+
+class Controller:
+    def __init__(self, teams: Teams, api_client: Any, settings: Settings):
+        self.teams, self.settings = teams, settings
+        self.metrics = ControllerMetrics()
+        self.queue = WorkQueue()
+        self.stop = threading.Event()
+        namespaces = [t.namespace for t in teams.teams]
+        self.cache = ClusterCache(
+            api_client, namespaces, self._changed, counters=self.metrics.watch_restart
+        )
+        self.work = {
+            t.namespace: TeamWork(teams, t.name, api_client, self.cache) for t in teams.teams
+        }
+        self.elector = LeaseElector(
+            api_client,
+            settings.lease_namespace,
+            settings.lease_name,
+            settings.identity,
+            settings.timing,
+        )
+        self.reconciled = threading.Event()  # set once every namespace was reconciled once
+        self._threads: list[threading.Thread] = []
+
+    # --- life ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.cache.start()
+        for target, name in (
+            (self._elect, "leader-election"),
+            (self._work, "reconcile"),
+            (self._resync, "resync"),
+            (self._send_alerts, "alerts"),
+        ):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.cache.close()
+        for thread in self._threads:
+            thread.join(timeout=15)
+
+    @property
+    def ready(self) -> bool:
+        """Serving: the cache is synced (a standby is ready too: it takes over at once)."""
+        return self.cache.synced
+
+    @property
+    def healthy(self) -> bool:
+        return all(t.is_alive() for t in self._threads) or self.stop.is_set()
+
+    # --- the loops -----------------------------------------------------------------------------
+    def _changed(self, namespace: str, kind: str) -> None:
+        self.queue.add(namespace)
+        self.metrics.queue_depth.set(len(self.queue))
+
+    def _elect(self) -> None:
+        self.elector.run(self.stop, self._leading)
+
+    def _leading(self, leading: bool) -> None:
+        self.metrics.leader.set(1 if leading else 0)
+        if leading:  # whatever happened while another replica led, or none did
+            for namespace in self.work:
+                self.queue.add(namespace)
+
+    def _resync(self) -> None:
+        while not self.stop.wait(self.settings.resync_seconds):
+            for namespace in self.work:
+                self.queue.add(namespace)
+
+    def _work(self) -> None:
+        if not self.cache.wait_synced(self.settings.sync_timeout):
+            log.warning(
+                "the cache is not synced after %gs; acting on what it holds",
+                self.settings.sync_timeout,
+            )
+        done: set[str] = set()
+        while not self.stop.is_set():
+            namespace = self.queue.get(timeout=1.0)
+            self.metrics.queue_depth.set(len(self.queue))
+            if namespace is None:
+                continue
+            try:
+                if not self.elector.leading():
+                    continue  # the leader acts; this replica only keeps its cache warm
+                self._reconcile(self.work[namespace])  # type: ignore[index]
+                done.add(namespace)  # type: ignore[arg-type]
+                if len(done) == len(self.work):
+                    self.reconciled.set()
+            finally:
+                self.queue.done(namespace)
+
+    def _reconcile(self, work: TeamWork) -> None:
+        started = time.perf_counter()
+        try:
+            again = work.reconcile()
+        except Exception:
+            work.errors += 1
+            self.metrics.reconcile_errors.labels(namespace=work.namespace).inc()
+            log.exception("reconcile of %s failed", work.namespace)
+            delay = min(ERROR_BACKOFF[0] * 2 ** (work.errors - 1), ERROR_BACKOFF[1])
+            self.queue.add_after(work.namespace, delay)
+            return
+        finally:
+            elapsed = time.perf_counter() - started
+            self.metrics.reconcile_seconds.labels(namespace=work.namespace).observe(elapsed)
+            self.metrics.cached_objects.set(self.cache.size())
+        work.errors = 0
+        if again is not None:
+            self.queue.add_after(work.namespace, again + 0.05)
+
+    def _send_alerts(self) -> None:
+        """The leader delivers what the outboxes hold (a standby's turn comes at takeover;
+        a message's retries are kept in its file)."""
+        while not self.stop.wait(1.0):
+            if not self.elector.leading():
+                continue
+            for work in self.work.values():
+                try:
+                    work.deliver()
+                except Exception:
+                    log.exception("alerts of %s", work.namespace)
