@@ -19,7 +19,7 @@ from kubernetes import client
 from tests.k8s.test_admin_apply import apply_teams
 from tests.k8s.test_backend import wait_for
 from tests.k8s.test_real_jobs import RealTeam, open_umask  # noqa: F401 (a fixture)
-from tests.k8s.test_waits import jobs_in, reserved
+from tests.k8s.test_waits import jobs_in, reserved, sentence
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.teams import parse_teams
@@ -45,13 +45,7 @@ def stuck_team(k8s_namespace: Any, k8s_real_node: Any, tmp_path: Path) -> Iterat
 
 def ends(team: RealTeam, job_id: str, words: str) -> Any:
     """The sentence while it waits, then (the grace period being 0) the end it leads to."""
-    reason = wait_for(
-        f"{words!r} in the wait sentence",
-        lambda: (
-            (r := team.service.describe(job_id, user=team.user).wait_reason) and words in r and r
-        ),
-        timeout=120,
-    )
+    reason = sentence(team, job_id, words, timeout=120)
     assert team.service.describe(job_id, user=team.user).state == JobState.STARTING
     ended = team.until(job_id, "ended", lambda d: d.state == JobState.FAILED, timeout=60)
     wait_for("the Job gone", lambda: jobs_in(team) == [])

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from trainhub.backends.kubernetes import waits
-from trainhub.jobs.placement import Node
+from trainhub.jobs.placement import Node, Taint
 from trainhub.jobs.states import FailureClass
 
 NOW = 1_700_000_600.0  # 2023-11-14T22:23:20Z
@@ -73,6 +73,12 @@ TAINT = (
     "2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: "
     "3 Preemption is not helpful for scheduling."
 )
+# Kubernetes 1.35's wording: the taint unnamed, a claims note before preemption's part.
+TAINT_135 = (
+    "0/6 nodes are available: 1 node(s) had untolerated taint(s), 5 node(s) didn't match Pod's "
+    "node affinity/selector. no new claims to deallocate, preemption: 0/6 nodes are available: "
+    "6 Preemption is not helpful for scheduling."
+)
 SELECTOR = "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector."
 SHORT = (
     "0/4 nodes are available: 2 Insufficient cpu, 2 Insufficient memory, 2 node(s) didn't "
@@ -82,14 +88,42 @@ SHORT = (
 
 
 def test_an_untolerated_taint_is_named_and_cannot_heal() -> None:
-    wait = waits.pod_wait(unschedulable(TAINT), [], NOW)
+    only = "0/1 nodes are available: 1 node(s) had untolerated taint {trainhub.io/real-node: }."
+    wait = waits.pod_wait(unschedulable(only), [], NOW)
     assert wait is not None and wait.cause == "taint" and not wait.heals and not wait.certain
-    assert wait.sentence.startswith("worker 0 cannot be scheduled: the nodes its pool selects")
-    assert "tainted trainhub.io/real-node" in wait.sentence
-    assert wait.text().endswith(f"(Kubernetes: {TAINT})")
+    assert wait.sentence.startswith(
+        "worker 0 cannot be scheduled: the nodes its pool selects are tainted "
+        "trainhub.io/real-node (or cordoned), and the pool has no toleration for that"
+    )
+    assert wait.text().endswith(f"(Kubernetes: {only})")
     assert wait.failure_class == FailureClass.INFRASTRUCTURE
     assert wait.since == NOW - 60
     assert not waits.overdue(wait, 600, NOW) and waits.overdue(wait, 60, NOW)
+
+
+REAL = Node("real", cpu=16, memory=64 * GI, gpus=2, taints=(Taint("trainhub.io/real-node"),))
+
+
+def test_a_taint_beside_unlabelled_nodes_is_told_apart_by_the_pools_nodes() -> None:
+    # The scheduler counts every node: which reason is this pod's, only its pool's nodes say.
+    for message in (TAINT, TAINT_135):
+        pending = unschedulable(message)
+        unknown = waits.pod_wait(pending, [], NOW)  # nodes not readable
+        assert unknown is not None and unknown.cause == "unplaceable" and not unknown.heals
+        assert "no node of the cluster both carries the labels its pool selects" in (
+            unknown.sentence
+        )
+        tainted = waits.pod_wait(pending, [], NOW, [REAL])
+        assert tainted is not None and tainted.cause == "taint"
+        assert "tainted trainhub.io/real-node:NoSchedule (or cordoned)" in tainted.sentence
+        none = waits.pod_wait(pending, [], NOW, [])  # the pool's labels select no node
+        assert none is not None and none.cause == "selector"
+        # The pod tolerates its pool's taint: the taint was another node's (a control
+        # plane's); nothing here says it cannot heal.
+        tolerated = unschedulable(message)
+        tolerated["spec"]["tolerations"] = [{"key": "trainhub.io/real-node", "operator": "Exists"}]
+        other = waits.pod_wait(tolerated, [], NOW, [REAL])
+        assert other is not None and other.cause == "unschedulable" and other.heals
 
 
 def test_no_node_with_the_pools_labels() -> None:
@@ -201,7 +235,7 @@ def test_a_running_or_ended_pod_waits_for_nothing() -> None:
 def test_the_job_is_explained_by_its_worst_cause_lowest_worker_first() -> None:
     room = unschedulable(SHORT)
     room["metadata"]["annotations"][waits.INDEX] = "0"
-    taint = unschedulable(TAINT)
+    taint = unschedulable("0/2 nodes are available: 2 node(s) had untolerated taint(s).")
     taint["metadata"]["annotations"][waits.INDEX] = "2"
     taint["metadata"]["uid"] = "uid-2"
     wait = waits.job_wait([room, taint, pod(1, phase="Running")], {}, NOW)

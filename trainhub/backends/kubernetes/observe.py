@@ -223,11 +223,11 @@ class Observing(Records):
         }
 
     def _job_wait(self, pods: list[Obj], events_of: dict[str, list[Obj]]) -> waits.Wait | None:
-        """The job's wait; a lack of room judged against the nodes its pods may go to (room
-        later, or never)."""
+        """The job's wait; one the scheduler reports judged against the nodes its pods may go
+        to (room later or never; a taint of its pool's nodes or of others')."""
         now = time.time()
         wait = waits.job_wait(pods, events_of, now)
-        if wait is not None and wait.cause == "insufficient" and pods:
+        if wait is not None and wait.cause in waits.NODE_CAUSES and pods:
             found = self._nodes(nodes.pod_selector(pods[0]))
             wait = waits.job_wait(pods, events_of, now, found)
         return wait

@@ -28,10 +28,14 @@ INDEX = "batch.kubernetes.io/job-completion-index"
 # taint {k: v}. preemption: ..." -> its reasons, each with the number of nodes it excluded.
 _AVAILABLE = re.compile(r"^\s*0/(?P<nodes>\d+) nodes are available:\s*(?P<reasons>.*)$", re.S)
 _COUNTED = re.compile(r"^(?P<count>\d+)\s+(?P<reason>.*)$")
+_PREEMPTION = re.compile(r"[.,]?\s*preemption:")  # what the scheduler tried next: not why
+# Older schedulers name the taint ("had untolerated taint {k: v}"); 1.35 says "taint(s)".
 _TAINT = re.compile(r"taint \{(?P<key>[^:}]+):\s*(?P<value>[^}]*)\}")
 _INSUFFICIENT = re.compile(r"Insufficient (?P<resource>\S+)")
 _CLAIM_MISSING = re.compile(r'persistentvolumeclaim "(?P<claim>[^"]+)" not found')
 _IMAGE = re.compile(r'image "(?P<image>[^"]+)"')
+# Causes the nodes a pod may go to tell apart (see unschedulable's ``nodes``).
+NODE_CAUSES = frozenset({"insufficient", "taint", "selector", "unplaceable"})
 _RESOURCE_WORDS = {"cpu": "CPU", "memory": "memory", "nvidia.com/gpu": "GPUs"}
 
 
@@ -96,7 +100,7 @@ def _request(pod: Obj) -> placement.Request:
 
 def _scheduler_reasons(message: str) -> tuple[int, list[str]] | None:
     """(nodes, reasons) of the scheduler's message; None when it is not that message."""
-    m = _AVAILABLE.match(message.split(". preemption:")[0].rstrip("."))
+    m = _AVAILABLE.match(_PREEMPTION.split(message)[0].rstrip("."))
     if m is None:
         return None
     return int(m["nodes"]), [r.strip() for r in m["reasons"].split(", ") if r.strip()]
@@ -160,34 +164,58 @@ def unschedulable(
             message,
             heals=True,
         )
-    taints = sorted(
-        {
-            f"{t['key']}" + (f"={t['value']}" if t["value"] else "")
-            for t in (_TAINT.search(r) for r in reasons)
-            if t
-        }
+    tainted = any("taint" in r or "unschedulable" in r for r in reasons)
+    unlabelled = any("node affinity/selector" in r for r in reasons)
+    selector = Wait(
+        worker,
+        "selector",
+        f"{who} cannot be scheduled: none of the cluster's {count} node(s) carries the "
+        "labels its pool selects (the pool's node_labels match no node)",
+        message,
+        heals=False,
     )
-    if taints or any("unschedulable" in r for r in reasons):
-        what = f"tainted {', '.join(taints)}" if taints else "cordoned"
+    if nodes is not None and (tainted or unlabelled):
+        # The nodes its pool selects say which: the scheduler counts every node of the
+        # cluster, and a taint elsewhere (a control plane's) is no reason of this pod's.
+        if not nodes:
+            return selector
+        tolerations = pod.get("spec", {}).get("tolerations") or []
+        named = sorted({str(t) for n in nodes for t in placement.untolerated(n, tolerations)})
+        if named:
+            return _taint_wait(worker, message, named)
+    elif tainted and not unlabelled:
+        return _taint_wait(worker, message, _named_taints(reasons))
+    elif unlabelled and not tainted:
+        return selector
+    elif unlabelled:  # both, the nodes not known: no node is both its pool's and open to it
         return Wait(
             worker,
-            "taint",
-            f"{who} cannot be scheduled: the nodes its pool selects are {what}, and the pool "
-            "has no toleration for that; no node of the cluster can take it (the admin must "
-            "add the toleration to the pool, or untaint the nodes)",
-            message,
-            heals=False,
-        )
-    if any("node affinity/selector" in r for r in reasons):
-        return Wait(
-            worker,
-            "selector",
-            f"{who} cannot be scheduled: none of the cluster's {count} node(s) carries the "
-            "labels its pool selects (the pool's node_labels match no node)",
+            "unplaceable",
+            f"{who} cannot be scheduled: no node of the cluster both carries the labels its "
+            "pool selects and lets it past its taints",
             message,
             heals=False,
         )
     return Wait(worker, "unschedulable", f"{who} cannot be scheduled yet", message, heals=True)
+
+
+def _named_taints(reasons: Sequence[str]) -> list[str]:
+    """The taints older schedulers name in their reasons ("taint {k: v}")."""
+    found = (_TAINT.search(r) for r in reasons)
+    return sorted({t["key"] + (f"={t['value']}" if t["value"] else "") for t in found if t})
+
+
+def _taint_wait(worker: int | None, message: str, taints: list[str]) -> Wait:
+    named = f" {', '.join(taints)}" if taints else ""
+    return Wait(
+        worker,
+        "taint",
+        f"{_who(worker)} cannot be scheduled: the nodes its pool selects are tainted{named} "
+        "(or cordoned), and the pool has no toleration for that; no node of the cluster can "
+        "take it (the admin must add the toleration to the pool, or untaint the nodes)",
+        message,
+        heals=False,
+    )
 
 
 # The kubelet's reasons for a container that waits, and what each means for the job.
