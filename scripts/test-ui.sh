@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # UI tests: jest for the extension's logic, then Galata/Playwright against a real
-# `jupyter lab` in Debian's Chromium (screenshots land in docs/). Builds what is missing.
+# `jupyter lab` in Debian's Chromium (screenshots land in the run's test-results/; see
+# scripts/refresh-screenshots.sh for docs/). Builds what is missing.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=$(bash "$root/scripts/setup-ui.sh" | tail -n 1)

@@ -110,7 +110,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     else:
         print(job.id)
         if job.wait_reason:
-            print(f"queued: {job.wait_reason}", file=sys.stderr)
+            print(f"{job.state.value}: {job.wait_reason}", file=sys.stderr)
     if args.follow:
         return _follow(job.id, rank=0)
     return 0
@@ -545,11 +545,12 @@ def cmd_admin_render(args: argparse.Namespace) -> int:
 def cmd_admin_apply(args: argparse.Namespace) -> int:
     from kubernetes import config
 
-    from trainhub.backends.kubernetes.apply import apply_objects
+    from trainhub.backends.kubernetes.apply import apply_objects, pool_warnings
     from trainhub.backends.kubernetes.render import render
     from trainhub.teams import load_teams
 
-    objs = render(load_teams(args.file))
+    teams = load_teams(args.file)
+    objs = render(teams)
     api = config.new_client_from_config(config_file=args.kubeconfig)
     try:
         for result in apply_objects(api, objs):
@@ -558,6 +559,8 @@ def cmd_admin_apply(args: argparse.Namespace) -> int:
                 f"{result.kind} {where}{result.name}: "
                 f"{'applied' if result.changed else 'unchanged'}"
             )
+        for warning in pool_warnings(api, teams):
+            print(f"warning: {warning}", file=sys.stderr)
     finally:
         api.close()
     return 0

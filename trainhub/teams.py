@@ -76,6 +76,9 @@ class Pool(_Model):
     tolerations: list[Toleration] = Field(default_factory=list)
     gpu_product: str | None = Field(None, description="e.g. NVIDIA-A100-SXM4-80GB")
     gpus_per_node: int = Field(ge=0, le=16)
+    gpu_only: bool = Field(
+        False, description="Only jobs that ask for GPUs run here; a CPU-only job is refused"
+    )
     description: str = ""
 
     @field_validator("node_labels")
@@ -252,6 +255,13 @@ class Team(_Model):
     )
     retention: Retention | None = Field(
         None, description="How long the team's job outputs are kept (trainhub cleanup)"
+    )
+    wait_grace_minutes: int = Field(
+        10,
+        ge=0,
+        le=24 * 60,
+        description="How long a job's pod may wait on a cause that cannot heal by waiting (an "
+        "image not found, an untolerated taint) before the job ends with that cause",
     )
 
     @field_validator("namespace")

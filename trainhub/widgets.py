@@ -148,7 +148,8 @@ def svg_chart(
 
 def header_html(view: JobView) -> str:
     text = f"{view.name} ({view.job_id})"
-    extra = view.wait_reason if view.state == JobState.QUEUED else view.verdict
+    waiting = view.state in (JobState.QUEUED, JobState.STARTING)
+    extra = view.wait_reason if waiting else view.verdict
     detail = f' <span style="color:#666">{html.escape(extra)}</span>' if extra else ""
     return (
         f'<b>{html.escape(text)}</b> <span style="color:{view.colour};font-weight:bold">'

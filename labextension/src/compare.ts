@@ -3,7 +3,7 @@
  * Comparison) and the pure functions the compare view draws it with.
  */
 import { ISeries, Point } from './charts';
-import { FailureClass, IVerdict, JobState } from './models';
+import { FailureClass, IVerdict, JobState, TERMINAL_STATES } from './models';
 
 export const MIN_COMPARED = 2;
 export const MAX_COMPARED = 10;
@@ -118,6 +118,20 @@ export function cellText(value: unknown): string {
     return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(6)));
   }
   return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/**
+ * The verdict row's cell: a failure's class and reason (shown as an error), else what the
+ * job's state says — a succeeded job reads "succeeded", one still going "not ended yet".
+ */
+export function verdictCell(job: Pick<IComparedJob, 'state' | 'verdict'>): {
+  text: string;
+  failed: boolean;
+} {
+  if (job.verdict) {
+    return { text: `${job.verdict.failure_class}: ${job.verdict.reason}`, failed: true };
+  }
+  return { text: TERMINAL_STATES.has(job.state) ? job.state : 'not ended yet', failed: false };
 }
 
 /** Column headings: the job names, with the id where two jobs share a name. */

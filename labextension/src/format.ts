@@ -114,6 +114,11 @@ export function useNow(source: Clock = clock): number {
  * only spelled out here when there is no reason.
  */
 export function waitExplanation(job: IJobSummary): string {
+  // A starting job (admitted, its pods not running yet) says why only when it waits on
+  // something: a pod the cluster cannot place, an image being pulled or not found.
+  if (job.state === 'starting') {
+    return job.wait_reason ?? '';
+  }
   if (job.state !== 'queued' && job.state !== 'retrying') {
     return '';
   }

@@ -1,6 +1,7 @@
 /**
  * Galata configuration: Debian's Chromium (never a downloaded browser), a real `jupyter lab`
- * started by start-lab.sh, screenshots of the key views saved under docs/.
+ * started by start-lab.sh, screenshots of the key views saved in the run's test-results/
+ * (tests/screenshots.ts; docs/ only through scripts/refresh-screenshots.sh).
  */
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 

@@ -18,16 +18,31 @@ KUEUE = ("kueue.x-k8s.io", "v1beta2")
 CLUSTER_PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues"}
 
 
-def teams_for(namespaces: list[str], tmp: Path, *, a100_gpus: int = 8, **team_extra: Any) -> Teams:
-    return parse_teams(teams_data(namespaces, tmp, a100_gpus=a100_gpus, **team_extra))
+def teams_for(
+    namespaces: list[str],
+    tmp: Path,
+    *,
+    a100_gpus: int = 8,
+    more_pools: dict[str, tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    **team_extra: Any,
+) -> Teams:
+    return parse_teams(
+        teams_data(namespaces, tmp, a100_gpus=a100_gpus, more_pools=more_pools, **team_extra)
+    )
 
 
 def teams_data(
-    namespaces: list[str], tmp: Path, *, a100_gpus: int = 8, **team_extra: Any
+    namespaces: list[str],
+    tmp: Path,
+    *,
+    a100_gpus: int = 8,
+    more_pools: dict[str, tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    **team_extra: Any,
 ) -> dict[str, Any]:
     """A teams file: one team per namespace, all in one cohort, with pools named after the first
-    namespace."""
+    namespace; ``more_pools``: name -> (the pool's fields, each team's quota in it)."""
     prefix = namespaces[0]
+    more = more_pools or {}
     return {
         "pools": [
             {
@@ -36,6 +51,7 @@ def teams_data(
                 "gpus_per_node": 8,
             },
             {"name": f"{prefix}-t4", "node_labels": {"trainhub.io/pool": "t4"}, "gpus_per_node": 4},
+            *({"name": name, **pool} for name, (pool, _) in more.items()),
         ],
         "images": [{"name": "pytorch", "image": "registry.invalid/trainhub/pytorch:1"}],
         "teams": [
@@ -47,6 +63,7 @@ def teams_data(
                 "quota": {
                     f"{prefix}-a100": {"gpus": a100_gpus, "cpu": "96", "memory": "1Ti"},
                     f"{prefix}-t4": {"gpus": 4, "cpu": "32", "memory": "128Gi"},
+                    **{name: quota for name, (_, quota) in more.items()},
                 },
                 "images": ["pytorch"],
                 "shared_volume": {"claim": "shared", "mount_path": str(tmp / ns)},

@@ -96,7 +96,7 @@ def open_umask() -> Iterator[None]:
 class RealTeam(Team):
     """A team whose one pool is the real node, with the example notebook in its workspace."""
 
-    def __init__(self, k8s_namespace: Any, node: Any, image: str, tmp: Path):
+    def __init__(self, k8s_namespace: Any, node: Any, image: str, tmp: Path, **team_extra: Any):
         ns = k8s_namespace.name
         self.data = {
             "pools": [
@@ -116,6 +116,7 @@ class RealTeam(Team):
                     "quota": {f"{ns}-real": {"gpus": 2, "cpu": "2", "memory": "6Gi"}},
                     "images": ["pytorch-cpu"],
                     "shared_volume": {"claim": "shared", "mount_path": str(tmp / ns)},
+                    **team_extra,
                 }
             ],
         }
@@ -242,6 +243,7 @@ class PodExits:
     def __init__(self, api: Any, ns: str):
         self.seen: list[tuple[str, int, str]] = []  # (pod, exit code, reason)
         self._watch = watch.Watch()
+        self._stopped = threading.Event()
         core = client.CoreV1Api(api)
         self._thread = threading.Thread(
             target=self._run, args=(core, ns), name="pod-exits", daemon=True
@@ -249,8 +251,7 @@ class PodExits:
         self._thread.start()
 
     def _run(self, core: Any, ns: str) -> None:
-        for event in self._watch.stream(core.list_namespaced_pod, ns, timeout_seconds=600):
-            pod = event["object"]
+        for pod in resumed_watch(self._watch, self._stopped, core.list_namespaced_pod, ns):
             for cs in pod.status.container_statuses or []:
                 term = cs.state.terminated if cs.state else None
                 entry = term and (pod.metadata.name, term.exit_code, term.reason or "")
@@ -258,7 +259,65 @@ class PodExits:
                     self.seen.append(entry)
 
     def stop(self) -> None:
+        self._stopped.set()
         self._watch.stop()
+
+
+def resumed_watch(
+    w: watch.Watch, stopped: threading.Event, list_call: Any, *args: Any, seconds: float = 600
+) -> Iterator[Any]:
+    """The objects a watch sees for ``seconds``, across streams the API server or a proxy ends
+    early ("Response ended prematurely"): each resumes from the last resourceVersion seen, and
+    one the server no longer holds (410 Gone) starts over from a fresh list."""
+    from urllib3.exceptions import ProtocolError
+
+    deadline = time.monotonic() + seconds
+    version: str | None = None
+    while not stopped.is_set() and (left := deadline - time.monotonic()) > 0:
+        since = {"resource_version": version} if version else {}
+        try:
+            for event in w.stream(list_call, *args, timeout_seconds=int(left) + 1, **since):
+                version = event["object"].metadata.resource_version
+                yield event["object"]
+        except ProtocolError:
+            continue  # cut off: resume where it was
+        except client.ApiException as e:
+            if e.status != 410:
+                raise
+            version = None
+
+
+def test_a_pod_watch_resumes_from_the_last_version_when_its_stream_ends_early() -> None:
+    from types import SimpleNamespace
+
+    from urllib3.exceptions import ProtocolError
+
+    def pod(version: str) -> dict[str, Any]:
+        return {"object": SimpleNamespace(metadata=SimpleNamespace(resource_version=version))}
+
+    class CutShort:
+        """The first stream ends early, the second after a 410, the third ends on time."""
+
+        def __init__(self) -> None:
+            self.asked: list[str | None] = []
+
+        def stream(self, call: Any, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+            self.asked.append(kwargs.get("resource_version"))
+            if len(self.asked) == 1:
+                yield pod("5")
+                yield pod("6")
+                raise ProtocolError("Response ended prematurely")
+            if len(self.asked) == 2:
+                yield pod("7")
+                raise client.ApiException(status=410, reason="Gone")
+            yield pod("9")
+            stopped.set()
+
+    stopped = threading.Event()
+    w = CutShort()
+    seen = [p.metadata.resource_version for p in resumed_watch(w, stopped, None)]  # type: ignore[arg-type]
+    assert seen == ["5", "6", "7", "9"]
+    assert w.asked == [None, "6", None]  # resumed after the cut; listed afresh after the 410
 
 
 def running_pods(team: RealTeam, job_id: str, count: int) -> list[Any]:

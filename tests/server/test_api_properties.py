@@ -287,10 +287,13 @@ def exercise(
     def run(case: Any, user: str, job: str | None, real_source: bool) -> None:
         if job is not None and "job_id" in (case.path_parameters or {}):
             case.path_parameters["job_id"] = job
-        source = case.body.get("source") if isinstance(case.body, dict) else None
+        body = case.body if isinstance(case.body, dict) else {}
+        # A submit's source, or a sweep's (its job is beside the space).
+        job_body = body.get("job") if isinstance(body.get("job"), dict) else body
+        source = job_body.get("source")
         if real_source and isinstance(source, dict):
-            # A notebook that exists takes a submit past the path checks, into the bundle and
-            # the queue (where it waits behind the held machine).
+            # A notebook that exists takes a submit or a sweep past the path checks, into the
+            # bundle and the queue (where it waits behind the held machine).
             source.update(kind="notebook", path=NOTEBOOK)
         headers = server.headers(user)
         calls.append(1)

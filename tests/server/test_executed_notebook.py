@@ -76,6 +76,9 @@ async def test_the_executed_notebook_as_an_html_download(
     # The job's HTML is sanitized: its markup stays, its script is only text.
     assert "<b>kept</b>&lt;script&gt;window.hijacked" in page
     assert "<script>window.hijacked" not in page
+    # Opened from disk, the page loads nothing from elsewhere and runs no script at all.
+    assert "<script" not in page.lower() and "cdnjs" not in page
+    assert "script-src 'none'" in page
 
 
 async def test_another_users_notebook_answers_404(api: Any, server_service: JobService) -> None:

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from pathlib import Path
 from typing import Any
 
-from tests.server.conftest import OTHER, SLEEPER, USER, insert_job, spec, wait_state
+from tests.server.conftest import (
+    OTHER,
+    SLEEPER,
+    USER,
+    finish_job,
+    insert_job,
+    spec,
+    wait_state,
+)
+from trainhub.bundle.layout import REQUIREMENTS
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
 
@@ -259,3 +270,22 @@ async def test_another_users_job_is_not_found(api: Any, session_service: JobServ
 async def test_unknown_job_is_not_found(api: Any) -> None:
     status, body, _ = await api("GET", "jobs", "no-such-job")
     assert (status, body) == (404, {"message": "No job no-such-job."})
+
+
+async def test_an_admitted_job_says_what_it_does_before_its_ranks_run(
+    api: Any, server_service: JobService
+) -> None:
+    starting = insert_job(server_service, name="starting", state=JobState.STARTING)
+    status, body, _ = await api("GET", "jobs", starting.id)
+    assert status == 200 and body["state"] == "starting"
+    assert body["wait_reason"] == "starting its ranks"
+    (Path(starting.job_dir) / "bundle").mkdir(exist_ok=True)
+    (Path(starting.job_dir) / "bundle" / REQUIREMENTS).write_text(
+        json.dumps([{"cell_index": 0, "line": 1, "source": "%pip install tqdm", "argv": ["tqdm"]}])
+    )
+    _, page, _ = await api("GET", "jobs", params={"state": "starting"})
+    (listed,) = [j for j in page["jobs"] if j["id"] == starting.id]
+    assert listed["wait_reason"] == (
+        "installing the packages its %pip lines ask for; its ranks start next"
+    )
+    finish_job(server_service, starting.id, JobState.CANCELLED)

@@ -191,3 +191,23 @@ async def test_an_image_the_policy_does_not_allow_is_refused_with_a_403_and_make
     assert config["images"] == [
         {"name": "base", "image": "ghcr.io/trainhub/base:0.1.0", "description": "B"}
     ]
+
+
+async def test_memory_beyond_the_machine_is_a_400_naming_the_field(api: Any) -> None:
+    status, error = await dry_run(api, spec(resources={"memory": "1e30Ti"}))
+    assert status == 400 and "resources.memory" in fields(error), error  # not a quantity
+    status, error = await dry_run(
+        api, spec(resources={"processes_per_worker": 1, "memory": "999999Ti"})
+    )
+    assert status == 400, error
+    assert (
+        fields(error)["resources.memory"]
+        == "'999999Ti' is more than 1Pi, more than any machine has"
+    )
+    status, error = await dry_run(
+        api, spec(resources={"processes_per_worker": 1, "memory": "900Ti"})
+    )
+    assert status == 400, error
+    assert "more than this machine offers one worker" in fields(error)["resources.memory"]
+    status, error = await dry_run(api, spec(resources={"processes_per_worker": 1, "memory": "1Gi"}))
+    assert status == 200, error

@@ -84,6 +84,24 @@ async def test_bad_sweeps_are_refused_naming_the_field(api: Any) -> None:
     assert not any(s["name"] == "tiny" and s["submitted"] == 0 for s in listed["sweeps"])
 
 
+async def test_a_range_whose_count_overflows_a_float_is_a_400_naming_it(api: Any) -> None:
+    for overflowing in (
+        {"kind": "range", "start": 1e-300, "stop": 1e300, "step": 1.5, "scale": "log"},
+        {"kind": "range", "start": -1e308, "stop": 1e308, "step": 1},
+        {"kind": "range", "start": 0, "stop": 1, "step": 1e-320},
+    ):
+        body = sweep_body()
+        body["sweep"]["space"]["lr"] = overflowing
+        status, answer, _ = await api("POST", "sweeps", body=body)
+        assert status == 400, (overflowing, answer)
+        assert answer["errors"] == [
+            {
+                "field": "sweep.space.lr.range",
+                "message": "gives more than 1000 values; at most 1000",
+            }
+        ]
+
+
 async def test_cancelling_a_sweep_cancels_its_trials(api: Any, server_service: JobService) -> None:
     body = sweep_body(SLEEPER, max_running=2)
     body["job"]["allow_new_parameters"] = True

@@ -175,7 +175,11 @@ def test_single_worker_cpu_job_has_no_gpu_and_rendezvous_on_loopback() -> None:
     assert c["resources"]["requests"]["cpu"] == "2"
     assert "--master-addr=127.0.0.1" in c["command"]
     assert "activeDeadlineSeconds" not in job["spec"]
-    assert "tolerations" not in job["spec"]["template"]["spec"]
+    # The pool's nodes are tainted for GPU jobs; a CPU-only pod without the toleration could
+    # never be scheduled there.
+    assert job["spec"]["template"]["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
 
 
 def test_job_dir_off_the_shared_volume_is_refused() -> None:

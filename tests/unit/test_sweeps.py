@@ -51,6 +51,10 @@ def test_ranges_walk_linear_and_log_steps_with_their_stop_included() -> None:
     assert s.space["lr"].grid() == [1e-4, 1e-3, 1e-2, 1e-1]
     assert s.space["dropout"].grid() == [0.1, 0.2, 0.3]  # not 0.30000000000000004, not dropped
     assert grid_size(s) == 36
+    wide = sweep(
+        space={"x": {"kind": "range", "start": 1e-300, "stop": 1e300, "step": 10, "scale": "log"}}
+    )
+    assert wide.space["x"].grid()[::300] == [1e-300, 1.0, 1e300]  # no overflow on the way
 
 
 def test_bad_dimensions_are_refused_naming_the_field() -> None:
@@ -86,6 +90,20 @@ def test_bad_dimensions_are_refused_naming_the_field() -> None:
     assert {f for f, _ in errors} == {"sweep.space", "sweep.max_running"}
     errors = refused({"job": {**JOB, "sweep": {"id": "x", "trial": 0}}, "sweep": {"space": {}}})
     assert {f for f, _ in errors} >= {"sweep.space"}
+
+
+@pytest.mark.parametrize(
+    "dimension",
+    [
+        {"kind": "range", "start": 1e-300, "stop": 1e300, "step": 2, "scale": "log"},
+        {"kind": "range", "start": -1e308, "stop": 1e308, "step": 1},
+        {"kind": "range", "start": 0, "stop": 1, "step": 1e-320},
+        {"kind": "range", "start": 1e-320, "stop": 1e308, "step": 1.0000001, "scale": "log"},
+    ],
+)
+def test_a_range_whose_count_overflows_a_float_is_refused_naming_it(dimension: dict) -> None:
+    errors = refused({"job": JOB, "sweep": {"space": {"lr": dimension}}})
+    assert errors == [("sweep.space.lr.range", "gives more than 1000 values; at most 1000")]
 
 
 def test_the_grid_walks_every_combination_in_order() -> None:

@@ -127,3 +127,14 @@ def test_image_catalog_is_merged(tmp_path: Path) -> None:
     data["teams"][0]["images"].append("jax")
     (tmp_path / "teams.yaml").write_text(yaml.safe_dump(data))
     assert load_teams(tmp_path / "teams.yaml").image("jax").frameworks == {"jax": "0.4.35"}
+
+
+def test_a_pool_may_be_gpu_only_and_a_team_sets_its_wait_grace() -> None:
+    teams = load_teams(REPO / "hub_config" / "teams.yaml")
+    assert teams.pool("a100").gpu_only and not teams.pool("t4").gpu_only
+    assert teams.team("vision").wait_grace_minutes == 15
+    assert teams.team("nlp").wait_grace_minutes == 10  # the default
+    errors = errors_of(lambda d: d["teams"][1].update(wait_grace_minutes=-1))
+    assert errors == {"teams[1].wait_grace_minutes": "must be >= 0"}
+    errors = errors_of(lambda d: d["pools"][0].update(gpu_only="sometimes"))
+    assert list(errors) == ["pools[0].gpu_only"]

@@ -69,7 +69,7 @@ class Range(Model):
                 raise ValueError("step must be more than 0")
             if self.stop < self.start:
                 raise ValueError("stop must be at least start")
-            count = math.floor((self.stop - self.start) / self.step + _LINEAR_TOLERANCE) + 1
+            steps = (self.stop - self.start) / self.step
         else:
             if self.start <= 0 or self.stop <= 0:
                 raise ValueError("a log range needs start and stop above 0")
@@ -77,8 +77,11 @@ class Range(Model):
                 raise ValueError("step of a log range is a factor, more than 1")
             if self.stop < self.start:
                 raise ValueError("stop must be at least start")
-            ratio = math.log(self.stop / self.start) / math.log(self.step)
-            count = math.floor(ratio + _LINEAR_TOLERANCE) + 1
+            steps = (math.log(self.stop) - math.log(self.start)) / math.log(self.step)
+        # Finite bounds can still make the span (or its ratio to the step) overflow a float.
+        if not math.isfinite(steps) or steps >= MAX_GRID_VALUES:
+            raise ValueError(f"gives more than {MAX_GRID_VALUES} values; at most {MAX_GRID_VALUES}")
+        count = math.floor(steps + _LINEAR_TOLERANCE) + 1
         if count > MAX_GRID_VALUES:
             raise ValueError(f"gives {count} values; at most {MAX_GRID_VALUES}")
         return self
@@ -86,18 +89,18 @@ class Range(Model):
     def grid(self) -> list[Any]:
         whole = all(isinstance(v, int) for v in (self.start, self.stop, self.step))
         out: list[Any] = []
-        i = 0
+        i, value = 0, self.start
         while True:
             if self.scale == "linear":
-                value: float = self.start + i * self.step
+                value = self.start + i * self.step
                 if value > self.stop + _LINEAR_TOLERANCE * max(1.0, abs(self.stop)):
                     break
-            else:
-                value = self.start * self.step**i
-                if value > self.stop * (1 + _LINEAR_TOLERANCE):
-                    break
+            elif value > self.stop * (1 + _LINEAR_TOLERANCE):
+                break
             out.append(int(value) if whole else _tidy(value))
             i += 1
+            if self.scale == "log":  # a product, not step**i, which overflows first
+                value *= self.step
         return out
 
     def draw(self, rng: random.Random) -> Any:

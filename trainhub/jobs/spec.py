@@ -53,6 +53,7 @@ _DURATION = re.compile(r"^\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s
 # How a stored spec writes a timedelta (ISO 8601, "PT1H30M"): a spec read back must parse.
 _ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(\.\d+)?S)?)?$")
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+MAX_MEMORY = 2**50  # 1Pi per worker
 _QUANTITY_UNITS = {
     None: 1,
     "K": 10**3,
@@ -185,13 +186,23 @@ class Resources(Model):
     )
     gpus_per_worker: int = Field(0, ge=0, le=16)
     cpu: float | None = Field(None, gt=0, le=512, description="CPU cores per worker")
-    memory: str | None = Field(None, description="Memory per worker, e.g. 32Gi")
+    memory: str | None = Field(
+        None,
+        description="Memory per worker, e.g. 32Gi",
+        # In the API's document too, so generated requests carry quantities that reach the
+        # backend's bound (trainhub.jobs.placement), not only the parser's refusal.
+        json_schema_extra={"pattern": _QUANTITY.pattern},
+    )
 
     @field_validator("memory")
     @classmethod
     def _memory(cls, v: str | None) -> str | None:
         if v is not None and parse_quantity(v) < 2**20:
             raise ValueError(f"{v!r} is less than 1Mi")
+        if v is not None and parse_quantity(v) > MAX_MEMORY:
+            # Past any machine's memory (the backends bound it by the real one); a cluster's
+            # API would refuse the quantity with an error of its own, not a sentence.
+            raise ValueError(f"{v!r} is more than 1Pi, more than any machine has")
         return v
 
     @property

@@ -8,7 +8,8 @@ import {
   differingFirst,
   IComparison,
   jobLabels,
-  pointText
+  pointText,
+  verdictCell
 } from '../compare';
 
 function comparison(): IComparison {
@@ -164,5 +165,19 @@ describe('code diffs', () => {
     expect(codeSummary({ ...base, note: 'the code of b could not be read' })).toBe(
       'the code of b could not be read'
     );
+  });
+});
+
+describe('verdictCell', () => {
+  it('shows a succeeded job as succeeded, a failure as an error, a live job as not ended', () => {
+    expect(verdictCell({ state: 'succeeded' })).toEqual({ text: 'succeeded', failed: false });
+    expect(
+      verdictCell({
+        state: 'failed',
+        verdict: { failure_class: 'code', reason: 'cell 3 raised ValueError' } as any
+      })
+    ).toEqual({ text: 'code: cell 3 raised ValueError', failed: true });
+    expect(verdictCell({ state: 'running' })).toEqual({ text: 'not ended yet', failed: false });
+    expect(verdictCell({ state: 'cancelled' })).toEqual({ text: 'cancelled', failed: false });
   });
 });

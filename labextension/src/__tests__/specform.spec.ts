@@ -95,6 +95,20 @@ describe('formToSpec', () => {
     });
   });
 
+  it('shows a placement the pool can never host next to the field to change', () => {
+    // What the cluster's check (trainhub/jobs/placement.py) answers a dry run with.
+    const taint = 'every node of pool a100 is tainted (gpu:NoSchedule) and the pool tolerates none';
+    const memory = '2Ti per worker is more than pool a100 offers one worker (at most 1Ti)';
+    const workers = '3 workers (3 x 8 GPUs) cannot all run at once';
+    expect(
+      errorsByField([
+        { field: 'queue', message: taint },
+        { field: 'resources.memory', message: memory },
+        { field: 'resources.workers', message: workers }
+      ])
+    ).toEqual({ queue: [taint], memoryPerWorker: [memory], workers: [workers] });
+  });
+
   it('never sends what the backend cannot do', () => {
     const form = initialForm('n.ipynb', { ...localConfig, features: [] }, []);
     form.workers = '4';

@@ -23,6 +23,7 @@ import {
   IComparison,
   jobLabels,
   pointText,
+  verdictCell,
   XAxis
 } from '../compare';
 import { formatDuration } from '../format';
@@ -262,11 +263,17 @@ function Comparison(props: {
             </tr>
             <tr>
               <th scope="row">verdict</th>
-              {comparison.jobs.map(j => (
-                <td key={j.id} className="jp-trainhub-compare-verdict">
-                  {j.verdict ? `${j.verdict.failure_class}: ${j.verdict.reason}` : '—'}
-                </td>
-              ))}
+              {comparison.jobs.map(j => {
+                const cell = verdictCell(j);
+                return (
+                  <td
+                    key={j.id}
+                    className={cell.failed ? 'jp-trainhub-compare-verdict' : undefined}
+                  >
+                    {cell.text}
+                  </td>
+                );
+              })}
             </tr>
             <tr>
               <th scope="row">elapsed</th>

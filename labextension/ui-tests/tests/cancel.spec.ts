@@ -3,13 +3,13 @@
  * panel (which asks first), is resubmitted through the submit dialog prefilled from it (a
  * distinct name), and a third run resumes from its checkpoint through the same dialog, which
  * says where it starts. Resubmitting the resumed job asks where to start. Screenshots of the
- * confirmation and the prefilled dialog go to docs/.
+ * confirmation and the prefilled dialog go to the run's screenshots (tests/screenshots.ts).
  */
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/long_run.ipynb';
 
 const code = (source: string) => cell('code', source);
@@ -60,7 +60,7 @@ test('cancel a running job, resubmit it, and resume from its checkpoint', async 
   await row.getByRole('button', { name: 'Cancel…' }).click();
   const confirm = page.locator('.jp-Dialog').filter({ hasText: 'Cancel job' });
   await expect(confirm).toContainText(`Cancel long-run (${first})?`);
-  await page.screenshot({ path: path.join(DOCS, 'cancel-confirm.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'cancel-confirm.png') });
   await confirm.getByRole('button', { name: 'Keep running' }).click();
   await expect(confirm).toHaveCount(0);
   await page.waitForTimeout(2000);
@@ -109,7 +109,7 @@ test('cancel a running job, resubmit it, and resume from its checkpoint', async 
   await expect(resume.locator('input[name="processesPerWorker"]')).toHaveValue('1');
   await expect(resume.locator('input[name="param-rate"]')).toHaveValue('0.5');
   await expect(resume.locator('.jp-trainhub-check-hint')).toContainText('Check is a dry run');
-  await page.screenshot({ path: path.join(DOCS, 'resume-dialog.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'resume-dialog.png') });
   await resume.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(resume).toHaveCount(0);
   const third = named('long-run-3');

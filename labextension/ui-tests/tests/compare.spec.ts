@@ -6,8 +6,8 @@
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/compare_runs.ipynb';
 const RATES = [0.05, 0.1, 0.3];
 
@@ -84,5 +84,5 @@ test('three runs with different parameters side by side', async ({ page }) => {
   await expect(chart).toContainText('seconds');
   await expect(chart.locator('.jp-trainhub-chart-legend .jp-trainhub-chart-key')).toHaveCount(3);
   await view.locator('.jp-trainhub-compare-controls select').nth(1).selectOption('step');
-  await page.screenshot({ path: path.join(DOCS, 'compare.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'compare.png') });
 });

@@ -2,13 +2,13 @@
  * The submit dialog's dataset picker: it lists only the datasets the user's team may read
  * (start-lab.sh's local datasets file: team vision's own and one for everyone, not team
  * nlp's); the chosen one reaches the job's ranks by name, and the job view shows it with its
- * fingerprint from the lineage. Screenshot: docs/dataset-picker.png.
+ * fingerprint from the lineage. Screenshot: dataset-picker.png (tests/screenshots.ts).
  */
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/reads_a_dataset.ipynb';
 
 test('pick a dataset by name, submit, and find it in the lineage', async ({ page }) => {
@@ -33,7 +33,7 @@ test('pick a dataset by name, submit, and find it in the lineage', async ({ page
   );
   await dialog.getByRole('button', { name: 'Check' }).click();
   await expect(dialog.getByText(/The server would accept this job/)).toBeVisible();
-  await dialog.screenshot({ path: path.join(DOCS, 'dataset-picker.png') });
+  await dialog.screenshot({ path: path.join(SCREENSHOTS, 'dataset-picker.png') });
 
   await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(dialog).toHaveCount(0);

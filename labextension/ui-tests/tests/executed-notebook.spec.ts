@@ -8,8 +8,8 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/executed.ipynb';
 
 test('the executed notebook opens in the job view, at the failing cell too', async ({ page }) => {
@@ -44,7 +44,7 @@ test('the executed notebook opens in the job view, at the failing cell too', asy
   ).toContainText('ValueError: the failing cell');
   await expect(notebook.locator('.jp-InputPrompt').first()).toContainText('[1]');
   await expect(view.locator('.jp-trainhub-notebook-status')).toContainText('4 of 5 cells run');
-  await page.screenshot({ path: path.join(DOCS, 'job-notebook.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-notebook.png') });
 
   // The failure box opens the executed notebook at the cell that raised.
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Overview' }).click();

@@ -6,8 +6,7 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
-
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
+import { SCREENSHOTS } from './screenshots';
 
 const NOTEBOOK = 'examples/fails_in_cell_3.ipynb';
 
@@ -36,7 +35,7 @@ test('a failing cell is named in the verdict and opened from it', async ({ page 
   await expect(verdict).toContainText('code failure');
   await expect(verdict).toContainText('cell 3');
   await expect(verdict).toContainText('not the answer: 41');
-  await page.screenshot({ path: path.join(DOCS, 'job-failure.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-failure.png') });
 
   await verdict.getByRole('button', { name: /at cell 3/ }).click();
   await expect

@@ -2,14 +2,15 @@
  * The Jobs panel that scales: jobs found by name, tag, note or parameter value and filtered
  * by state; tags and a note edited after submission; the latest value of a chosen scalar per
  * job; rows that hold still under the pointer while a job arrives ("1 new job"); two jobs
- * selected and handed to the compare command. Screenshot of the searched panel in docs/.
+ * selected and handed to the compare command.
+ * Screenshot of the searched panel (tests/screenshots.ts).
  */
 import { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/quick.ipynb';
 
 const parameters = {
@@ -108,7 +109,7 @@ test('search, filter, tag, show a scalar, hold the list and compare', async ({ p
   await expect(rows).toHaveCount(3);
   await page
     .locator('#trainhub-jobs')
-    .screenshot({ path: path.join(DOCS, 'jobs-panel-search.png') });
+    .screenshot({ path: path.join(SCREENSHOTS, 'jobs-panel-search.png') });
 
   // Under the pointer the list holds still: a new job waits as "1 new job".
   // The filter's first page is loaded before the job arrives (a page asked for later would

@@ -8,8 +8,8 @@ import { expect, test } from './fixtures';
 import * as path from 'path';
 import { belowAA } from './contrast';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/metrics_logs.ipynb';
 
 test('metrics and logs of a two-rank job', async ({ page }) => {
@@ -96,7 +96,7 @@ test('metrics and logs of a two-rank job', async ({ page }) => {
       await belowAA(separators.first().locator('.jp-trainhub-log-cell-label')),
       `separator, ${theme}`
     ).toEqual([]);
-    await page.screenshot({ path: path.join(DOCS, `logs-tab-${theme}.png`) });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `logs-tab-${theme}.png`) });
 
     // Metrics: the rank is stated; training charts, then CPU and memory of the ranks.
     await view.locator('.lm-TabBar-tab').filter({ hasText: 'Metrics' }).click();
@@ -127,7 +127,7 @@ test('metrics and logs of a two-rank job', async ({ page }) => {
     await expect(tip).toBeVisible();
     await expect(tip).toContainText(/step \d+/);
     await expect(tip).toContainText('loss');
-    await page.screenshot({ path: path.join(DOCS, `metrics-tab-${theme}.png`) });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `metrics-tab-${theme}.png`) });
     await page.mouse.move(box.x - 20, box.y - 20);
   }
 

@@ -6,8 +6,8 @@ import { expect, test } from './fixtures';
 import * as fs from 'fs';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/outputs.ipynb';
 const RESULTS = '{"accuracy": 0.93, "loss": 0.21}';
 
@@ -51,7 +51,7 @@ test('the Outputs tab lists what a finished job wrote and downloads it', async (
   await expect(rows).toHaveCount(4);
   const results = tab.locator('tr[data-path="eval/results.json"]');
   await expect(results).toContainText(`${RESULTS.length} B`);
-  await page.screenshot({ path: path.join(DOCS, 'outputs.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'outputs.png') });
 
   const [download] = await Promise.all([
     page.waitForEvent('download'),

@@ -1,14 +1,14 @@
 /**
  * The whole path a researcher takes: open the example notebook, submit it as a job with two
  * processes and smaller parameters, follow it in the panel, watch its logs arrive, see it
- * succeed and browse its checkpoints. Screenshots of each view go to docs/.
+ * succeed and browse its checkpoints. Screenshots of each view (tests/screenshots.ts).
  */
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { openSubmitDialog } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/train_ddp.ipynb';
 
 test.use({ autoGoto: true });
@@ -39,7 +39,7 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await expect(
     dialog.getByText('The server would accept this job as train-ddp; nothing was submitted yet.')
   ).toBeVisible();
-  await page.screenshot({ path: path.join(DOCS, 'submit-dialog.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'submit-dialog.png') });
 
   await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
   await expect(dialog).toHaveCount(0);
@@ -61,13 +61,15 @@ test('submit the example notebook and follow the job to its checkpoints', async 
 
   // While it runs, the panel shows its state, elapsed time and processes.
   await expect(row).toHaveAttribute('data-state', /running|succeeded/, { timeout: 120 * 1000 });
-  await page.locator('#trainhub-jobs').screenshot({ path: path.join(DOCS, 'jobs-panel.png') });
+  await page
+    .locator('#trainhub-jobs')
+    .screenshot({ path: path.join(SCREENSHOTS, 'jobs-panel.png') });
 
   // It succeeds; the panel says so and a notification offers to open it.
   await expect(row).toHaveAttribute('data-state', 'succeeded', { timeout: 300 * 1000 });
   await expect(logs).toContainText('done: validation accuracy', { timeout: 30 * 1000 });
   await expect(view.locator('.jp-trainhub-log-status')).toContainText('ended');
-  await page.screenshot({ path: path.join(DOCS, 'job-logs.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-logs.png') });
   await expect(page.locator('.Toastify__toast').filter({ hasText: 'succeeded' })).toBeVisible();
 
   // Search jumps to a matching line; the other rank has its own log.
@@ -98,7 +100,7 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await expect(raw.locator('.jp-trainhub-json')).toBeHidden();
   await raw.locator('summary').click();
   await expect(raw.locator('.jp-trainhub-json')).toContainText('"steps_per_epoch": 20');
-  await page.screenshot({ path: path.join(DOCS, 'job-overview.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-overview.png') });
 
   // The Metrics tab charts the training scalars the job logged.
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Metrics' }).click();
@@ -106,14 +108,14 @@ test('submit the example notebook and follow the job to its checkpoints', async 
   await expect(
     view.locator('.jp-trainhub-chart-title').filter({ hasText: 'val_accuracy' })
   ).toBeVisible();
-  await page.screenshot({ path: path.join(DOCS, 'job-metrics.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-metrics.png') });
 
   // Its checkpoints: step 19 closes the single epoch of 20 steps.
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Checkpoints' }).click();
   const step19 = view.locator('.jp-trainhub-checkpoints tr[data-step="19"]');
   await expect(step19).toBeVisible();
   await expect(step19).toContainText('state.pt');
-  await page.screenshot({ path: path.join(DOCS, 'job-checkpoints.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'job-checkpoints.png') });
 
   // "Load into notebook" inserts a cell that loads that checkpoint.
   await step19.getByRole('button', { name: 'Load into notebook' }).click();

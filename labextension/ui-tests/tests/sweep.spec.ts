@@ -3,13 +3,13 @@
  * median stopping on `loss` after step 2. The trial with the largest `lr` lags the two before
  * it and ends `stopped early`; the sweep is one expandable entry of the Jobs panel, and its
  * view shows the trials table with the best trial marked and `loss` plotted against `lr`.
- * Screenshot: docs/sweep.png.
+ * Screenshot: sweep.png (tests/screenshots.ts).
  */
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/sweeptiny.ipynb';
 
 test('a sweep with early stopping: one entry in the panel, trials, best, plot', async ({
@@ -82,5 +82,5 @@ test('a sweep with early stopping: one entry in the panel, trials, best, plot', 
   await expect(panel.locator('.jp-trainhub-job-trial[data-state="cancelled"]')).toHaveCount(1);
 
   await view.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: path.join(DOCS, 'sweep.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'sweep.png') });
 });

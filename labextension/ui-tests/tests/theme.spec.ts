@@ -4,7 +4,8 @@
  * (4.5:1, measured from computed styles), and the main job-view flows work in the dark
  * theme: the failure notification says where and what, go-to-cell selects the failing line,
  * one tab per job with the state's icon and the full name, a cancel that asks first and
- * shows a queued job as cancelled (grey, no run time). Screenshots of both themes to docs/.
+ * shows a queued job as cancelled (grey, no run time).
+ * Screenshots of both themes (tests/screenshots.ts).
  */
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { IJupyterLabPageFixture } from '@jupyterlab/galata';
@@ -12,8 +13,7 @@ import { expect, test } from './fixtures';
 import * as path from 'path';
 import { belowAA } from './contrast';
 import { cell, openNewNotebook } from './notebooks';
-
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
+import { SCREENSHOTS } from './screenshots';
 
 const code = (source: string) => cell('code', source);
 
@@ -97,7 +97,7 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
     await expect(traceback.locator('pre')).toBeVisible();
     await expect(traceback.locator('pre')).toContainText("KeyError: 'validation'");
     expect(await belowAA(box), `failure box, ${theme} theme`).toEqual([]);
-    await page.screenshot({ path: path.join(DOCS, `theme-${theme}-failure.png`) });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `theme-${theme}-failure.png`) });
 
     const waitingView = await openView(page, waiting.row, waiting.id);
     const banner = waitingView.locator('.jp-trainhub-wait');
@@ -112,7 +112,7 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
       await belowAA(waitingView.locator('.jp-trainhub-overview-head')),
       `head, ${theme}`
     ).toEqual([]);
-    await page.screenshot({ path: path.join(DOCS, `theme-${theme}-waiting.png`) });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `theme-${theme}-waiting.png`) });
 
     const runningView = await openView(page, running.row, running.id);
     await runningView.locator('.lm-TabBar-tab').filter({ hasText: 'Logs' }).click();
@@ -124,7 +124,7 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
     const hit = runningView.locator('.jp-trainhub-logview-row.jp-mod-highlighted');
     await expect(hit).toContainText('working on step 1');
     expect(await belowAA(hit), `log search highlight, ${theme} theme`).toEqual([]);
-    await page.screenshot({ path: path.join(DOCS, `theme-${theme}-logs.png`) });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `theme-${theme}-logs.png`) });
     await runningView.locator('.lm-TabBar-tab').filter({ hasText: 'Overview' }).click();
   }
 
@@ -198,7 +198,7 @@ test('readable in both themes; the job view flows in the dark theme', async ({ p
   const timeline = await overview.locator('.jp-trainhub-timeline li').allTextContents();
   const said = timeline.map(t => t.replace(/^.*?(\d{1,2}:\d{2}:\d{2}\s*(AM|PM)?)\s*/, ''));
   expect(said.filter((t, i) => i > 0 && t === said[i - 1])).toEqual([]);
-  await page.screenshot({ path: path.join(DOCS, 'theme-dark-cancelled.png') });
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'theme-dark-cancelled.png') });
 
   // The running job: cancelled from its view too, so nothing is left running.
   const runningView = await openView(page, running.row, running.id);

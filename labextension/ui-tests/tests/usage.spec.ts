@@ -4,15 +4,15 @@
  * GET usage/panel answers (GPU-hours, the local admission's quota, the waits, the code
  * failure among the failure classes, the wasteful jobs with their goodput and breakdown
  * bars); the job view's Overview shows the job's goodput bar. Text keeps WCAG AA contrast in
- * the light and the dark theme. Screenshots: docs/usage.png, docs/usage-dark.png.
+ * the light and the dark theme. Screenshots: usage.png, usage-dark.png (tests/screenshots.ts).
  */
 import type { IUsagePanel } from '../../src/usage';
 import { expect, test } from './fixtures';
 import * as path from 'path';
 import { belowAA } from './contrast';
 import { cell } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
 
-const DOCS = path.resolve(__dirname, '..', '..', '..', 'docs');
 const NOTEBOOK = 'examples/usage_runs.ipynb';
 
 const parameters = { ...cell('code', 'fail = False'), metadata: { tags: ['parameters'] } };
@@ -143,7 +143,7 @@ test('the Usage panel after two real jobs, in both themes', async ({ page }) => 
     await expect(panel).toBeVisible();
     expect(await belowAA(panel.locator('.jp-trainhub-usage')), `usage panel, ${theme}`).toEqual([]);
     await page.screenshot({
-      path: path.join(DOCS, theme === 'dark' ? 'usage-dark.png' : 'usage.png')
+      path: path.join(SCREENSHOTS, theme === 'dark' ? 'usage-dark.png' : 'usage.png')
     });
   }
 

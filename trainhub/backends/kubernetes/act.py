@@ -14,8 +14,14 @@ from typing import Any
 
 from trainhub import settings
 from trainhub.alerts.announce import announce_job
-from trainhub.backends.kubernetes import manifests, recovery, status
-from trainhub.backends.kubernetes.cluster import KUEUE_GROUP, KUEUE_VERSION, Obj, by_owner
+from trainhub.backends.kubernetes import manifests, recovery, status, waits
+from trainhub.backends.kubernetes.cluster import (
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    Obj,
+    by_owner,
+    events_by_object,
+)
 from trainhub.backends.kubernetes.observe import Observing
 from trainhub.backends.kubernetes.records import job_times, last_state, refusals_logged
 from trainhub.backends.kubernetes.submit import Submitting
@@ -124,7 +130,7 @@ class Acting(Submitting, Observing):
         Job, its pods and its Workload; from one read of the namespace and one list of events."""
         seen = self._read_namespace(None)
         workloads = by_owner(self._workloads())
-        events = _events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
+        events = events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
         reconciled = {}
         for job in seen.jobs:
             pods, workload = seen.pods_of(job), workloads.get(job["metadata"]["uid"])
@@ -139,6 +145,8 @@ class Acting(Submitting, Observing):
                 self._sync_events(JobDir(record.job_dir), mine)
                 if not self._note_image(JobDir(record.job_dir), pods):
                     reconciled.pop(uid)  # the submitter has not written the lineage yet
+                if self._waits_in_vain(record, job, pods, events):
+                    reconciled.pop(uid, None)  # its grace runs out with no change: look again
         self._reconciled = reconciled  # only once all are recorded: a failure retries them
         self._start_retries(seen.jobs)
         self._deactivate_suspended(seen.jobs, workloads)
@@ -166,6 +174,49 @@ class Acting(Submitting, Observing):
             workload["metadata"]["name"],
             {"spec": {"active": False}},
         )
+
+    def _waits_in_vain(
+        self, record: JobRecord, job: Obj, pods: list[Obj], events: dict[str, list[Obj]]
+    ) -> bool:
+        """A starting job whose pods wait on a cause that cannot heal
+        (:mod:`~trainhub.backends.kubernetes.waits`) ends once the team's grace period is over
+        (at once where the cause is certain): its verdict names the cause, and its Job goes,
+        releasing the quota, unless the class's retry policy retries it. True while it still
+        waits so: it must be looked at again, though nothing about it changes."""
+        if status.job_state(job, pods) != JobState.STARTING or job["metadata"].get(
+            "deletionTimestamp"
+        ):
+            return False
+        wait = self._job_wait(pods, events)
+        if wait is None or wait.heals:
+            return False
+        if not waits.overdue(wait, self.team.wait_grace_minutes * 60, time.time()):
+            return True
+        verdict = waits.verdict(wait, self.team.wait_grace_minutes, record.attempt)
+        if self._plan_retry(record, verdict):
+            return False
+        if self._delete_job(record.id, job["metadata"]["uid"]):
+            self._finish(record, JobState.FAILED, verdict, job_times(job), retry=False)
+        return False
+
+    def _delete_job(self, job_id: str, uid: str, propagation: str = "Background") -> bool:
+        """Delete that very Job (its pods and Workload with it); False when another process
+        replaced it meanwhile (a stale leader's delete finds a new uid, and stops)."""
+        from kubernetes.client import ApiException
+
+        try:
+            self.batch.delete_namespaced_job(
+                job_id,
+                self.namespace,
+                propagation_policy=propagation,
+                body={"preconditions": {"uid": uid}},
+            )
+        except ApiException as e:
+            if e.status == 409:
+                return False
+            if e.status != 404:
+                raise
+        return True
 
     def _record_changes(
         self, record: JobRecord, job: Obj, pods: list[Obj], workload: Obj | None
@@ -294,18 +345,9 @@ class Acting(Submitting, Observing):
         except ApiException as e:
             if e.status != 404:
                 raise  # gone: the next attempt's _create makes it again
-        try:  # that very Job: a stale leader's retry finds it replaced, and stops here
-            self.batch.delete_namespaced_job(
-                record.id,
-                self.namespace,
-                propagation_policy="Background",
-                body={"preconditions": {"uid": failed_uid}},
-            )
-        except ApiException as e:
-            if e.status == 409:
-                return  # replaced by the next attempt already
-            if e.status != 404:
-                raise
+        # That very Job: a stale leader's retry finds it replaced, and stops here.
+        if not self._delete_job(record.id, failed_uid):
+            return  # replaced by the next attempt already
         jobdir = JobDir(record.job_dir)
         source = self._resume_source(record)
         resume = str(source.path) if source is not None else None
@@ -382,15 +424,6 @@ def _versions(
         (o or {}).get("metadata", {}).get("resourceVersion")
         for o in (job, *pods, workload, *events)
     )
-
-
-def _events_by_object(events: list[Obj]) -> dict[str, list[Obj]]:
-    out: dict[str, list[Obj]] = {}
-    for event in events:
-        uid = (event.get("involvedObject") or {}).get("uid")
-        if uid:
-            out.setdefault(uid, []).append(event)
-    return out
 
 
 def _retry_planned(last: dict[str, Any] | None, attempt: int) -> bool:

@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainhub.backends.kubernetes import nodes
+from trainhub.jobs import placement
+from trainhub.teams import Teams
+
 FIELD_MANAGER = "trainhub-admin"
 
 
@@ -65,3 +69,19 @@ def apply_objects(api_client: Any, objs: list[dict[str, Any]]) -> list[Applied]:
             ) from None
         results.append(Applied(obj["kind"], meta["name"], namespace, before != after))
     return results
+
+
+def pool_warnings(api_client: Any, teams: Teams) -> list[str]:
+    """What the admin should know of each pool's nodes: taints its tolerations do not match
+    (a job's pods would never be scheduled there)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    out = []
+    for pool in teams.pools:
+        listed = api_client.sanitize_for_serialization(
+            core.list_node(label_selector=nodes.selector(pool)).items
+        )
+        found = [nodes.node_of(n) for n in listed]
+        out += placement.pool_warnings(pool.name, found, nodes.tolerations(pool))
+    return out

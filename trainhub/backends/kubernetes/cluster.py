@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from trainhub.backends.kubernetes import nodes
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
 from trainhub.backends.kubernetes.manifests import JOB_ID_LABEL, label_value
 from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
 from trainhub.errors import BackendUnavailable
+from trainhub.jobs import placement
 from trainhub.teams import Team, Teams
 
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
@@ -191,6 +193,17 @@ class Cluster:
             raise
         return self._workload_of(job)
 
+    def _nodes(self, selector: str) -> list[placement.Node] | None:
+        """The nodes a label selector picks (a pool's, a pod's); None when this account may
+        not list nodes."""
+        from kubernetes.client import ApiException
+
+        try:
+            listed = self._json(self.core.list_node, label_selector=selector)
+        except ApiException:
+            return None
+        return [nodes.node_of(n) for n in listed.get("items") or []]
+
     def _cluster_queue(self) -> Obj | None:
         from kubernetes.client import ApiException
 
@@ -225,3 +238,13 @@ def by_owner(workloads: list[Obj]) -> dict[str, Obj]:
         for o in w["metadata"].get("ownerReferences") or []
         if o.get("uid")
     }
+
+
+def events_by_object(events: list[Obj]) -> dict[str, list[Obj]]:
+    """The namespace's events by the uid of the object each is about."""
+    out: dict[str, list[Obj]] = {}
+    for event in events:
+        uid = (event.get("involvedObject") or {}).get("uid")
+        if uid:
+            out.setdefault(uid, []).append(event)
+    return out

@@ -23,6 +23,8 @@ from trainhub.backends.kubernetes.render import (
 )
 from trainhub.jobs.environment import job_environment
 from trainhub.jobs.models import JobRecord
+from trainhub.jobs.placement import Request
+from trainhub.jobs.spec import parse_quantity
 from trainhub.teams import Pool, Team, TeamDataset
 
 JOB_ID_LABEL = "trainhub.io/job-id"
@@ -124,10 +126,21 @@ def _dataset_mounts(
     return volumes, mounts, paths
 
 
+def worker_request(record: JobRecord) -> Request:
+    """What each worker's pod asks the scheduler for (the defaults filled in)."""
+    res = record.spec.resources
+    return Request(
+        workers=res.workers,
+        cpu=res.cpu if res.cpu is not None else float(res.ranks_per_worker),
+        memory=res.memory_bytes if res.memory_bytes is not None else parse_quantity(DEFAULT_MEMORY),
+        gpus=res.gpus_per_worker,
+    )
+
+
 def _resources(record: JobRecord) -> dict[str, Any]:
     res = record.spec.resources
-    cpu = format_cpu(res.cpu if res.cpu is not None else float(res.ranks_per_worker))
-    memory = format_bytes(res.memory_bytes) if res.memory_bytes is not None else DEFAULT_MEMORY
+    request = worker_request(record)
+    cpu, memory = format_cpu(request.cpu), format_bytes(request.memory)
     requests: dict[str, str] = {"cpu": cpu, "memory": memory}
     limits: dict[str, str] = {"memory": memory}
     if res.gpus_per_worker:
@@ -264,7 +277,7 @@ def job_manifest(
             *ds_volumes,
         ],
     }
-    if pool.tolerations and res.gpus_per_worker:
+    if pool.tolerations:  # every job the pool takes, CPU-only ones too: its nodes are tainted
         pod_spec["tolerations"] = [t.manifest() for t in pool.tolerations]
     job_spec: dict[str, Any] = {
         "suspend": True,  # Kueue unsuspends it once the team's quota admits it

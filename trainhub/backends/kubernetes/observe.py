@@ -1,4 +1,5 @@
-"""The Kubernetes backend's reads: a job, a page of jobs and their count, why queued jobs wait,
+"""The Kubernetes backend's reads: a job, a page of jobs and their count, why queued jobs wait
+(Kueue's quota) and why starting ones do (their pods),
 usage, quotas and a rank's live log. Each call reads the namespace once per object kind
 (:mod:`~trainhub.backends.kubernetes.cluster`) and writes nothing: what the job directory
 records (state changes, Kubernetes events, the verdict) is written by reconcile()
@@ -9,12 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from trainhub import settings
-from trainhub.backends.kubernetes import manifests, status
-from trainhub.backends.kubernetes.cluster import PAGE_WORKLOADS, Obj, by_owner
+from trainhub.backends.kubernetes import manifests, nodes, status, waits
+from trainhub.backends.kubernetes.cluster import (
+    PAGE_WORKLOADS,
+    Namespace,
+    Obj,
+    by_owner,
+    events_by_object,
+)
 from trainhub.backends.kubernetes.records import (
     Records,
     created_seq,
@@ -157,6 +165,8 @@ class Observing(Records):
         return JobDir(self.jobs_root / job_id).read_edits([])["shared"] == "team"
 
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
+        if record.state == JobState.STARTING:
+            return self.wait_reasons([record]).get(record.id, (None, None))
         if record.state != JobState.QUEUED:
             return None, None
         return status.wait_reason(self._workload(record.id), self._cluster_queue()), None
@@ -165,10 +175,13 @@ class Observing(Records):
         self, records: Sequence[JobRecord]
     ) -> dict[str, tuple[str | None, int | None]]:
         """Why each queued one waits, from one list of the namespace's Workloads and one read
-        of the team's ClusterQueue (a Workload names the Job owning it)."""
+        of the team's ClusterQueue (a Workload names the Job owning it); why each starting one
+        does, from its pods and their events (:mod:`~trainhub.backends.kubernetes.waits`)."""
+        starting = self._pod_waits([r for r in records if r.state == JobState.STARTING])
+        pods_say = {job_id: (wait.text(), None) for job_id, wait in starting.items()}
         queued = [r for r in records if r.state == JobState.QUEUED]
         if not queued:
-            return {}
+            return pods_say
         shared = getattr(self._reading, "seen", None) or {}
         page = shared.get(PAGE_WORKLOADS)  # the list's page just read them
         if page is None or any(r.id not in page for r in queued):
@@ -180,9 +193,44 @@ class Observing(Records):
             }
         workloads = page
         cluster_queue = self._cluster_queue()
-        return {
+        return pods_say | {
             r.id: (status.wait_reason(workloads.get(r.id), cluster_queue), None) for r in queued
         }
+
+    def _pod_waits(self, records: Sequence[JobRecord]) -> dict[str, waits.Wait]:
+        """What each job's pods wait for (those that wait), from the pods a list just read
+        (else one list of them) and one list of the namespace's events."""
+        if not records:
+            return {}
+        shared = getattr(self._reading, "seen", None) or {}
+        read = next((v.pods for v in shared.values() if isinstance(v, Namespace)), None)
+        if read is None and len(records) == 1:
+            read = {records[0].id: self._pods(records[0].id)}
+        elif read is None:
+            read = self._read_namespace(None).pods
+        pending = {
+            r.id: read.get(r.id, [])
+            for r in records
+            if any(p.get("status", {}).get("phase") == "Pending" for p in read.get(r.id, []))
+        }
+        if not pending:
+            return {}
+        events = events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
+        return {
+            job_id: wait
+            for job_id, pods in pending.items()
+            if (wait := self._job_wait(pods, events)) is not None
+        }
+
+    def _job_wait(self, pods: list[Obj], events_of: dict[str, list[Obj]]) -> waits.Wait | None:
+        """The job's wait; one the scheduler reports judged against the nodes its pods may go
+        to (room later or never; a taint of its pool's nodes or of others')."""
+        now = time.time()
+        wait = waits.job_wait(pods, events_of, now)
+        if wait is not None and wait.cause in waits.NODE_CAUSES and pods:
+            found = self._nodes(nodes.pod_selector(pods[0]))
+            wait = waits.job_wait(pods, events_of, now, found)
+        return wait
 
     def usage(
         self,

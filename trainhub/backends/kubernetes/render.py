@@ -360,7 +360,8 @@ def cluster_queue(team: Team) -> Manifest:
 
 
 def queue_reader(teams: Teams) -> list[Manifest]:
-    """Notebooks may read queue objects, to explain why a job waits (which quota is short)."""
+    """Notebooks may read queue objects, to explain why a job waits (which quota is short),
+    and nodes, to refuse a job no node of its pool could ever take (trainhub.jobs.placement)."""
     return [
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -371,7 +372,8 @@ def queue_reader(teams: Teams) -> list[Manifest]:
                     "apiGroups": ["kueue.x-k8s.io"],
                     "resources": ["clusterqueues", "resourceflavors", "workloadpriorityclasses"],
                     "verbs": ["get", "list", "watch"],
-                }
+                },
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
             ],
         },
         {

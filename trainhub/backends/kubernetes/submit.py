@@ -1,18 +1,20 @@
 """Submitting a job to the cluster: the pool and image the team's policy allows, whether it can
-ever fit the team's quota, the checkpoint it starts from, and its Job and headless Service.
+ever fit the team's quota and the pool's nodes (:mod:`trainhub.jobs.placement`), the checkpoint
+it starts from, and its Job and headless Service.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from trainhub.backends.kubernetes import manifests
+from trainhub.backends.kubernetes import manifests, nodes
 from trainhub.backends.kubernetes.cluster import Cluster
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.errors import OverQuota
 from trainhub.imagepolicy import Allowed, choose_image
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
+from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
 from trainhub.lifecycle.resume import resume_source
 from trainhub.teams import Pool
@@ -27,7 +29,7 @@ class Submitting(Cluster):
             return self.teams.pool(record.spec.queue)
         for name in self.team.quota:
             pool = self.teams.pool(name)
-            if pool.gpus_per_node >= per_worker:
+            if pool.gpus_per_node >= per_worker and (per_worker or not pool.gpu_only):
                 return pool
         raise OverQuota(
             f"no pool of team {self.team.name} has nodes with {per_worker} GPUs for one worker"
@@ -67,6 +69,8 @@ class Submitting(Cluster):
                 f"{record.gpus} GPUs is more than team {self.team.name} can ever get in pool "
                 f"{pool.name} ({ceiling})"
             )
+        if problem := nodes.pool_refusal(record, pool, self._nodes(nodes.selector(pool))):
+            raise SpecError([problem])
         shared = Path(self.team.shared_volume.mount_path)
         for ds in record.spec.datasets:
             if ds.catalog or ds.path is None:

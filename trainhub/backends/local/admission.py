@@ -98,6 +98,13 @@ def never_fits(demand: Demand, capacity: Capacity) -> str | None:
     return None
 
 
+def starting_reason(installing: bool) -> str:
+    """What an admitted job does before its first rank runs."""
+    if installing:
+        return "installing the packages its %pip lines ask for; its ranks start next"
+    return "starting its ranks"
+
+
 def wait_reason(demand: Demand, free: Free, ahead: int) -> str:
     """Why a queued job waits, e.g. "needs 2 GPUs, 1 free; 3 jobs ahead"."""
     if demand.gpus:

@@ -26,6 +26,7 @@ from trainhub.backends.local.admission import (
     demand_for,
     free_capacity,
     never_fits,
+    starting_reason,
     wait_reason,
 )
 from trainhub.backends.local.plan import attempt_plan, write_plan
@@ -33,9 +34,10 @@ from trainhub.backends.local.store import Store
 from trainhub.bundle.layout import REQUIREMENTS
 from trainhub.bundle.requirements import load_requirements
 from trainhub.errors import OverQuota
-from trainhub.jobs import confined
+from trainhub.jobs import confined, placement
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
+from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
 
 ACTIVE = (JobState.STARTING, JobState.RUNNING, JobState.RETRYING)
@@ -60,6 +62,12 @@ def default_slots(environ: Mapping[str, str] = os.environ) -> int:
             raise ValueError(f"TRAINHUB_LOCAL_SLOTS={raw!r}: expected a whole number of at least 1")
         return value
     return os.cpu_count() or 1
+
+
+def this_machine() -> placement.Node:
+    """The machine as the one node local jobs run on: its memory is what bounds a request."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return placement.Node("this machine", cpu=float(os.cpu_count() or 1), memory=memory, gpus=0)
 
 
 class Admitter:
@@ -99,6 +107,12 @@ class Admitter:
         reason = never_fits(demand_of(record), self.capacity())
         if reason:
             raise OverQuota(f"Job {record.name} {reason}.")
+        res = record.spec.resources
+        if res.memory_bytes is not None:  # GPUs and CPU slots: never_fits, above
+            request = placement.Request(workers=res.workers, cpu=0, memory=res.memory_bytes, gpus=0)
+            problem = placement.refusal(request, [this_machine()], where="this machine")
+            if problem is not None:
+                raise SpecError([problem])
 
     def free(self, conn: sqlite3.Connection | None = None) -> Free:
         return free_capacity(self.capacity(conn), self.store.holdings(ACTIVE, conn))
@@ -106,12 +120,17 @@ class Admitter:
     def wait_reasons(
         self, records: Sequence[JobRecord]
     ) -> dict[str, tuple[str | None, int | None]]:
-        """Why each queued job waits, and how many jobs are ahead of it."""
+        """Why each queued job waits, and how many jobs are ahead of it; what each admitted
+        one does before its ranks run."""
+        out: dict[str, tuple[str | None, int | None]] = {
+            r.id: (starting_reason(self._needs_pip(JobDir(r.job_dir))), None)
+            for r in records
+            if r.state == JobState.STARTING
+        }
         queued = [r for r in records if r.state == JobState.QUEUED]
         if not queued:
-            return {}
+            return out
         free = self.free()  # once per page, not once per job
-        out: dict[str, tuple[str | None, int | None]] = {}
         for r in queued:
             ahead = self.store.jobs_ahead(r)
             out[r.id] = (wait_reason(demand_of(r), free, ahead), ahead)

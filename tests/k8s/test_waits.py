@@ -1,0 +1,213 @@
+"""On a real control plane (its scheduler, Kueue, kwok nodes): a pool that can never host a job
+is refused before anything is created; a job whose pods the scheduler cannot place says why,
+naming the worker and the cause; and one that cannot heal ends with a verdict that names it,
+its Job gone and its quota released."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.fixtures.k8s import _cluster_module
+from tests.k8s.test_admin_apply import KUEUE, apply_teams, teams_for
+from tests.k8s.test_backend import Team, wait_for
+from trainhub.backends.kubernetes import apply
+from trainhub.jobs.spec import SpecError
+from trainhub.jobs.states import FailureClass, JobState
+
+TAINT = {"key": "trainhub.io/test-taint", "value": "yes", "effect": "NoSchedule"}
+
+
+def kwok_node(name: str, pool: str, cpu: str, memory: str, taints: list[dict[str, str]]) -> Any:
+    body = _cluster_module().node_manifest(name, pool, 0, cpu, memory, "none")
+    body["spec"]["taints"] = taints
+    return body
+
+
+@pytest.fixture
+def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
+    """A team with two pools of its own beside a100 and t4: ``tainted`` (one kwok node with a
+    taint the pool does not tolerate) and ``small`` (one kwok node of 2 CPUs and 4Gi)."""
+    ns = k8s_namespace.name
+    core = client.CoreV1Api(k8s_namespace.api)
+    suffix = secrets.token_hex(3)
+    pools = {
+        f"{ns}-tainted": ("tainted-" + suffix, "8", "32Gi", [TAINT]),
+        f"{ns}-small": ("small-" + suffix, "2", "4Gi", []),
+        f"{ns}-nowhere": ("nowhere-" + suffix, None, None, []),  # its labels select no node
+    }
+    more = {
+        name: (
+            {"node_labels": {"trainhub.io/pool": label}, "gpus_per_node": 0},
+            {"gpus": 0, "cpu": "8", "memory": "32Gi"},
+        )
+        for name, (label, *_) in pools.items()
+    }
+    nodes = [
+        core.create_node(kwok_node(f"kwok-{label}", label, cpu, memory, taints)).metadata.name
+        for label, cpu, memory, taints in pools.values()
+        if cpu is not None
+    ]
+    # A dataset whose claim nobody made: the scheduler cannot place a pod that mounts it.
+    ghost = {"ghost": {"claim": "ghost-claim"}}
+    teams = teams_for([ns], tmp_path, more_pools=more, wait_grace_minutes=0, datasets=ghost)
+    apply_teams(k8s_namespace, teams)
+    t = Team(k8s_namespace, ns, teams, tmp_path)
+    for node in nodes:  # kwok marks them Ready (an unready node carries a taint of its own)
+        wait_for(f"{node} Ready", lambda n=node: _ready(core.read_node(n)))
+    # An unbound claim is a wait of its own (the grace here is 0): the shared one binds first.
+    wait_for(
+        "the shared claim bound",
+        lambda: core.read_namespaced_persistent_volume_claim("shared", ns).status.phase == "Bound",
+    )
+    yield t
+    t.cleanup()
+    for node in nodes:
+        core.delete_node(node)
+
+
+def _ready(node: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+def submit(team: Team, pool: str, datasets: tuple[str, ...] = (), **resources: Any) -> str:
+    spec = {
+        "datasets": list(datasets),
+        "name": "stuck",
+        "source": {"path": "train.py"},
+        "team": team.ns,
+        "queue": pool,
+        "resources": {"processes_per_worker": 1, "cpu": 1, "memory": "1Gi", **resources},
+        "retry": {"infrastructure": 0, "environment": 0},
+    }
+    return team.service.submit(spec, user="ada").id
+
+
+def jobs_in(team: Team) -> list[str]:
+    return [j.metadata.name for j in client.BatchV1Api(team.api).list_namespaced_job(team.ns).items]
+
+
+def refused(team: Team, pool: str, **resources: Any) -> tuple[str, str]:
+    with pytest.raises(SpecError) as e:
+        submit(team, pool, **resources)
+    assert jobs_in(team) == []  # nothing was created
+    (error,) = e.value.errors
+    return error.field, error.message
+
+
+def test_placements_that_can_never_run_are_refused_before_anything_is_created(
+    team: Team,
+) -> None:
+    field, message = refused(team, f"{team.ns}-tainted")
+    assert field == "queue" and "trainhub.io/test-taint=yes:NoSchedule" in message
+    field, message = refused(team, f"{team.ns}-small", cpu=4)
+    assert field == "resources.cpu" and "(at most 2, on its largest node)" in message
+    field, message = refused(team, f"{team.ns}-a100", memory="2Ti")
+    assert field == "resources.memory" and "at most 1Ti" in message
+    # Two 96-CPU nodes hold two 64-CPU workers at once, not three.
+    field, message = refused(team, f"{team.ns}-a100", workers=3, cpu=64)
+    assert field == "resources.workers" and "hold at most 2 of them" in message
+    # The admin is told too, when the teams file is applied.
+    warnings = apply.pool_warnings(team.api, team.backend.teams)
+    assert any(
+        w.startswith(f"pool {team.ns}-tainted: node kwok-tainted-") and "test-taint=yes" in w
+        for w in warnings
+    )
+
+
+def describe(team: Team, job_id: str) -> Any:
+    return team.service.describe(job_id, user="ada")
+
+
+def sentence(team: Team, job_id: str, words: str, timeout: float = 60) -> str:
+    """The job's wait sentence, once it says ``words`` (the scheduler tries the pod first)."""
+    return wait_for(
+        f"{words!r} in the wait sentence",
+        lambda: (r := describe(team, job_id).wait_reason) and words in r and r,
+        timeout,
+    )
+
+
+def reserved(team: Team, pool: str) -> str:
+    cq = client.CustomObjectsApi(team.api).get_cluster_custom_object(
+        *KUEUE, "clusterqueues", team.ns
+    )
+    for flavor in cq.get("status", {}).get("flavorsReservation") or []:
+        if flavor["name"] == pool:
+            return next(r["total"] for r in flavor["resources"] if r["name"] == "cpu")
+    return "0"
+
+
+def test_an_untolerated_taint_is_explained_then_ends_the_job_and_frees_its_quota(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if the node was tainted after the submit was checked.
+    monkeypatch.setattr(team.backend, "check_fits", lambda record: None)
+    pool = f"{team.ns}-tainted"
+    job_id = submit(team, pool)
+    reason = sentence(team, job_id, "taint")
+    assert describe(team, job_id).state == JobState.STARTING
+    # Kubernetes 1.35's scheduler leaves the taint unnamed ("untolerated taint(s)"), and
+    # counts the other pools' nodes too: the pool's own nodes name it.
+    assert reason.startswith(
+        "worker 0 cannot be scheduled: the nodes its pool selects are tainted "
+        "trainhub.io/test-taint=yes:NoSchedule (or cordoned)"
+    )
+    assert "(Kubernetes: 0/" in reason and "untolerated taint" in reason
+    wait_for("the quota reserved", lambda: reserved(team, pool) == "1")
+    team.backend.reconcile()  # the grace period (0 here) has passed: the job ends
+    ended = describe(team, job_id)
+    assert ended.state == JobState.FAILED and ended.wait_reason is None
+    assert ended.verdict.failure_class == FailureClass.INFRASTRUCTURE
+    assert ended.verdict.reason.startswith("worker 0 cannot be scheduled: the nodes its pool")
+    assert ended.verdict.reason.endswith("; ended after 0 min, as waiting cannot mend it")
+    wait_for("the Job gone", lambda: jobs_in(team) == [])
+    wait_for("the quota released", lambda: reserved(team, pool) == "0")
+
+
+def test_a_pool_whose_labels_select_no_node_says_so(team: Team) -> None:
+    job_id = submit(team, f"{team.ns}-nowhere")  # no node listed: it could be autoscaled
+    reason = sentence(team, job_id, "labels")
+    assert reason.startswith("worker 0 cannot be scheduled: none of the cluster's ")
+    assert "node(s) carries the labels its pool selects" in reason
+
+
+def test_a_request_larger_than_any_node_ends_at_once(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if the pool's nodes shrank after the submit was checked.
+    monkeypatch.setattr(team.backend, "check_fits", lambda record: None)
+    job_id = submit(team, f"{team.ns}-small", cpu=4)
+    reason = sentence(team, job_id, "asks for more")
+    assert reason.startswith(
+        "worker 0 asks for more CPU (4 CPU, 1Gi memory) than any node of its pool has; "
+        "it can never be scheduled: ask for less"
+    )
+    assert "Insufficient cpu" in reason
+    team.backend.reconcile()
+    ended = describe(team, job_id)
+    assert ended.state == JobState.FAILED
+    assert ended.verdict.reason.endswith("; ended, as waiting cannot mend it")
+    wait_for("the Job gone", lambda: jobs_in(team) == [])
+
+
+def test_a_dataset_claim_that_does_not_exist_ends_the_job_as_an_environment_failure(
+    team: Team,
+) -> None:
+    job_id = submit(team, f"{team.ns}-a100", datasets=("ghost",))
+    reason = sentence(team, job_id, "ghost-claim")
+    assert reason.startswith(
+        "worker 0 cannot be scheduled: the volume claim ghost-claim does not exist"
+    )
+    assert 'persistentvolumeclaim "ghost-claim" not found' in reason
+    team.backend.reconcile()
+    ended = describe(team, job_id)
+    assert ended.state == JobState.FAILED
+    assert ended.verdict.failure_class == FailureClass.ENVIRONMENT
+    assert "the volume claim ghost-claim does not exist" in ended.verdict.reason
+    wait_for("the Job gone", lambda: jobs_in(team) == [])
