@@ -174,7 +174,9 @@ describe('verdictCell', () => {
     expect(
       verdictCell({
         state: 'failed',
-        verdict: { failure_class: 'code', reason: 'cell 3 raised ValueError' } as any
+        verdict: { failure_class: 'code', reason: 'cell 3 raised ValueError' } as Parameters<
+          typeof verdictCell
+        >[0]['verdict']
       })
     ).toEqual({ text: 'code: cell 3 raised ValueError', failed: true });
     expect(verdictCell({ state: 'running' })).toEqual({ text: 'not ended yet', failed: false });

@@ -99,9 +99,7 @@ describe('waitExplanation', () => {
 
   it('says why a starting job waits on its pods, and nothing when it just starts', () => {
     const untolerated = 'worker 0 cannot be scheduled: the nodes its pool selects are tainted x';
-    expect(waitExplanation(job({ state: 'starting', wait_reason: untolerated }))).toBe(
-      untolerated
-    );
+    expect(waitExplanation(job({ state: 'starting', wait_reason: untolerated }))).toBe(untolerated);
     expect(waitExplanation(job({ state: 'starting', position: 0 }))).toBe('');
   });
 });
