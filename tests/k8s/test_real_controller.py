@@ -12,7 +12,7 @@ import pytest
 
 from tests.k8s.test_backend import wait_for
 from tests.k8s.test_controller import Deployment
-from tests.k8s.test_real_jobs import SLOW, RealTeam, running_pods
+from tests.k8s.test_real_jobs import SLOW, RealTeam
 from trainhub.jobs.states import FailureClass, JobState
 
 
@@ -50,14 +50,7 @@ def test_with_nobody_logged_in_a_killed_pod_is_retried_and_resumes_from_its_chec
 ) -> None:
     t, _ = controlled
     job_id = t.submit_spec(t.spec(SLOW, retry={"infrastructure": 1, "backoff_seconds": 1}))
-    running_pods(t, job_id, 2)
-    t.until(job_id, "its first checkpoint", lambda d: t.checkpoints_made(job_id), 240)
-    (victim,) = [
-        p
-        for p in t.pods(job_id)
-        if p.metadata.annotations["batch.kubernetes.io/job-completion-index"] == "1"
-    ]
-    t.kill_container(victim)
+    t.kill_worker_once_saved(job_id, worker=1)
 
     done = t.ended(job_id)
     assert done.state == JobState.SUCCEEDED, (done.verdict, t.rank_log(job_id, 0)[-3000:])

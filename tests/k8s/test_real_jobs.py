@@ -220,6 +220,15 @@ class RealTeam(Team):
     def checkpoints_made(self, job_id: str) -> list[dict[str, Any]]:
         return [e for e in self.events(job_id) if e["type"] == "checkpoint"]
 
+    def kill_worker_once_saved(self, job_id: str, worker: int) -> None:
+        """Once both workers run and the job saved its first checkpoint, SIGKILL to
+        ``worker``'s container."""
+        running_pods(self, job_id, 2)
+        self.until(job_id, "its first checkpoint", lambda d: self.checkpoints_made(job_id), 240)
+        index = "batch.kubernetes.io/job-completion-index"
+        (victim,) = [p for p in self.pods(job_id) if p.metadata.annotations[index] == str(worker)]
+        self.kill_container(victim)
+
     def kill_container(self, pod: Any) -> None:
         """SIGKILL to the container's first process, through the node's containerd: the pod
         dies as on a crash, without the kubelet being asked."""
@@ -449,14 +458,7 @@ def test_a_killed_pod_gives_an_infrastructure_verdict_and_the_retry_resumes_and_
     t = real_team
     retry = {"infrastructure": 1, "backoff_seconds": 1}
     job_id = t.submit_spec(t.spec(SLOW, retry=retry))
-    running_pods(t, job_id, 2)
-    t.until(job_id, "its first checkpoint", lambda d: t.checkpoints_made(job_id), 240)
-    (victim,) = [
-        p
-        for p in t.pods(job_id)
-        if p.metadata.annotations["batch.kubernetes.io/job-completion-index"] == "1"
-    ]
-    t.kill_container(victim)
+    t.kill_worker_once_saved(job_id, worker=1)
 
     done = t.ended(job_id)
     events = t.events(job_id)
