@@ -189,6 +189,11 @@ def spawner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         )
     )
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    # kubernetes_asyncio reads KUBECONFIG once, when first imported (by an earlier test, in a
+    # whole run): point its default at this file too.
+    monkeypatch.setattr(
+        "kubernetes_asyncio.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig)
+    )
     from trainhub_spawner.spawner import TrainHubSpawner
 
     def make(groups: list[str], options: dict) -> TrainHubSpawner:
