@@ -10,10 +10,14 @@ from typing import Any
 
 import pytest
 
+from tests.k8s import test_real_jobs
 from tests.k8s.test_backend import wait_for
 from tests.k8s.test_controller import Deployment
 from tests.k8s.test_real_jobs import SLOW, RealTeam
 from trainhub.jobs.states import FailureClass, JobState
+
+# The fixtures: the curated image imported into the node, and an umask the pods' user can write.
+pytorch_image, open_umask = test_real_jobs.pytorch_image, test_real_jobs.open_umask
 
 
 class ControlledTeam(RealTeam):

@@ -205,11 +205,12 @@ class Acting(Submitting, Observing):
         from kubernetes.client import ApiException
 
         try:
+            # One DeleteOptions: with a body the API server reads no query parameter, and a
+            # Job's own default is to orphan its pods (and its Workload, holding the quota).
             self.batch.delete_namespaced_job(
                 job_id,
                 self.namespace,
-                propagation_policy=propagation,
-                body={"preconditions": {"uid": uid}},
+                body={"preconditions": {"uid": uid}, "propagationPolicy": propagation},
             )
         except ApiException as e:
             if e.status == 409:
