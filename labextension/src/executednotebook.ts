@@ -3,7 +3,10 @@ import { IDescribeJob } from './models';
 
 /** nbformat JSON as GET jobs/{id}/notebook answers it (each cell's metadata.trainhub). */
 export interface IExecutedNotebook {
-  cells: { metadata?: { trainhub?: { cell_index?: number | null; status?: string } } }[];
+  cells: {
+    cell_type?: string;
+    metadata?: { trainhub?: { cell_index?: number | null; status?: string } };
+  }[];
   metadata: { trainhub?: { state?: string; truncated?: boolean } };
   nbformat: number;
   nbformat_minor: number;
@@ -17,6 +20,12 @@ export function positionOfCell(nb: IExecutedNotebook, cellIndex: number): number
 /** How many cells have run to their end (ok or error). */
 export function cellsRun(nb: IExecutedNotebook): number {
   return nb.cells.filter(c => ['ok', 'error'].includes(c.metadata?.trainhub?.status ?? '')).length;
+}
+
+/** How many code cells the notebook holds: the cells a job runs (markdown and raw cells are kept
+ * in the executed notebook, never run). */
+export function codeCells(nb: IExecutedNotebook): number {
+  return nb.cells.filter(c => c.cell_type === 'code').length;
 }
 
 /** The ranks that keep an executed notebook: the spec's notebook_ranks ([0] unless it says). */

@@ -1,5 +1,6 @@
 import {
   cellsRun,
+  codeCells,
   freePath,
   IExecutedNotebook,
   notebookRanks,
@@ -27,6 +28,19 @@ describe('the executed notebook', () => {
 
   it('counts the cells that ran to their end', () => {
     expect(cellsRun(nb)).toBe(3);
+  });
+
+  it('counts code cells only as cells to run, the markdown and raw cells kept beside them', () => {
+    const whole: IExecutedNotebook = {
+      ...nb,
+      cells: [
+        { cell_type: 'markdown' },
+        ...nb.cells.map(c => ({ ...c, cell_type: 'code' })),
+        { cell_type: 'raw' }
+      ]
+    };
+    expect(codeCells(whole)).toBe(4);
+    expect(cellsRun(whole)).toBe(3);
   });
 
   it("lists the ranks the spec asks for, rank 0's by default", () => {

@@ -15,6 +15,7 @@ import { Panel, TabPanel, Widget } from '@lumino/widgets';
 import { TrainHubAPI } from '../api';
 import {
   cellsRun,
+  codeCells,
   freePath,
   IExecutedNotebook,
   notebookRanks,
@@ -190,7 +191,7 @@ export class NotebookTab extends Panel {
       }
       const done = cellsRun(nb);
       const truncated = nb.metadata.trainhub?.truncated ? ' · outputs cut at the size cap' : '';
-      this.status.textContent = `${done} of ${nb.cells.length} cells run · ${
+      this.status.textContent = `${done} of ${codeCells(nb)} cells run · ${
         TERMINAL_STATES.has(this.job.state) ? this.job.state : 'refreshing while the job runs'
       }${truncated}`;
     } catch (error) {

@@ -42,7 +42,8 @@ test('the executed notebook opens in the job view, at the failing cell too', asy
   await expect(
     notebook.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]')
   ).toContainText('ValueError: the failing cell');
-  await expect(notebook.locator('.jp-InputPrompt').first()).toContainText('[1]');
+  await expect(notebook.locator('.jp-CodeCell .jp-InputPrompt').first()).toContainText('[1]');
+  await expect(notebook.locator('.jp-MarkdownCell')).toHaveCount(1); // the user's notebook, whole
   await expect(view.locator('.jp-trainhub-notebook-status')).toContainText('4 of 5 cells run');
   await page.screenshot({ path: path.join(SCREENSHOTS, 'job-notebook.png') });
 
