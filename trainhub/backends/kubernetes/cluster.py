@@ -3,10 +3,10 @@ JSON within its time limit, and each object kind (Jobs, pods, Workloads, the Clu
 listed once per call, shared by the reads inside one :meth:`Cluster.reading`.
 
 Reads list each object kind once per call (by label selector) and build every record from those
-lists in memory, so a call makes the same few requests whatever the number of jobs. A watch-fed
-cache (KubeSpawner's reflector) would spare even those, but needs a watch thread per kind,
-resyncs, and a rule for how stale an answer may be; the lists keep each answer as fresh as the
-apiserver's and cost milliseconds.
+lists in memory, so a call makes the same few requests whatever the number of jobs. Where a
+``lists`` cache is set (the controller's; a session's server where a controller runs), it
+answers those lists instead (trainhub.backends.kubernetes.cache), and a write waits for the
+cache to hold it (:meth:`Cluster._cache_saw`).
 """
 
 from __future__ import annotations
