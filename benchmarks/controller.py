@@ -95,7 +95,9 @@ def running_pods(api: Any, namespaces: list[str]) -> dict[str, tuple[str, str, s
     return found
 
 
-def run(namespaces: int, jobs: int, kubeconfig: str | None) -> list[dict[str, Any]]:
+def run(
+    namespaces: int = 100, jobs: int = 10000, kubeconfig: str | None = None
+) -> list[dict[str, Any]]:
     import psutil
     from kubernetes import client, config
 

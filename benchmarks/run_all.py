@@ -34,6 +34,7 @@ SUITES = {
     "kueue": ("benchmarks.kueue", {}, {"jobs": 100}),
     "kueue_real_node": ("benchmarks.kueue", {"node": "real"}, {"node": "real", "repeats": 3}),
     "k8s_list": ("benchmarks.k8s_list", {}, {"requests": 10}),
+    "controller": ("benchmarks.controller", {}, {"namespaces": 10, "jobs": 500}),
     "usage_report": ("benchmarks.usage_report", {}, {"repeats": 10}),
     "notebook_capture": ("benchmarks.notebook_capture", {}, {"repeats": 3}),
 }
