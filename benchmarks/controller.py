@@ -189,7 +189,8 @@ def run(
                     if job in latencies:
                         continue
                     state = last_state(Path(teams.team(ns).shared_volume.mount_path) / "jobs" / job)
-                    if state and state["state"] == "failed":
+                    # its verdict recorded: the end, or the retry its policy allows
+                    if state and state["state"] in ("failed", "retrying"):
                         latencies[job] = state["time"] - ended[job]
                 time.sleep(0.1)
             samples = [v * 1000 for v in latencies.values()]
