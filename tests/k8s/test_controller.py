@@ -27,6 +27,7 @@ from trainhub.alerts.channels import member_alerts_path
 from trainhub.backends.kubernetes.controlplane import CONTROLLER, teams_config
 from trainhub.jobs.states import JobState
 from trainhub.teams import Controller, Teams
+from trainhub.usage.models import UsageBy, UsageQuery
 
 FAST = ["--lease-seconds=3", "--renew-seconds=2", "--retry-seconds=0.5", "--resync-seconds=5"]
 
@@ -340,3 +341,33 @@ def test_watches_resume_after_an_api_server_restart_without_missing_an_ending(
         finally:
             deployment.close()
             team.cleanup()
+
+
+def test_with_nobody_logged_in_a_preempted_job_runs_again_and_usage_counts_both_jobs(
+    world: tuple[Team, Deployment],
+) -> None:
+    team, deployment = world
+    deployment.start("solo")
+    whole = {"workers": 1, "gpus_per_worker": 8}  # the team's whole GPU quota
+    low = submit(team, "low", priority="low", resources=whole)
+    recorded(team, low, JobState.RUNNING)
+    high = submit(team, "high", priority="high", resources=whole)
+    recorded(team, high, JobState.RUNNING)
+    # Kueue evicted the low job for the high one: the controller says so, and it waits again.
+    wait_for("the preemption recorded", lambda: events(team, low, "preempted"), 60)
+    assert recorded(team, low, JobState.QUEUED)
+    time.sleep(2)  # usage counts from Kueue's admission times, whole seconds
+    team.end_pods(high, result="Succeeded")
+    recorded(team, high, JobState.SUCCEEDED)
+    recorded(team, low, JobState.RUNNING)  # readmitted once the GPUs are free
+    time.sleep(2)
+    team.end_pods(low, result="Succeeded")
+    recorded(team, low, JobState.SUCCEEDED)
+
+    rows = {job: team.service.job_usage(job, user="ada") for job in (low, high)}
+    assert {job: (row.gpus, row.gpu_allocated_s > 0) for job, row in rows.items()} == {
+        low: (8, True),
+        high: (8, True),
+    }
+    (group,) = team.service.usage(UsageQuery(by=UsageBy.TEAM), user="ada", team=team.ns).groups
+    assert (group.jobs, group.succeeded) == (2, 2)
