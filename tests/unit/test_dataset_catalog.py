@@ -295,7 +295,7 @@ def test_a_rank_finds_its_datasets_by_name_with_the_standard_library_alone() -> 
 
 def test_the_python_api_and_the_cli_ask_by_name_or_by_path(tmp_path, monkeypatch) -> None:
     from trainhub.api import build_spec
-    from trainhub.cli import _datasets
+    from trainhub.cli.submit import _datasets
 
     by_api = parse_spec(build_spec("t.ipynb", datasets=["imagenet", {"name": "x", "path": "/p"}]))
     by_dict = parse_spec(build_spec("t.ipynb", datasets={"x": "/p"}))

@@ -1,0 +1,159 @@
+"""Verbs that change a job's course, or wait for it: ``cancel``, ``suspend``, ``resume``,
+``resubmit``, ``wait``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from trainhub.cli.jobs import add_job_verb
+from trainhub.cli.printing import print_json
+from trainhub.jobs.models import DescribeJob
+from trainhub.jobs.states import JobState
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    svc = service()
+    for job_id in args.jobs:
+        job = svc.cancel(job_id, reason=args.reason)
+        print(f"{job.id}: {'cancelled' if job.state == JobState.CANCELLED else 'cancelling'}")
+    if args.wait:
+        from trainhub.api import Job
+
+        for job_id in args.jobs:
+            Job(job_id).wait()
+    return 0
+
+
+def cmd_resubmit(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    job = service().resubmit(args.job)
+    print_json(job) if args.json else print(job.id)
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    svc = service()
+    if args.step is None and svc.describe(args.job).state == JobState.SUSPENDED:
+        job = svc.resume_suspended(args.job)  # the same job again, from where it stopped
+    else:
+        job = svc.resume(args.job, args.step)
+    print_json(job) if args.json else print(job.id)
+    return 0
+
+
+def cmd_suspend(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    svc = service()
+    for job_id in args.jobs:
+        job = svc.suspend(job_id, reason=args.reason)
+        print(f"{job.id}: {'suspended' if job.state == JobState.SUSPENDED else 'suspending'}")
+    if args.wait:
+        from trainhub.api import Job
+
+        for job_id in args.jobs:
+            Job(job_id).wait()  # ends at suspended (or ended, when it finished meanwhile)
+    return 0
+
+
+# Where a job rests until something changes it: its end, or suspended (waiting for a person).
+RESTING_STATES = frozenset({*(s for s in JobState if s.terminal), JobState.SUSPENDED})
+# The watcher reconciles as the server does (a lost supervisor is noticed while waiting).
+WAIT_POLL_S, WAIT_RECONCILE_S = 0.5, 5.0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    svc = service()
+    wanted = {JobState(s) for s in args.states} or RESTING_STATES
+    deadline = None if args.timeout is None else time.monotonic() + args.timeout
+    reconciled = time.monotonic()
+    reached: dict[str, DescribeJob] = {}
+    while True:
+        for job_id in args.jobs:
+            if job_id in reached:
+                continue
+            job = svc.describe(job_id)
+            if job.state in wanted:
+                reached[job_id] = job
+            elif job.state.terminal:
+                print(f"trainhub: {job_id} ended {job.state.value}", file=sys.stderr)
+                return 1
+        if len(reached) == len(args.jobs):
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            still = [f"{j} {svc.describe(j).state.value}" for j in args.jobs if j not in reached]
+            print(f"trainhub: still {', '.join(still)} after {args.timeout:g} s", file=sys.stderr)
+            return 1
+        time.sleep(WAIT_POLL_S)
+        if time.monotonic() - reconciled >= WAIT_RECONCILE_S:
+            svc.reconcile()
+            reconciled = time.monotonic()
+    jobs = [reached[j] for j in args.jobs]
+    if args.json:
+        print_json(jobs[0] if len(jobs) == 1 else jobs)
+    else:
+        for job in jobs:
+            print(f"{job.id}: {job.state.value}")
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    add_job_verb(sub, "resubmit", cmd_resubmit, "run a job's spec again as a new job")
+
+    r = sub.add_parser(
+        "resume",
+        help="queue a suspended job again (same id, from its latest checkpoint); for any "
+        "other job, or with --step, a new job starting from a checkpoint of this one",
+    )
+    r.add_argument("job")
+    r.add_argument("--step", type=int, help="default: the latest checkpoint")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_resume)
+
+    c = sub.add_parser("cancel", help="cancel jobs")
+    c.add_argument("jobs", nargs="+")
+    c.add_argument("--reason")
+    c.add_argument("--wait", action="store_true", help="until every process has ended")
+    c.set_defaults(func=cmd_cancel)
+
+    w = sub.add_parser(
+        "wait",
+        help="wait until jobs reach a state (default: until each ends or is suspended)",
+        description="Exits 0 once every job is in one of the --for states; 1 when a job ends "
+        "in another state (it can no longer reach them) or the timeout passes first.",
+    )
+    w.add_argument("jobs", nargs="+", metavar="JOB")
+    w.add_argument(
+        "--for",
+        dest="states",
+        action="append",
+        default=[],
+        choices=[s.value for s in JobState],
+        help="a state to wait for (repeatable)",
+    )
+    w.add_argument("--timeout", type=float, help="seconds (default: no limit)")
+    w.add_argument("--json", action="store_true", help="the job as `describe --json` shows it")
+    w.set_defaults(func=cmd_wait)
+
+    su = sub.add_parser(
+        "suspend",
+        help="stop jobs with their progress saved and their GPUs freed; `resume` continues them",
+        description="The ranks get SIGTERM, which runs the callbacks the training code "
+        "registered with trainhub.checkpoint.on_stop (a save), and SIGKILL after the grace "
+        "period (TRAINHUB_SUSPEND_GRACE, 30 s). The job's state becomes suspended with the "
+        "step of its latest checkpoint; `trainhub resume JOB` queues it again.",
+    )
+    su.add_argument("jobs", nargs="+")
+    su.add_argument("--reason")
+    su.add_argument("--wait", action="store_true", help="until each job is suspended")
+    su.set_defaults(func=cmd_suspend)
