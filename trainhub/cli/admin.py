@@ -67,6 +67,26 @@ def cmd_admin_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_admin_doctor(args: argparse.Namespace) -> int:
+    """What the cluster lacks for the teams file, one sentence each; exit 1 when anything."""
+    from kubernetes import config
+
+    from trainhub.backends.kubernetes.doctor import findings, look
+    from trainhub.teams import load_teams
+
+    teams = load_teams(args.file)
+    api = config.new_client_from_config(config_file=args.kubeconfig)
+    try:
+        found = findings(teams, look(api, teams))
+    finally:
+        api.close()
+    for sentence in found:
+        print(sentence)
+    if not found:
+        print(f"the cluster has what {args.file} needs")
+    return 1 if found else 0
+
+
 def cmd_cleanup(args: argparse.Namespace) -> int:
     """Apply the teams' retention policies to ended jobs' outputs; report the space used."""
     from trainhub.api import service
@@ -154,3 +174,7 @@ def add_parsers(sub: Any) -> None:
     ap.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
     ap.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
     ap.set_defaults(func=cmd_admin_apply)
+    ad = asub.add_parser("doctor", help="say what a cluster lacks for the teams file")
+    ad.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
+    ad.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
+    ad.set_defaults(func=cmd_admin_doctor)
