@@ -493,7 +493,14 @@ def test_preemption_saves_on_sigterm_and_the_readmitted_job_resumes_from_that_sa
     try:
         low = t.submit_spec(t.spec(SLOW, gpus_per_worker=1, priority="low", name="low"))
         running_pods(t, low, 2)
-        t.until(low, "some training", lambda d: "step 19" in t.rank_log(low, 0), 240)
+        # Past the checkpoint of step 19, so that the stop has something new to save (a stop
+        # right after that save rightly keeps nothing more: seen once under load).
+        t.until(
+            low,
+            "step 20 trained",
+            lambda d: max(t.scalar_steps(low, "loss"), default=-1) >= 20,
+            240,
+        )
         high = t.submit_spec(
             t.spec(QUICK, gpus_per_worker=1, workers=1, priority="high", name="high")
         )
