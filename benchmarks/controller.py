@@ -43,7 +43,7 @@ def teams_data(names: list[str], shared: Path, controller_ns: str) -> dict[str, 
                 "groups": [n],
                 "namespace": n,
                 # room for one job: the others wait in Kueue, as a busy team's do
-                "quota": {POOL: {"gpus": 0, "cpu": "100m", "memory": "256Mi"}},
+                "quota": {POOL: {"gpus": 0, "cpu": "0.1", "memory": "256Mi"}},
                 "images": ["pytorch"],
                 "shared_volume": {"claim": "shared", "mount_path": str(shared / n)},
             }

@@ -13,11 +13,19 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from trainhub.alerts.channels import TeamAlerts
 from trainhub.datasets.catalog import DatasetEntry, check_names, mount_path
-from trainhub.jobs.spec import parse_quantity
+from trainhub.jobs.spec import parse_cpu, parse_quantity
 from trainhub.outputs.retention import Retention
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -48,14 +56,19 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
-def _quantity(value: str | int | float) -> str:
+def _quantity(value: str | int | float, parse: Any = parse_quantity) -> str:
     """Kubernetes quantities stay strings (as the API returns them); checked here once."""
     text = str(value)
     try:
-        parse_quantity(text)
+        parse(text)
     except ValueError as e:
         raise ValueError(str(e)) from None
     return text
+
+
+def _quantities(info: Any, value: Any) -> str:
+    """A CPU field in cores or millicores (500m), a memory field in bytes with its unit."""
+    return _quantity(value, parse_cpu if info.field_name == "cpu" else parse_quantity)
 
 
 class Toleration(_Model):
@@ -134,8 +147,8 @@ class Limits(_Model):
 
     @field_validator("cpu", "memory", mode="before")
     @classmethod
-    def _quantities(cls, v: Any) -> str | None:
-        return None if v is None else _quantity(v)
+    def _quantities(cls, v: Any, info: ValidationInfo) -> str | None:
+        return None if v is None else _quantities(info, v)
 
 
 class PoolQuota(_Model):
@@ -151,8 +164,8 @@ class PoolQuota(_Model):
 
     @field_validator("cpu", "memory", mode="before")
     @classmethod
-    def _quantities(cls, v: Any) -> str:
-        return _quantity(v)
+    def _quantities(cls, v: Any, info: ValidationInfo) -> str:
+        return _quantities(info, v)
 
 
 class Preemption(_Model):

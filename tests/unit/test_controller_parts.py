@@ -127,3 +127,21 @@ def test_team_volumes_mounted_inside_one_another_are_refused_naming_the_field() 
     )
     with pytest.raises(TeamsError, match=r"teams\[1\]\.shared_volume\.mount_path.*overlaps"):
         parse_teams(data)
+
+
+def test_a_fractional_cpu_quota_is_kept_in_the_namespaces_resource_quota() -> None:
+    """A team's CPU quota of 0.5 or 500m is half a core, not 0 (which let no pod start)."""
+    from trainhub.backends.kubernetes.render import resource_quota
+    from trainhub.jobs.spec import parse_cpu
+
+    assert (parse_cpu("500m"), parse_cpu("0.5"), parse_cpu("8")) == (0.5, 0.5, 8.0)
+    for given in ("0.5", "500m"):
+        data = yaml.safe_load((ROOT / "hub_config" / "teams.yaml").read_text())
+        pool, quota = next(iter(data["teams"][0]["quota"].items()))
+        data["teams"][0]["quota"] = {pool: {**quota, "cpu": given}}  # its one pool
+        data["teams"][0].pop("cohort", None)
+        teams = parse_teams(data)
+        assert resource_quota(teams, teams.teams[0])["spec"]["hard"]["requests.cpu"] == "500m"
+    data["teams"][0]["quota"][pool]["cpu"] = "half"
+    with pytest.raises(TeamsError, match=r"quota\.\S+\.cpu: 'half' is not a CPU quantity"):
+        parse_teams(data)

@@ -179,6 +179,20 @@ def parse_quantity(value: str | int | float) -> int:
     return int(number)
 
 
+_CPU = re.compile(r"^(\d+(?:\.\d+)?)(m?)$")
+
+
+def parse_cpu(value: str | int | float) -> float:
+    """Kubernetes' CPU quantities in cores: '500m' -> 0.5, '0.5' -> 0.5, '2' -> 2.0."""
+    m = _CPU.match(str(value).strip())
+    if not m:
+        raise ValueError(f"{value!r} is not a CPU quantity such as 500m, 0.5 or 8")
+    cores = float(m.group(1)) / (1000 if m.group(2) else 1)
+    if not math.isfinite(cores):
+        raise ValueError(f"{str(value)[:40]!r} is not a CPU quantity a machine could have")
+    return cores
+
+
 class Resources(Model):
     workers: int = Field(1, ge=1, le=512, description="Nodes (pods); one torchrun agent each")
     processes_per_worker: int | None = Field(

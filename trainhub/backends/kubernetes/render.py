@@ -22,7 +22,7 @@ from trainhub.backends.kubernetes.identity import (
     owner_label,
     session_account,
 )
-from trainhub.jobs.spec import parse_quantity
+from trainhub.jobs.spec import parse_cpu, parse_quantity
 from trainhub.teams import Limits, Team, Teams
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -61,7 +61,7 @@ def _meta(
 
 # --- quantities --------------------------------------------------------------------------------
 def _cpu(value: str) -> float:
-    return float(parse_quantity(value))
+    return parse_cpu(value)
 
 
 def format_bytes(n: int) -> str:
