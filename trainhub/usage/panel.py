@@ -205,6 +205,8 @@ def _amount(value: Any) -> float | None:
     try:
         if text.endswith("m") and text[:-1].replace(".", "", 1).isdigit():
             return float(text[:-1]) / 1000
+        if text.replace(".", "", 1).isdigit():
+            return float(text)  # keeps a fraction (half a core), which bytes would not
         return float(parse_quantity(text))
     except ValueError:
         return None
