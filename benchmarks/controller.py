@@ -101,6 +101,7 @@ def run(
     import psutil
     from kubernetes import client, config
 
+    from tests.k8s.test_backend import shared_claim
     from tests.k8s.test_controller import controller_kubeconfig
     from trainhub.backends.kubernetes.apply import apply_objects
     from trainhub.backends.kubernetes.controlplane import CONTROLLER, teams_config
@@ -118,6 +119,9 @@ def run(
             ctl_ns = f"cb-{suffix}-controller"
             teams = parse_teams(teams_data(names, tmp / "shared", ctl_ns))
             apply_objects(api, render(teams))
+            for ns in names:  # the team volume the pods mount
+                (tmp / "shared" / ns).mkdir(parents=True)
+                shared_claim(api, ns, tmp / "shared" / ns)
             per = [jobs // namespaces + (i < jobs % namespaces) for i in range(namespaces)]
             started = time.perf_counter()
             with ThreadPoolExecutor(4) as pool:
