@@ -1,5 +1,6 @@
-"""The controller's pure parts: label selectors as the API server reads them, the work queue,
-and the objects `trainhub admin render` makes for it."""
+"""The controller's pure parts: label selectors as the API server reads them, what its cache
+derives from what it watched, the work queue, and the objects `trainhub admin render` makes
+for it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from trainhub.backends.kubernetes.cache import ClusterCache
 from trainhub.backends.kubernetes.controlplane import CONTROLLER, controller_objects
 from trainhub.backends.kubernetes.render import render
 from trainhub.backends.kubernetes.selectors import matcher
@@ -45,6 +47,34 @@ def test_selectors_select_as_the_api_server_does(
 def test_a_selector_it_cannot_read_is_an_error_naming_it() -> None:
     with pytest.raises(ValueError, match="'a ~ b'"):
         matcher("a ~ b")
+
+
+def test_what_is_derived_from_the_cache_is_built_again_only_once_its_kinds_change() -> None:
+    from kubernetes.client import ApiClient
+
+    changed: list[tuple[str, str]] = []
+    cache = ClusterCache(ApiClient(), ["team-a"], lambda ns, kind: changed.append((ns, kind)))
+    lists, builds = cache.lists("team-a"), []
+
+    def jobs_held() -> int:
+        builds.append(1)
+        return len(cache.items("team-a", "jobs"))
+
+    def watched(kind: str, event: str, uid: str, version: str) -> None:
+        meta = {"uid": uid, "name": uid, "resourceVersion": version}
+        cache.informers[("team-a", kind)]._apply({"type": event, "object": {"metadata": meta}})
+
+    assert lists.derived(("jobs", "pods"), "held", jobs_held) == 0
+    assert lists.derived(("jobs", "pods"), "held", jobs_held) == 0 and len(builds) == 1
+    watched("jobs", "ADDED", "j1", "5")
+    assert lists.derived(("jobs", "pods"), "held", jobs_held) == 1 and len(builds) == 2
+    watched("jobs", "BOOKMARK", "j1", "9")  # a bookmark moves the version, changes nothing
+    watched("workloads", "ADDED", "w1", "10")  # a kind it is not derived from
+    assert lists.derived(("jobs", "pods"), "held", jobs_held) == 1 and len(builds) == 2
+    watched("pods", "MODIFIED", "p1", "11")
+    watched("jobs", "DELETED", "j1", "12")
+    assert lists.derived(("jobs", "pods"), "held", jobs_held) == 0 and len(builds) == 3
+    assert ("team-a", "jobs") in changed
 
 
 def test_the_work_queue_holds_a_key_once_and_works_it_again_when_added_meanwhile() -> None:

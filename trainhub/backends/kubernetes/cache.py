@@ -12,9 +12,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from trainhub.backends.kubernetes.render import KUEUE_API
 from trainhub.backends.kubernetes.selectors import matcher
@@ -28,6 +28,8 @@ KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
 
 WATCH_SECONDS = 240  # the API server ends each watch after this; it is resumed at once
 RETRY_SECONDS = (0.5, 10.0)  # backoff after an error, doubling up to the second
+MAX_DERIVED = 256
+T = TypeVar("T")
 
 
 class Gone(Exception):
@@ -82,7 +84,9 @@ def _lines(response: Any) -> Iterator[str]:
 
 
 class Informer:
-    """One kind in one namespace: its objects by uid, current as of ``version``."""
+    """One kind in one namespace: its objects by uid, current as of ``version``; its
+    ``generation`` counts the changes it has seen (what is derived from it is current while
+    that stays the same)."""
 
     def __init__(
         self,
@@ -96,6 +100,7 @@ class Informer:
         self.on_change, self.stop, self.count = on_change, stop, counters
         self.objects: dict[str, Obj] = {}
         self.version: str | None = None
+        self.generation = 0
         self.synced = threading.Event()
         self.lock = threading.Lock()
         self.thread = threading.Thread(
@@ -138,6 +143,7 @@ class Informer:
         with self.lock:
             changed = fresh != self.objects
             self.objects = fresh
+            self.generation += changed
             self.version = listed["metadata"]["resourceVersion"]
         self.synced.set()
         if changed:
@@ -179,6 +185,7 @@ class Informer:
                 self.objects.pop(uid, None)
             else:
                 self.objects[uid] = _slim(obj)
+            self.generation += 1
             self.version = version or self.version
         self.on_change(self.namespace, self.kind.name)
 
@@ -199,6 +206,8 @@ class ClusterCache:
             for ns in namespaces
             for kind in kinds(api_client)
         }
+        self._derived: dict[tuple[str, Hashable], tuple[tuple[int, ...], Any]] = {}
+        self._derived_lock = threading.Lock()
 
     def start(self) -> None:
         for informer in self.informers.values():
@@ -231,6 +240,25 @@ class ClusterCache:
 
     def lists(self, namespace: str) -> CachedLists:
         return CachedLists(self, namespace)
+
+    def derived(
+        self, namespace: str, kinds: tuple[str, ...], key: Hashable, build: Callable[[], T]
+    ) -> T:
+        """``build()``'s value, built again only once one of the namespace's ``kinds`` has
+        changed since (client-go's indexers: a read costs what it returns, not the namespace's
+        size). The generations are taken before building, so a change during it builds again
+        next time."""
+        generations = tuple(self.informers[(namespace, k)].generation for k in kinds)
+        with self._derived_lock:
+            held = self._derived.get((namespace, key))
+        if held is not None and held[0] == generations:
+            return held[1]  # type: ignore[no-any-return]
+        value = build()
+        with self._derived_lock:
+            if len(self._derived) >= MAX_DERIVED:
+                self._derived.clear()  # keys are few (one per user listing); never unbounded
+            self._derived[(namespace, key)] = (generations, value)
+        return value
 
 
 # The list requests a reconcile makes, by the client method's name -> the kind that answers.
@@ -279,6 +307,9 @@ class CachedLists:
         if informer.kind.selector and informer.kind.selector not in _requirements(selector):
             return None  # asks for objects the cache does not keep
         return self.cache.items(self.namespace, kind, kwargs.get("label_selector"))
+
+    def derived(self, kinds: tuple[str, ...], key: Hashable, build: Callable[[], T]) -> T:
+        return self.cache.derived(self.namespace, kinds, key, build)
 
     def saw(
         self,

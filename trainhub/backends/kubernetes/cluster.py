@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from trainhub.backends.kubernetes import nodes
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
@@ -34,6 +34,7 @@ PAGE_WORKLOADS = object()  # reading()'s key for the Workloads of the page just 
 # request with an error well within the server's call_time_limit, never holding a worker.
 REQUEST_TIMEOUT = (5.0, 10.0)
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 
 class ListCache(Protocol):
@@ -54,6 +55,8 @@ class ListCache(Protocol):
         version: str | None = None,
         timeout: float = 2.0,
     ) -> bool: ...
+
+    def derived(self, kinds: tuple[str, ...], key: Hashable, build: Callable[[], T]) -> T: ...
 
 
 class Cluster:
@@ -96,6 +99,11 @@ class Cluster:
         this process reads its own write."""
         if self.lists is not None:
             self.lists.saw(kind, name, **how)
+
+    def _derived(self, kinds: tuple[str, ...], key: Hashable, build: Callable[[], T]) -> T:
+        """``build()``, kept by the cache until one of ``kinds`` changes; built on every call
+        where lists are read from the API server."""
+        return build() if self.lists is None else self.lists.derived(kinds, key, build)
 
     def _items(self, call: Any, *args: Any, **kwargs: Any) -> list[Obj]:
         cached = self.lists.answer(call, args, kwargs) if self.lists is not None else None

@@ -1,6 +1,6 @@
-"""The Kubernetes backend's reads: a job, a page of jobs and their count, why queued jobs wait
-(Kueue's quota) and why starting ones do (their pods),
-usage, quotas and a rank's live log. Each call reads the namespace once per object kind
+"""The Kubernetes backend's reads: a job (a page of them: :mod:`.listing`), why queued jobs
+wait (Kueue's quota) and why starting ones do (their pods), usage, quotas and a rank's live
+log. Each call reads the namespace once per object kind
 (:mod:`~trainhub.backends.kubernetes.cluster`) and writes nothing: what the job directory
 records (state changes, Kubernetes events, the verdict) is written by reconcile()
 (:mod:`~trainhub.backends.kubernetes.act`), which the server runs periodically.
@@ -11,8 +11,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 
 from trainhub import settings
 from trainhub.backends.kubernetes import manifests, nodes, status, waits
@@ -20,22 +19,16 @@ from trainhub.backends.kubernetes.cluster import (
     PAGE_WORKLOADS,
     Namespace,
     Obj,
-    by_owner,
     events_by_object,
 )
+from trainhub.backends.kubernetes.listing import Listing, going
 from trainhub.backends.kubernetes.records import (
-    Records,
-    created_seq,
     read_spec,
-    record_notes,
-    refusals_logged,
-    with_workload,
 )
 from trainhub.backends.kubernetes.render import TEAM_LABEL
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
-from trainhub.jobs.search import found
 from trainhub.jobs.states import JobState
 from trainhub.usage.compute import job_usage
 from trainhub.usage.models import UsageBy, UsageGroup
@@ -43,7 +36,7 @@ from trainhub.usage.panel import PoolQuota, cluster_queue_quotas
 from trainhub.usage.store import UsageStore
 
 
-class Observing(Records):
+class Observing(Listing):
     def get(self, job_id: str) -> JobRecord | None:
         from kubernetes.client import ApiException
 
@@ -55,114 +48,9 @@ class Observing(Records):
             return self._from_jobdir(self.jobs_root / job_id)
         if job["metadata"].get("labels", {}).get(TEAM_LABEL) != self.team.name:
             return None
-        if _going(job):
+        if going(job):
             return self._from_jobdir(self.jobs_root / job_id)
         return self._observe(job, self._pods(job_id), self._workload_of(job))
-
-    def list_jobs(
-        self,
-        *,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        limit: int,
-        before_seq: int | None,
-        sweep_id: str | None = None,
-        search: str | None = None,
-        with_shared: bool = False,
-    ) -> list[JobRecord]:
-        page: list[tuple[_Listed, JobRecord]] = []
-        for entry in self._listed(user, states, before_seq, with_shared):
-            record = entry.record()
-            if record is not None and _wanted(record, sweep_id, search):
-                page.append((entry, record))
-                if len(page) == limit:
-                    break
-        # Kueue's side of the page alone: its Workloads, in one request by their Jobs' uids.
-        workloads = self._workloads_of([e.job for e, _ in page if e.job is not None])
-        return [
-            with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
-            for e, r in page
-        ]
-
-    def count(
-        self,
-        *,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        sweep_id: str | None = None,
-        search: str | None = None,
-        with_shared: bool = False,
-    ) -> int:
-        listed = self._listed(user, states, None, with_shared)
-        if sweep_id is None and not search:
-            return len(listed)  # state, user and order come from the objects: no record built
-        return sum(
-            1 for e in listed if (r := e.record()) is not None and _wanted(r, sweep_id, search)
-        )
-
-    def _all(self, user: str | None) -> list[JobRecord]:
-        entries = self._listed(user, None, None)
-        workloads = by_owner(self._workloads()) if any(e.job for e in entries) else {}
-        return [
-            with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
-            for e in entries
-            if (r := e.record()) is not None
-        ]
-
-    def _listed(
-        self,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        before_seq: int | None,
-        with_shared: bool = False,
-    ) -> list[_Listed]:
-        """The team's jobs (``user``'s only, when given, and with ``with_shared`` those other
-        members shared with the team) in ``states`` submitted before ``before_seq``, newest
-        first: those with a Job object from one read of the namespace, each record built only
-        when asked for; those whose objects are gone (cancelled, cleaned up) from their
-        directories."""
-        seen = self._read_namespace(None if with_shared else user)
-        entries = []
-        for job in seen.jobs:
-            notes = record_notes(job)
-            if _going(job):
-                continue  # read from its directory, below
-            # the label holds the name made label-safe; the annotation holds it
-            theirs = user is not None and notes.get("user") != user
-            if theirs and not (with_shared and self._shared(job["metadata"]["name"])):
-                continue
-            entries.append(
-                _Listed(
-                    job["metadata"]["name"],
-                    created_seq(notes),
-                    status.job_state(job, seen.pods_of(job)),
-                    lambda job=job: self._observe(job, seen.pods_of(job), None),
-                    job,
-                )
-            )
-        named = {j["metadata"]["name"] for j in seen.jobs if not _going(j)}
-        if self.jobs_root.is_dir():
-            for path in self.jobs_root.iterdir():
-                if path.name in named or not path.is_dir() or path.is_symlink():
-                    continue
-                with refusals_logged(path.name):
-                    rec = self._from_jobdir(path)
-                    if rec is not None and (
-                        user is None or rec.user == user or (with_shared and rec.shared == "team")
-                    ):
-                        entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
-        entries = [
-            e
-            for e in entries
-            if (not states or e.state in states) and (before_seq is None or e.seq < before_seq)
-        ]
-        entries.sort(key=lambda e: e.seq, reverse=True)
-        return entries
-
-    def _shared(self, job_id: str) -> bool:
-        """Whether the owner of the team's job ``job_id`` shared it with the team, as its
-        directory below the team's jobs root says (trainhub.jobs.sharing)."""
-        return JobDir(self.jobs_root / job_id).read_edits([])["shared"] == "team"
 
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
         if record.state == JobState.STARTING:
@@ -328,34 +216,3 @@ class Observing(Records):
 def _index(pod: Obj) -> int | None:
     value = pod["metadata"].get("annotations", {}).get("batch.kubernetes.io/job-completion-index")
     return int(value) if value is not None else None
-
-
-@dataclass
-class _Listed:
-    """A job of a list: what filtering and ordering need, its record built on demand (None
-    when its files are refused: it is left out, logged)."""
-
-    id: str
-    seq: int
-    state: JobState
-    build: Callable[[], JobRecord | None]  # without what its Workload adds (with_workload)
-    job: Obj | None = None  # None: read from its directory
-
-    def record(self) -> JobRecord | None:
-        # One job that swapped its files for links or FIFOs is left out of the list (asking
-        # for it names the refusal); it never takes the list of every other job down with it.
-        with refusals_logged(self.id):
-            return self.build()
-        return None
-
-
-def _wanted(record: JobRecord, sweep_id: str | None, search: str | None) -> bool:
-    return (sweep_id is None or record.sweep_id == sweep_id) and (
-        not search or found(record, search)
-    )
-
-
-def _going(job: Obj) -> bool:
-    """A Job on its way out (cancelled, or replaced by its next attempt's): its pods and state
-    are being torn down, so the job directory says how it stands."""
-    return bool(job["metadata"].get("deletionTimestamp"))

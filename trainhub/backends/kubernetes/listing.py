@@ -1,0 +1,247 @@
+"""A page of the team's jobs and their count, newest first: those with a Job object ordered and
+filtered from an index of the namespace (kept by a watch-fed cache until a Job or pod changes,
+so a page costs what it shows), those whose objects are gone from their directories; each
+record built only for the jobs a page holds."""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainhub.backends.kubernetes import status
+from trainhub.backends.kubernetes.cluster import Namespace, Obj, by_owner
+from trainhub.backends.kubernetes.records import (
+    Records,
+    created_seq,
+    record_notes,
+    refusals_logged,
+    with_workload,
+)
+from trainhub.jobs.directory import JobDir
+from trainhub.jobs.models import JobRecord
+from trainhub.jobs.search import found
+from trainhub.jobs.states import JobState
+
+
+class Listing(Records):
+    """The backend's lists: a page of jobs, their count, every job (for usage)."""
+
+    def list_jobs(
+        self,
+        *,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        limit: int,
+        before_seq: int | None,
+        sweep_id: str | None = None,
+        search: str | None = None,
+        with_shared: bool = False,
+    ) -> list[JobRecord]:
+        page: list[tuple[_Listed, JobRecord]] = []
+        for entry in self._listed(user, states, before_seq, with_shared):
+            if len(page) == limit:
+                break
+            record = entry.record()
+            if record is not None and _wanted(record, sweep_id, search):
+                page.append((entry, record))
+        # Kueue's side of the page alone: its Workloads, in one request by their Jobs' uids.
+        workloads = self._workloads_of([e.job for e, _ in page if e.job is not None])
+        return [
+            with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
+            for e, r in page
+        ]
+
+    def count(
+        self,
+        *,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        sweep_id: str | None = None,
+        search: str | None = None,
+        with_shared: bool = False,
+    ) -> int:
+        if sweep_id is None and not search:
+            # state, user and order come from the objects and the directories: no record built
+            index = self._index(None if with_shared else user)
+            listed = self._matching(index, user, states, None, with_shared)
+            return sum(1 for _ in listed) + len(self._gone(index, user, states, None, with_shared))
+        listed = self._listed(user, states, None, with_shared)
+        return sum(
+            1 for e in listed if (r := e.record()) is not None and _wanted(r, sweep_id, search)
+        )
+
+    def _all(self, user: str | None) -> list[JobRecord]:
+        entries = list(self._listed(user, None, None))
+        workloads = by_owner(self._workloads()) if any(e.job for e in entries) else {}
+        return [
+            with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
+            for e in entries
+            if (r := e.record()) is not None
+        ]
+
+    def _listed(
+        self,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        before_seq: int | None,
+        with_shared: bool = False,
+    ) -> Iterator[_Listed]:
+        """The team's jobs (``user``'s only, when given, and with ``with_shared`` those other
+        members shared with the team) in ``states`` submitted before ``before_seq``, newest
+        first: those with a Job object from the namespace's index, each record built only
+        when asked for; those whose objects are gone (cancelled, cleaned up) from their
+        directories."""
+        index = self._index(None if with_shared else user)
+        with_objects = (
+            _Listed(
+                e.id,
+                e.seq,
+                e.state,
+                lambda job=e.job: self._observe(job, index.seen.pods_of(job), None),
+                e.job,
+            )
+            for e in self._matching(index, user, states, before_seq, with_shared)
+        )
+        gone = self._gone(index, user, states, before_seq, with_shared)
+        return heapq.merge(with_objects, gone, key=lambda e: -e.seq)
+
+    def _index(self, user: str | None) -> _JobIndex:
+        """``user``'s Jobs (all the team's for None) newest first, with what filtering and
+        ordering need: built from one read of the namespace, and kept by a watch-fed cache
+        until a Job or pod changes, so a page reads what it shows, not the whole namespace."""
+
+        def build() -> _JobIndex:
+            seen = self._read_namespace(user)
+            present = [j for j in seen.jobs if not going(j)]  # going: read from its directory
+            entries = [_indexed(job, seen) for job in present]
+            entries.sort(key=lambda e: e.seq, reverse=True)
+            return _JobIndex(seen, tuple(entries), frozenset(e.id for e in entries))
+
+        index = self._derived(("jobs", "pods"), ("jobs by seq", user), build)
+        shared = getattr(self._reading, "seen", None)
+        if shared is not None:  # the reads that follow in this request see the same namespace
+            shared.setdefault(user, index.seen)
+        return index
+
+    def _matching(
+        self,
+        index: _JobIndex,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        before_seq: int | None,
+        with_shared: bool,
+    ) -> Iterator[_Indexed]:
+        for e in index.entries:
+            if (states and e.state not in states) or (
+                before_seq is not None and e.seq >= before_seq
+            ):
+                continue
+            theirs = user is not None and e.owner != user
+            if theirs and not (with_shared and self._shared(e.id)):
+                continue
+            yield e
+
+    def _gone(
+        self,
+        index: _JobIndex,
+        user: str | None,
+        states: Sequence[JobState] | None,
+        before_seq: int | None,
+        with_shared: bool,
+    ) -> list[_Listed]:
+        """The team's jobs without a Job object, newest first, from their directories."""
+        entries = []
+        try:
+            listing = os.scandir(self.jobs_root)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        with listing:
+            for found_dir in listing:
+                if found_dir.name in index.names or not found_dir.is_dir(follow_symlinks=False):
+                    continue
+                with refusals_logged(found_dir.name):
+                    rec = self._from_jobdir(Path(found_dir.path))
+                    if (
+                        rec is not None
+                        and (
+                            user is None
+                            or rec.user == user
+                            or (with_shared and rec.shared == "team")
+                        )
+                        and (not states or rec.state in states)
+                        and (before_seq is None or (rec.seq or 0) < before_seq)
+                    ):
+                        entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
+        entries.sort(key=lambda e: e.seq, reverse=True)
+        return entries
+
+    def _shared(self, job_id: str) -> bool:
+        """Whether the owner of the team's job ``job_id`` shared it with the team, as its
+        directory below the team's jobs root says (trainhub.jobs.sharing)."""
+        return JobDir(self.jobs_root / job_id).read_edits([])["shared"] == "team"
+
+
+@dataclass(frozen=True)
+class _Indexed:
+    """A job with a Job object, as ordering and filtering a list need it."""
+
+    id: str
+    seq: int
+    state: JobState
+    owner: str | None
+    job: Obj
+
+
+@dataclass(frozen=True)
+class _JobIndex:
+    """The namespace's Jobs newest first (not those on their way out), the read they came
+    from, and their names."""
+
+    seen: Namespace
+    entries: tuple[_Indexed, ...]
+    names: frozenset[str]
+
+
+@dataclass
+class _Listed:
+    """A job of a list: what filtering and ordering need, its record built on demand (None
+    when its files are refused: it is left out, logged)."""
+
+    id: str
+    seq: int
+    state: JobState
+    build: Callable[[], JobRecord | None]  # without what its Workload adds (with_workload)
+    job: Obj | None = None  # None: read from its directory
+
+    def record(self) -> JobRecord | None:
+        # One job that swapped its files for links or FIFOs is left out of the list (asking
+        # for it names the refusal); it never takes the list of every other job down with it.
+        with refusals_logged(self.id):
+            return self.build()
+        return None
+
+
+def _indexed(job: Obj, seen: Namespace) -> _Indexed:
+    notes = record_notes(job)  # the owner label holds the name made label-safe; this, the name
+    return _Indexed(
+        job["metadata"]["name"],
+        created_seq(notes),
+        status.job_state(job, seen.pods_of(job)),
+        notes.get("user"),
+        job,
+    )
+
+
+def _wanted(record: JobRecord, sweep_id: str | None, search: str | None) -> bool:
+    return (sweep_id is None or record.sweep_id == sweep_id) and (
+        not search or found(record, search)
+    )
+
+
+def going(job: Obj) -> bool:
+    """A Job on its way out (cancelled, or replaced by its next attempt's): its pods and state
+    are being torn down, so the job directory says how it stands."""
+    return bool(job["metadata"].get("deletionTimestamp"))
