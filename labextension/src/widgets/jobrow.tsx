@@ -28,8 +28,9 @@ export interface IJobActions {
   viewer?: () => { user: string; features: Feature[] } | undefined;
 }
 
-/** Every row is this tall, so the window knows what is in view without measuring. */
-export const ROW_HEIGHT = 86;
+/** Every row is this tall (two lines: fourteen rows in an 800-pixel panel), so the window
+ * knows what is in view without measuring. */
+export const ROW_HEIGHT = 46;
 
 /** `lr=0.001 batch=64`: parameters as the notebook would write them. */
 export function parametersText(parameters: Record<string, unknown> | undefined): string {
@@ -96,9 +97,6 @@ export function JobRow(props: {
           onChange={e => props.onSelect(job, e.target.checked)}
         />
         <span className="jp-trainhub-job-name">{job.name}</span>
-        <StateBadge state={job.state} />
-      </div>
-      <div className="jp-trainhub-job-meta">
         {job.scalar ? (
           <span
             className="jp-trainhub-job-scalar"
@@ -108,21 +106,60 @@ export function JobRow(props: {
           </span>
         ) : null}
         <span className="jp-trainhub-job-elapsed">{formatElapsed(job, props.now)}</span>
-        <span>{formatResources(job)}</span>
-        {job.attempt > 0 ? <span>attempt {job.attempt + 1}</span> : null}
-        {job.failure_class && job.failure_class !== job.state ? (
-          <span className="jp-trainhub-failure">{job.failure_class}</span>
-        ) : null}
-        {job.origin ? <span className="jp-trainhub-job-origin">{job.origin}</span> : null}
-        {sharing.label ? <span className="jp-trainhub-shared">{sharing.label}</span> : null}
+        <StateBadge state={job.state} />
+        <div className="jp-trainhub-job-actions">
+          <button className="jp-mod-styled jp-trainhub-link" onClick={() => actions.open(job)}>
+            Open
+          </button>
+          {TERMINAL_STATES.has(job.state) ? (
+            <button
+              className="jp-mod-styled jp-trainhub-link"
+              disabled={!!busy}
+              onClick={run('resubmit', () => actions.resubmit(job))}
+            >
+              Resubmit…
+            </button>
+          ) : sharing.readOnly ? null : (
+            <button
+              className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"
+              disabled={!!busy}
+              onClick={run('cancel', () => actions.cancel(job))}
+            >
+              {busy === 'cancel' ? 'Cancelling…' : 'Cancel…'}
+            </button>
+          )}
+          {sharing.readOnly ? null : (
+            <button
+              className="jp-mod-styled jp-trainhub-link"
+              title="Edit tags and note"
+              disabled={!!busy}
+              onClick={run('edit', async () => {
+                const changed = await actions.edit(job);
+                if (changed) {
+                  props.onEdited(changed);
+                }
+              })}
+            >
+              Tags…
+            </button>
+          )}
+        </div>
       </div>
       <div className="jp-trainhub-job-detail">
+        {sharing.label ? <span className="jp-trainhub-shared">{sharing.label}</span> : null}
         {wait ? (
+          // The one thing a waiting row must say: whole in its tooltip, and in the job's view.
           <span className="jp-trainhub-job-wait" title={wait}>
             {wait}
           </span>
         ) : (
           <>
+            <span>{formatResources(job)}</span>
+            {job.attempt > 0 ? <span>attempt {job.attempt + 1}</span> : null}
+            {job.failure_class && job.failure_class !== job.state ? (
+              <span className="jp-trainhub-failure">{job.failure_class}</span>
+            ) : null}
+            {job.origin ? <span className="jp-trainhub-job-origin">{job.origin}</span> : null}
             {tags.map(t => (
               <span key={t} className="jp-trainhub-tag">
                 {t}
@@ -133,43 +170,6 @@ export function JobRow(props: {
               {params || 'notebook defaults'}
             </span>
           </>
-        )}
-      </div>
-      <div className="jp-trainhub-job-actions">
-        <button className="jp-mod-styled jp-trainhub-link" onClick={() => actions.open(job)}>
-          Open
-        </button>
-        {TERMINAL_STATES.has(job.state) ? (
-          <button
-            className="jp-mod-styled jp-trainhub-link"
-            disabled={!!busy}
-            onClick={run('resubmit', () => actions.resubmit(job))}
-          >
-            Resubmit…
-          </button>
-        ) : sharing.readOnly ? null : (
-          <button
-            className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"
-            disabled={!!busy}
-            onClick={run('cancel', () => actions.cancel(job))}
-          >
-            {busy === 'cancel' ? 'Cancelling…' : 'Cancel…'}
-          </button>
-        )}
-        {sharing.readOnly ? null : (
-          <button
-            className="jp-mod-styled jp-trainhub-link"
-            title="Edit tags and note"
-            disabled={!!busy}
-            onClick={run('edit', async () => {
-              const changed = await actions.edit(job);
-              if (changed) {
-                props.onEdited(changed);
-              }
-            })}
-          >
-            Tags…
-          </button>
         )}
       </div>
     </div>
@@ -203,10 +203,8 @@ export function SweepRow(props: {
           {row.trials.length} trial{row.trials.length === 1 ? '' : 's'}
         </span>
       </div>
-      <div className="jp-trainhub-job-meta">
-        <span>{trialStates(row.trials)}</span>
-      </div>
-      <div className="jp-trainhub-job-actions">
+      <div className="jp-trainhub-job-detail">
+        <span className="jp-trainhub-sweep-states">{trialStates(row.trials)}</span>
         {actions.openSweep && actions.canOpenSweep() ? (
           <button
             className="jp-mod-styled jp-trainhub-link"
