@@ -28,7 +28,8 @@ from trainhub.rank.failure import (
 )
 from trainhub.rank.logdisplay import OutputWriter
 from trainhub.rank.logmarks import cell_start, say, to_log
-from trainhub.rank.notebook import NotebookCapture, captured
+from trainhub.rank.nbcapture import NotebookCapture
+from trainhub.rank.notebook import captured
 from trainhub.rank.shell import make_shell
 
 

@@ -23,7 +23,7 @@ from trainhub.rank.kernel import (
 if TYPE_CHECKING:
     from trainhub.rank.context import RankContext
     from trainhub.rank.logdisplay import OutputWriter
-    from trainhub.rank.notebook import NotebookCapture
+    from trainhub.rank.nbcapture import NotebookCapture
 
 
 def make_shell(
