@@ -1,7 +1,6 @@
-"""How a rank ends besides its last cell, with what the job's code asked for done first:
-SIGTERM (preemption, suspension, a cancel) runs the stop callbacks registered with
-``trainhub.checkpoint.on_stop``, and a background checkpoint save is finished before the rank
-exits, so none is lost."""
+"""What a rank finishes before it ends: asked to stop (SIGTERM: preemption, suspension, a
+cancel), the stop callbacks registered with ``trainhub.checkpoint.on_stop`` and their saves;
+at the end of its run, a background checkpoint save still under way, so none is lost."""
 
 from __future__ import annotations
 
