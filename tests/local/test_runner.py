@@ -21,7 +21,7 @@ from trainhub.jobs.directory import JobDir
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass
 from trainhub.lifecycle.classify import PIP_INSTALL_ERROR, classify_exception
-from trainhub.rank.runner import install_requirements
+from trainhub.rank.install import install_requirements
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
 PNG_1X1 = base64.b64decode(

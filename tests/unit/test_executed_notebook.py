@@ -13,7 +13,7 @@ import pytest
 from trainhub.bundle.schema import BundleCell
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.spec import SpecError, parse_spec
-from trainhub.rank.notebook import NotebookCapture
+from trainhub.rank.nbcapture import NotebookCapture
 
 BASE = {"name": "t", "source": {"path": "nb.ipynb"}, "resources": {"processes_per_worker": 2}}
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from trainhub.jobs.states import FailureClass
 
-# The type name under which a failed pip install is classified (runner.install_requirements).
+# The type name under which a failed pip install is classified
+# (trainhub.rank.install.install_requirements).
 PIP_INSTALL_ERROR = "PipInstallError"
 
 

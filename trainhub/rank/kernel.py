@@ -1,6 +1,6 @@
 """What a cell finds as ``get_ipython().kernel``, ``input()`` and ``getpass()`` in a job.
 
-Cells run in the rank's own process, in an IPython shell (:mod:`trainhub.rank.runner`), not
+Cells run in the rank's own process, in an IPython shell (:mod:`trainhub.rank.shell`), not
 in a kernel behind ZMQ: that is what keeps a job's start far below papermill's. Code written
 for JupyterLab still looks for the kernel: ``get_ipython().kernel.get_parent()`` (ipywidgets'
 ``Output``, libraries that tag what they publish with the request's id), ``input()``. So the

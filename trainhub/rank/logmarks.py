@@ -10,19 +10,21 @@ the beginning of a line says who wrote it:
   separator "cell 3 · 12:04:31"). ``<n>`` is the cell's number in the notebook, from 1.
 - ``[trainhub: <notice>]``: output that was cut (:mod:`trainhub.rank.logcap`); shown always.
 
-trainhub's lines always start a line of their own: the rank's ``sys.stdout`` and
-``sys.stderr`` are :class:`LogStream`, which remembers whether what Python last wrote ended
-a line, and :func:`own_line` puts a newline before a marker when it did not (``print(x,
-end="")``, a progress bar's ``\r``). Bytes C code or a child process write straight to the
-descriptors are not seen; they nearly always end their lines.
+trainhub's lines (:func:`say`, :func:`to_log`) always start a line of their own: the rank's
+``sys.stdout`` and ``sys.stderr`` are :class:`LogStream`, which remembers whether what Python
+last wrote ended a line, and :func:`own_line` puts a newline before a marker when it did not
+(``print(x, end="")``, a progress bar's ``\r``). Bytes C code or a child process write
+straight to the descriptors are not seen; they nearly always end their lines.
 
 The Logs tab reads the same forms (labextension/src/loglines.ts). Standard library only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
+import sys
 import time
 
 PREFIX = "[trainhub] "
@@ -74,3 +76,18 @@ class LogStream(io.TextIOWrapper):
 def own_line(marker: str) -> str:
     """``marker`` (trainhub's lines), starting a line of its own in the log."""
     return marker if LogStream.ends_line else "\n" + marker
+
+
+def say(message: str) -> None:
+    """trainhub's own message: in the log, never in a cell's output in the notebook."""
+    to_log(internal(message))
+
+
+def to_log(lines: str) -> None:
+    """trainhub's ``lines``, on lines of their own, after what the cell printed so far."""
+    # From the SIGTERM handler the cell may be inside a write to the same stream: the message
+    # is then lost ("reentrant call"), never the stop callbacks after it.
+    with contextlib.suppress(RuntimeError):
+        sys.stderr.flush()
+        sys.stdout.flush()
+        print(own_line(lines), end="", file=sys.__stdout__, flush=True)

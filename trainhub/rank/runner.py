@@ -9,92 +9,47 @@ the failure class. Each cell's start is an event before it runs: a rank that die
 word is placed in its cell from those (:func:`trainhub.lifecycle.verdict.running_cells`).
 
 Exit status: 0 when every cell ran (the last may end it with ``sys.exit(0)``), 1 otherwise.
+
+The run's parts: :mod:`~trainhub.rank.cells` runs a notebook's cells in the shell of
+:mod:`~trainhub.rank.shell`, :mod:`~trainhub.rank.failure` locates and reports what failed,
+:mod:`~trainhub.rank.ending` handles SIGTERM and the checkpoint saves to finish. Nothing of
+this package imports this module: it runs as ``__main__``.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import faulthandler
 import os
-import re
 import runpy
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 import traceback
 import warnings
-from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
-from types import FrameType, TracebackType
-from typing import Any, NoReturn
 
-from trainhub.bundle.layout import NOTEBOOK, WORKSPACE
-from trainhub.bundle.schema import (
-    BundleCell,
-    BundleManifest,
-    Requirement,
-    cell_label,
-    read_cells,
-    read_json,
-    read_manifest,
-)
-from trainhub.jobs.directory import JobDir, write_json_atomic
-from trainhub.jobs.states import FailureClass
-from trainhub.lifecycle.classify import explain_exception
-from trainhub.rank.kernel import (
-    cell_request,
-    clear_output_widget,
-    into_output_widget,
-    job_kernel,
-    refuse_prompts,
+from trainhub.bundle.layout import WORKSPACE
+from trainhub.bundle.schema import BundleManifest, read_manifest
+from trainhub.jobs.directory import write_json_atomic
+from trainhub.rank.cells import run_cells
+from trainhub.rank.context import RankContext
+from trainhub.rank.ending import flush_checkpoints, stop_handler
+from trainhub.rank.failure import (
+    OK,
+    Failure,
+    exit_ok,
+    innermost_user_frame,
+    line_in,
+    platform_status,
+    report_failure,
+    user_paths,
 )
 from trainhub.rank.logcap import capped_output
-from trainhub.rank.logmarks import LogStream, cell_start, internal, own_line
-from trainhub.rank.notebook import NotebookCapture, captured
+from trainhub.rank.logmarks import LogStream, say
 
-MAX_TRACEBACK_CHARS = 64 * 1024
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
-OK = {"outcome": "ok"}
-PIP_TIMEOUT_S = 3600.0
-_IMAGE_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/svg+xml": "svg"}
-_DEFAULT_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
-
-
-@dataclass(frozen=True)
-class RankContext:
-    rank: int
-    world_size: int
-    attempt: int
-    job: JobDir
-
-    @classmethod
-    def from_env(cls, bundle_dir: Path) -> RankContext:
-        job_dir = os.environ.get("TRAINHUB_JOB_DIR") or str(bundle_dir.resolve().parent)
-        return cls(
-            rank=int(os.environ.get("RANK", "0")),
-            world_size=int(os.environ.get("WORLD_SIZE", "1")),
-            attempt=int(os.environ.get("TRAINHUB_ATTEMPT", "0")),
-            job=JobDir(job_dir),
-        )
-
-
-@dataclass
-class Failure:
-    exc: BaseException
-    traceback_text: str
-    cell_index: int | None = None
-    line: int | None = None
-    file: str | None = None
-    raised_at: dict[str, Any] | None = None
-    exit_call: str | None = None  # "sys.exit(0)", "os._exit(0)": a cell ended the run early
-
-
-# --- log redirection ----------------------------------------------------------------------
 
 
 def redirect_output(log_path: Path) -> None:
@@ -112,411 +67,6 @@ def redirect_output(log_path: Path) -> None:
         setattr(sys, f"__{name}__", stream)
 
 
-def say(message: str) -> None:
-    """trainhub's own message: in the log, never in a cell's output in the notebook."""
-    to_log(internal(message))
-
-
-def to_log(lines: str) -> None:
-    """trainhub's ``lines``, on lines of their own, after what the cell printed so far."""
-    # From the SIGTERM handler the cell may be inside a write to the same stream: the message
-    # is then lost ("reentrant call"), never the stop callbacks after it.
-    with contextlib.suppress(RuntimeError):
-        sys.stderr.flush()
-        sys.stdout.flush()
-        print(own_line(lines), end="", file=sys.__stdout__, flush=True)
-
-
-# --- rich output as text --------------------------------------------------------------------
-
-
-class _TextFromHTML(HTMLParser):
-    _BLOCKS = frozenset(
-        {"p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "pre"}
-    )
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[str] = []
-        self._hidden = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("script", "style"):
-            self._hidden += 1
-        elif tag in self._BLOCKS:
-            self.parts.append("\n")
-        elif tag in ("td", "th"):
-            self.parts.append("\t")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style"):
-            self._hidden = max(self._hidden - 1, 0)
-
-    def handle_data(self, data: str) -> None:
-        if not self._hidden:
-            self.parts.append(data)
-
-
-def html_to_text(html: str) -> str:
-    parser = _TextFromHTML()
-    parser.feed(html)
-    lines = (re.sub(r"[ \t]+", " ", ln).strip() for ln in "".join(parser.parts).splitlines())
-    return "\n".join(ln for ln in lines if ln)
-
-
-class OutputWriter:
-    """Renders display data into the log: text as text, images into outputs/."""
-
-    def __init__(self, ctx: RankContext) -> None:
-        self.ctx = ctx
-        self.cell_index: int | None = None
-        self._counts: dict[int | None, int] = {}
-
-    def render(self, data: dict[str, Any]) -> None:
-        for mime, ext in _IMAGE_EXTENSIONS.items():
-            if mime in data:
-                self._save_image(data[mime], ext)
-                return
-        plain = data.get("text/plain")
-        if "text/html" in data and (plain is None or _DEFAULT_REPR.match(plain.strip())):
-            print(html_to_text(data["text/html"]))
-        elif plain is not None:
-            print(plain)
-        elif "text/markdown" in data:
-            print(data["text/markdown"])
-
-    def _save_image(self, payload: str | bytes, ext: str) -> None:
-        n = self._counts.get(self.cell_index, 0)
-        self._counts[self.cell_index] = n + 1
-        where = "params" if self.cell_index is None else str(self.cell_index)
-        name = f"rank{self.ctx.rank}-cell{where}-{n}.{ext}"
-        if isinstance(payload, str):
-            payload = payload.encode() if ext == "svg" else base64.b64decode(payload)
-        self.ctx.job.outputs.mkdir(parents=True, exist_ok=True)
-        (self.ctx.job.outputs / name).write_bytes(payload)
-        say(f"image saved: outputs/{name}")
-
-
-# --- the IPython shell ------------------------------------------------------------------------
-
-
-def _make_shell(
-    ctx: RankContext,
-    writer: OutputWriter,
-    notebook: NotebookCapture | None = None,
-    workspace: Path | None = None,
-) -> Any:
-    """An InteractiveShell whose cells are named after their notebook index; what they show
-    goes to the log and, when this rank keeps one, to the executed notebook. Tracebacks name
-    the workspace's files by their path in the user's workspace, not in the bundle's copy."""
-    from IPython.core.compilerop import CachingCompiler
-    from IPython.core.displayhook import DisplayHook
-    from IPython.core.displaypub import DisplayPublisher
-    from IPython.core.error import UsageError
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
-
-    # The log gets display data as text; the notebook gets the data itself.
-    log_only = notebook.paused if notebook is not None else contextlib.nullcontext
-
-    class CellCompiler(CachingCompiler):
-        """Gives the next cell a file name we choose; tracebacks then say "Cell 8, line 3"."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.next_name: str | None = None
-            self.labels: dict[str, str] = {}
-
-        def get_code_name(self, raw_code: str, transformed_code: str, number: int) -> str:
-            name, self.next_name = self.next_name, None  # nested run_cell calls get the default
-            return name or super().get_code_name(raw_code, transformed_code, number)
-
-        def format_code_name(self, name: str) -> tuple[str, str] | None:
-            if name in self.labels:
-                return "Cell", self.labels[name]
-            return super().format_code_name(name)
-
-    class LogDisplayHook(DisplayHook):
-        def write_output_prompt(self) -> None:
-            pass  # no "Out[n]:" in a log
-
-        def write_format_data(self, format_dict: dict[str, Any], md_dict: Any = None) -> None:
-            with log_only():
-                writer.render(format_dict)
-            if notebook is not None:
-                notebook.result(format_dict, md_dict)
-
-    class LogDisplayPublisher(DisplayPublisher):
-        def publish(
-            self, data: dict[str, Any], metadata: Any = None, *args: Any, **kwargs: Any
-        ) -> None:
-            with log_only():
-                writer.render(data)
-            if notebook is not None:
-                transient, update = kwargs.get("transient"), kwargs.get("update", False)
-                notebook.display(data, metadata, transient=transient, update=update)
-
-        def clear_output(self, wait: bool = False) -> None:
-            if notebook is None:
-                super().clear_output(wait)
-                return
-            notebook.clear(wait)
-            with notebook.paused():  # the terminal's erase codes are for the log alone
-                super().clear_output(wait)
-
-    class RankShell(InteractiveShell):
-        compiler_class = CellCompiler  # type: ignore[assignment]
-        displayhook_class = LogDisplayHook  # type: ignore[assignment]
-        display_pub_class = LogDisplayPublisher  # type: ignore[assignment]
-        last_traceback_text = ""
-        request = cell_request("trainhub-start")
-        _kernel: Any = None
-
-        @property
-        def kernel(self) -> Any:
-            if self._kernel is None:
-                self._kernel = job_kernel(self, self.request)
-            return self._kernel
-
-        def start_request(self, cell_id: str) -> None:
-            """The cell about to run is the kernel's current request."""
-            self.request = cell_request(cell_id)
-            if self._kernel is not None:
-                self._kernel.set_parent([], self.request, channel="shell")
-
-        def enable_gui(self, gui: str | None = None) -> None:
-            """``%matplotlib inline`` needs no event loop (ipykernel's answer too); a window
-            toolkit's (``%gui tk``) cannot open without a display."""
-            if gui not in (None, "inline"):
-                raise UsageError(
-                    f"%matplotlib {gui} opens windows, and a job has no display; "
-                    "use %matplotlib inline (a job's default, as in JupyterLab)"
-                )
-
-        def _showtraceback(self, etype: type, evalue: BaseException, stb: list[str]) -> None:
-            stb = [user_paths(entry, workspace) for entry in stb]
-            self.last_traceback_text = self.InteractiveTB.stb2text(stb)
-            if notebook is not None and not _exit_ok(evalue):
-                notebook.error(etype.__name__, str(evalue), list(stb))
-            if issubclass(etype, SystemExit):
-                return  # the runner reports it in one line, without IPython's advice
-            if notebook is None:
-                super()._showtraceback(etype, evalue, stb)
-                return
-            with notebook.paused():  # the traceback's text is for the log; the cell has it
-                super()._showtraceback(etype, evalue, stb)
-
-    config = Config()
-    config.HistoryManager.enabled = False
-    config.HistoryManager.hist_file = ":memory:"
-    config.InteractiveShell.colors = "nocolor"
-    config.InteractiveShell.autocall = 0
-    shell = RankShell.instance(config=config)
-    refuse_prompts()
-    if notebook is not None:
-        notebook.divert, notebook.divert_clear = into_output_widget, clear_output_widget
-    return shell
-
-
-# --- locating an error ------------------------------------------------------------------------
-
-
-def _frames(exc: BaseException) -> list[tuple[str, int]]:
-    frames = []
-    tb: TracebackType | None = exc.__traceback__
-    while tb is not None:
-        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
-        tb = tb.tb_next
-    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
-        frames.append((exc.filename, exc.lineno))
-    return frames
-
-
-def user_paths(text: str, workspace: Path | None) -> str:
-    """``text`` with the bundle's copy of a workspace file named by its path in the workspace
-    ("File proj/helper.py:2"), as the user knows it."""
-    return text.replace(f"{workspace}{os.sep}", "") if workspace is not None else text
-
-
-def line_in(exc: BaseException, filename: str) -> int | None:
-    """The line of the deepest frame executing code from ``filename``."""
-    lines = [line for name, line in _frames(exc) if name == filename]
-    return lines[-1] if lines else None
-
-
-def innermost_user_frame(
-    exc: BaseException, cell_names: dict[str, int | None], workspace: Path
-) -> dict[str, Any] | None:
-    """Where the exception was raised in the user's own code: a cell or a workspace file."""
-    for name, line in reversed(_frames(exc)):
-        if name in cell_names:
-            return {"cell_index": cell_names[name], "line": line}
-        path = Path(name)
-        if path.is_absolute() and path.resolve().is_relative_to(workspace):
-            return {"file": path.resolve().relative_to(workspace).as_posix(), "line": line}
-    return None
-
-
-def _type_name(exc: BaseException) -> str:
-    kind = type(exc)
-    return (
-        kind.__qualname__
-        if kind.__module__ == "builtins"
-        else f"{kind.__module__}.{kind.__qualname__}"
-    )
-
-
-def _exit_ok(exc: BaseException | None) -> bool:
-    return isinstance(exc, SystemExit) and exc.code in (0, None)
-
-
-# --- running ------------------------------------------------------------------------------------
-
-
-def _cell_name(cell: BundleCell) -> str:
-    return (
-        "<trainhub-parameters>" if cell.cell_index is None else f"<trainhub-cell-{cell.cell_index}>"
-    )
-
-
-def run_cells(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
-    cells = read_cells(bundle_dir)
-    written = read_json(bundle_dir / NOTEBOOK) if (bundle_dir / NOTEBOOK).exists() else None
-    with captured(ctx.job, cells, rank=ctx.rank, attempt=ctx.attempt, written=written) as notebook:
-        guard = ExitGuard(ctx, cells, notebook)
-        os._exit = guard
-        try:
-            return _run_cells(bundle_dir, cells, ctx, notebook, guard)
-        finally:
-            os._exit = guard.exit  # after the cells, os._exit is nobody's cell's
-
-
-def _run_cells(
-    bundle_dir: Path,
-    cells: list[BundleCell],
-    ctx: RankContext,
-    notebook: NotebookCapture | None,
-    guard: ExitGuard,
-) -> Failure | None:
-    workspace = (bundle_dir / WORKSPACE).resolve()
-    writer = OutputWriter(ctx)
-    shell = _make_shell(ctx, writer, notebook, workspace)
-    compiler = shell.compile
-    cell_names = {_cell_name(c): c.cell_index for c in cells}
-    for position, cell in enumerate(cells):
-        name = _cell_name(cell)
-        compiler.labels[name] = (
-            "parameters" if cell.cell_index is None else str(cell.cell_index + 1)
-        )
-        compiler.next_name = name
-        writer.cell_index = cell.cell_index
-        if not cell.injected:
-            ctx.job.emit(
-                "cell",
-                rank=ctx.rank,
-                attempt=ctx.attempt,
-                cell_index=cell.cell_index,
-                phase="start",
-            )
-            # A separator in the Logs tab; before the cell starts, so it is not in its output.
-            to_log(cell_start(cell.cell_index, time.time()))
-        started = time.monotonic()
-        shell.last_traceback_text = ""
-        if notebook is not None:
-            notebook.start_cell(position, shell.execution_count)
-        guard.position, guard.started = position, started
-        shell.start_request(name)
-        result = shell.run_cell(cell.source, store_history=True, cell_id=name)
-        elapsed = round(time.monotonic() - started, 3)
-        last = position == len(cells) - 1
-        ok = result.success or (_exit_ok(_error(result)) and last)
-        if notebook is not None:
-            notebook.end_cell(ok, elapsed)
-        if not cell.injected:
-            ctx.job.emit(
-                "cell",
-                rank=ctx.rank,
-                attempt=ctx.attempt,
-                cell_index=cell.cell_index,
-                phase="end",
-                seconds=elapsed,
-                ok=ok,
-            )
-        exc = _error(result)
-        if exc is not None:
-            if _exit_ok(exc) and last:
-                code = getattr(exc, "code", None)
-                say(f"{cell_label(cell.cell_index)}, the last, called sys.exit({code})")
-                return None
-            text = shell.last_traceback_text or "".join(traceback.format_exception(exc))
-            return Failure(
-                exc=exc,
-                traceback_text=text,
-                cell_index=cell.cell_index,
-                line=line_in(exc, name),
-                raised_at=innermost_user_frame(exc, cell_names, workspace),
-                exit_call=f"sys.exit({getattr(exc, 'code', None)})" if _exit_ok(exc) else None,
-            )
-        if shell.exit_now and not last:  # exit() or quit(): the cells after it do not run
-            return Failure(
-                exc=SystemExit(0), traceback_text="", cell_index=cell.cell_index, exit_call="exit()"
-            )
-    return None
-
-
-def _error(result: Any) -> BaseException | None:
-    return result.error_before_exec or result.error_in_exec
-
-
-class ExitGuard:
-    """``os._exit`` while the cells run: it ends the process at once, past every ``finally``,
-    so first say where and how (the rank's status), and keep the output so far (the log,
-    the executed notebook). A forked child's ``os._exit`` (a data loader worker) is its own."""
-
-    def __init__(self, ctx: RankContext, cells: list[BundleCell], notebook: Any) -> None:
-        self.ctx, self.cells, self.notebook = ctx, cells, notebook
-        self.position, self.started = 0, time.monotonic()
-        self.exit, self._pid = os._exit, os.getpid()
-
-    def __call__(self, status: int) -> NoReturn:
-        if os.getpid() == self._pid:
-            os._exit = self.exit
-            cell = self.cells[self.position]
-            done = status == 0 and self.position == len(self.cells) - 1
-            if done:
-                write_json_atomic(self.ctx.job.rank_status(self.ctx.attempt, self.ctx.rank), OK)
-            else:
-                name = _cell_name(cell)
-                failure = Failure(
-                    exc=SystemExit(status),
-                    traceback_text=_stack_from(name),
-                    cell_index=cell.cell_index,
-                    line=_calling_line(name),
-                    exit_call=f"os._exit({status})",
-                )
-                report_failure(self.ctx, failure)
-            if self.notebook is not None:
-                self.notebook.end_cell(done, round(time.monotonic() - self.started, 3))
-                self.notebook.close("completed" if done else "failed")
-            sys.stdout.flush()
-            sys.stderr.flush()
-        self.exit(status)
-
-
-def _stack_from(filename: str) -> str:
-    """The calls from the cell's own code to here (the runner's frames above it left out)."""
-    frames = traceback.extract_stack()[:-2]
-    cell = next((k for k, f in enumerate(frames) if f.filename == filename), 0)
-    return "".join(traceback.format_list(frames[cell:]))
-
-
-def _calling_line(filename: str) -> int | None:
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename != filename:
-        frame = frame.f_back
-    return frame.f_lineno if frame is not None else None
-
-
 def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> Failure | None:
     workspace = (bundle_dir / WORKSPACE).resolve()
     script = workspace / manifest.entry
@@ -528,7 +78,7 @@ def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> 
     try:
         runpy.run_path(str(script), run_name="__main__")
     except BaseException as exc:  # the job's own code: anything it raises is its outcome
-        if not _exit_ok(exc):
+        if not exit_ok(exc):
             where = innermost_user_frame(exc, {}, workspace)
             text = user_paths("".join(traceback.format_exception(exc)), workspace)
             print(text, file=sys.stderr, end="")
@@ -550,42 +100,6 @@ def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> 
     return failure
 
 
-def failure_status(failure: Failure) -> dict[str, Any]:
-    exc = failure.exc
-    type_name = _type_name(exc)
-    message = f"exit status {exc.code}" if isinstance(exc, SystemExit) else str(exc)
-    if failure.exit_call is not None and _exit_ok(exc):
-        message = (
-            f"{failure.exit_call} before the notebook's last cell: the cells after "
-            f"{cell_label(failure.cell_index)} did not run"
-        )
-    elif failure.exit_call is not None:
-        message = f"{failure.exit_call}: {message}"
-    evidence = explain_exception(type_name, message, failure.traceback_text)
-    if failure.cell_index is not None or failure.file is None:
-        where = cell_label(failure.cell_index)
-    else:
-        where = failure.file
-    if failure.line is not None:
-        where += f", line {failure.line}"
-    text = failure.traceback_text
-    if len(text) > MAX_TRACEBACK_CHARS:
-        text = "...(truncated)\n" + text[-MAX_TRACEBACK_CHARS:]
-    return {
-        "outcome": "error",
-        "failure_class": evidence.failure_class.value,
-        "evidence": evidence.to_dict(),
-        "exception": type_name,
-        "message": message,
-        "cell_index": failure.cell_index,
-        "file": failure.file,
-        "line": failure.line,
-        "where": where,
-        "raised_at": failure.raised_at,
-        "traceback": text,
-    }
-
-
 def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
     """Run the bundle in this process (output already redirected); returns the exit status."""
     status_path = ctx.job.rank_status(ctx.attempt, ctx.rank)
@@ -596,18 +110,7 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
         sys.path.insert(0, str(workdir))
     except Exception as exc:  # an unreadable bundle is the platform's fault, not the user's
         say(f"cannot load the bundle {bundle_dir}: {exc}")
-        write_json_atomic(
-            status_path,
-            {
-                "outcome": "error",
-                "failure_class": FailureClass.INFRASTRUCTURE.value,
-                "exception": _type_name(exc),
-                "message": f"cannot load the bundle: {exc}",
-                "cell_index": None,
-                "line": None,
-                "traceback": traceback.format_exc(),
-            },
-        )
+        write_json_atomic(status_path, platform_status(exc, "cannot load the bundle"))
         return 1
     # Cells get matplotlib's inline backend, as ipykernel sets it: plt.show() and the figures a
     # cell leaves open are displayed (then closed) after the cell, as PNG. A script has no
@@ -620,7 +123,7 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
     )
     run = run_cells if manifest.kind == "notebook" else run_script
     failure = run(bundle_dir, manifest, ctx)
-    if failure is None and not _flush_checkpoints(status_path):
+    if failure is None and not flush_checkpoints(status_path):
         return 1
     sys.stdout.flush()
     sys.stderr.flush()
@@ -630,87 +133,6 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
         return 0
     report_failure(ctx, failure)
     return 1
-
-
-def report_failure(ctx: RankContext, failure: Failure) -> None:
-    """The rank's status, event and last log line for ``failure``."""
-    status = failure_status(failure)
-    write_json_atomic(ctx.job.rank_status(ctx.attempt, ctx.rank), status)
-    ctx.job.emit(
-        "cell_error",
-        rank=ctx.rank,
-        attempt=ctx.attempt,
-        cell_index=status["cell_index"],
-        file=status["file"],
-        line=status["line"],
-        exception=status["exception"],
-        message=status["message"][:500],
-        failure_class=status["failure_class"],
-    )
-    say(
-        f"failed in {status['where']}: {status['exception']}: {status['message'][:500]} "
-        f"({status['failure_class']} failure)"
-    )
-
-
-def _flush_checkpoints(status_path: Path) -> bool:
-    """Finish a background checkpoint save the code started, so none is lost at exit."""
-    checkpoint = sys.modules.get("trainhub.checkpoint")
-    if checkpoint is None:
-        return True
-    try:
-        checkpoint.wait_all()
-        return True
-    except Exception as exc:  # a write that failed (disk full, lost mount) is the platform's side
-        say(f"a checkpoint could not be written: {exc}")
-        write_json_atomic(
-            status_path,
-            {
-                "outcome": "error",
-                "failure_class": FailureClass.INFRASTRUCTURE.value,
-                "exception": _type_name(exc),
-                "message": f"a checkpoint could not be written: {exc}",
-                "cell_index": None,
-                "line": None,
-                "traceback": traceback.format_exc(),
-            },
-        )
-        return False
-
-
-def _stop_handler(ctx: RankContext) -> Any:
-    """SIGTERM (preemption, suspension, a deleted pod, a cancel): run the callbacks the code
-    registered with ``trainhub.checkpoint.on_stop``, finish their saves, then end by SIGTERM
-    as a rank without a handler would."""
-    from trainhub.checkpoint import stopping  # not in the handler: it may interrupt an import
-
-    def handler(signum: int, frame: Any) -> None:
-        signal.signal(signum, signal.SIG_IGN)  # once, however many signals follow
-        name = signal.Signals(signum).name
-        say(f"{name} received: running the job's stop callbacks")
-        ctx.job.emit("stop_requested", rank=ctx.rank, attempt=ctx.attempt, signal=name)
-        checkpoint = sys.modules.get("trainhub.checkpoint")
-        # A background save that failed earlier is said, and is no reason not to save now.
-        errors = _errors_of(checkpoint.wait_all) if checkpoint else []
-        errors += stopping.run_stop_callbacks()
-        if checkpoint is not None:
-            errors += _errors_of(checkpoint.wait_all)  # a callback's background save
-        for error in errors:
-            say(f"while stopping: {error}")
-        sys.stdout.flush()
-        sys.stderr.flush()
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-    return handler
-
-
-def _errors_of(fn: Any) -> list[str]:
-    try:
-        fn()
-        return []
-    except Exception as exc:
-        return [f"{type(exc).__name__}: {exc}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -724,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     # A crash (SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL) leaves the Python stack in the log:
     # the cell and line it was in.
     faulthandler.enable(file=sys.stderr, all_threads=False)
-    signal.signal(signal.SIGTERM, _stop_handler(ctx))
+    signal.signal(signal.SIGTERM, stop_handler(ctx))
     # A private IPython directory: no user profile or startup files change what a job runs.
     ipython_dir = tempfile.mkdtemp(prefix="trainhub-ipython-")
     os.environ["IPYTHONDIR"] = ipython_dir
@@ -734,92 +156,6 @@ def main(argv: list[str] | None = None) -> int:
         return code
     finally:
         shutil.rmtree(ipython_dir, ignore_errors=True)
-
-
-# --- requirements ---------------------------------------------------------------------------------
-
-
-def install_requirements(
-    bundle_dir: Path,
-    log_path: Path,
-    *,
-    prefix: Path | None = None,
-    timeout_s: float = PIP_TIMEOUT_S,
-) -> tuple[bool, str, Requirement | None]:
-    """Run the bundle's ``pip install`` lines once, before any rank starts, into ``prefix``
-    (the job's own layer, :attr:`JobDir.pip_prefix`; a line that names its own ``--target``
-    or ``--prefix`` keeps it), never into the interpreter's environment, which later jobs
-    share.
-
-    pip's output is appended to ``log_path``.
-
-    Returns (ok, detail, the failed line); a failed install is an environment failure
-    (``classify_exception(PIP_INSTALL_ERROR, detail, "")``).
-    """
-    from trainhub.bundle.requirements import (
-        load_requirements,  # the supervisor's side, not a rank's
-    )
-
-    bundle_dir = Path(bundle_dir)
-    requirements = load_requirements(bundle_dir)
-    if not requirements:
-        return True, "no packages to install", None
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    from trainhub.jobs.environment import admin_allowed, inherited, pip_layer
-
-    # pip runs build hooks of what it installs: they get what a rank gets, not the server's tokens.
-    env = {
-        **inherited(os.environ, admin_allowed()),
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "PIP_NO_INPUT": "1",
-    }
-    if prefix is not None:  # a later line sees what an earlier one installed, as ranks will
-        env.update(pip_layer(prefix, env))
-    started = time.monotonic()
-    for req in requirements:
-        argv = [sys.executable, "-m", "pip", "install", *req.argv]
-        if prefix is not None and not _names_its_place(req.argv):
-            argv += ["--prefix", str(prefix)]
-        where = f"{cell_label(req.cell_index)}, line {req.line}"
-        with open(log_path, "ab", buffering=0) as log:
-            log.write(f"[trainhub] {where}: {req.source}\n".encode())
-            start = log.tell()
-            try:
-                proc = subprocess.run(
-                    argv,
-                    cwd=bundle_dir,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    timeout=timeout_s,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                stopped = f"`{req.source}` ({where}) ran over {timeout_s:.0f} s and was stopped"
-                return False, stopped, req
-        if proc.returncode != 0:
-            tail = _last_lines(log_path, start)
-            failed = f"`{req.source}` ({where}) exited with status {proc.returncode}: {tail}"
-            return False, failed, req
-    took = time.monotonic() - started
-    return True, f"installed {len(requirements)} pip line(s) in {took:.1f} s", None
-
-
-def _names_its_place(argv: list[str]) -> bool:
-    """Whether a ``pip install`` line says itself where to install."""
-    places = ("--target", "-t", "--prefix", "--root", "--user")
-    return any(
-        arg in places or arg.startswith(("--target=", "--prefix=", "--root=")) for arg in argv
-    )
-
-
-def _last_lines(path: Path, start: int, count: int = 5) -> str:
-    with open(path, "rb") as f:
-        f.seek(start)
-        text = f.read()[-8192:].decode("utf-8", "replace")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return " | ".join(lines[-count:]) or "no output"
 
 
 if __name__ == "__main__":

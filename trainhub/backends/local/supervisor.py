@@ -184,7 +184,7 @@ class Supervisor:
     def _install_requirements(self) -> Verdict | None:
         if not load_requirements(self.jobdir.bundle):
             return None
-        from trainhub.rank.runner import install_requirements
+        from trainhub.rank.install import install_requirements
 
         self.jobdir.emit("pip_install", phase="start")
         # pip's output goes where the job's output is read (rank 0's log), into the job's layer.
