@@ -32,8 +32,10 @@ from trainhub.checkpoint.layout import (
 from trainhub.datasets.catalog import DatasetList, Readable
 from trainhub.errors import Conflict, NotFound, ReadOnly
 from trainhub.experiments import compare as comparing
+from trainhub.experiments.comparison import Comparison, Goal
 from trainhub.experiments.controller import Sweeps
 from trainhub.experiments.models import DescribeSweep, SweepList
+from trainhub.experiments.runs import read_run
 from trainhub.experiments.sweep import CreateSweep
 from trainhub.jobs import confined, logs, sharing
 from trainhub.jobs.datasets import check_dataset_paths
@@ -681,16 +683,16 @@ class JobService:
         ids: list[str],
         *,
         user: str | None = None,
-        goals: dict[str, comparing.Goal] | None = None,
+        goals: dict[str, Goal] | None = None,
         scalars: bool = True,
         series: bool = True,
         points: int | None = None,
-    ) -> comparing.Comparison:
+    ) -> Comparison:
         """2 to 10 jobs the user may read side by side (:mod:`trainhub.experiments.compare`),
         in the order given: their own and those their team shared; another's is not found.
         Without ``scalars`` the training scalars are not read (a quick first answer)."""
         records = [self.readable(job_id, user) for job_id in comparing.check_ids(ids)]
-        runs = [comparing.read_run(r, scalars=scalars) for r in records]
+        runs = [read_run(r, scalars=scalars) for r in records]
         return comparing.compare(runs, goals=goals, series=series, points=points, now=time.time())
 
     # --- usage ----------------------------------------------------------------------------
