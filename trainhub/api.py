@@ -166,7 +166,7 @@ def usage(
 
 
 def compare(*job_ids: str, goals: dict[str, str] | None = None, points: int | None = None) -> Any:
-    """2 to 10 jobs side by side (a :class:`trainhub.experiments.compare.Comparison`);
+    """2 to 10 jobs side by side (a :class:`trainhub.experiments.comparison.Comparison`);
     ``goals`` says per scalar whether its best is its ``min`` or ``max``."""
     return service().compare(list(job_ids), goals=goals, points=points)  # type: ignore[arg-type]
 

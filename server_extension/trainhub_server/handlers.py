@@ -20,7 +20,7 @@ from tornado import web
 from trainhub import settings
 from trainhub.checkpoint.layout import read_manifest
 from trainhub.errors import TooLarge
-from trainhub.experiments.compare import parse_goals
+from trainhub.experiments.compare_scalars import parse_goals
 from trainhub.jobs import limits
 from trainhub.jobs.models import JobEdit, ListJobsQuery
 from trainhub.jobs.spec import explain

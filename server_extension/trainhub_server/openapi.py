@@ -20,7 +20,7 @@ from pydantic.json_schema import models_json_schema
 
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.datasets.catalog import DatasetList
-from trainhub.experiments.compare import Comparison
+from trainhub.experiments.comparison import Comparison
 from trainhub.experiments.models import DescribeSweep, SweepList
 from trainhub.experiments.sweep import CreateSweep
 from trainhub.jobs.models import DescribeJob, JobEdit, JobPage, JobSummary

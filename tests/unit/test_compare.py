@@ -11,18 +11,11 @@ import nbformat
 import pytest
 
 from trainhub.bundle.compile import compile_bundle
-from trainhub.experiments.compare import (
-    Run,
-    Scalars,
-    _parse_lines,
-    cell_diff,
-    check_ids,
-    compare,
-    downsample,
-    parse_goals,
-    read_run,
-    scalar_goal,
-)
+from trainhub.experiments.compare import check_ids, compare
+from trainhub.experiments.compare_code import cell_diff
+from trainhub.experiments.compare_scalars import parse_goals, scalar_goal
+from trainhub.experiments.curves import Scalars, _parse_lines, downsample
+from trainhub.experiments.runs import Run, read_run
 from trainhub.jobs.directory import JobDir, write_json_atomic
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import SpecError, parse_spec

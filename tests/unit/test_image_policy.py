@@ -186,7 +186,7 @@ def test_the_local_images_file(tmp_path: Path) -> None:
 
 def test_what_the_pods_ran_is_their_image_id() -> None:
     from trainhub.backends.kubernetes.status import ran_image
-    from trainhub.experiments.compare import _ran_image
+    from trainhub.experiments.compare_rows import _ran_image
 
     def pod(name: str, image_id: str, container: str = "trainer") -> dict:
         status = {"name": container, "image": "ghcr.io/t/p:1", "imageID": image_id}

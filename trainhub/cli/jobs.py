@@ -138,7 +138,7 @@ def cmd_share(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Jobs side by side: the rows that differ first, then those alike."""
     from trainhub.api import service
-    from trainhub.experiments.compare import parse_goals
+    from trainhub.experiments.compare_scalars import parse_goals
     from trainhub.experiments.report import code_diffs, table
 
     comparison = service().compare(

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from trainhub.experiments.compare import CodeDiff, Comparison, Point, Row
+from trainhub.experiments.comparison import CodeDiff, Comparison, Point, Row
 
 MAX_CELL = 36
 DIFFERS = "≠"

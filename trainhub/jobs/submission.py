@@ -1,0 +1,241 @@
+"""Making a job, :meth:`JobService.submit`'s work and that of the verbs built on it (validate,
+resubmit, resume): every check before anything is made (spec, paths, datasets by name, image,
+fit, resume source), the job directory (bundle, spec, the ``submitted`` event), the hand-off to
+the backend, then the lineage. A refused or abandoned submit leaves nothing behind.
+
+Functions of the service, reading its backend and its settings (workspace, ``%pip``, the
+workspace's size cap) as they are when called.
+"""
+
+from __future__ import annotations
+
+import getpass
+import re
+import secrets
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainhub.checkpoint.layout import list_checkpoints
+from trainhub.datasets.catalog import Readable
+from trainhub.errors import Conflict, NotFound
+from trainhub.jobs import sharing, views
+from trainhub.jobs.datasets import check_dataset_paths
+from trainhub.jobs.directory import JobDir, write_json_atomic
+from trainhub.jobs.models import DescribeJob, JobRecord
+from trainhub.jobs.naming import successor_name
+from trainhub.jobs.spec import JobSpec, field_error, parse_spec
+from trainhub.jobs.states import JobState
+
+if TYPE_CHECKING:
+    from trainhub.backends.base import Backend
+    from trainhub.bundle.snapshot import Snapshot
+    from trainhub.jobs.service import JobService
+
+
+class SubmitAbandoned(Conflict):
+    """The submit was given up (its client went away, or its time ran out) before the job was
+    handed to the backend; no job was made."""
+
+
+def _check_wanted(abandoned: threading.Event | None) -> None:
+    if abandoned is not None and abandoned.is_set():
+        raise SubmitAbandoned(
+            "The submit was given up before the job was created; no job was made."
+        )
+
+
+def submit(
+    service: JobService,
+    spec: JobSpec | dict[str, Any],
+    *,
+    user: str | None,
+    resubmitted_from: str | None,
+    abandoned: threading.Event | None,
+    source: Snapshot | None,
+) -> DescribeJob:
+    """Check, prepare the job directory, hand the job to the backend, record its lineage."""
+    from trainhub.bundle.compile import compile_bundle
+    from trainhub.jobs.lineage import collect_lineage
+
+    _check_wanted(abandoned)
+    spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
+    user = user or getpass.getuser()
+    backend = service.backend
+    workspace = _workspace(service, source)
+    spec, named = _check_paths(service, spec, workspace)
+    backend.check_image(spec.image)  # refused before anything is made
+    if spec.resume_from is not None:
+        _check_resume(service, spec, user)
+    job_id = f"{spec.name}-{secrets.token_hex(4)}"
+    jobdir = JobDir(service.jobs_root / job_id).create()
+    record = _new_record(spec, user, job_id, str(jobdir.root), resubmitted_from)
+    try:
+        backend.check_fits(record)
+        manifest = compile_bundle(
+            spec,
+            workspace,
+            jobdir.bundle,
+            allow_pip=service.allow_pip,
+            max_workspace_bytes=service.max_workspace_bytes,
+            frozen=source is not None,
+        )
+        write_json_atomic(jobdir.spec, {**spec.model_dump(mode="json"), "id": job_id, "user": user})
+        jobdir.emit(
+            "submitted",
+            user=user,
+            host=socket.gethostname(),
+            content_hash=manifest.content_hash,
+        )
+        # The last moment to give up: after this the backend has the job.
+        _check_wanted(abandoned)
+        record = backend.submit(record)
+    except BaseException:
+        # Refused or broken: leave nothing half-made behind.
+        shutil.rmtree(jobdir.root, ignore_errors=True)
+        raise
+    # After the hand-off, so that collecting it does not delay the start.
+    lineage = collect_lineage(
+        spec,
+        workspace,
+        manifest,
+        user=user,
+        cache_dir=service.jobs_root.parent / ".cache",
+        dataset_views={n: (r.view_path, r.entry.content_hash) for n, r in named.items()},
+        ran_image=backend.ran_image(),
+        workspace_facts=source.lineage if source is not None else None,
+    )
+    write_json_atomic(jobdir.lineage, lineage)
+    return views.describe(backend, backend.get(job_id) or record)
+
+
+def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str | None) -> list[str]:
+    """Every check of :func:`submit`, the bundle compiled into a directory thrown away."""
+    from trainhub.bundle.compile import compile_bundle
+
+    spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
+    user = user or getpass.getuser()
+    workspace = _workspace(service, None)
+    spec, _ = _check_paths(service, spec, workspace)
+    service.backend.check_image(spec.image)
+    if spec.resume_from is not None:
+        _check_resume(service, spec, user)
+    service.backend.check_fits(_new_record(spec, user, f"{spec.name}-validate", "", None))
+    with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
+        manifest = compile_bundle(
+            spec,
+            workspace,
+            Path(tmp) / "bundle",
+            allow_pip=service.allow_pip,
+            max_workspace_bytes=service.max_workspace_bytes,
+        )
+    return list(manifest.warnings)
+
+
+def _new_record(
+    spec: JobSpec, user: str, job_id: str, job_dir: str, resubmitted_from: str | None
+) -> JobRecord:
+    return JobRecord(
+        id=job_id,
+        name=spec.name,
+        user=user,
+        team=spec.team,
+        queue=spec.queue,
+        priority=spec.priority.rank,
+        state=JobState.QUEUED,
+        spec=spec,
+        job_dir=job_dir,
+        gpus=spec.resources.total_gpus,
+        created_at=time.time(),
+        resubmitted_from=resubmitted_from,
+        tags=spec.tags,
+    )
+
+
+def _workspace(service: JobService, source: Snapshot | None) -> Path:
+    """Where a submit compiles from: a frozen workspace, else the service's own."""
+    if source is not None:
+        return source.root
+    if service.workspace_root is None:
+        raise Conflict(
+            "This trainhub sees no workspace (the cluster's controller): it submits only "
+            "a sweep's trials, from the workspace the sweep froze."
+        )
+    return service.workspace_root
+
+
+def _check_paths(
+    service: JobService, spec: JobSpec, workspace: Path
+) -> tuple[JobSpec, dict[str, Readable]]:
+    """The spec with its datasets by name resolved (a name the user's team may not read is
+    refused naming those it may), and those datasets; every path checked."""
+    path = (workspace / spec.source.path).resolve()
+    if not path.is_relative_to(workspace):
+        raise field_error("source.path", f"{spec.source.path} is outside the workspace")
+    if not path.is_file():
+        raise field_error("source.path", f"no such file: {spec.source.path}")
+    spec, named = service.backend.dataset_catalog().resolve(spec)
+    check_dataset_paths(spec.datasets, service.dataset_roots())
+    return spec, named
+
+
+def _check_resume(service: JobService, spec: JobSpec, user: str) -> None:
+    ref = spec.resume_from
+    assert ref is not None
+    source = service.readable(ref.job_id, user)
+    infos = list_checkpoints(JobDir(source.job_dir).checkpoints)
+    if not infos:
+        raise Conflict(f"Job {ref.job_id} has no checkpoint to resume from.")
+    if ref.step is not None and ref.step not in {c.step for c in infos}:
+        raise NotFound(f"Job {ref.job_id} has no checkpoint at step {ref.step}.")
+
+
+def resubmit(
+    service: JobService,
+    job_id: str,
+    *,
+    user: str | None,
+    overrides: dict[str, Any] | None,
+    abandoned: threading.Event | None,
+) -> DescribeJob:
+    """The spec of ``job_id`` with ``overrides`` submitted as a new job, named apart from it."""
+    user = user or getpass.getuser()
+    old = service.readable(job_id, user)  # a teammate's shared job runs again as one's own
+    if not sharing.is_owner(old, user):
+        _check_teammate_source(service, old, overrides)
+    data = old.spec.model_dump(mode="json")
+    data.pop("sweep", None)  # a trial run again is a job of its own, not one of the sweep's
+    data.update(overrides or {})
+    if data.get("name") == old.name:  # told apart from the job it runs again
+        data["name"] = _successor_name(service.backend, old, user)
+    return service.submit(data, user=user, resubmitted_from=job_id, abandoned=abandoned)
+
+
+def _check_teammate_source(
+    service: JobService, old: JobRecord, overrides: dict[str, Any] | None
+) -> None:
+    """A run again compiles the notebook from the workspace: a teammate's job runs the file
+    of that path in one's own workspace (a clone of the team's repository), or is refused
+    saying so before anything is made."""
+    source = (overrides or {}).get("source")
+    path = source.get("path") if isinstance(source, dict) else None
+    path = path if isinstance(path, str) and path else old.spec.source.path
+    if not (_workspace(service, None) / path).resolve().is_file():
+        raise field_error(
+            "source.path",
+            f"{path} (of {old.user}'s job {old.id}) is not in your workspace: running a "
+            "teammate's job again runs that file from your own workspace",
+        )
+
+
+def _successor_name(backend: Backend, old: JobRecord, user: str) -> str:
+    """``name-2`` (the next number free among the user's jobs) for a job run again; the
+    number of a job that was itself run again counts on (``train-2`` -> ``train-3``)."""
+    numbered = old.resubmitted_from is not None
+    base = re.sub(r"-\d+$", "", old.name) if numbered else old.name
+    taken = backend.list_jobs(user=user, states=None, limit=500, before_seq=None, search=base)
+    return successor_name(old.name, (r.name for r in taken), numbered=numbered)

@@ -1,0 +1,132 @@
+"""What a job reads as in an answer: its summary (a row of the Jobs panel and ``trainhub list``,
+with why it waits), its description (the summary, the record's details, lineage and timeline)
+and a page of a user's jobs. Built from the records the backend keeps and the job directory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainhub.backends.base import Backend
+from trainhub.jobs.access import JobAccess
+from trainhub.jobs.directory import JobDir
+from trainhub.jobs.models import (
+    DescribeJob,
+    JobBase,
+    JobDetails,
+    JobPage,
+    JobRecord,
+    JobSummary,
+    LatestScalar,
+    ListJobsQuery,
+    fields_of,
+)
+
+TIMELINE_EVENTS = frozenset(
+    {
+        "submitted",
+        "state",
+        "retry",
+        "verdict",
+        "cancel_requested",
+        "pip_install",
+        "suspend_requested",
+        "suspended",
+    }
+)
+
+
+def origin_of(record: JobRecord) -> str | None:
+    """What a job runs again, in words: 'resume of X at step 74', 'resubmit of X'."""
+    ref = record.spec.resume_from
+    if ref is not None:
+        at = f"at step {ref.step}" if ref.step is not None else "from its latest checkpoint"
+        return f"resume of {ref.job_id} {at}"
+    if record.resubmitted_from:
+        return f"resubmit of {record.resubmitted_from}"
+    return None
+
+
+def _latest_scalar(record: dict[str, Any] | None) -> LatestScalar | None:
+    try:
+        return None if record is None else LatestScalar.model_validate(record)
+    except ValueError:  # a line the job wrote that is not a scalar record
+        return None
+
+
+def summary(
+    backend: Backend,
+    record: JobRecord,
+    wait: tuple[str | None, int | None] | None = None,
+    *,
+    scalar: str | None = None,
+) -> JobSummary:
+    """The job's summary; ``wait`` (why it waits, how many are ahead) is asked of the backend
+    when not given; ``scalar``: the latest value of that training scalar."""
+    reason, ahead = wait if wait is not None else backend.wait_reason(record)
+    latest = JobDir(record.job_dir).last_scalar(scalar) if scalar else None
+    return JobSummary(
+        **fields_of(record, JobBase),
+        priority=record.spec.priority.value,
+        world_size=record.spec.resources.world_size,
+        wait_reason=reason,
+        position=ahead,
+        failure_class=record.verdict.failure_class
+        if record.verdict and record.state.terminal
+        else None,
+        source=record.spec.source.path,
+        parameters=record.spec.parameters,
+        origin=origin_of(record),
+        scalar=_latest_scalar(latest),
+    )
+
+
+def describe(backend: Backend, record: JobRecord, *, files: bool = True) -> DescribeJob:
+    """The job's description; without ``files`` nothing of its job directory (no lineage, no
+    timeline)."""
+    # Read without following links: a job that swapped its files for links or FIFOs is
+    # refused with an error naming the file, never read through.
+    jobdir = JobDir(record.job_dir)
+    lineage = jobdir.read_lineage() if files else None
+    events = jobdir.iter_events() if files else []
+    timeline = [e for e in events if e.get("type") in TIMELINE_EVENTS]
+    return DescribeJob(
+        **fields_of(summary(backend, record), JobSummary),
+        **fields_of(record, JobDetails),
+        lineage=lineage,
+        timeline=timeline,
+    )
+
+
+def job_page(access: JobAccess, query: ListJobsQuery, user: str | None) -> JobPage:
+    """One page of the jobs ``user`` may read (every job without ``user``)."""
+    backend = access.backend
+    # A user's list holds what their team shared with them, where the backend has teams.
+    shared = {"with_shared": True} if access.shares(user) else {}
+    with backend.reading():  # the page, its total and its wait reasons agree
+        records = backend.list_jobs(
+            user=user,
+            states=query.states,
+            limit=query.limit,
+            before_seq=query.before,
+            sweep_id=query.sweep,
+            search=query.search,
+            **shared,
+        )
+        total = backend.count(
+            user=user,
+            states=query.states,
+            sweep_id=query.sweep,
+            search=query.search,
+            **shared,
+        )
+        waits = backend.wait_reasons(records)
+    next_before = records[-1].seq if len(records) == query.limit else None
+    return JobPage(
+        jobs=[
+            summary(backend, r, waits.get(r.id), scalar=query.scalar)
+            for r in records
+            if access.visible(r, user)
+        ],
+        next_before=next_before,
+        total=total,
+    )
