@@ -191,6 +191,10 @@ FRONT_DOORS = [
     "trainhub.api",
     "trainhub.cli",
     "trainhub.jobs.service",
+    "trainhub.jobs.access",  # the service's parts (service.py hands each its work)
+    "trainhub.jobs.control",
+    "trainhub.jobs.submission",
+    "trainhub.jobs.views",
     "trainhub.backends.factory",
     "trainhub.backends.local.backend",
     "trainhub.backends.kubernetes.backend",
