@@ -16,7 +16,7 @@ so every directory named like a step holds a whole checkpoint. Readers still che
 manifest and file sizes, and skip anything that does not add up.
 
 This module never imports torch: the server and the CLI browse checkpoints with it. The
-writer that training code calls lives in :mod:`trainhub.checkpoint`.
+writer that training code calls lives in :mod:`trainhub.checkpoint.writer`.
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ def _checked_step_dir(checkpoints_dir: Path, step: int | str) -> Path:
     return path
 
 
-# --- writing helpers (shared with trainhub.checkpoint) --------------------------------------
+# --- writing helpers (shared with trainhub.checkpoint.writer) -------------------------------
 
 
 def temp_path(checkpoints_dir: Path, purpose: str) -> Path:
