@@ -18,8 +18,9 @@ from typing import Any, Literal
 
 from trainhub.checkpoint import staging
 from trainhub.checkpoint.environment import checkpoint_dir, emit, env_int
-from trainhub.checkpoint.layout import CheckpointInfo, check_retention, coerce_step
+from trainhub.checkpoint.layout import CheckpointInfo, coerce_step
 from trainhub.checkpoint.ranks import save_ranks
+from trainhub.checkpoint.retention import check_retention
 from trainhub.checkpoint.state import as_state
 from trainhub.checkpoint.writer import Plan, write
 

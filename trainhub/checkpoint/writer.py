@@ -31,11 +31,11 @@ from trainhub.checkpoint.layout import (
     publish,
     remove_stale_temps,
     remove_tree,
-    retention_victims,
     step_name,
     temp_path,
 )
 from trainhub.checkpoint.ranks import CheckpointError, Ranks, gather
+from trainhub.checkpoint.retention import retention_victims
 
 STATE_FILE = "state.pt"
 
