@@ -41,9 +41,10 @@ interactive session). torch is imported inside the functions that need it.
 
 This module is the facade training code calls; the package's modules hold the parts:
 saving (``save``, handles, the background save), staging (async copies), writer (one
-checkpoint onto disk), loading (``latest``, ``load``, ``resume_step``), ranks (who writes,
-agreement), state (objects <-> state dicts), environment (the job's directory and settings),
-layout (on-disk layout and browsing, no torch), sharded (DCP) and stopping (``on_stop``).
+checkpoint onto disk), retention (what keep_last/keep_best delete), loading (``latest``,
+``load``, ``resume_step``), ranks (who writes, agreement), state (objects <-> state dicts),
+environment (the job's directory and settings), layout (on-disk layout and browsing, no
+torch), sharded (DCP) and stopping (``on_stop``).
 """
 
 from trainhub.checkpoint.environment import checkpoint_dir

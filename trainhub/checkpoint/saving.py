@@ -1,7 +1,7 @@
 """Saving: ``save`` checks its arguments and plans the save, then writes it at once or, with
 ``async_=True``, stages a copy and writes it on a background thread. A save's handle, the one
 save pending in the background (waited for by the next save, by ``wait_all`` and at exit),
-and the staging memory kept between async saves live here."""
+and ``release_staging_memory`` live here."""
 
 from __future__ import annotations
 
