@@ -17,6 +17,9 @@ from trainhub.checkpoint.stopping import stop_requested
 class CheckpointError(RuntimeError):
     """A save failed, here or on another rank."""
 
+    # Its public name: a rank's failure names the exception's type by module and name.
+    __module__ = "trainhub.checkpoint"
+
 
 @dataclass(frozen=True)
 class Ranks:
