@@ -25,8 +25,8 @@ from trainhub.checkpoint.layout import (
     list_checkpoints,
     read_manifest,
     resolve_file,
-    retention_victims,
 )
+from trainhub.checkpoint.retention import retention_victims
 from trainhub.jobs.directory import JobDir
 
 

@@ -16,7 +16,7 @@ so every directory named like a step holds a whole checkpoint. Readers still che
 manifest and file sizes, and skip anything that does not add up.
 
 This module never imports torch: the server and the CLI browse checkpoints with it. The
-writer that training code calls lives in :mod:`trainhub.checkpoint`.
+writer that training code calls lives in :mod:`trainhub.checkpoint.writer`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import secrets
 import shutil
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -281,7 +281,7 @@ def _checked_step_dir(checkpoints_dir: Path, step: int | str) -> Path:
     return path
 
 
-# --- writing helpers (shared with trainhub.checkpoint) --------------------------------------
+# --- writing helpers (shared with trainhub.checkpoint.writer) -------------------------------
 
 
 def temp_path(checkpoints_dir: Path, purpose: str) -> Path:
@@ -378,55 +378,6 @@ def delete_checkpoint(checkpoints_dir: str | os.PathLike[str], step: int | str) 
     finally:
         os.close(fd)
     confined.remove_tree(root, doomed.name)
-
-
-# --- retention -----------------------------------------------------------------------------
-
-
-def retention_victims(
-    infos: list[CheckpointInfo],
-    *,
-    keep_last: int | None = None,
-    keep_best: tuple[str, Literal["min", "max"], int] | None = None,
-) -> list[CheckpointInfo]:
-    """The checkpoints a retention policy deletes; the newest one is always kept.
-
-    Kept: the ``keep_last`` newest, and the ``keep_best`` best by a metric (checkpoints
-    without that metric do not compete). With neither policy nothing is deleted.
-    """
-    check_retention(keep_last, keep_best)
-    if keep_last is None and keep_best is None:
-        return []
-    by_step = sorted(infos, key=lambda i: i.step)
-    kept = {i.step for i in by_step[-1:]}
-    if keep_last is not None:
-        kept |= {i.step for i in by_step[-keep_last:]}
-    if keep_best is not None:
-        metric, mode, count = keep_best
-        ranked = sorted(
-            (i for i in by_step if metric in i.metrics),
-            key=lambda i: (i.metrics[metric] if mode == "min" else -i.metrics[metric], -i.step),
-        )
-        kept |= {i.step for i in ranked[:count]}
-    return [i for i in by_step if i.step not in kept]
-
-
-def check_retention(keep_last: Any, keep_best: Any) -> None:
-    """Refuse a malformed retention policy with a sentence naming the argument."""
-    if keep_last is not None and (
-        not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 1
-    ):
-        raise ValueError(f"keep_last must be an integer of at least 1, got {keep_last!r}")
-    if keep_best is None:
-        return
-    shape = f"keep_best must be (metric, 'min' | 'max', count), got {keep_best!r}"
-    if not isinstance(keep_best, tuple | list) or len(keep_best) != 3:
-        raise ValueError(shape)
-    metric, mode, count = keep_best
-    if not isinstance(metric, str) or not metric or mode not in ("min", "max"):
-        raise ValueError(shape)
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise ValueError(f"keep_best count must be an integer of at least 1, got {count!r}")
 
 
 def _scandir(path: Path) -> list[os.DirEntry[str]]:

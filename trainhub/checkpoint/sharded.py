@@ -5,7 +5,7 @@ checkpoint's temp directory; DCP saves replicated tensors once and each shard of
 by the rank that holds it. Loading is ``dcp.load`` into the caller's state, so a checkpoint
 saved by N ranks loads in a job of any size: DCP reads the pieces each rank's tensors need.
 trainhub's own part (manifest, atomic publish, retention, events) stays in
-:mod:`trainhub.checkpoint`; torch is imported inside the functions.
+:mod:`trainhub.checkpoint.writer`; torch is imported inside the functions.
 """
 
 from __future__ import annotations
