@@ -44,7 +44,7 @@ DRIVER = Path(__file__).with_name("compare_first_paint.js")
 
 def generate(home: Path, root: Path, jobs: int, points: int) -> list[str]:
     from trainhub.backends.local.backend import LocalBackend
-    from trainhub.backends.local.store import LocalJob
+    from trainhub.backends.local.store_rows import LocalJob
     from trainhub.bundle.compile import compile_bundle
     from trainhub.jobs.directory import JobDir, write_json_atomic
     from trainhub.jobs.lineage import collect_lineage

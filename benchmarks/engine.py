@@ -465,7 +465,7 @@ def bench_notebook_wall() -> dict:
 def bench_admission() -> dict:
     """(f) One admission decision (a transaction over the queue head) with 10,000 jobs waiting."""
     from trainhub.backends.local.backend import LocalBackend
-    from trainhub.backends.local.store import LocalJob
+    from trainhub.backends.local.store_rows import LocalJob
     from trainhub.jobs.models import JobRecord
     from trainhub.jobs.spec import JobSpec
     from trainhub.jobs.states import JobState

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from log_latency import JupyterServer, percentile, print_table
 
 from trainhub.backends.local.backend import LocalBackend
-from trainhub.backends.local.store import LocalJob
+from trainhub.backends.local.store_rows import LocalJob
 from trainhub.jobs.models import JobRecord, ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import parse_spec

@@ -31,7 +31,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from trainhub.backends.local.backend import LocalBackend
-from trainhub.backends.local.store import LocalJob
+from trainhub.backends.local.store_rows import LocalJob
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import parse_spec

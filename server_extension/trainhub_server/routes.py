@@ -9,8 +9,8 @@ from jupyter_server.utils import url_path_join
 from tornado.web import RequestHandler
 from tornado.websocket import WebSocketHandler
 
-from trainhub_server import handlers as h
 from trainhub_server import websockets as ws
+from trainhub_server.handlers import checkpoints, experiments, job_files, jobs, server, usage
 from trainhub_server.openapi_handler import OpenAPIHandler
 
 API_PREFIX = "trainhub/api"
@@ -27,41 +27,41 @@ HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 
 # Order matters: tornado takes the first match, so "jobs/stream" precedes "jobs/{job_id}".
 ROUTES: list[tuple[str, type[RequestHandler]]] = [
-    ("config", h.ConfigHandler),
+    ("config", server.ConfigHandler),
     ("openapi.json", OpenAPIHandler),
-    ("datasets", h.DatasetsHandler),
-    ("notices", h.NoticesHandler),
-    ("jobs", h.JobsHandler),
+    ("datasets", server.DatasetsHandler),
+    ("notices", server.NoticesHandler),
+    ("jobs", jobs.JobsHandler),
     ("jobs/stream", ws.JobsStreamHandler),
-    ("jobs/{job_id}", h.JobHandler),
-    ("jobs/{job_id}/cancel", h.CancelHandler),
-    ("jobs/{job_id}/suspend", h.SuspendHandler),
-    ("jobs/{job_id}/resume", h.ResumeHandler),
-    ("jobs/{job_id}/resubmit", h.ResubmitHandler),
-    ("jobs/{job_id}/events", h.EventsHandler),
+    ("jobs/{job_id}", jobs.JobHandler),
+    ("jobs/{job_id}/cancel", jobs.CancelHandler),
+    ("jobs/{job_id}/suspend", jobs.SuspendHandler),
+    ("jobs/{job_id}/resume", jobs.ResumeHandler),
+    ("jobs/{job_id}/resubmit", jobs.ResubmitHandler),
+    ("jobs/{job_id}/events", jobs.EventsHandler),
     ("jobs/{job_id}/events/stream", ws.EventsStreamHandler),
-    ("jobs/{job_id}/logs", h.LogRanksHandler),
-    ("jobs/{job_id}/logs/{rank}", h.LogHandler),
+    ("jobs/{job_id}/logs", job_files.LogRanksHandler),
+    ("jobs/{job_id}/logs/{rank}", job_files.LogHandler),
     ("jobs/{job_id}/logs/{rank}/stream", ws.LogStreamHandler),
-    ("jobs/{job_id}/metrics/{kind}", h.MetricsHandler),
+    ("jobs/{job_id}/metrics/{kind}", job_files.MetricsHandler),
     ("jobs/{job_id}/metrics/{kind}/stream", ws.MetricsStreamHandler),
-    ("jobs/{job_id}/checkpoints", h.CheckpointsHandler),
-    ("jobs/{job_id}/checkpoints/{step}", h.CheckpointHandler),
-    ("jobs/{job_id}/checkpoints/{step}/files/{name}", h.CheckpointFileHandler),
-    ("jobs/{job_id}/checkpoints/{step}/resume", h.CheckpointResumeHandler),
-    ("jobs/{job_id}/outputs", h.OutputsHandler),
-    ("jobs/{job_id}/outputs/file", h.OutputFileHandler),
-    ("jobs/{job_id}/notebook", h.JobNotebookHandler),
-    ("jobs/{job_id}/notebook/html", h.JobNotebookHTMLHandler),
-    ("notebook/parameters", h.NotebookParametersHandler),
-    ("usage", h.UsageHandler),
-    ("usage/panel", h.UsagePanelHandler),
-    ("jobs/{job_id}/usage", h.JobUsageHandler),
-    ("metrics", h.PrometheusHandler),
-    ("sweeps", h.SweepsHandler),
-    ("sweeps/{sweep_id}", h.SweepHandler),
-    ("sweeps/{sweep_id}/cancel", h.SweepCancelHandler),
-    ("compare", h.CompareHandler),
+    ("jobs/{job_id}/checkpoints", checkpoints.CheckpointsHandler),
+    ("jobs/{job_id}/checkpoints/{step}", checkpoints.CheckpointHandler),
+    ("jobs/{job_id}/checkpoints/{step}/files/{name}", checkpoints.CheckpointFileHandler),
+    ("jobs/{job_id}/checkpoints/{step}/resume", checkpoints.CheckpointResumeHandler),
+    ("jobs/{job_id}/outputs", job_files.OutputsHandler),
+    ("jobs/{job_id}/outputs/file", job_files.OutputFileHandler),
+    ("jobs/{job_id}/notebook", job_files.JobNotebookHandler),
+    ("jobs/{job_id}/notebook/html", job_files.JobNotebookHTMLHandler),
+    ("notebook/parameters", server.NotebookParametersHandler),
+    ("usage", usage.UsageHandler),
+    ("usage/panel", usage.UsagePanelHandler),
+    ("jobs/{job_id}/usage", usage.JobUsageHandler),
+    ("metrics", usage.PrometheusHandler),
+    ("sweeps", experiments.SweepsHandler),
+    ("sweeps/{sweep_id}", experiments.SweepHandler),
+    ("sweeps/{sweep_id}/cancel", experiments.SweepCancelHandler),
+    ("compare", experiments.CompareHandler),
 ]
 
 

@@ -4,8 +4,8 @@ A hub-managed service in the manner of jupyterhub-idle-culler: it lists active s
 through the hub REST API with its own token (scopes ``list:users``, ``read:users`` and
 ``admin:servers``: the last one lets it read each server's spawner state, where the pod
 name and namespace are, and stop servers), asks a utilization source how busy each
-session's GPUs were, and applies :func:`decide`. Sessions without GPUs are left to the
-ordinary idle culler.
+session's GPUs were, and applies the policy of :mod:`trainhub_spawner.idle_policy`. Sessions
+without GPUs are left to the ordinary idle culler.
 
 The warning also goes to the server itself, through the proxy (scope ``access:servers``),
 as a notice that JupyterLab shows; why a server was stopped is kept beside the state file
@@ -27,179 +27,27 @@ import json
 import os
 import time
 import urllib.parse
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from traitlets import Float, Unicode, default
 from traitlets.config import Application
 
+from trainhub_spawner.gpu_sessions import GpuServer, gpu_servers, notice_url, write_sessions
+from trainhub_spawner.idle_policy import (
+    Action,
+    IdlePolicy,
+    IdleState,
+    decide,
+    observe,
+    stopped_sentence,
+    warning_sentence,
+)
 from trainhub_spawner.service_signals import stop_requested
-from trainhub_spawner.stops import Stop, record_stop, replace_json, stops_file
+from trainhub_spawner.stops import Stop, record_stop, stops_file
 
 
-@dataclass(frozen=True)
-class IdlePolicy:
-    threshold_percent: float = 5.0
-    warn_after_minutes: float = 30.0
-    stop_after_minutes: float = 60.0
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.threshold_percent <= 100:
-            raise ValueError(
-                f"threshold_percent: {self.threshold_percent} is not between 0 and 100"
-            )
-        if not 0 <= self.warn_after_minutes <= self.stop_after_minutes:
-            raise ValueError(
-                "warn_after_minutes must be between 0 and stop_after_minutes "
-                f"({self.warn_after_minutes} > {self.stop_after_minutes})"
-            )
-
-
-@dataclass(frozen=True)
-class IdleState:
-    """What the service remembers per server: since when its GPUs have been under the
-    threshold (None: busy or unknown), and when it was warned about this idle stretch."""
-
-    low_since: float | None = None
-    warned_at: float | None = None
-
-
-class Action(StrEnum):
-    KEEP = "keep"
-    WARN = "warn"
-    STOP = "stop"
-
-
-def observe(
-    state: IdleState, now: float, utilization: float | None, policy: IdlePolicy
-) -> IdleState:
-    """Fold one utilization reading (percent, averaged over the session's GPUs) into the state."""
-    if utilization is None or utilization >= policy.threshold_percent:
-        return IdleState()  # busy (or unknown): a new idle stretch must start over
-    if state.low_since is None:
-        return replace(state, low_since=now, warned_at=None)
-    return state
-
-
-def decide(state: IdleState, now: float, policy: IdlePolicy) -> Action:
-    if state.low_since is None:
-        return Action.KEEP
-    idle_minutes = (now - state.low_since) / 60
-    if idle_minutes >= policy.stop_after_minutes:
-        return Action.STOP
-    if idle_minutes >= policy.warn_after_minutes and state.warned_at is None:
-        return Action.WARN
-    return Action.KEEP
-
-
-def warning_sentence(user: str, gpus: int, state: IdleState, now: float, policy: IdlePolicy) -> str:
-    idle = 0.0 if state.low_since is None else (now - state.low_since) / 60
-    left = max(policy.stop_after_minutes - idle, 0)
-    gpu_word = "GPU" if gpus == 1 else "GPUs"
-    return (
-        f"{user}'s server has used less than {policy.threshold_percent:g}% "
-        f"of its {gpus} {gpu_word} "
-        f"for {idle:.0f} minutes; it will be stopped in {left:.0f} minutes unless it gets busy"
-    )
-
-
-def stopped_sentence(gpus: int, now: float, policy: IdlePolicy) -> str:
-    """Why a server was stopped, as the spawn form says it ("This server was ...")."""
-    gpu_word = "GPU" if gpus == 1 else "GPUs"
-    minutes = policy.stop_after_minutes
-    minute_word = "minute" if minutes == 1 else "minutes"
-    at = time.strftime("%H:%M UTC on %Y-%m-%d", time.gmtime(now))
-    return (
-        f"stopped at {at}: its {gpus} {gpu_word} stayed under {policy.threshold_percent:g}% "
-        f"for {minutes:g} {minute_word}"
-    )
-
-
-@dataclass(frozen=True)
-class GpuServer:
-    """An active server that holds GPUs, as the hub API describes it."""
-
-    user: str
-    name: str  # "" for the default server
-    namespace: str
-    pod: str
-    gpus: int
-    team: str = ""  # from the profile's slug, "<team>.<pool>"
-    url: str = ""  # the server's path behind the proxy, "/user/<name>/[<server>/]"
-
-    @property
-    def key(self) -> str:
-        return f"{self.user}/{self.name}"
-
-
-def gpu_servers(users: list[dict[str, Any]]) -> list[GpuServer]:
-    """Ready servers holding GPUs, from ``GET /users?state=ready`` with server state included."""
-    out = []
-    for user in users:
-        for name, server in (user.get("servers") or {}).items():
-            if not server.get("ready"):
-                continue
-            state = server.get("state") or {}
-            options = server.get("user_options") or {}
-            try:
-                gpus = int(options.get("gpus", 0))
-            except (TypeError, ValueError):
-                gpus = 0
-            if gpus > 0 and state.get("pod_name") and state.get("namespace"):
-                team = str(options.get("profile") or "").partition(".")[0]
-                out.append(
-                    GpuServer(
-                        user["name"],
-                        name,
-                        state["namespace"],
-                        state["pod_name"],
-                        gpus,
-                        team,
-                        str(server.get("url") or ""),
-                    )
-                )
-    return out
-
-
-def sessions_document(
-    servers: list[GpuServer], states: dict[str, IdleState], done: dict[str, Action], now: float
-) -> dict[str, Any]:
-    """What the metrics service reads: each GPU session still up after this pass."""
-    return {
-        "time": now,
-        "sessions": [
-            {
-                "user": s.user,
-                "server": s.name,
-                "team": s.team,
-                "gpus": s.gpus,
-                "idle": states.get(s.key, IdleState()).low_since is not None,
-                "idle_since": states.get(s.key, IdleState()).low_since,
-            }
-            for s in servers
-            if done.get(s.key) is not Action.STOP
-        ],
-    }
-
-
-def write_sessions(
-    path: str,
-    servers: list[GpuServer],
-    states: dict[str, IdleState],
-    done: dict[str, Action],
-    now: float,
-) -> None:
-    replace_json(path, sessions_document(servers, states, done, now))
-
-
-def notice_url(proxy_url: str, server: GpuServer) -> str:
-    """Where the server takes notices, through the proxy as a browser reaches it."""
-    return proxy_url.rstrip("/") + server.url.rstrip("/") + "/trainhub/api/notices"
-
-
-# --- the service ---------------------------------------------------------------------------------
 class IdleGpuCuller(Application):
     name = "trainhub-idle-gpu"
     description = "Warn, then stop JupyterHub servers whose GPUs stay idle."

@@ -99,8 +99,8 @@ class QuotaWatch:
 
 
 def read_sessions(path: str) -> list[IdleSession]:
-    """The idle-GPU service's latest pass (trainhub_spawner.idle.write_sessions); no file yet:
-    no session seen."""
+    """The idle-GPU service's latest pass (trainhub_spawner.gpu_sessions.write_sessions); no
+    file yet: no session seen."""
     if not path:
         return []
     try:

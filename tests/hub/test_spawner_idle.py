@@ -8,14 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from trainhub_spawner.idle import (
+from trainhub_spawner.gpu_sessions import GpuServer, gpu_servers, notice_url
+from trainhub_spawner.idle_policy import (
     Action,
-    GpuServer,
     IdlePolicy,
     IdleState,
     decide,
-    gpu_servers,
-    notice_url,
     observe,
     stopped_sentence,
     warning_sentence,

@@ -18,7 +18,8 @@ from trainhub.backends.local.backend import LocalBackend
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import JobState
-from trainhub_spawner.idle import GpuServer, IdleGpuCuller
+from trainhub_spawner.gpu_sessions import GpuServer
+from trainhub_spawner.idle import IdleGpuCuller
 from trainhub_spawner.metrics_service import QuotaWatch
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403  (jp_fetch, jp_ws_fetc
 
 from tests.local.conftest import job_processes
 from trainhub.backends.local.backend import LocalBackend
-from trainhub.backends.local.store import LocalJob
+from trainhub.backends.local.store_rows import LocalJob
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.service import JobService

@@ -45,7 +45,7 @@ import trainhub_server
 from tests.server.conftest import kill_jobs
 from tests.server.token_users import TOKENS_VARIABLE, tokens_text
 from trainhub.backends.local.backend import LocalBackend
-from trainhub.backends.local.store import LocalJob
+from trainhub.backends.local.store_rows import LocalJob
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import parse_spec

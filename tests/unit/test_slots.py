@@ -13,7 +13,7 @@ import pytest
 from tests.unit.test_store import record
 from trainhub.backends.local.admitter import Admitter, default_slots
 from trainhub.backends.local.backend import LocalBackend
-from trainhub.backends.local.store import LocalJob
+from trainhub.backends.local.store_rows import LocalJob
 from trainhub.jobs.states import JobState
 
 

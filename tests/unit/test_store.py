@@ -6,7 +6,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-from trainhub.backends.local.store import SCHEMA_VERSION, LocalJob, Store
+from trainhub.backends.local.store import Store
+from trainhub.backends.local.store_rows import LocalJob
+from trainhub.backends.local.store_schema import SCHEMA_VERSION
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import JobState

@@ -20,7 +20,8 @@ from trainhub.backends.base import Backend, Feature
 from trainhub.backends.local import accounting, processes
 from trainhub.backends.local.admission import Capacity
 from trainhub.backends.local.admitter import ACTIVE, Admitter, demand_of
-from trainhub.backends.local.store import LocalJob, Store
+from trainhub.backends.local.store import Store
+from trainhub.backends.local.store_rows import LocalJob
 from trainhub.datasets.catalog import Catalog, load_datasets_file, local_catalog
 from trainhub.errors import Conflict, NotFound
 from trainhub.imagepolicy import Allowed, load_images_file, local_image

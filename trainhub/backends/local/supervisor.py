@@ -18,22 +18,18 @@ import time
 from pathlib import Path
 
 from trainhub import settings
-from trainhub.alerts.announce import announce_job
 from trainhub.backends.local import processes
-from trainhub.backends.local.accounting import usage_store
 from trainhub.backends.local.admitter import Admitter
+from trainhub.backends.local.ending import announce, record_ending, record_suspension
+from trainhub.backends.local.pip_install import install_job_requirements
 from trainhub.backends.local.plan import attempt_plan, resume_source_of
 from trainhub.backends.local.startup import become_subreaper, start_plan
 from trainhub.backends.local.store import Store
 from trainhub.bundle.layout import WORKSPACE
-from trainhub.bundle.requirements import load_requirements
-from trainhub.bundle.schema import Requirement
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.jobs.suspension import saved_step
-from trainhub.lifecycle.classify import PIP_INSTALL_ERROR
-from trainhub.lifecycle.notify import end_alert_kind, preemption_alert_kind
+from trainhub.lifecycle.notify import preemption_alert_kind
 from trainhub.lifecycle.results import rank_results
 from trainhub.lifecycle.retry import RetryPlan, plan_retry, retry_event
 from trainhub.lifecycle.verdict import (
@@ -45,7 +41,6 @@ from trainhub.lifecycle.verdict import (
     torchrun_root_causes,
 )
 from trainhub.metrics.ranks import JobRanks
-from trainhub.usage.compute import UsageRow, job_usage
 
 CANCEL_GRACE_SECONDS = float(os.environ.get("TRAINHUB_CANCEL_GRACE", "10"))
 # A suspend's ranks save a checkpoint on the way out: they get longer before SIGKILL.
@@ -132,7 +127,9 @@ class Supervisor:
         verdict: Verdict | None = None
         retry: RetryPlan | None = None
         try:
-            verdict = None if prelaunched else self._install_requirements()
+            verdict = (
+                None if prelaunched else install_job_requirements(self.jobdir, self.record.attempt)
+            )
             while verdict is None or retry is not None:
                 # A retriable failure: back off, then go again.
                 if verdict is not None and retry is not None and not self._back_off(verdict, retry):
@@ -180,48 +177,6 @@ class Supervisor:
         )
         sampler.start()
         return sampler
-
-    def _install_requirements(self) -> Verdict | None:
-        if not load_requirements(self.jobdir.bundle):
-            return None
-        from trainhub.rank.install import install_requirements
-
-        self.jobdir.emit("pip_install", phase="start")
-        # pip's output goes where the job's output is read (rank 0's log), into the job's layer.
-        ok, detail, failed = install_requirements(
-            self.jobdir.bundle, self.jobdir.rank_log(0), prefix=self.jobdir.pip_prefix
-        )
-        self.jobdir.emit("pip_install", phase="end", ok=ok)
-        if ok:
-            return None
-        self._write_unstarted_notebook(failed, detail)
-        return Verdict(
-            failure_class=FailureClass.ENVIRONMENT,
-            reason=f"%pip install failed: {detail}",
-            attempt=self.record.attempt,
-            cell_index=failed.cell_index if failed else None,
-            line=failed.line if failed else None,
-        )
-
-    def _write_unstarted_notebook(self, failed: Requirement | None, detail: str) -> None:
-        """A notebook job whose %pip line failed still has its executed notebook: the cells as
-        written, none run, pip's failure in the cell of that line."""
-        from trainhub.bundle.layout import NOTEBOOK
-        from trainhub.bundle.schema import read_cells, read_json
-        from trainhub.rank.notebook import write_unstarted
-
-        bundle = self.jobdir.bundle
-        if not (bundle / NOTEBOOK).exists():
-            return  # a script job
-        error = {"output_type": "error", "ename": PIP_INSTALL_ERROR, "evalue": detail}
-        write_unstarted(
-            self.jobdir,
-            read_cells(bundle),
-            read_json(bundle / NOTEBOOK),
-            attempt=self.record.attempt,
-            cell_index=failed.cell_index if failed else None,
-            error={**error, "traceback": [detail]},
-        )
 
     def _attempt(
         self, started: float, ready: list[subprocess.Popen[bytes]] | None
@@ -345,7 +300,7 @@ class Supervisor:
         self.jobdir.emit("state", state=JobState.RETRYING.value, attempt=retry.attempt)
         kind = preemption_alert_kind(rec.spec.notify)
         if verdict.failure_class == FailureClass.PREEMPTED and kind is not None:
-            self._announce(self.record, kind)
+            announce(self.home, self.record, self.jobdir, kind)
         return not self.stop_event.wait(retry.backoff_seconds)
 
     def _suspending(self) -> bool:
@@ -355,67 +310,11 @@ class Supervisor:
         current = self.store.get(self.record.id)
         return current is not None and current.suspend_requested and not current.cancel_requested
 
-    def _suspend(self) -> None:
-        """Record the suspension: its latest checkpoint's step, its GPUs and slots given back
-        (admission counts only active jobs), nothing retried."""
-        step = saved_step(self.record.job_dir)
-        with self.store.transaction() as conn:
-            self.store.update(
-                conn,
-                self.record.id,
-                state=JobState.SUSPENDED,
-                suspended_step=step,
-                suspend_requested=False,
-                assigned_gpus=[],
-            )
-        self.jobdir.emit("suspended", step=step, attempt=self.record.attempt)
-        self.jobdir.emit("state", state=JobState.SUSPENDED.value, step=step)
-
     def _finish(self, verdict: Verdict | None) -> None:
         if verdict is not None and self._suspending():
-            self._suspend()
-            return
-        if verdict is None:
-            state = JobState.SUCCEEDED
-        elif verdict.failure_class in (FailureClass.CANCELLED, FailureClass.STOPPED_EARLY):
-            state = JobState.CANCELLED
+            record_suspension(self.store, self.record, self.jobdir)
         else:
-            state = JobState.FAILED
-        if verdict is not None:
-            verdict.retriable = False
-        ended = {
-            "state": state,
-            "finished_at": time.time(),
-            "verdict": verdict.model_dump(mode="json") if verdict else None,
-        }
-        usage = self._usage_row(self.record.model_copy(update={**ended, "verdict": verdict}))
-        rows = usage_store(self.store) if usage is not None else None  # its table, made outside
-        with self.store.transaction() as conn:
-            self.store.update(conn, self.record.id, **ended)
-            # In the same transaction: whoever sees the job ended sees its usage row too.
-            if rows is not None and usage is not None:
-                rows.record([usage], conn)
-        self.jobdir.emit(
-            "state", state=state.value, **({"reason": verdict.reason} if verdict else {})
-        )
-        kind = end_alert_kind(self.record.spec.notify, state)
-        if kind is not None:
-            self._announce(self.record.model_copy(update={**ended, "verdict": verdict}), kind)
-
-    def _announce(self, record: JobRecord, kind: str) -> None:
-        """Queue the job's alert; the detached sender delivers it (trainhub.alerts)."""
-        problem = announce_job(self.home, record, kind)
-        if problem:
-            self.jobdir.emit("alert", error=problem)
-
-    def _usage_row(self, ended: JobRecord) -> UsageRow | None:
-        """The ended job's usage row; a report backfills it when this fails, so accounting
-        never stands in the way of finishing a job."""
-        try:
-            return job_usage(ended, threshold_pct=settings.waste_utilization_pct())
-        except Exception as error:
-            self.jobdir.emit("usage", error=f"Usage accounting failed: {error!r}.")
-            return None
+            record_ending(self.home, self.store, self.record, self.jobdir, verdict)
 
 
 def main(argv: list[str] | None = None) -> int:
