@@ -25,7 +25,7 @@ from pydantic import (
 
 from trainhub.alerts.channels import TeamAlerts
 from trainhub.datasets.catalog import DatasetEntry, check_names, mount_path
-from trainhub.jobs.spec import parse_cpu, parse_quantity
+from trainhub.jobs.quantities import parse_cpu, parse_quantity
 from trainhub.outputs.retention import Retention
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"

@@ -17,14 +17,12 @@ from trainhub.backends.kubernetes.render import (
     ROLE_LABEL,
     TEAM_LABEL,
     WORKER_ROLE,
-    format_bytes,
-    format_cpu,
     priority_class_name,
 )
 from trainhub.jobs.environment import job_environment
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.placement import Request
-from trainhub.jobs.spec import parse_quantity
+from trainhub.jobs.quantities import format_bytes, format_cpu, parse_quantity
 from trainhub.teams import Pool, Team, TeamDataset
 
 JOB_ID_LABEL = "trainhub.io/job-id"

@@ -22,7 +22,7 @@ from trainhub.backends.kubernetes.identity import (
     owner_label,
     session_account,
 )
-from trainhub.jobs.spec import parse_cpu, parse_quantity
+from trainhub.jobs.quantities import format_bytes, format_cpu, parse_cpu, parse_quantity
 from trainhub.teams import Limits, Team, Teams
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -59,22 +59,6 @@ def _meta(
     return meta
 
 
-# --- quantities --------------------------------------------------------------------------------
-def _cpu(value: str) -> float:
-    return parse_cpu(value)
-
-
-def format_bytes(n: int) -> str:
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if n and n % size == 0:
-            return f"{n // size}{unit}"
-    return str(n)
-
-
-def format_cpu(cores: float) -> str:
-    return str(int(cores)) if cores == int(cores) else f"{round(cores * 1000)}m"
-
-
 def _limit(limits: Limits | None, resource: str) -> float | None:
     if limits is None:
         return None
@@ -83,14 +67,16 @@ def _limit(limits: Limits | None, resource: str) -> float | None:
         return None
     if resource == "memory":
         return float(parse_quantity(str(value)))
-    return float(value) if resource == "gpus" else _cpu(str(value))
+    return float(value) if resource == "gpus" else parse_cpu(str(value))
 
 
 def _nominal(team: Team, pool: str, resource: str) -> float:
     q = team.quota[pool]
-    return {"gpus": float(q.gpus), "cpu": _cpu(q.cpu), "memory": float(parse_quantity(q.memory))}[
-        resource
-    ]
+    return {
+        "gpus": float(q.gpus),
+        "cpu": parse_cpu(q.cpu),
+        "memory": float(parse_quantity(q.memory)),
+    }[resource]
 
 
 def reachable(teams: Teams, team: Team, resource: str) -> float:
