@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
-from trainhub.backends.kubernetes.render import (
+from trainhub.backends.kubernetes.names import (
     GPU,
     PRIORITY_LABEL,
     QUEUE_LABEL,
@@ -168,7 +168,7 @@ def service_manifest(record: JobRecord, team: Team) -> dict[str, Any]:
         "metadata": {
             "name": record.id,
             "namespace": team.namespace,
-            # the owner: a session may delete or change only its own user's (render.py)
+            # the owner: a session may delete or change only its own user's (policies.py)
             "labels": {
                 JOB_ID_LABEL: record.id,
                 TEAM_LABEL: team.name,
