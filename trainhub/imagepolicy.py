@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from trainhub.errors import BackendUnavailable, NotAllowed
 from trainhub.teams import Image, ImagePolicy, is_pinned
-from trainhub.teams import _message as field_message
+from trainhub.teams.loading import field_message
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.jobs import limits as job_limits
 from trainhub.jobs.search import MAX_SEARCH_CHARS
 from trainhub.jobs.service import JobService
-from trainhub.jobs.spec import FieldError, Resources
+from trainhub.jobs.spec import FieldError
+from trainhub.jobs.specparts import Resources
 from trainhub.jobs.states import JobState
 from trainhub.usage.models import DEFAULT_SINCE, UsageBy, since_time
 from trainhub_server.base import MAX_INTEGER

@@ -1,12 +1,12 @@
 """The user's own ServiceAccount in their team's namespace, made with the hub's rights before
 their session's pod, where a controller runs (``pod.account_for``; the objects are
-``render.session_account_objects``, the rights ``hub_objects``)."""
+``rbac.session_account_objects``, the rights ``hub_objects``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainhub.backends.kubernetes.render import session_account_objects
+from trainhub.backends.kubernetes.rbac import session_account_objects
 from trainhub.teams import Team
 
 

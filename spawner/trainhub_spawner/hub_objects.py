@@ -1,7 +1,7 @@
 """What each team namespace needs so that the hub can run sessions there, and nothing more.
 
 Zero-to-JupyterHub grants its hub a Role in the hub's own namespace only, and the team
-namespaces deny all ingress (see ``render.network_policies``). Sessions run in team
+namespaces deny all ingress (see ``namespaces.network_policies``). Sessions run in team
 namespaces, so each gets a Role bound to the hub's ServiceAccount, and a NetworkPolicy that
 lets the hub and the proxy (and nothing else) reach the notebook servers:
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT, ROLE_LABEL
+from trainhub.backends.kubernetes.names import NOTEBOOK_ACCOUNT, ROLE_LABEL
 from trainhub.teams import Team, Teams, load_teams
 from trainhub_spawner.pod import NOTEBOOK_ROLE
 

@@ -1,7 +1,7 @@
 """What a session's pod looks like, as KubeSpawner trait values: a pure function of the session.
 
 The notebook server runs in its team's namespace under its user's own ServiceAccount where a
-controller runs (``render.session_account_objects``: the session Role, narrowed to its user's
+controller runs (``rbac.session_account_objects``: the session Role, narrowed to its user's
 Jobs and Services by the admission policy), else the team's shared notebook ServiceAccount
 (whose Role lets the server extension submit Jobs there and nothing else), with the team's
 shared volume at its usual path, the teams file mounted from a ConfigMap, the environment
@@ -19,7 +19,7 @@ import yaml
 
 from trainhub.alerts.channels import member_alerts_path
 from trainhub.backends.kubernetes.identity import session_account
-from trainhub.backends.kubernetes.render import GPU, NOTEBOOK_ACCOUNT, TEAM_LABEL
+from trainhub.backends.kubernetes.names import GPU, NOTEBOOK_ACCOUNT, TEAM_LABEL
 from trainhub.teams import TeamDataset, Teams
 from trainhub_spawner.profiles import Session
 

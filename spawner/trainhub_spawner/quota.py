@@ -13,7 +13,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from trainhub.backends.kubernetes.render import GPU
+from trainhub.backends.kubernetes.names import GPU
 
 _SUFFIXES = {
     "n": Decimal("1e-9"),

@@ -21,7 +21,7 @@ from kubespawner import KubeSpawner
 from tornado import web
 from traitlets import Bool, Integer, Unicode, default
 
-from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT
+from trainhub.backends.kubernetes.names import NOTEBOOK_ACCOUNT
 from trainhub.teams import Teams, load_teams
 from trainhub_spawner import pod as pods
 from trainhub_spawner.accounts import ensure_session_account

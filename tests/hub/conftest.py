@@ -470,7 +470,7 @@ def running_hub(
     where pods serve (loopback stand-ins by default)."""
     from kubernetes import client
 
-    from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT
+    from trainhub.backends.kubernetes.names import NOTEBOOK_ACCOUNT
     from trainhub.teams import parse_teams
 
     suffix = data["teams"][0]["namespace"].rsplit("-", 1)[-1]

@@ -11,7 +11,8 @@ import pytest
 from kubernetes import client
 
 from trainhub.backends.kubernetes.apply import apply_objects
-from trainhub.backends.kubernetes.render import NOTEBOOK_ACCOUNT, render
+from trainhub.backends.kubernetes.names import NOTEBOOK_ACCOUNT
+from trainhub.backends.kubernetes.render import render
 from trainhub.teams import Teams, parse_teams
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")

@@ -21,7 +21,8 @@ from kubernetes import client
 
 import trainhub
 from trainhub.backends.kubernetes.apply import apply_objects
-from trainhub.backends.kubernetes.render import QUEUE_READER, render, to_yaml
+from trainhub.backends.kubernetes.rbac import QUEUE_READER
+from trainhub.backends.kubernetes.render import render, to_yaml
 from trainhub.teams import load_teams
 
 from .test_admin_apply import teams_data, teams_for

@@ -15,7 +15,8 @@ from trainhub.alerts.channels import AlertsFileError, Channels, TeamEvent, user_
 from trainhub.alerts.message import REDACTED, job_alert, scrub, secret_values
 from trainhub.alerts.outbox import deliver_due, enqueue, retry_delay
 from trainhub.jobs.models import JobRecord, Verdict
-from trainhub.jobs.spec import NotifyOn, SpecError, parse_spec
+from trainhub.jobs.spec import SpecError, parse_spec
+from trainhub.jobs.specparts import NotifyOn
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.lifecycle.notify import end_alert_kind
 from trainhub.teams import TeamsError, load_teams, parse_teams

@@ -161,8 +161,8 @@ def test_team_volumes_mounted_inside_one_another_are_refused_naming_the_field() 
 
 def test_a_fractional_cpu_quota_is_kept_in_the_namespaces_resource_quota() -> None:
     """A team's CPU quota of 0.5 or 500m is half a core, not 0 (which let no pod start)."""
-    from trainhub.backends.kubernetes.render import resource_quota
-    from trainhub.jobs.spec import parse_cpu
+    from trainhub.backends.kubernetes.namespaces import resource_quota
+    from trainhub.jobs.quantities import parse_cpu
 
     assert (parse_cpu("500m"), parse_cpu("0.5"), parse_cpu("8")) == (0.5, 0.5, 8.0)
     for given in ("0.5", "500m"):

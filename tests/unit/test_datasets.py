@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trainhub.jobs.datasets import check_dataset_paths
-from trainhub.jobs.spec import Dataset, SpecError
+from trainhub.jobs.spec import SpecError
+from trainhub.jobs.specparts import Dataset
 
 
 def refusal(datasets: list[Dataset], roots) -> tuple[str, str]:

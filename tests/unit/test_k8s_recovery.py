@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainhub.backends.kubernetes import recovery, status
 from trainhub.jobs.models import Verdict
-from trainhub.jobs.spec import RetryPolicy
+from trainhub.jobs.specparts import RetryPolicy
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.lifecycle import retry
 from trainhub.rank.pod import exit_status

@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.unit.test_checkpoint_confined import _write_checkpoint
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import Verdict
-from trainhub.jobs.spec import CheckpointRef, NotifyOn, RetryPolicy
+from trainhub.jobs.specparts import CheckpointRef, NotifyOn, RetryPolicy
 from trainhub.jobs.states import FailureClass
 from trainhub.lifecycle.notify import preemption_alert_kind
 from trainhub.lifecycle.results import rank_results

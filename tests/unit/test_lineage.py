@@ -16,7 +16,8 @@ import pytest
 from trainhub.bundle.compile import compile_bundle
 from trainhub.jobs import lineage
 from trainhub.jobs.lineage import collect_lineage, dataset_fingerprint, git_state
-from trainhub.jobs.spec import Dataset, JobSpec
+from trainhub.jobs.spec import JobSpec
+from trainhub.jobs.specparts import Dataset
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "notebooks"
 GIT_ENV = {

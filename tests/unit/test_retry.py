@@ -1,5 +1,5 @@
 from trainhub.jobs.models import Verdict
-from trainhub.jobs.spec import RetryPolicy
+from trainhub.jobs.specparts import RetryPolicy
 from trainhub.jobs.states import FailureClass
 from trainhub.lifecycle.retry import backoff, count_retry, retry_limit, should_retry
 

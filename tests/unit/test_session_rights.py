@@ -12,13 +12,10 @@ import pytest
 import yaml
 
 from trainhub.backends.kubernetes.identity import owner_label, session_account
-from trainhub.backends.kubernetes.render import (
-    NOTEBOOK_ACCOUNT,
-    SESSION_RIGHTS_POLICY,
-    notebook_rbac,
-    render,
-    session_account_objects,
-)
+from trainhub.backends.kubernetes.names import NOTEBOOK_ACCOUNT
+from trainhub.backends.kubernetes.policies import SESSION_RIGHTS_POLICY
+from trainhub.backends.kubernetes.rbac import notebook_rbac, session_account_objects
+from trainhub.backends.kubernetes.render import render
 from trainhub.backends.kubernetes.status import SUSPEND_ANNOTATION, deactivation_due
 from trainhub.teams import parse_teams
 

@@ -2,7 +2,9 @@ from datetime import timedelta
 
 import pytest
 
-from trainhub.jobs.spec import RetryPolicy, SpecError, default_name, parse_quantity, parse_spec
+from trainhub.jobs.quantities import parse_quantity
+from trainhub.jobs.spec import SpecError, default_name, parse_spec
+from trainhub.jobs.specparts import RetryPolicy
 
 BASE = {"name": "train", "source": {"path": "nb/train.ipynb"}}
 

@@ -1,4 +1,4 @@
-from trainhub.jobs.spec import RetryPolicy
+from trainhub.jobs.specparts import RetryPolicy
 from trainhub.jobs.states import FailureClass
 from trainhub.lifecycle.retry import should_retry
 from trainhub.lifecycle.verdict import (

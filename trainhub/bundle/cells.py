@@ -18,7 +18,7 @@ from trainhub.bundle.errors import BundleError
 from trainhub.bundle.schema import BundleCell, cell_label
 
 if TYPE_CHECKING:
-    from trainhub.jobs.spec import CellSelection
+    from trainhub.jobs.sources import CellSelection
 
 SKIP_TAGS = ("trainhub:skip", "skip-execution")
 PARAMETERS_TAG = "parameters"

@@ -29,7 +29,8 @@ from trainhub.bundle.workspace import (
     copy_workspace,
 )
 from trainhub.jobs.directory import write_json_atomic
-from trainhub.jobs.spec import JobSpec, NotebookSource
+from trainhub.jobs.sources import NotebookSource
+from trainhub.jobs.spec import JobSpec
 
 
 def compile_bundle(

@@ -29,7 +29,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trainhub.errors import BackendUnavailable
-from trainhub.jobs.spec import Dataset, JobSpec, field_error
+from trainhub.jobs.spec import JobSpec, field_error
+from trainhub.jobs.specparts import Dataset
 
 DATASET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"

@@ -44,7 +44,8 @@ from trainhub.experiments.records import (
 from trainhub.experiments.sweep import MAX_TRIALS, CreateSweep, parse_sweep, trial_parameters
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
-from trainhub.jobs.spec import MAX_NAME_LENGTH, SpecError
+from trainhub.jobs.naming import MAX_NAME_LENGTH
+from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
 from trainhub.lifecycle.verdict import stop_reason_of_rule
 

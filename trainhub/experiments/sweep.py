@@ -18,7 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
-from trainhub.jobs.spec import JobSpec, Model, SpecError, explain, field_error
+from trainhub.jobs.spec import JobSpec, SpecError, explain, field_error
+from trainhub.jobs.specparts import Model
 
 MAX_TRIALS = 1000
 MAX_GRID_VALUES = 1000  # values of one list or range

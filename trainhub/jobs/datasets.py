@@ -12,7 +12,8 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from trainhub.jobs.spec import Dataset, field_error
+from trainhub.jobs.spec import field_error
+from trainhub.jobs.specparts import Dataset
 
 
 def within(path: Path, roots: Iterable[Path]) -> bool:

@@ -28,7 +28,8 @@ from typing import Any
 from trainhub.bundle.schema import BundleManifest
 from trainhub.datasets.fingerprint import fingerprint
 from trainhub.jobs.directory import write_json_atomic
-from trainhub.jobs.spec import Dataset, JobSpec
+from trainhub.jobs.spec import JobSpec
+from trainhub.jobs.specparts import Dataset
 
 LINEAGE_FORMAT = 1
 MAX_DIFF_BYTES = 1 << 20

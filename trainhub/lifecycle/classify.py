@@ -1,6 +1,6 @@
 """Why did a rank fail? Turns an exception into a failure class, with the evidence.
 
-The class decides the retry policy (:class:`trainhub.jobs.spec.RetryPolicy`): code errors
+The class decides the retry policy (:class:`trainhub.jobs.specparts.RetryPolicy`): code errors
 never retry, infrastructure errors retry from the latest checkpoint, environment errors
 need a different image or packages. The rules are a table, read top to bottom; the first
 rule that matches wins, and everything no rule claims is the user's code.

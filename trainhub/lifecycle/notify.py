@@ -3,7 +3,7 @@ backends queue it (:func:`trainhub.alerts.announce.announce_job`); this says whi
 
 from __future__ import annotations
 
-from trainhub.jobs.spec import NotifyOn
+from trainhub.jobs.specparts import NotifyOn
 from trainhub.jobs.states import JobState
 
 

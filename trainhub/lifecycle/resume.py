@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainhub.checkpoint.layout import CheckpointInfo, resume_checkpoint
-from trainhub.jobs.spec import CheckpointRef
+from trainhub.jobs.specparts import CheckpointRef
 
 
 def resume_source(

@@ -1,7 +1,7 @@
 """Retry accounting: whether a failed attempt goes again, after how long, and how many retries
 each failure class has used; the plan of the next attempt and the ``retry`` event that says so.
 
-The job's :class:`~trainhub.jobs.spec.RetryPolicy` says how many retries each class gets;
+The job's :class:`~trainhub.jobs.specparts.RetryPolicy` says how many retries each class gets;
 the count used so far lives in the job's record (``retries``, failure class -> count), kept by
 the local supervisor for its retries and by the Kubernetes backend for Kueue's preemptions.
 
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from trainhub.jobs.models import Verdict
-from trainhub.jobs.spec import RetryPolicy
+from trainhub.jobs.specparts import RetryPolicy
 from trainhub.jobs.states import FailureClass
 
 # The classes a policy may allow retries for; code errors and cancels never retry.

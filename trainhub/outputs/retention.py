@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trainhub.errors import BackendUnavailable
-from trainhub.jobs.spec import parse_quantity
+from trainhub.jobs.quantities import parse_quantity
 
 DAY = 86_400
 

@@ -195,7 +195,7 @@ def local_quotas(gpus: int, gpus_free: int, slots: int, slots_free: int) -> list
 
 def _amount(value: Any) -> float | None:
     """A Kubernetes quantity as a number in the resource's own unit (``500m`` CPU is 0.5)."""
-    from trainhub.jobs.spec import parse_quantity
+    from trainhub.jobs.quantities import parse_quantity
 
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from trainhub.backends.kubernetes.render import KUEUE_API
+from trainhub.backends.kubernetes.names import KUEUE_API
 from trainhub.backends.kubernetes.selectors import matcher
 from trainhub.backends.kubernetes.selectors import requirements as _requirements
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 from trainhub.backends.kubernetes import nodes
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
 from trainhub.backends.kubernetes.manifests import JOB_ID_LABEL, label_value
-from trainhub.backends.kubernetes.render import KUEUE_API, TEAM_LABEL
+from trainhub.backends.kubernetes.names import KUEUE_API, TEAM_LABEL
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs import placement
 from trainhub.teams import Team, Teams

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainhub.backends.kubernetes.controlplane import CONTROLLER, controller_claim
-from trainhub.backends.kubernetes.render import GPU, KUEUE_API
+from trainhub.backends.kubernetes.names import GPU, KUEUE_API
 from trainhub.backends.kubernetes.selectors import matcher
 from trainhub.teams import Teams
 

@@ -1,7 +1,7 @@
 """Who a user is to the API server: the owner label on their Jobs and Services, and the
 ServiceAccount their sessions run as (where a controller runs), one a function of the other.
 
-The admission policy (``render.session_rights_policy``) ties the two together: an account
+The admission policy (``policies.session_rights_policy``) ties the two together: an account
 ``trainhub-user-<owner>`` may touch only objects labelled ``trainhub.io/user=<owner>``. That is
 a boundary only if no two users share an owner, so the encoding is injective: lowercase
 letters and digits stay, every other byte becomes ``-`` and two hex digits (``-`` itself too,

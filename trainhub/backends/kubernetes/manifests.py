@@ -10,21 +10,19 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
-from trainhub.backends.kubernetes.render import (
+from trainhub.backends.kubernetes.names import (
     GPU,
     PRIORITY_LABEL,
     QUEUE_LABEL,
     ROLE_LABEL,
     TEAM_LABEL,
     WORKER_ROLE,
-    format_bytes,
-    format_cpu,
     priority_class_name,
 )
 from trainhub.jobs.environment import job_environment
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.placement import Request
-from trainhub.jobs.spec import parse_quantity
+from trainhub.jobs.quantities import format_bytes, format_cpu, parse_quantity
 from trainhub.teams import Pool, Team, TeamDataset
 
 JOB_ID_LABEL = "trainhub.io/job-id"
@@ -170,7 +168,7 @@ def service_manifest(record: JobRecord, team: Team) -> dict[str, Any]:
         "metadata": {
             "name": record.id,
             "namespace": team.namespace,
-            # the owner: a session may delete or change only its own user's (render.py)
+            # the owner: a session may delete or change only its own user's (policies.py)
             "labels": {
                 JOB_ID_LABEL: record.id,
                 TEAM_LABEL: team.name,

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from trainhub.backends.kubernetes.manifests import worker_request
-from trainhub.backends.kubernetes.render import GPU
+from trainhub.backends.kubernetes.names import GPU
 from trainhub.jobs import placement
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import FieldError

@@ -22,10 +22,10 @@ from trainhub.backends.kubernetes.cluster import (
     events_by_object,
 )
 from trainhub.backends.kubernetes.listing import Listing, going
+from trainhub.backends.kubernetes.names import TEAM_LABEL
 from trainhub.backends.kubernetes.records import (
     read_spec,
 )
-from trainhub.backends.kubernetes.render import TEAM_LABEL
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
