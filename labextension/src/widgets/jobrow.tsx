@@ -2,6 +2,7 @@
  * One entry of the Jobs panel: a job's row (state, progress, tags, its actions and a
  * checkbox to compare), or a sweep's row that folds its trials.
  */
+import { editIcon, LabIcon, launchIcon, redoIcon, stopIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { formatElapsed, formatResources, waitExplanation } from '../format';
@@ -39,6 +40,30 @@ export function parametersText(parameters: Record<string, unknown> | undefined):
     .join(' ');
 }
 
+/** A row's action: an icon (the row has no room for words), named for screen readers. */
+function RowAction(props: {
+  label: string;
+  title: string;
+  icon: LabIcon;
+  danger?: boolean;
+  disabled?: boolean;
+  onClick: (e: React.MouseEvent) => void;
+}): JSX.Element {
+  return (
+    <button
+      className={`jp-mod-styled jp-trainhub-link jp-trainhub-row-action${
+        props.danger ? ' jp-trainhub-danger' : ''
+      }`}
+      aria-label={props.label}
+      title={props.title}
+      disabled={props.disabled}
+      onClick={props.onClick}
+    >
+      <props.icon.react tag="span" className="jp-trainhub-row-action-icon" />
+    </button>
+  );
+}
+
 export function JobRow(props: {
   job: IJobSummary;
   now: number;
@@ -51,6 +76,10 @@ export function JobRow(props: {
   const { job, actions } = props;
   const wait = waitExplanation(job);
   const [busy, setBusy] = React.useState<'' | 'cancel' | 'resubmit' | 'edit'>('');
+  const open = (e: React.MouseEvent) => {
+    e.stopPropagation();
+    actions.open(job);
+  };
   const run = (what: typeof busy, fn: () => Promise<void>) => async (e: React.MouseEvent) => {
     e.stopPropagation();
     setBusy(what);
@@ -108,30 +137,30 @@ export function JobRow(props: {
         <span className="jp-trainhub-job-elapsed">{formatElapsed(job, props.now)}</span>
         <StateBadge state={job.state} />
         <div className="jp-trainhub-job-actions">
-          <button className="jp-mod-styled jp-trainhub-link" onClick={() => actions.open(job)}>
-            Open
-          </button>
+          <RowAction label="Open" title="Open the job" icon={launchIcon} onClick={open} />
           {TERMINAL_STATES.has(job.state) ? (
-            <button
-              className="jp-mod-styled jp-trainhub-link"
+            <RowAction
+              label="Resubmit…"
+              title="Submit it again, changed if you like"
+              icon={redoIcon}
               disabled={!!busy}
               onClick={run('resubmit', () => actions.resubmit(job))}
-            >
-              Resubmit…
-            </button>
+            />
           ) : sharing.readOnly ? null : (
-            <button
-              className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"
+            <RowAction
+              label={busy === 'cancel' ? 'Cancelling…' : 'Cancel…'}
+              title="Cancel the job"
+              icon={stopIcon}
+              danger
               disabled={!!busy}
               onClick={run('cancel', () => actions.cancel(job))}
-            >
-              {busy === 'cancel' ? 'Cancelling…' : 'Cancel…'}
-            </button>
+            />
           )}
           {sharing.readOnly ? null : (
-            <button
-              className="jp-mod-styled jp-trainhub-link"
+            <RowAction
+              label="Tags…"
               title="Edit tags and note"
+              icon={editIcon}
               disabled={!!busy}
               onClick={run('edit', async () => {
                 const changed = await actions.edit(job);
@@ -139,9 +168,7 @@ export function JobRow(props: {
                   props.onEdited(changed);
                 }
               })}
-            >
-              Tags…
-            </button>
+            />
           )}
         </div>
       </div>
