@@ -126,14 +126,6 @@ export function JobRow(props: {
           onChange={e => props.onSelect(job, e.target.checked)}
         />
         <span className="jp-trainhub-job-name">{job.name}</span>
-        {job.scalar ? (
-          <span
-            className="jp-trainhub-job-scalar"
-            title={`${job.scalar.name} at step ${job.scalar.step}`}
-          >
-            {job.scalar.name} {scalarText(job.scalar.value)}
-          </span>
-        ) : null}
         <span className="jp-trainhub-job-elapsed">{formatElapsed(job, props.now)}</span>
         <StateBadge state={job.state} />
         <div className="jp-trainhub-job-actions">
@@ -181,6 +173,14 @@ export function JobRow(props: {
           </span>
         ) : (
           <>
+            {job.scalar ? (
+              <span
+                className="jp-trainhub-job-scalar"
+                title={`${job.scalar.name} at step ${job.scalar.step}`}
+              >
+                {job.scalar.name} {scalarText(job.scalar.value)}
+              </span>
+            ) : null}
             <span>{formatResources(job)}</span>
             {job.attempt > 0 ? <span>attempt {job.attempt + 1}</span> : null}
             {job.failure_class && job.failure_class !== job.state ? (

@@ -2,7 +2,7 @@
  * A busy machine at a glance: one job holds every CPU slot and fourteen wait behind it; in a
  * Jobs panel 800 pixels high at least 14 of them show at once, and no waiting job's sentence is
  * cut: it shows whole in its row, or (ended by an ellipsis) whole on hover, in the light and
- * the dark theme. Screenshots of both (tests/screenshots.ts).
+ * the dark theme. Screenshot of the light one (tests/screenshots.ts).
  */
 import { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import { expect, test } from './fixtures';
@@ -111,7 +111,9 @@ test('fourteen jobs in an 800-pixel panel, every wait sentence whole, in both th
       await page.theme.setLightTheme();
     }
     await page.mouse.move(0, 0);
-    await panel.screenshot({ path: path.join(SCREENSHOTS, `jobs-panel-busy-${theme}.png`) });
+    if (theme === 'light') {
+      await panel.screenshot({ path: path.join(SCREENSHOTS, 'jobs-panel-busy.png') });
+    }
     const seen = await measure(page);
     expect(Math.round(seen.height), `panel height, ${theme} theme`).toBe(PANEL_HEIGHT);
     expect(seen.shown, `jobs shown whole, ${theme} theme`).toBeGreaterThanOrEqual(WAITING);
