@@ -149,6 +149,23 @@ def test_render_includes_the_controller_only_when_the_teams_file_asks() -> None:
     assert "Deployment" in with_it and "Deployment" not in without
 
 
+def test_outside_the_team_namespaces_the_controller_only_reads_nodes_and_queues() -> None:
+    """Why a job waits on a node (a taint, no room) and on Kueue (which quota) is judged
+    from the nodes and the ClusterQueue: the controller may read those, and nothing more."""
+    teams = teams_with_controller(namespace="trainhub-system")
+    objs = render(teams)
+    account = {"kind": "ServiceAccount", "name": CONTROLLER, "namespace": "trainhub-system"}
+    bound = [o for o in objs if o["kind"] == "ClusterRoleBinding" and account in o["subjects"]]
+    assert [b["roleRef"]["kind"] for b in bound] == ["ClusterRole"]
+    (role,) = [
+        o
+        for o in objs
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == bound[0]["roleRef"]["name"]
+    ]
+    assert {res for r in role["rules"] for res in r["resources"]} >= {"nodes", "clusterqueues"}
+    assert all(set(r["verbs"]) <= {"get", "list", "watch"} for r in role["rules"])
+
+
 def test_team_volumes_mounted_inside_one_another_are_refused_naming_the_field() -> None:
     data = yaml.safe_load((ROOT / "hub_config" / "teams.yaml").read_text())
     data["controller"] = {}

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from trainhub.backends.kubernetes.controlplane import CONTROLLER
 from trainhub.backends.kubernetes.identity import owner_label, session_account
 from trainhub.backends.kubernetes.names import NOTEBOOK_ACCOUNT
 from trainhub.backends.kubernetes.policies import SESSION_RIGHTS_POLICY
@@ -105,6 +106,8 @@ def test_with_a_controller_each_user_has_an_account_bound_to_a_role_that_reads_w
         if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == NOTEBOOK_ACCOUNT
     ]
     (reader,) = [o for o in objs if o["kind"] == "ClusterRoleBinding"]
+    # the team's session accounts, and the controller (which explains waits and ends those
+    # no node could ever take): readers of nodes and queues, nothing more
     assert reader["subjects"] == [
         {
             "kind": "Group",
@@ -112,7 +115,7 @@ def test_with_a_controller_each_user_has_an_account_bound_to_a_role_that_reads_w
             "name": f"system:serviceaccounts:{tm.namespace}",
         }
         for tm in t.teams
-    ]
+    ] + [{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": t.controller.namespace}]
 
 
 def test_the_policy_refuses_session_accounts_only_on_jobs_and_services_of_managed_namespaces() -> (

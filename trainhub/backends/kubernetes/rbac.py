@@ -5,6 +5,7 @@ ClusterRole that lets sessions read queue objects and nodes.
 
 from __future__ import annotations
 
+from trainhub.backends.kubernetes.controlplane import CONTROLLER
 from trainhub.backends.kubernetes.identity import (
     HUB_USER_ANNOTATION,
     USER_LABEL,
@@ -100,7 +101,10 @@ def session_account_objects(team: Team, user: str) -> list[Manifest]:
 
 def queue_reader(teams: Teams) -> list[Manifest]:
     """Notebooks may read queue objects, to explain why a job waits (which quota is short),
-    and nodes, to refuse a job no node of its pool could ever take (trainhub.jobs.placement)."""
+    and nodes, to refuse a job no node of its pool could ever take (trainhub.jobs.placement).
+    So may the controller, where there is one: it records why a job waits and ends one that
+    no node could ever take (trainhub.backends.kubernetes.waits), and reads nothing else
+    outside the team namespaces."""
     return [
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -124,9 +128,16 @@ def queue_reader(teams: Teams) -> list[Manifest]:
                 "kind": "ClusterRole",
                 "name": QUEUE_READER,
             },
-            "subjects": [_queue_reader_subject(teams, t) for t in teams.teams],
+            "subjects": [_queue_reader_subject(teams, t) for t in teams.teams]
+            + _controller_subject(teams),
         },
     ]
+
+
+def _controller_subject(teams: Teams) -> list[Manifest]:
+    if teams.controller is None:
+        return []
+    return [{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": teams.controller.namespace}]
 
 
 def _queue_reader_subject(teams: Teams, team: Team) -> Manifest:
