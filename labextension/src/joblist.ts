@@ -123,8 +123,9 @@ export class JobList {
   update(job: IJobSummary): boolean {
     const known = this.rows.get(job.id);
     if (known) {
-      // Live updates carry no scalar (the list asked for it): keep the one the page had.
-      job = job.scalar === undefined && known.scalar ? { ...job, scalar: known.scalar } : job;
+      // Live updates and an edit's answer carry no scalar (the list asked for it; the server
+      // writes none as null): keep the one the page had.
+      job = job.scalar == null && known.scalar ? { ...job, scalar: known.scalar } : job;
       this.rows.set(job.id, job);
       if (!this.held && !matchesQuery(job, this.query)) {
         this.rows.delete(job.id);

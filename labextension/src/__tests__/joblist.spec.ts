@@ -158,6 +158,14 @@ describe('JobList', () => {
     list.update({ ...a, state: 'failed', scalar: undefined });
     expect(list.jobs[0].scalar).toEqual({ name: 'loss', step: 9, value: 0.5 });
   });
+
+  it("keeps it too through an edit's answer, which says none (null)", () => {
+    const a = job({ scalar: { name: 'loss', step: 9, value: 0.5 } });
+    const list = new JobList();
+    list.addPage(page([a]));
+    list.update({ ...a, tags: ['keep'], scalar: null });
+    expect(list.jobs[0].scalar).toEqual({ name: 'loss', step: 9, value: 0.5 });
+  });
 });
 
 describe('sweeps as one entry', () => {

@@ -102,6 +102,7 @@ test('search, filter, tag, show a scalar, hold the list and compare', async ({ p
   await edit.locator('textarea[name="note"]').fill('the run to beat');
   await edit.getByRole('button', { name: 'Save' }).click();
   await expect(sgd.locator('.jp-trainhub-tag')).toHaveText(['ablation', 'keep']);
+  await expect(sgd.locator('.jp-trainhub-job-scalar')).toHaveText('loss 1'); // kept by the edit
   await search.fill('beat');
   await expect(rows).toHaveCount(1);
   await expect(rows.first()).toHaveAttribute('data-job-id', ids[2]);
