@@ -27,11 +27,46 @@ from trainhub.lifecycle.retry import count_retry
 from trainhub.usage.kueue import workload_times
 
 log = logging.getLogger(__name__)
+RECORDS_KEPT = 10_000  # records a backend keeps built (a few KiB each)
 
 
 class Records(Cluster):
+    # uid -> (what the record was built from, the record): a page of jobs builds only the
+    # records whose Job, pods or directory changed since (reading a directory is most of a
+    # record's cost).
+    _records: dict[str, tuple[tuple[Any, ...], JobRecord]]
+
     def _observe(self, job: Obj, pods: list[Obj], workload: Obj | None) -> JobRecord:
         """The record of a live Job, from its objects and its directory; writes nothing."""
+        uid, key = job["metadata"].get("uid", ""), self._built_from(job, pods)
+        held = self._records.get(uid)
+        if key is not None and held is not None and held[0] == key:
+            return with_workload(held[1], job, workload)
+        observed = self._observe_afresh(job, pods)
+        # A failed or suspended job's record also reads its ranks' files and its checkpoints,
+        # below the directory: those are built each time.
+        if key is not None and observed.state not in (JobState.FAILED, JobState.SUSPENDED):
+            if len(self._records) >= RECORDS_KEPT:
+                self._records.clear()
+            self._records[uid] = (key, observed)
+        return with_workload(observed, job, workload)
+
+    def _built_from(self, job: Obj, pods: list[Obj]) -> tuple[Any, ...] | None:
+        """The versions of a Job and its pods, and the time its directory last changed (an
+        edit, a file swapped: every write there is a rename into it); None when it cannot be
+        read (then the record is built, and says why)."""
+        try:
+            changed = os.stat(self.jobs_root / job["metadata"]["name"], follow_symlinks=False)
+        except OSError:
+            return None
+        return (
+            job["metadata"].get("resourceVersion"),
+            tuple(sorted(p["metadata"].get("resourceVersion") or "" for p in pods)),
+            changed.st_mtime_ns,
+            changed.st_ino,
+        )
+
+    def _observe_afresh(self, job: Obj, pods: list[Obj]) -> JobRecord:
         record = self._record_base(job)
         state = status.job_state(job, pods)
         verdict = None
@@ -43,10 +78,9 @@ class Records(Cluster):
                 attempt=record.attempt,
             )
         step = saved_step(record.job_dir) if state == JobState.SUSPENDED else None
-        observed = record.model_copy(
+        return record.model_copy(
             update={"state": state, "verdict": verdict, "suspended_step": step}
         )
-        return with_workload(observed, job, workload)
 
     def _record_base(self, job: Obj) -> JobRecord:
         meta, notes = job["metadata"], record_notes(job)
