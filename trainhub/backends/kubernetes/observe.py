@@ -3,7 +3,8 @@ wait (Kueue's quota) and why starting ones do (their pods), usage, quotas and a 
 log. Each call reads the namespace once per object kind
 (:mod:`~trainhub.backends.kubernetes.cluster`) and writes nothing: what the job directory
 records (state changes, Kubernetes events, the verdict) is written by reconcile()
-(:mod:`~trainhub.backends.kubernetes.act`), which the server runs periodically.
+(:mod:`~trainhub.backends.kubernetes.reconcile`), which the controller runs (each session,
+where a cluster has none).
 """
 
 from __future__ import annotations
