@@ -1,6 +1,6 @@
 """The dependency direction of the architecture document, checked in fresh interpreters and in
 the import graph: no import cycle between any two modules of trainhub, its server extension or
-its spawner, and a child process never imports its parent's facade.
+its spawner, a child process never imports its parent's facade, and no module runs long.
 
 Every import counts, also one inside a function: a lazy import hides a cycle from the
 interpreter, not from the reader; so do the modules a package's ``__init__`` loads lazily by
@@ -278,3 +278,24 @@ def test_import_trainhub_stays_light():
 def test_server_extension_and_spawner_stay_apart(module, forbidden):
     loaded = loaded_after([module])
     assert not {m for m in loaded if m.split(".")[0] == forbidden}
+
+
+# "About 400": a module may pass it by a few lines (a docstring, an import) while it still
+# reads as one thing; past this, it holds two and is split along the line between them.
+LONGEST_MODULE = 420
+
+
+def test_no_module_holds_two():
+    """No module of the product (the extension's sources included, not its tests) is so long
+    that it must hold more than one concern."""
+    extension = ROOT / "labextension" / "src"
+    sources = [p for base in SOURCES.values() for p in base.rglob("*.py")] + [
+        p for p in extension.rglob("*.ts*") if "__tests__" not in p.parts
+    ]
+    assert len(sources) > 200  # the walk found the tree
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in sources
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > LONGEST_MODULE
+    }
+    assert not long, f"split these along their lines: {long}"

@@ -1,12 +1,10 @@
+import { dimensionOf, EMPTY_SWEEP_FORM, sweepRequest } from '../sweepdraft';
 import {
-  dimensionOf,
-  EMPTY_SWEEP_FORM,
   IDescribeSweep,
   ITrialView,
   scalarNames,
   scatter,
   sortTrials,
-  sweepRequest,
   trialStateLabel
 } from '../sweeps';
 

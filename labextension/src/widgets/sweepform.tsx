@@ -10,14 +10,14 @@ import { TrainHubAPI } from '../api';
 import { IJobSpec } from '../models';
 import { ApiError } from '../request';
 import {
-  createSweep,
   EMPTY_SWEEP_FORM,
   ISweepForm,
   IVaryRow,
   sweepRequest,
   VARY_HINTS,
   VaryKind
-} from '../sweeps';
+} from '../sweepdraft';
+import { createSweep } from '../sweeps';
 import { openSweep } from './sweepview';
 
 const VARY_LABELS: [VaryKind, string][] = [
