@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -55,7 +56,8 @@ def build_spec(
     env: dict[str, str] | None = None,
     datasets: dict[str, str] | list[str | dict[str, Any]] | None = None,
     tags: list[str] | None = None,
-    resume_from: dict[str, Any] | None = None,
+    fork_from: dict[str, Any] | None = None,
+    resume_from: dict[str, Any] | None = None,  # fork_from's older spelling
     notebook_ranks: list[int] | str | None = None,
     notify: list[str] | None = None,
 ) -> dict[str, Any]:
@@ -94,7 +96,7 @@ def build_spec(
         "env": env or {},
         "datasets": datasets or [],
         "tags": tags or [],
-        "resume_from": resume_from,
+        "fork_from": fork_from or resume_from,
     }
     if retry:
         spec["retry"] = retry
@@ -211,13 +213,25 @@ class Job:
         return self._described
 
     def resume(self, step: int | None = None) -> Job:
-        """A suspended job (no ``step``): queued again, the same job. Otherwise a new job
-        starting from this one's checkpoint of ``step`` (default: the latest)."""
+        """A suspended job queued again: the same job, from its latest checkpoint. For any
+        other job, or with ``step``, this was once the name of :meth:`fork` (and does it, with
+        a warning)."""
         svc = service()
         if step is None and self.status == JobState.SUSPENDED:
-            self._described = svc.resume_suspended(self.id)
+            self._described = svc.resume(self.id)
             return self
-        described = svc.resume(self.id, step)
+        warnings.warn(
+            "Job.resume(step) of a job that is not suspended makes a new job: "
+            "its name is Job.fork(step)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.fork(step)
+
+    def fork(self, step: int | None = None, **overrides: Any) -> Job:
+        """A new job with this one's spec (``overrides`` changed) that starts from its
+        checkpoint of ``step`` (default: the latest)."""
+        described = service().fork(self.id, step, overrides=overrides)
         return Job(described.id, described)
 
     def checkpoints(self) -> CheckpointList:

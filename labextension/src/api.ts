@@ -136,8 +136,9 @@ export class TrainHubAPI {
     return this.call(['jobs', jobId, 'checkpoints', step], { method: 'DELETE' });
   }
 
-  resumeFrom(jobId: string, step: number, overrides?: Partial<IJobSpec>): Promise<IDescribeJob> {
-    return this.call(['jobs', jobId, 'checkpoints', step, 'resume'], {
+  /** A new job with this one's spec (changed by `overrides`) from its checkpoint of `step`. */
+  fork(jobId: string, step: number, overrides?: Partial<IJobSpec>): Promise<IDescribeJob> {
+    return this.call(['jobs', jobId, 'checkpoints', step, 'fork'], {
       method: 'POST',
       body: overrides ? { overrides } : {}
     });

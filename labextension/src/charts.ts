@@ -24,7 +24,7 @@ export interface ISeries {
   points: Point[];
   /** Palette index (0-9; default: the series' position): curves of one run share it. */
   color?: number;
-  /** Drawn dashed and faint, e.g. a resumed job's parent before the resume step. */
+  /** Drawn dashed and faint, e.g. a fork's parent before the step it forked from. */
   dashed?: boolean;
   /** Drawn as dots without a line: a scatter (the sweep view's parameter against a metric). */
   dotsOnly?: boolean;

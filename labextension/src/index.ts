@@ -130,10 +130,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     };
 
-    // Resume and resubmit open the submit dialog prefilled from the job (rerun.ts).
+    // Fork and resubmit open the submit dialog prefilled from the job (rerun.ts).
     const rerun = async (
       jobId: string,
-      kind: 'resubmit' | 'resume',
+      kind: 'resubmit' | 'fork',
       step?: number | null
     ): Promise<void> => {
       try {

@@ -185,11 +185,11 @@ export function specRows(spec: IJobSpec): [string, string][] {
     ],
     ['tags', spec.tags?.length ? spec.tags.join(', ') : null],
     [
-      'resumed from',
-      spec.resume_from
-        ? `${spec.resume_from.job_id}${
-            spec.resume_from.step !== null && spec.resume_from.step !== undefined
-              ? ` at step ${spec.resume_from.step}`
+      'forked from',
+      spec.fork_from
+        ? `${spec.fork_from.job_id}${
+            spec.fork_from.step !== null && spec.fork_from.step !== undefined
+              ? ` at step ${spec.fork_from.step}`
               : ''
           }`
         : null

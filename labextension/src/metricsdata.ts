@@ -176,14 +176,14 @@ export function scalarSeriesOf(
 }
 
 /**
- * A resumed job's curves continue its parent's: each of the parent's series, cut at the
- * resume step (or, when the step is not known, before the job's own first step), is put in
+ * A fork's curves continue its parent's: each of the parent's series, cut at the step it
+ * forked from (or, when the step is not known, before the job's own first step), is put in
  * front of the job's own, dashed and in the same colour.
  */
 export function withParent(
   own: Map<string, ISeries[]>,
   parent: Map<string, ISeries[]>,
-  resumeStep: number | null,
+  forkStep: number | null,
   parentLabel: string
 ): Map<string, ISeries[]> {
   const out = new Map<string, ISeries[]>();
@@ -192,7 +192,7 @@ export function withParent(
     const mine = own.get(name) ?? [];
     const firstOwn = Math.min(...mine.filter(s => s.points.length).map(s => s.points[0][0]));
     const before = (step: number) =>
-      resumeStep !== null ? step <= resumeStep : !Number.isFinite(firstOwn) || step < firstOwn;
+      forkStep !== null ? step <= forkStep : !Number.isFinite(firstOwn) || step < firstOwn;
     const history = (parent.get(name) ?? [])
       .map((s, i) => ({
         label: `${s.label} · ${parentLabel}`,

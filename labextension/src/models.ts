@@ -98,7 +98,7 @@ export interface IJobSpec {
   max_runtime?: string | number | null;
   env?: Record<string, string>;
   tags?: string[];
-  resume_from?: ICheckpointRef | null;
+  fork_from?: ICheckpointRef | null;
   sweep?: ISweepRef | null;
   /** Ranks that keep their executed notebook (default [0]). */
   notebook_ranks?: number[] | 'all';
@@ -178,7 +178,7 @@ export interface IJobSummary {
   shared?: Sharing;
   /** The parameters the job was given. */
   parameters?: Record<string, unknown>;
-  /** What it runs again, e.g. "resume of train-1a2b at step 74". */
+  /** What it runs again, e.g. "fork of train-1a2b at step 74". */
   origin?: string | null;
   /** The latest value of the scalar the list was asked for (listJobs({ scalar })). */
   scalar?: ILatestScalar | null;

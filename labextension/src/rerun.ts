@@ -1,5 +1,5 @@
 /**
- * Resume and resubmit open the submit dialog prefilled from the job they run again: its
+ * Fork and resubmit open the submit dialog prefilled from the job they run again: its
  * resources, settings and parameters over the notebook's own, the source said in words, and
  * the distinct name the server will give it.
  */
@@ -38,27 +38,27 @@ async function latestStep(api: TrainHubAPI, jobId: string): Promise<number | nul
 }
 
 /**
- * Open the dialog to run `job` again (`step` given: resume from that checkpoint, null for its
+ * Open the dialog to run `job` again (`step` given: fork from that checkpoint, null for its
  * latest). Resolves with the created job, or null when the dialog was cancelled.
  */
 export async function openRerunDialog(options: {
   api: TrainHubAPI;
   config: IConfig;
   job: IDescribeJob;
-  kind: 'resubmit' | 'resume';
+  kind: 'resubmit' | 'fork';
   step?: number | null;
 }): Promise<IDescribeJob | null> {
   const { api, config, job, kind } = options;
   const source = job.spec.source;
   const parameters = source.kind === 'notebook' ? await notebookParametersOf(api, source.path) : [];
-  const resumedFrom = kind === 'resubmit' ? (job.spec.resume_from ?? null) : null;
+  const forkedFrom = kind === 'resubmit' ? (job.spec.fork_from ?? null) : null;
   const rerun: IRerun = {
     kind,
     jobId: job.id,
     jobName: job.name,
-    step: kind === 'resume' ? (options.step ?? null) : undefined,
-    resumedFrom,
-    latestStep: resumedFrom ? await latestStep(api, job.id) : null,
+    step: kind === 'fork' ? (options.step ?? null) : undefined,
+    forkedFrom,
+    latestStep: forkedFrom ? await latestStep(api, job.id) : null,
     suggestedName: await suggestedName(api, job)
   };
   return showSubmitDialog({

@@ -13,20 +13,20 @@ import { IParameter, parameterValueFor, pythonLiteral } from './parameters';
 
 /** Running a job again from the dialog: what it runs again, and from where. */
 export interface IRerun {
-  kind: 'resubmit' | 'resume';
+  kind: 'resubmit' | 'fork';
   jobId: string;
   jobName: string;
-  /** resume: the checkpoint's step (null: the job's latest checkpoint). */
+  /** fork: the checkpoint's step (null: the job's latest checkpoint). */
   step?: number | null;
-  /** resubmit of a resumed job: the checkpoint it started from. */
-  resumedFrom?: ICheckpointRef | null;
-  /** resubmit of a resumed job: the step of its own latest checkpoint, if it saved one. */
+  /** resubmit of a fork: the checkpoint it started from. */
+  forkedFrom?: ICheckpointRef | null;
+  /** resubmit of a fork: the step of its own latest checkpoint, if it saved one. */
   latestStep?: number | null;
   /** The name the server will give it (shown until a name of one's own is typed). */
   suggestedName: string;
 }
 
-/** Where a resubmitted resumed job starts. */
+/** Where a resubmitted fork starts. */
 export type StartFrom = 'same' | 'latest' | 'scratch';
 
 export interface ISubmitForm {
@@ -50,9 +50,9 @@ export interface ISubmitForm {
   selectedCells: number[];
   /** Datasets asked for by name (those the team may read are offered). */
   datasets: string[];
-  /** Set when the dialog runs a job again (resume, resubmit). */
+  /** Set when the dialog runs a job again (fork, resubmit). */
   rerun?: IRerun;
-  /** For a resubmit of a resumed job. */
+  /** For a resubmit of a fork. */
   startFrom?: StartFrom;
 }
 
@@ -223,15 +223,15 @@ export function submittedName(form: Pick<ISubmitForm, 'name' | 'rerun'>): string
   return form.name.trim() ? slugName(form.name) : '';
 }
 
-/** "resume from step 74 of train-1a2b": what a rerun runs again, in words. */
+/** "Fork from step 74 of train-1a2b": what a rerun runs again, in words. */
 export function rerunStatement(rerun: IRerun, startFrom: StartFrom = 'same'): string {
   const of = `${rerun.jobName} (${rerun.jobId})`;
-  if (rerun.kind === 'resume') {
+  if (rerun.kind === 'fork') {
     return rerun.step !== null && rerun.step !== undefined
-      ? `Resume from step ${rerun.step} of ${of}`
-      : `Resume from the latest checkpoint of ${of}`;
+      ? `Fork from step ${rerun.step} of ${of}`
+      : `Fork from the latest checkpoint of ${of}`;
   }
-  const from = rerun.resumedFrom;
+  const from = rerun.forkedFrom;
   if (!from || startFrom === 'scratch') {
     return `Resubmit of ${of}${from ? ', from scratch' : ''}`;
   }
@@ -244,22 +244,19 @@ export function rerunStatement(rerun: IRerun, startFrom: StartFrom = 'same'): st
 }
 
 /** The checkpoint a rerun starts from (null: from scratch). */
-export function rerunResumeFrom(
-  rerun: IRerun,
-  startFrom: StartFrom = 'same'
-): ICheckpointRef | null {
-  if (rerun.kind === 'resume') {
+export function rerunForkFrom(rerun: IRerun, startFrom: StartFrom = 'same'): ICheckpointRef | null {
+  if (rerun.kind === 'fork') {
     return { job_id: rerun.jobId, step: rerun.step ?? null };
   }
-  if (!rerun.resumedFrom || startFrom === 'scratch') {
+  if (!rerun.forkedFrom || startFrom === 'scratch') {
     return null;
   }
   if (startFrom === 'latest') {
     return rerun.latestStep !== null && rerun.latestStep !== undefined
       ? { job_id: rerun.jobId, step: rerun.latestStep }
-      : { job_id: rerun.resumedFrom.job_id, step: null };
+      : { job_id: rerun.forkedFrom.job_id, step: null };
   }
-  return rerun.resumedFrom;
+  return rerun.forkedFrom;
 }
 
 /**
@@ -275,7 +272,7 @@ export function rerunRequest(
   const { name, ...rest } = formToSpec(form, config, defaults);
   const overrides: Partial<IJobSpec> = {
     ...rest,
-    resume_from: rerunResumeFrom(rerun, form.startFrom)
+    fork_from: rerunForkFrom(rerun, form.startFrom)
   };
   if (form.name.trim()) {
     overrides.name = name;
@@ -321,7 +318,7 @@ export function formFromSpec(
     selectedCells: cells?.mode === 'indices' ? (cells.indices ?? []) : [],
     datasets: datasetNames(spec.datasets),
     rerun,
-    startFrom: rerun.resumedFrom ? 'same' : undefined
+    startFrom: rerun.forkedFrom ? 'same' : undefined
   };
 }
 

@@ -134,6 +134,8 @@ def _operation(
     schemas: dict[str, Any],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"summary": op.summary}
+    if op.deprecated:
+        out["deprecated"] = True
     query = _query_parameters(op.query, schemas) if op.query else []
     parameters = _path_parameters(path) + query
     if parameters:

@@ -7,7 +7,7 @@ registers the handlers (tests/server/test_openapi.py keeps the two equal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -84,10 +84,19 @@ class Operation:
     media: str = "application/octet-stream"  # what a download is
     # Further successful answers: status -> (description, model).
     also: dict[int, tuple[str, type[BaseModel]]] = field(default_factory=dict)
+    deprecated: bool = False  # an older spelling of another route, still answered
 
 
 JOB = (400, 404)  # every route below jobs/{job_id} may refuse the id or not find it
 CHANGE = (*JOB, 403, 409, 413)
+
+FORK = Operation(
+    "Fork: a new job with the same spec, optionally changed, that starts from this checkpoint",
+    DescribeJob,
+    status=201,
+    body=ChangeRequest,
+    errors=CHANGE,
+)
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
     ("/config", "get"): Operation(
@@ -223,12 +232,9 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         download=True,
         errors=JOB,
     ),
-    ("/jobs/{job_id}/checkpoints/{step}/resume", "post"): Operation(
-        "A new job with the same spec that starts from this checkpoint",
-        DescribeJob,
-        status=201,
-        body=ChangeRequest,
-        errors=CHANGE,
+    ("/jobs/{job_id}/checkpoints/{step}/fork", "post"): FORK,
+    ("/jobs/{job_id}/checkpoints/{step}/resume", "post"): replace(
+        FORK, summary="The fork's older spelling: use checkpoints/{step}/fork", deprecated=True
     ),
     ("/jobs/{job_id}/outputs", "get"): Operation(
         "The folders and regular files of the job's outputs directory (TRAINHUB_OUTPUT_DIR), "

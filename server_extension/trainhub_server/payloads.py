@@ -156,7 +156,7 @@ class CancelRequest(BaseModel):
 
 
 class ChangeRequest(BaseModel):
-    """The body of a resubmit or a resume: JobSpec fields to change (top-level keys replace)."""
+    """The body of a resubmit or a fork: JobSpec fields to change (top-level keys replace)."""
 
     overrides: dict[str, Any] | None = Field(None, description="JobSpec fields to change")
 

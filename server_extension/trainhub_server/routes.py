@@ -48,7 +48,9 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("jobs/{job_id}/checkpoints", checkpoints.CheckpointsHandler),
     ("jobs/{job_id}/checkpoints/{step}", checkpoints.CheckpointHandler),
     ("jobs/{job_id}/checkpoints/{step}/files/{name}", checkpoints.CheckpointFileHandler),
-    ("jobs/{job_id}/checkpoints/{step}/resume", checkpoints.CheckpointResumeHandler),
+    ("jobs/{job_id}/checkpoints/{step}/fork", checkpoints.CheckpointForkHandler),
+    # its spelling before forks had a word of their own, for scripts that call it
+    ("jobs/{job_id}/checkpoints/{step}/resume", checkpoints.CheckpointForkHandler),
     ("jobs/{job_id}/outputs", job_files.OutputsHandler),
     ("jobs/{job_id}/outputs/file", job_files.OutputFileHandler),
     ("jobs/{job_id}/notebook", job_files.JobNotebookHandler),

@@ -1,7 +1,7 @@
 // The researcher's whole path in Debian's Chromium (playwright from the UI tests' node_modules):
 // log in to the hub, choose a profile, wait for JupyterLab from the notebook pod, open the
 // example notebook, Submit as job with two workers, follow the job while Kueue holds it, while
-// it runs (logs of both ranks, metrics) and once it succeeded (checkpoints), resume from one.
+// it runs (logs of both ranks, metrics) and once it succeeded (checkpoints), a fork from one.
 // A job holding one of the team's GPUs makes the submitted one wait; cancelling it lets it in.
 // argv: <playwright dir> <hub url> <user> <password> <profile> <image> <job image> <shots dir>
 // Prints one JSON line: what it saw, or {error, ...what it saw until then}.
@@ -139,7 +139,7 @@ const text = async locator => ((await locator.count()) ? (await locator.first().
     await until('the GPU utilization chart', async () => (await view.locator('.jp-trainhub-chart-title').filter({ hasText: 'GPU utilization' }).count()) > 0, 120000);
     await shot(page, 'hub-metrics');
 
-    // It succeeds; its checkpoints are listed; resuming from one makes a new job.
+    // It succeeds; its checkpoints are listed; a fork from one makes a new job.
     await until('the job succeeded', async () => (await row.getAttribute('data-state')) === 'succeeded', 420000);
     await view.locator('.lm-TabBar-tab').filter({ hasText: 'Checkpoints' }).click();
     const step19 = view.locator('.jp-trainhub-checkpoints tr[data-step="19"]');
@@ -148,24 +148,24 @@ const text = async locator => ((await locator.count()) ? (await locator.first().
       rows => rows.map(r => Number(r.getAttribute('data-step')))
     );
     await shot(page, 'hub-checkpoints');
-    await step19.getByRole('button', { name: 'Resume from' }).click();
-    const resume = page.locator('.jp-trainhub-submit-dialog');
+    await step19.getByRole('button', { name: 'Fork from' }).click();
+    const fork = page.locator('.jp-trainhub-submit-dialog');
     // Prefilled from the job (read from the server) before it is submitted.
-    result.resumeHeader = await until(
-      'the resume dialog prefilled',
+    result.forkHeader = await until(
+      'the fork dialog prefilled',
       async () => {
-        const header = await text(resume.locator('.jp-Dialog-header'));
-        const workers = await resume.locator('input[name="workers"]').inputValue();
-        return header.startsWith('Resume from') && workers === '2' && header;
+        const header = await text(fork.locator('.jp-Dialog-header'));
+        const workers = await fork.locator('input[name="workers"]').inputValue();
+        return header.startsWith('Fork from') && workers === '2' && header;
       },
       60000
     );
-    await resume.getByRole('button', { name: 'Submit', exact: true }).click();
-    await resume.waitFor({ state: 'detached', timeout: 120000 });
-    const resumed = panel.locator('.jp-trainhub-job').filter({ hasText: `resume of ${result.jobId}` }).first();
-    result.resumedId = await until('the resumed job in the panel', () => resumed.getAttribute('data-job-id'), 60000);
-    result.resumedText = await text(resumed);
-    await shot(page, 'hub-resumed');
+    await fork.getByRole('button', { name: 'Submit', exact: true }).click();
+    await fork.waitFor({ state: 'detached', timeout: 120000 });
+    const forked = panel.locator('.jp-trainhub-job').filter({ hasText: `fork of ${result.jobId}` }).first();
+    result.forkId = await until('the fork in the panel', () => forked.getAttribute('data-job-id'), 60000);
+    result.forkText = await text(forked);
+    await shot(page, 'hub-forked');
   } catch (e) {
     result.error = String(e);
     result.dialog = await text(page.locator('.jp-Dialog')).catch(() => '');

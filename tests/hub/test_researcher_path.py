@@ -3,7 +3,7 @@ chooses a profile, gets JupyterLab from a notebook pod on the real node (the cur
 image), presses Submit as job on the example notebook with two workers, and follows the job in
 the Jobs panel while Kueue holds it (another job of the team has one of its two GPUs), while it
 runs in ``pytorch-cpu`` pods (both ranks' logs, the metrics) and once it succeeded (its
-checkpoints, and a resume from one, which starts a new job). A user of team ``other`` sees none
+checkpoints, and a fork from one, which starts a new job). A user of team ``other`` sees none
 of it. The session's server extension reaches the API server as any pod does, through the
 ``kubernetes`` Service (tests/k8s/cluster/apiforward.py). Screenshots of each step stay in the
 test's folder.
@@ -153,7 +153,7 @@ def path_hub(
         yield world
 
 
-def test_the_researchers_path_from_login_to_a_resumed_job(
+def test_the_researchers_path_from_login_to_a_fork_of_their_job(
     path_hub: HubWorld, k8s_real_node: Any, tmp_path: Path
 ) -> None:
     world, hub = path_hub, path_hub.hub
@@ -203,8 +203,8 @@ def test_the_researchers_path_from_login_to_a_resumed_job(
     # Followed while it ran: its logs and its metrics came in before it ended.
     assert seen["statesSeen"] == {"firstLog": "running", "metrics": "running"}, seen
     assert 19 in seen["checkpoints"]
-    assert seen["resumeHeader"] == f"Resume from step 19 of train-ddp ({job_id})"
-    assert f"resume of {job_id} at step 19" in seen["resumedText"]
+    assert seen["forkHeader"] == f"Fork from step 19 of train-ddp ({job_id})"
+    assert f"fork of {job_id} at step 19" in seen["forkText"]
 
     # The job ran as an Indexed Job of two pods on the real node, in the team's namespace,
     # from the job image, submitted by the session's own server extension.
@@ -235,11 +235,11 @@ def test_the_researchers_path_from_login_to_a_resumed_job(
     for step in seen["steps"] if REFRESHED else ():
         shutil.copy(tmp_path / f"{step}.png", Path(REFRESHED) / f"{step}.png")
 
-    # The resumed job is not needed to its end: cancelled, and the sessions stopped.
+    # The fork is not needed to its end: cancelled, and the sessions stopped.
     cancel = through_proxy(
         world,
         token,
-        f"/user/{RESEARCHER}/trainhub/api/jobs/{seen['resumedId']}/cancel",
+        f"/user/{RESEARCHER}/trainhub/api/jobs/{seen['forkId']}/cancel",
         "POST",
         json={"reason": "the test has seen it start"},
     )

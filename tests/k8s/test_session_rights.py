@@ -225,7 +225,7 @@ def test_a_teammates_session_cannot_touch_a_users_job_which_the_user_runs_to_its
     # resume, cancel.
     ada.service.suspend(job_id, user="ada", reason="lunch")
     recorded(team, job_id, JobState.SUSPENDED)
-    ada.service.resume_suspended(job_id, user="ada")
+    ada.service.resume(job_id, user="ada")
     recorded(team, job_id, JobState.RUNNING)
     assert ada.service.describe(job_id, user="ada").attempt == 1
     ada.service.cancel(job_id, user="ada", reason="enough")

@@ -70,7 +70,7 @@ def test_a_suspended_two_pod_job_frees_its_quota_and_resumes_from_its_save(
     other = t.submit_spec(t.spec(QUICK, gpus_per_worker=1, name="other"))
     assert t.ended(other).state == JobState.SUCCEEDED
 
-    resumed = t.service.resume_suspended(job_id, user=t.user)
+    resumed = t.service.resume(job_id, user=t.user)
     assert resumed.id == job_id and resumed.attempt == 1
     t.hand_over(job_id)
     done = t.ended(job_id)
@@ -102,11 +102,11 @@ def test_suspend_deactivates_the_workload_frees_the_quota_and_resume_makes_the_n
     with pytest.raises(Conflict, match="already suspended"):
         team.service.suspend(first, user="ada")
     with pytest.raises(NotFound):
-        team.service.resume_suspended(first, user="bob")
+        team.service.resume(first, user="bob")
     team.end_pods(second, result="Succeeded")
     team.wait_state(second, JobState.SUCCEEDED)
 
-    resumed = team.service.resume_suspended(first, user="ada")
+    resumed = team.service.resume(first, user="ada")
     assert resumed.id == first and resumed.attempt == 1
     team.wait_state(first, JobState.RUNNING)
     job = team.backend.batch.read_namespaced_job(first, team.ns)

@@ -1,4 +1,5 @@
-"""The example notebook resumes from its last checkpoint, also when no step is left to train.
+"""The example notebook resumes from its last checkpoint (a retry, a fork), also when no step is
+left to train.
 
 Real torchrun jobs with 2 ranks (gloo on CPU), and the same notebook run twice interactively.
 """
@@ -79,7 +80,7 @@ def test_a_finished_example_resumes_from_its_last_checkpoint(trainhub_env: Train
     trained = last_checkpoint_accuracy(th, first)
     assert final_accuracy(th.logs(first)) == trained
 
-    resumed = th.run("resume", first).stdout.strip()
+    resumed = th.run("fork", first).stdout.strip()
     job = th.wait(resumed)
     assert job["state"] == "succeeded", th.logs(resumed)
     assert job["world_size"] == 2
@@ -108,14 +109,17 @@ def test_a_rank_lost_after_the_last_checkpoint_is_retried_and_succeeds(trainhub_
 
 def test_a_code_failure_after_the_last_checkpoint_is_resumed_and_succeeds(trainhub_env: Trainhub):
     th = trainhub_env
-    # A code failure is never retried; once fixed, `trainhub resume` finishes the run.
+    # A code failure is never retried; once fixed, a fork finishes the run: here asked for by
+    # its older spelling, which does it and names it.
     example_with_a_cell_before_the_last(th.workspace / "buggy.ipynb", BUG_AFTER_TRAINING)
     failed = th.submit("buggy.ipynb", "--nproc", "2", *QUICK)
     job = th.wait(failed)
     assert job["state"] == "failed" and job["verdict"]["failure_class"] == "code"
     trained = last_checkpoint_accuracy(th, failed)
 
-    resumed = th.run("resume", failed).stdout.strip()
+    older = th.run("resume", failed)
+    assert "trainhub fork" in older.stderr
+    resumed = older.stdout.strip()
     assert th.wait(resumed)["state"] == "succeeded", th.logs(resumed)
     assert_resumed_at_the_end(th, resumed, trained)
 

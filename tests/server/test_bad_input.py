@@ -105,7 +105,7 @@ async def test_numbers_and_names_in_the_path_are_checked_and_named(
         ("GET", ("checkpoints", "x1"), "step"),
         ("DELETE", ("checkpoints", "-5"), "step"),
         ("GET", ("checkpoints", "1.5", "files", "state.pt"), "step"),
-        ("POST", ("checkpoints", "9" * 30, "resume"), "step"),
+        ("POST", ("checkpoints", "9" * 30, "fork"), "step"),
         ("GET", ("metrics", "GPU"), "kind"),
         ("GET", ("metrics", "0"), "kind"),
     ]
@@ -189,7 +189,7 @@ async def test_cancel_and_change_bodies_are_checked_by_the_documented_models(
         (("cancel",), {"reason": ["a"]}, "reason"),
         (("resubmit",), {"overrides": "x"}, "overrides"),
         (("resubmit",), {"overrides": [1]}, "overrides"),
-        (("checkpoints", "1", "resume"), {"overrides": 3}, "overrides"),
+        (("checkpoints", "1", "fork"), {"overrides": 3}, "overrides"),
     ]:
         status, error, _ = await api("POST", "jobs", job, *parts, body=body)
         assert status == 400 and fields(error) == [field], (parts, body, error)

@@ -1,4 +1,4 @@
-"""Checkpoints over REST: list, manifest, download, delete, resume from; no path escapes."""
+"""Checkpoints over REST: list, manifest, download, delete, fork from; no path escapes."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ async def test_delete(api: Any, job_with_checkpoints: tuple[str, Path]) -> None:
     assert status == 404
 
 
-async def test_resume_from_a_checkpoint(api: Any, job_with_checkpoints: tuple[str, Path]) -> None:
+async def test_fork_from_a_checkpoint(api: Any, job_with_checkpoints: tuple[str, Path]) -> None:
     job_id, _ = job_with_checkpoints
     status, job, _ = await api(
         "POST",
@@ -98,12 +98,17 @@ async def test_resume_from_a_checkpoint(api: Any, job_with_checkpoints: tuple[st
         job_id,
         "checkpoints",
         "10",
-        "resume",
-        body={"overrides": {"name": "resumed"}},
+        "fork",
+        body={"overrides": {"name": "forked"}},
     )
     assert status == 201, job
-    assert job["spec"]["resume_from"] == {"job_id": job_id, "step": 10}
-    assert job["name"] == "resumed" and job["resubmitted_from"] == job_id
-    status, error, _ = await api("POST", "jobs", job_id, "checkpoints", "99", "resume")
+    assert job["spec"]["fork_from"] == {"job_id": job_id, "step": 10}
+    assert job["name"] == "forked" and job["resubmitted_from"] == job_id
+    assert job["origin"] == f"fork of {job_id} at step 10"
+    status, error, _ = await api("POST", "jobs", job_id, "checkpoints", "99", "fork")
     assert status == 404 and "step 99" in error["message"]
-    await api("POST", "jobs", job["id"], "cancel")
+    # The fork's older spelling, in scripts written before it had a word of its own.
+    status, older, _ = await api("POST", "jobs", job_id, "checkpoints", "20", "resume")
+    assert status == 201 and older["spec"]["fork_from"] == {"job_id": job_id, "step": 20}
+    for forked in (job, older):
+        await api("POST", "jobs", forked["id"], "cancel")

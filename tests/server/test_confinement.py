@@ -151,7 +151,7 @@ async def test_whole_folders_swapped_for_another_users_are_refused(
         ("GET", "jobs", ours.id, "checkpoints", "1"),
         ("GET", "jobs", ours.id, "checkpoints", "1", "files", "state.pt"),
         ("DELETE", "jobs", ours.id, "checkpoints", "1"),
-        ("POST", "jobs", ours.id, "checkpoints", "1", "resume"),
+        ("POST", "jobs", ours.id, "checkpoints", "1", "fork"),
     ):
         status, body, _ = await call(api, *request, raw=True)
         assert status == 400, (request, status, body)

@@ -254,6 +254,7 @@ async def test_another_users_job_is_not_found(api: Any, session_service: JobServ
         ("POST", (theirs, "suspend")),
         ("POST", (theirs, "resume")),
         ("POST", (theirs, "resubmit")),
+        ("POST", (theirs, "checkpoints", "1", "fork")),
         ("POST", (theirs, "checkpoints", "1", "resume")),
         ("GET", (theirs, "checkpoints", "1", "files", "state.pt")),
     ]

@@ -49,7 +49,8 @@ async def test_refusals_carry_no_server_path(
         spec(datasets=[{"name": "d", "path": str(outside)}]),
         spec(datasets=[{"name": "d", "path": str(workspace / "absent")}]),
         spec(parameters={"learning_rate": 0.1}),
-        spec(resume_from={"job_id": "no-such-job"}),
+        spec(fork_from={"job_id": "no-such-job"}),
+        spec(resume_from={"job_id": "no-such-job"}),  # its older spelling
     ]
     for body in bodies:
         status, error = await dry_run(api, body)

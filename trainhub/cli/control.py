@@ -42,9 +42,19 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     svc = service()
     if args.step is None and svc.describe(args.job).state == JobState.SUSPENDED:
-        job = svc.resume_suspended(args.job)  # the same job again, from where it stopped
+        job = svc.resume(args.job)  # the same job again, from where it stopped
     else:
-        job = svc.resume(args.job, args.step)
+        # The fork's older spelling: what the person typed is done, and its name said.
+        print("trainhub: a new job from a checkpoint is `trainhub fork`", file=sys.stderr)
+        job = svc.fork(args.job, args.step)
+    print_json(job) if args.json else print(job.id)
+    return 0
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    job = service().fork(args.job, args.step)
     print_json(job) if args.json else print(job.id)
     return 0
 
@@ -112,13 +122,23 @@ def add_parsers(sub: Any) -> None:
 
     r = sub.add_parser(
         "resume",
-        help="queue a suspended job again (same id, from its latest checkpoint); for any "
-        "other job, or with --step, a new job starting from a checkpoint of this one",
+        help="queue a suspended job again (same id, from its latest checkpoint)",
+        description="For a job that is not suspended, or with --step, it forks (this was the "
+        "fork's name once): use `trainhub fork`.",
     )
     r.add_argument("job")
-    r.add_argument("--step", type=int, help="default: the latest checkpoint")
+    r.add_argument("--step", type=int, help=argparse.SUPPRESS)
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_resume)
+
+    f = sub.add_parser(
+        "fork",
+        help="a new job with this job's spec that starts from one of its checkpoints",
+    )
+    f.add_argument("job")
+    f.add_argument("--step", type=int, help="default: the latest checkpoint")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(func=cmd_fork)
 
     c = sub.add_parser("cancel", help="cancel jobs")
     c.add_argument("jobs", nargs="+")

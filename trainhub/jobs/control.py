@@ -64,7 +64,7 @@ def suspend(access: JobAccess, job_id: str, *, user: str | None, reason: str | N
     return views.describe(access.backend, suspended)
 
 
-def resume_suspended(access: JobAccess, job_id: str, *, user: str | None) -> DescribeJob:
+def resume(access: JobAccess, job_id: str, *, user: str | None) -> DescribeJob:
     user = user or getpass.getuser()
     access.record(job_id, user)
     return views.describe(access.backend, access.backend.resume(job_id))

@@ -107,7 +107,7 @@ class JobSummary(JobBase):
         default_factory=dict, description="The parameters the job was given (spec.parameters)"
     )
     origin: str | None = Field(
-        None, description="What it runs again, e.g. 'resume of train-1a2b at step 74'"
+        None, description="What it runs again, e.g. 'fork of train-1a2b at step 74'"
     )
     scalar: LatestScalar | None = Field(
         None, description="The latest value of the scalar the list was asked for (?scalar=)"

@@ -135,7 +135,7 @@ class JobService:
             self, job_id, user=user, overrides=overrides, abandoned=abandoned
         )
 
-    def resume(
+    def fork(
         self,
         job_id: str,
         step: int | None = None,
@@ -144,11 +144,12 @@ class JobService:
         overrides: dict[str, Any] | None = None,
         abandoned: threading.Event | None = None,
     ) -> DescribeJob:
-        """A new job with the same spec that starts from one of this job's checkpoints."""
+        """A fork: a new job with the same spec that starts from one of this job's
+        checkpoints (``step``; default its latest)."""
         return self.resubmit(
             job_id,
             user=user,
-            overrides={**(overrides or {}), "resume_from": {"job_id": job_id, "step": step}},
+            overrides={**(overrides or {}), "fork_from": {"job_id": job_id, "step": step}},
             abandoned=abandoned,
         )
 
@@ -171,9 +172,9 @@ class JobService:
         """Stop the job with its progress saved and its resources given back (the owner only)."""
         return control.suspend(self.access, job_id, user=user, reason=reason)
 
-    def resume_suspended(self, job_id: str, *, user: str | None = None) -> DescribeJob:
+    def resume(self, job_id: str, *, user: str | None = None) -> DescribeJob:
         """Queue a suspended job again: same id, next attempt, from its latest checkpoint."""
-        return control.resume_suspended(self.access, job_id, user=user)
+        return control.resume(self.access, job_id, user=user)
 
     # --- reads --------------------------------------------------------------------------
     def record(self, job_id: str, user: str | None = None) -> JobRecord:

@@ -15,7 +15,14 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, WithJsonSchema, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 
 from trainhub.jobs import limits
 from trainhub.jobs.naming import MAX_NAME_LENGTH, slug_name
@@ -90,7 +97,13 @@ class JobSpec(Model):
         description="Announce the job on failure, preemption or end through the alert "
         "channels of its user and team (trainhub/alerts)",
     )
-    resume_from: CheckpointRef | None = None
+    fork_from: CheckpointRef | None = Field(
+        None,
+        # Its spelling before forks had a word of their own: stored specs and users' files.
+        validation_alias=AliasChoices("fork_from", "resume_from"),
+        description="Start as a fork: from a checkpoint of another job (the team's own or "
+        "shared with it); `resume_from` is accepted for it",
+    )
     sweep: SweepRef | None = Field(None, description="The sweep this job is a trial of")
 
     @field_validator("max_runtime", mode="before")

@@ -69,8 +69,8 @@ def submit(
     workspace = _workspace(service, source)
     spec, named = _check_paths(service, spec, workspace)
     backend.check_image(spec.image)  # refused before anything is made
-    if spec.resume_from is not None:
-        _check_resume(service, spec, user)
+    if spec.fork_from is not None:
+        _check_fork(service, spec, user)
     job_id = f"{spec.name}-{secrets.token_hex(4)}"
     jobdir = JobDir(service.jobs_root / job_id).create()
     record = _new_record(spec, user, job_id, str(jobdir.root), resubmitted_from)
@@ -122,8 +122,8 @@ def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str |
     workspace = _workspace(service, None)
     spec, _ = _check_paths(service, spec, workspace)
     service.backend.check_image(spec.image)
-    if spec.resume_from is not None:
-        _check_resume(service, spec, user)
+    if spec.fork_from is not None:
+        _check_fork(service, spec, user)
     service.backend.check_fits(_new_record(spec, user, f"{spec.name}-validate", "", None))
     with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
         manifest = compile_bundle(
@@ -183,13 +183,13 @@ def _check_paths(
     return spec, named
 
 
-def _check_resume(service: JobService, spec: JobSpec, user: str) -> None:
-    ref = spec.resume_from
+def _check_fork(service: JobService, spec: JobSpec, user: str) -> None:
+    ref = spec.fork_from
     assert ref is not None
     source = service.readable(ref.job_id, user)
     infos = list_checkpoints(JobDir(source.job_dir).checkpoints)
     if not infos:
-        raise Conflict(f"Job {ref.job_id} has no checkpoint to resume from.")
+        raise Conflict(f"Job {ref.job_id} has no checkpoint to fork from.")
     if ref.step is not None and ref.step not in {c.step for c in infos}:
         raise NotFound(f"Job {ref.job_id} has no checkpoint at step {ref.step}.")
 

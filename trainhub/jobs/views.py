@@ -36,11 +36,11 @@ TIMELINE_EVENTS = frozenset(
 
 
 def origin_of(record: JobRecord) -> str | None:
-    """What a job runs again, in words: 'resume of X at step 74', 'resubmit of X'."""
-    ref = record.spec.resume_from
+    """What a job runs again, in words: 'fork of X at step 74', 'resubmit of X'."""
+    ref = record.spec.fork_from
     if ref is not None:
         at = f"at step {ref.step}" if ref.step is not None else "from its latest checkpoint"
-        return f"resume of {ref.job_id} {at}"
+        return f"fork of {ref.job_id} {at}"
     if record.resubmitted_from:
         return f"resubmit of {record.resubmitted_from}"
     return None

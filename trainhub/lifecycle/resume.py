@@ -23,7 +23,7 @@ def resume_source(
     job_dir_of: Callable[[str], Path | None],
 ) -> CheckpointInfo | None:
     """The job's own latest checkpoint, once it saved one (a retry, a resume after a
-    suspension); else the checkpoint of an earlier job its spec ``asked`` for, that job's
+    suspension); else the checkpoint of the job its spec forks from (``asked``), that job's
     directory found by ``job_dir_of`` (None: no such job); else None: it starts afresh."""
     own = resume_checkpoint(job_dir)
     if own is not None:

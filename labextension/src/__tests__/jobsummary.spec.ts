@@ -117,7 +117,7 @@ describe('specRows', () => {
         resources: { workers: 1, processes_per_worker: 2, gpus_per_worker: 0 },
         priority: 'normal',
         tags: [],
-        resume_from: { job_id: 'j0', step: 74 }
+        fork_from: { job_id: 'j0', step: 74 }
       })
     );
     expect(rows).toEqual({
@@ -125,7 +125,7 @@ describe('specRows', () => {
       cells: 'cell 1, cell 3',
       workers: '1',
       'processes per worker': '2',
-      'resumed from': 'j0 at step 74'
+      'forked from': 'j0 at step 74'
     });
   });
 });

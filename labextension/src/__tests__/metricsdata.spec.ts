@@ -143,7 +143,7 @@ describe('scalars of one rank or all ranks', () => {
 describe('withParent', () => {
   const series = (points: [number, number][]) => new Map([['loss', [{ label: 'loss', points }]]]);
 
-  it("puts the parent's points up to the resume step in front, dashed, in the same colour", () => {
+  it("puts the parent's points up to the step it forked from in front, dashed, in the same colour", () => {
     const joined = withParent(
       series([
         [75, 0.4],
@@ -179,7 +179,7 @@ describe('withParent', () => {
     ]);
   });
 
-  it("cuts before the job's own first step when the resume step is not known", () => {
+  it("cuts before the job's own first step when the step it forked from is not known", () => {
     const joined = withParent(
       series([[50, 0.4]]),
       series([

@@ -4,7 +4,7 @@ import {
   formFromSpec,
   IRerun,
   rerunRequest,
-  rerunResumeFrom,
+  rerunForkFrom,
   rerunStatement,
   runtimeText,
   submittedName
@@ -33,11 +33,11 @@ const spec: IJobSpec = {
   resources: { workers: 1, processes_per_worker: 2, gpus_per_worker: 2, cpu: 0.5, memory: '2Gi' },
   priority: 'high',
   max_runtime: 'PT1H30M',
-  resume_from: { job_id: 'train-p1', step: 74 }
+  fork_from: { job_id: 'train-p1', step: 74 }
 };
 
-const resume: IRerun = {
-  kind: 'resume',
+const fork: IRerun = {
+  kind: 'fork',
   jobId: 'train-a1',
   jobName: 'train',
   step: 74,
@@ -46,7 +46,7 @@ const resume: IRerun = {
 
 describe('the dialog prefilled to run a job again', () => {
   it('takes steps, processes, parameters and settings from the job', () => {
-    const form = formFromSpec(spec, config, notebook, resume);
+    const form = formFromSpec(spec, config, notebook, fork);
     expect(form.notebookPath).toBe('dir/train.ipynb');
     expect(form.processesPerWorker).toBe('2');
     expect(form.gpusPerWorker).toBe('2');
@@ -59,31 +59,31 @@ describe('the dialog prefilled to run a job again', () => {
   });
 
   it('states the source', () => {
-    expect(rerunStatement(resume)).toBe('Resume from step 74 of train (train-a1)');
-    expect(rerunStatement({ ...resume, step: null })).toBe(
-      'Resume from the latest checkpoint of train (train-a1)'
+    expect(rerunStatement(fork)).toBe('Fork from step 74 of train (train-a1)');
+    expect(rerunStatement({ ...fork, step: null })).toBe(
+      'Fork from the latest checkpoint of train (train-a1)'
     );
-    expect(rerunStatement({ ...resume, kind: 'resubmit', step: undefined })).toBe(
+    expect(rerunStatement({ ...fork, kind: 'resubmit', step: undefined })).toBe(
       'Resubmit of train (train-a1)'
     );
   });
 
-  it('asks a resubmit of a resumed job: the same checkpoint, the latest, or scratch', () => {
+  it('asks a resubmit of a fork: the same checkpoint, the latest, or scratch', () => {
     const again: IRerun = {
       kind: 'resubmit',
       jobId: 'train-a1',
       jobName: 'train-2',
-      resumedFrom: { job_id: 'train-p1', step: 74 },
+      forkedFrom: { job_id: 'train-p1', step: 74 },
       latestStep: 300,
       suggestedName: 'train-3'
     };
-    expect(rerunResumeFrom(again, 'same')).toEqual({ job_id: 'train-p1', step: 74 });
-    expect(rerunResumeFrom(again, 'latest')).toEqual({ job_id: 'train-a1', step: 300 });
-    expect(rerunResumeFrom({ ...again, latestStep: null }, 'latest')).toEqual({
+    expect(rerunForkFrom(again, 'same')).toEqual({ job_id: 'train-p1', step: 74 });
+    expect(rerunForkFrom(again, 'latest')).toEqual({ job_id: 'train-a1', step: 300 });
+    expect(rerunForkFrom({ ...again, latestStep: null }, 'latest')).toEqual({
       job_id: 'train-p1',
       step: null
     });
-    expect(rerunResumeFrom(again, 'scratch')).toBeNull();
+    expect(rerunForkFrom(again, 'scratch')).toBeNull();
     expect(rerunStatement(again, 'same')).toBe(
       'Resubmit of train-2 (train-a1), from the same checkpoint: step 74 of train-p1'
     );
@@ -94,14 +94,14 @@ describe('the dialog prefilled to run a job again', () => {
   });
 
   it('sends what changed to the resubmit route, the name only when one was typed', () => {
-    const form = formFromSpec(spec, config, notebook, resume);
+    const form = formFromSpec(spec, config, notebook, fork);
     const defaults = Object.fromEntries(notebook.map(p => [p.name, p.text]));
     const changed = { ...form, parameters: { ...form.parameters, lr: '0.02' } };
     const request = rerunRequest(changed, config, defaults);
     expect(request.jobId).toBe('train-a1');
     expect(request.overrides.name).toBeUndefined();
     expect(request.overrides.parameters).toEqual({ steps: 400, lr: 0.02 });
-    expect(request.overrides.resume_from).toEqual({ job_id: 'train-a1', step: 74 });
+    expect(request.overrides.fork_from).toEqual({ job_id: 'train-a1', step: 74 });
     expect(request.overrides.resources).toEqual({
       workers: 1,
       gpus_per_worker: 2,

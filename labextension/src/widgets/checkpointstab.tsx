@@ -50,7 +50,7 @@ export function Checkpoints(props: {
     );
   }
   const metricNames = [...new Set(items.flatMap(c => Object.keys(c.metrics)))].sort();
-  // a teammate's job: its checkpoints are theirs to download and resume from, not to delete
+  // a teammate's job: its checkpoints are theirs to download and fork from, not to delete
   const { readOnly } = sharingView(job, actions.viewer?.user, actions.viewer?.features);
   return (
     <table className="jp-trainhub-table jp-trainhub-checkpoints">
@@ -99,17 +99,17 @@ export function Checkpoints(props: {
                 className="jp-mod-styled jp-trainhub-link"
                 onClick={async () => {
                   if (actions.rerun) {
-                    return actions.rerun(job, 'resume', c.step);
+                    return actions.rerun(job, 'fork', c.step);
                   }
                   try {
-                    const created = await api.resumeFrom(job.id, c.step);
+                    const created = await api.fork(job.id, c.step);
                     actions.openJob(created.id);
                   } catch (e) {
-                    actions.error('Resume failed', e);
+                    actions.error('Fork failed', e);
                   }
                 }}
               >
-                Resume from
+                Fork from
               </button>
               {readOnly ? null : (
                 <button

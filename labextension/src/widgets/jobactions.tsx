@@ -14,8 +14,8 @@ export interface IJobViewActions {
   openJob: (jobId: string) => void;
   confirm: (title: string, body: string) => Promise<boolean>;
   error: (title: string, error: unknown) => void;
-  /** Resubmit, or resume from a checkpoint (null: the latest), through the submit dialog. */
-  rerun?: (job: IDescribeJob, kind: 'resubmit' | 'resume', step?: number | null) => Promise<void>;
+  /** Resubmit, or fork from a checkpoint (null: the latest), through the submit dialog. */
+  rerun?: (job: IDescribeJob, kind: 'resubmit' | 'fork', step?: number | null) => Promise<void>;
   /** Who is looking, and what the server offers (from its config, once known). */
   viewer?: { user: string; features: Feature[] };
   /** The job changed in place (shared or made private): the view shows it as the server says. */

@@ -1,6 +1,6 @@
 /**
  * The Metrics tab: training scalars (of a chosen rank, or all ranks; smoothing, log scale,
- * zoom per chart; a resumed job's curves continue its parent's, dashed), then CPU and memory
+ * zoom per chart; a fork's curves continue its parent's, dashed), then CPU and memory
  * of the job's processes and of the machine, and GPU charts when the job has GPU samples.
  */
 import { Widget } from '@lumino/widgets';
@@ -45,7 +45,7 @@ export class MetricsTab extends Widget {
   private readonly smoothing: HTMLInputElement;
   private readonly smoothingValue: HTMLOutputElement;
   private readonly logBox: HTMLInputElement;
-  private resumedFrom: IParent | null = null;
+  private forkedFrom: IParent | null = null;
   private rank: number | 'all' = 0;
   private dirty = false;
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -157,11 +157,11 @@ export class MetricsTab extends Widget {
     this.redraw();
   }
 
-  /** The job a resumed job started from, with its scalars (complete: it has checkpoints). */
+  /** The job a fork started from, with its scalars (complete: it has checkpoints). */
   private async loadParent(): Promise<void> {
     try {
       const job = await this.api.describe(this.jobId);
-      const ref = job.spec.resume_from;
+      const ref = job.spec.fork_from;
       if (!ref) {
         return;
       }
@@ -176,7 +176,7 @@ export class MetricsTab extends Widget {
         }
         offset = page.next_offset;
       }
-      this.resumedFrom = { id: parent.id, name: parent.name, step: ref.step ?? null, scalars };
+      this.forkedFrom = { id: parent.id, name: parent.name, step: ref.step ?? null, scalars };
       this.parentNote.textContent =
         `Continues ${parent.name} (${parent.id}) from ` +
         (ref.step !== null && ref.step !== undefined
@@ -255,18 +255,18 @@ export class MetricsTab extends Widget {
 
   private drawScalars(): void {
     const records = this.records.scalars as IScalarRecord[];
-    const parentScalars = this.resumedFrom?.scalars ?? [];
+    const parentScalars = this.forkedFrom?.scalars ?? [];
     const ranks = [...new Set([...scalarRanks(records), ...scalarRanks(parentScalars)])].sort(
       (a, b) => a - b
     );
     this.updateRanks(ranks.length ? ranks : [0]);
     let series = scalarSeriesOf(records, this.rank);
-    if (this.resumedFrom) {
+    if (this.forkedFrom) {
       series = withParent(
         series,
         scalarSeriesOf(parentScalars, this.rank),
-        this.resumedFrom.step,
-        `parent ${this.resumedFrom.name}`
+        this.forkedFrom.step,
+        `parent ${this.forkedFrom.name}`
       );
     }
     this.fill(

@@ -18,7 +18,7 @@ import {
   formToSpec,
   ISubmitForm,
   rerunRequest,
-  rerunResumeFrom,
+  rerunForkFrom,
   rerunStatement,
   StartFrom,
   submittedName
@@ -82,7 +82,7 @@ function SubmitForm(props: {
   const specOf = () => {
     const spec = formToSpec(form, config, defaults);
     if (rerun) {
-      spec.resume_from = rerunResumeFrom(rerun, form.startFrom);
+      spec.fork_from = rerunForkFrom(rerun, form.startFrom);
     }
     return spec;
   };
@@ -175,7 +175,7 @@ function SubmitForm(props: {
             onChange={e => update({ name: e.target.value })}
           />
         </Row>
-        {rerun?.kind === 'resubmit' && rerun.resumedFrom ? (
+        {rerun?.kind === 'resubmit' && rerun.forkedFrom ? (
           <Row label="Start from" field="general" errors={{}}>
             <span className="jp-trainhub-radio-group" role="radiogroup" aria-label="Start from">
               {(
@@ -183,14 +183,14 @@ function SubmitForm(props: {
                   [
                     'same',
                     `the same checkpoint (${
-                      rerun.resumedFrom.step ?? 'latest'
-                    } of ${rerun.resumedFrom.job_id})`
+                      rerun.forkedFrom.step ?? 'latest'
+                    } of ${rerun.forkedFrom.job_id})`
                   ],
                   [
                     'latest',
                     rerun.latestStep !== null && rerun.latestStep !== undefined
                       ? `the latest one (step ${rerun.latestStep} of ${rerun.jobId})`
-                      : `the latest one of ${rerun.resumedFrom.job_id}`
+                      : `the latest one of ${rerun.forkedFrom.job_id}`
                   ],
                   ['scratch', 'scratch (no checkpoint)']
                 ] as [StartFrom, string][]

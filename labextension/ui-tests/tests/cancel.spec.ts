@@ -1,8 +1,8 @@
 /**
  * A job that would run for ten minutes: it saves a checkpoint, is cancelled from the jobs
  * panel (which asks first), is resubmitted through the submit dialog prefilled from it (a
- * distinct name), and a third run resumes from its checkpoint through the same dialog, which
- * says where it starts. Resubmitting the resumed job asks where to start. Screenshots of the
+ * distinct name), and a third run forks from its checkpoint through the same dialog, which
+ * says where it starts. Resubmitting the fork asks where to start. Screenshots of the
  * confirmation and the prefilled dialog go to the run's screenshots (tests/screenshots.ts).
  */
 import { expect, test } from './fixtures';
@@ -18,7 +18,7 @@ const parameters = {
   metadata: { tags: ['parameters'] }
 };
 
-test('cancel a running job, resubmit it, and resume from its checkpoint', async ({ page }) => {
+test('cancel a running job, resubmit it, and fork from its checkpoint', async ({ page }) => {
   test.setTimeout(360 * 1000);
   await openNewNotebook(page, NOTEBOOK, [
     parameters,
@@ -95,39 +95,39 @@ test('cancel a running job, resubmit it, and resume from its checkpoint', async 
   await confirm.getByRole('button', { name: 'Cancel job' }).click();
   await expect(second).toHaveAttribute('data-state', 'cancelled', { timeout: 60 * 1000 });
 
-  // "Resume from" on the first job's checkpoint opens the same dialog, saying from where.
+  // "Fork from" on the first job's checkpoint opens the same dialog, saying from where.
   await row.getByRole('button', { name: 'Open' }).click();
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Checkpoints' }).click();
   const step0 = view.locator('.jp-trainhub-checkpoints tr[data-step="0"]');
   await expect(step0).toBeVisible();
-  await step0.getByRole('button', { name: 'Resume from' }).click();
-  const resume = page.locator('.jp-trainhub-submit-dialog');
-  await expect(resume.locator('.jp-Dialog-header')).toHaveText(
-    `Resume from step 0 of long-run (${first})`
+  await step0.getByRole('button', { name: 'Fork from' }).click();
+  const fork = page.locator('.jp-trainhub-submit-dialog');
+  await expect(fork.locator('.jp-Dialog-header')).toHaveText(
+    `Fork from step 0 of long-run (${first})`
   );
-  await expect(resume.locator('input[name="name"]')).toHaveAttribute('placeholder', 'long-run-3');
-  await expect(resume.locator('input[name="processesPerWorker"]')).toHaveValue('1');
-  await expect(resume.locator('input[name="param-rate"]')).toHaveValue('0.5');
-  await expect(resume.locator('.jp-trainhub-check-hint')).toContainText('Check is a dry run');
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'resume-dialog.png') });
-  await resume.getByRole('button', { name: 'Submit', exact: true }).click();
-  await expect(resume).toHaveCount(0);
+  await expect(fork.locator('input[name="name"]')).toHaveAttribute('placeholder', 'long-run-3');
+  await expect(fork.locator('input[name="processesPerWorker"]')).toHaveValue('1');
+  await expect(fork.locator('input[name="param-rate"]')).toHaveValue('0.5');
+  await expect(fork.locator('.jp-trainhub-check-hint')).toContainText('Check is a dry run');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'fork-dialog.png') });
+  await fork.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(fork).toHaveCount(0);
   const third = named('long-run-3');
-  await expect(third).toContainText(`resume of ${first} at step 0`);
+  await expect(third).toContainText(`fork of ${first} at step 0`);
   const thirdId = await third.getAttribute('data-job-id');
-  const resumed = page.locator(`#trainhub-job-${thirdId}`);
-  await resumed.locator('.lm-TabBar-tab').filter({ hasText: 'Logs' }).click();
-  await expect(resumed.locator('.jp-trainhub-logview')).toContainText('starting at step 1', {
+  const forked = page.locator(`#trainhub-job-${thirdId}`);
+  await forked.locator('.lm-TabBar-tab').filter({ hasText: 'Logs' }).click();
+  await expect(forked.locator('.jp-trainhub-logview')).toContainText('starting at step 1', {
     timeout: 180 * 1000
   });
-  await expect(resumed.locator('.jp-trainhub-logview')).toContainText('saved step 1', {
+  await expect(forked.locator('.jp-trainhub-logview')).toContainText('saved step 1', {
     timeout: 60 * 1000
   });
   await third.getByRole('button', { name: 'Cancel…' }).click();
   await confirm.getByRole('button', { name: 'Cancel job' }).click();
   await expect(third).toHaveAttribute('data-state', 'cancelled', { timeout: 60 * 1000 });
 
-  // Resubmitting the resumed job asks where to start: same checkpoint, the latest, scratch.
+  // Resubmitting the fork asks where to start: same checkpoint, the latest, scratch.
   await third.getByRole('button', { name: 'Resubmit…' }).click();
   const choice = page.locator('.jp-trainhub-submit-dialog');
   const start = choice.getByRole('radiogroup', { name: 'Start from' });

@@ -1,4 +1,4 @@
-"""A job's checkpoints: list them, read or delete one, download its files, resume from it."""
+"""A job's checkpoints: list them, read or delete one, download its files, fork from one."""
 
 from __future__ import annotations
 
@@ -44,13 +44,13 @@ class CheckpointFileHandler(TrainhubAPIHandler):
         await self.send_download(*opened)
 
 
-class CheckpointResumeHandler(TrainhubAPIHandler):
+class CheckpointForkHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def post(self, job_id: str, step: str) -> None:
         overrides = self.body_as(ChangeRequest).overrides
         described = await self.calls.call(
-            self.service.resume,
+            self.service.fork,
             job_id,
             int(step),
             user=self.owner,

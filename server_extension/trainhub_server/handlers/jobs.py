@@ -83,7 +83,7 @@ class ResumeHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def post(self, job_id: str) -> None:
-        self.reply(await self.calls.call(self.service.resume_suspended, job_id, user=self.owner))
+        self.reply(await self.calls.call(self.service.resume, job_id, user=self.owner))
 
 
 class ResubmitHandler(TrainhubAPIHandler):

@@ -144,4 +144,4 @@ class Submitting(Cluster):
     def _resume_source(self, record: JobRecord) -> CheckpointInfo | None:
         """The checkpoint the record's attempt starts from (:mod:`trainhub.lifecycle.resume`);
         the job it asked to start from lies below the team's jobs root."""
-        return resume_source(record.job_dir, record.spec.resume_from, self.jobs_root.joinpath)
+        return resume_source(record.job_dir, record.spec.fork_from, self.jobs_root.joinpath)

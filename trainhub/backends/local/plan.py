@@ -31,7 +31,7 @@ def resume_source_of(store: Store, record: JobRecord) -> CheckpointInfo | None:
         source = store.get(job_id)
         return Path(source.job_dir) if source is not None else None
 
-    return resume_source(record.job_dir, record.spec.resume_from, job_dir_of)
+    return resume_source(record.job_dir, record.spec.fork_from, job_dir_of)
 
 
 def attempt_plan(
