@@ -8,6 +8,11 @@ when one is present) written into the same directory:
   The background write is awaited outside the timed region, before the next repetition.
 - ``torch.save``: a plain synchronous ``torch.save`` to a file.
 - ``torch.save + fsync``: the same, made durable, as trainhub's background write is.
+- ``DCP async_save``: ``torch.distributed.checkpoint.async_save`` with its ``DefaultStager``
+  (the ecosystem's asynchronous save: its own directory format), the time it blocks; its
+  write is awaited outside the timed region as trainhub's is. It is the peer of trainhub's own
+  staging (trainhub.checkpoint.staging), which stays while it stalls less: DCP's stager
+  refreshes its kept copies with ``UntypedStorage.copy_``, one storage after another.
 
 The headline ratio divides by plain ``torch.save`` (the faster, stricter baseline); the ratio
 against ``torch.save + fsync`` is printed too. Target: stall <= 0.1x of torch.save.
@@ -61,6 +66,30 @@ def _torch_save(state: dict[str, Any], path: Path, fsync: bool) -> None:
             os.fsync(f.fileno())
 
 
+def _dcp_stager(device: str) -> Any:
+    from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
+
+    gpu = device.startswith("cuda")  # pinned memory and non-blocking copies need one
+    return DefaultStager(
+        StagingOptions(
+            use_pinned_memory=gpu,
+            use_shared_memory=False,
+            use_async_staging=False,  # staged before async_save returns, as trainhub's is
+            use_non_blocking_copy=gpu,
+        )
+    )
+
+
+def _dcp_async_save(state: dict[str, Any], path: Path, stager: Any) -> Any:
+    import warnings
+
+    import torch.distributed.checkpoint as dcp
+
+    # One process, no process group: DCP warns that it assumes so, from its writing thread too.
+    warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+    return dcp.async_save(state, checkpoint_id=str(path), async_stager=stager, no_dist=True)
+
+
 def measure(megabytes: int = 200, repeats: int = 7, directory: str | None = None) -> dict[str, Any]:
     import torch
 
@@ -75,7 +104,8 @@ def measure(megabytes: int = 200, repeats: int = 7, directory: str | None = None
         os.environ["TRAINHUB_CHECKPOINT_DIR"] = str(root / "checkpoints")
         os.environ.pop("TRAINHUB_JOB_DIR", None)
         plain_file, fsync_file = root / "plain.pt", root / "fsync.pt"
-        times: dict[str, list[float]] = {"async": [], "plain": [], "fsync": []}
+        times: dict[str, list[float]] = {"async": [], "plain": [], "fsync": [], "dcp": []}
+        stager = _dcp_stager(device)
         first_async = 0.0
         for rep in range(repeats + 1):  # the first round warms up and is left out
             _touch(state)
@@ -97,13 +127,22 @@ def measure(megabytes: int = 200, repeats: int = 7, directory: str | None = None
             _torch_save(state, fsync_file, fsync=True)
             durable = time.perf_counter() - started
 
+            _touch(state)
+            _sync(device)
+            started = time.perf_counter()
+            pending = _dcp_async_save(state, root / "dcp" / str(rep), stager)
+            ecosystem = time.perf_counter() - started
+            pending.result()
+
             if rep == 0:
                 first_async = stall
                 continue
             times["async"].append(stall)
             times["plain"].append(plain)
             times["fsync"].append(durable)
+            times["dcp"].append(ecosystem)
         ckpt.release_staging_memory()
+        stager.close()
     for key, value in saved_env.items():  # leave a benchmark driver's environment as it was
         if value is None:
             os.environ.pop(key, None)
@@ -129,6 +168,7 @@ def run(
     variants = [
         ("torch.save (sync)", m["plain_median_s"]),
         ("torch.save + fsync (sync)", m["fsync_median_s"]),
+        ("DCP async_save", m["dcp_median_s"]),
         ("trainhub async save", m["async_median_s"]),
     ]
     return [
