@@ -5,6 +5,8 @@ the apiserver with the kubeconfig's own credentials).
 - ``requests``: every request that passed through, as ``(method, path)`` (no query).
 - ``stall(part)``: from then on a request whose path contains ``part`` is held (never
   forwarded) until the proxy closes: an apiserver that does not answer that one call.
+
+A watch (``watch=true``) is relayed as it comes, chunk by chunk, as the apiserver sends it.
 """
 
 from __future__ import annotations
@@ -78,15 +80,21 @@ class ApiProxy:
         return not stalled
 
     def _forward(self, method: str, path: str, headers: Any, body: bytes | None) -> Any:
-        conn = http.client.HTTPSConnection(*self._target, context=self._tls, timeout=60)
+        # A watch's answer lasts minutes, with silences between events (bookmarks, a minute).
+        timeout = 600 if _watch(path) else 60
+        conn = http.client.HTTPSConnection(*self._target, context=self._tls, timeout=timeout)
         conn.request(
             method,
             path,
             body=body,
             headers={k: v for k, v in headers.items() if k.lower() not in _HOP},
         )
-        response = conn.getresponse()
-        return response, response.read(), conn
+        return conn.getresponse(), conn
+
+
+def _watch(path: str) -> bool:
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
+    return query.get("watch", [""])[0] in ("true", "1")
 
 
 def _handler(proxy: ApiProxy) -> type[BaseHTTPRequestHandler]:
@@ -99,15 +107,32 @@ def _handler(proxy: ApiProxy) -> type[BaseHTTPRequestHandler]:
             if not proxy._pass(self.command, self.path):
                 self.close_connection = True
                 return
-            response, data, conn = proxy._forward(self.command, self.path, self.headers, body)
-            conn.close()
-            self.send_response(response.status)
-            for name, value in response.getheaders():
-                if name.lower() not in _HOP:
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
+            response, conn = proxy._forward(self.command, self.path, self.headers, body)
+            try:
+                self.send_response(response.status)
+                for name, value in response.getheaders():
+                    if name.lower() not in _HOP:
+                        self.send_header(name, value)
+                if _watch(self.path):
+                    self._stream(response)
+                else:
+                    data = response.read()
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+            finally:
+                conn.close()
+
+        def _stream(self, response: Any) -> None:
+            self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            self.wfile.write(data)
+            try:
+                while chunk := response.read1(65536):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except (OSError, http.client.HTTPException):  # either side went away
+                self.close_connection = True
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay
 

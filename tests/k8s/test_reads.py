@@ -1,12 +1,15 @@
 """Reads of the Kubernetes backend on the real control plane: listing makes the same API
-requests for 3 jobs as for 30 (each object kind listed once, no request per job), a read
-writes nothing to the job directory (reconcile records what happened), and an apiserver call
-that never answers holds up no other request of the server's worker threads."""
+requests for 3 jobs as for 30 (each object kind listed once, no request per job); where a
+controller runs, a session's page comes from its watch-fed cache and asks the API server
+nothing, its team's ClusterQueue included; a read writes nothing to the job directory
+(reconcile records what happened), and an apiserver call that never answers holds up no other
+request of the server's worker threads."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +25,7 @@ from trainhub.errors import BackendUnavailable
 from trainhub.jobs.models import ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
+from trainhub.teams import Controller, Teams
 from trainhub_server.calls import CallTimedOut, ServiceCalls
 
 
@@ -41,10 +45,10 @@ def proxy(k8s_namespace: Any) -> Iterator[ApiProxy]:
     p.close()
 
 
-def through(team: Team, proxy: ApiProxy, **kwargs: Any) -> JobService:
+def through(team: Team, proxy: ApiProxy, teams: Teams | None = None, **kwargs: Any) -> JobService:
     """The team's job service with a backend whose every request goes through ``proxy``."""
     backend = KubernetesBackend(
-        team.backend.teams, team.ns, api_client=proxy.api_client(), **kwargs
+        teams or team.backend.teams, team.ns, api_client=proxy.api_client(), **kwargs
     )
     return JobService(
         backend, workspace_root=team.service.workspace_root, jobs_root=backend.jobs_root
@@ -92,6 +96,48 @@ def test_listing_makes_the_same_requests_for_3_jobs_as_for_30(team: Team, proxy:
     assert job_paths and all(p.endswith(("/jobs", "/pods")) for p in job_paths), job_paths
     # One look for the page, its total and its wait reasons: Jobs, pods, Workloads, the queue.
     assert len(many) == 4, many
+
+
+def test_where_a_controller_runs_a_page_asks_the_api_server_nothing(
+    team: Team, proxy: ApiProxy
+) -> None:
+    controlled = team.backend.teams.model_copy(
+        update={"controller": Controller(namespace=f"{team.ns}-c")}
+    )
+    service = through(team, proxy, teams=controlled)
+    backend = service.backend
+    for i in range(3):
+        team.submit(f"cached-{i}", gpus=4)
+    backend.watch_reads()  # type: ignore[attr-defined]
+    try:
+        assert backend.lists is not None  # type: ignore[attr-defined]
+
+        seen: list[Any] = []
+
+        def settled() -> Any:
+            page = service.list_jobs(ListJobsQuery(limit=50), user="ada")
+            seen[:] = [(j.state.value, j.wait_reason) for j in page.jobs]
+            queued = [j for j in page.jobs if j.state == JobState.QUEUED]
+            # Kueue's sentence with the ClusterQueue's figures (its quota of 8 GPUs): the
+            # queue was read, from the cache
+            figures = [j for j in queued if re.search(r"\(\d+ of 8 in use\)", j.wait_reason or "")]
+            return len(page.jobs) == 3 and len(queued) == 1 and figures and page
+
+        try:
+            wait_for("2 admitted, 1 waiting on the quota", settled)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; the page: {seen}") from None
+        proxy.reset()
+        page = service.list_jobs(ListJobsQuery(limit=50), user="ada")
+        assert page.total == 3 and proxy.requests == []
+        team.submit("cached-3", gpus=4)  # through another client: the watch brings it in
+        wait_for(
+            "the new job on the next page",
+            lambda: service.list_jobs(ListJobsQuery(limit=50), user="ada").total == 4,
+        )
+        assert proxy.requests == []
+    finally:
+        backend.close()  # type: ignore[attr-defined]
 
 
 def test_a_read_writes_nothing_and_reconcile_records_what_happened(team: Team) -> None:

@@ -170,7 +170,12 @@ class KubernetesBackend(Acting, Backend):
         if not self.controlled or self._cache is not None:
             return
 
-        cache = ClusterCache(self.api, [self.namespace], on_change=lambda namespace, kind: None)
+        cache = ClusterCache(
+            self.api,
+            [self.namespace],
+            on_change=lambda namespace, kind: None,
+            cluster_queues={self.namespace: self.team.cluster_queue},
+        )
         cache.start()
         if not cache.wait_synced(60):
             cache.close()

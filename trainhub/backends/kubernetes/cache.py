@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -44,6 +44,9 @@ class Kind:
     name: str
     list_call: Callable[..., Any]  # (namespace, **kwargs) -> urllib3 response
     selector: str | None = None
+    # Not needed for the cache to be synced: an account that may not list it leaves its reads
+    # to the API server.
+    optional: bool = False
 
 
 def kinds(api_client: Any) -> list[Kind]:
@@ -65,6 +68,26 @@ def kinds(api_client: Any) -> list[Kind]:
         Kind("workloads", workloads),
         Kind("events", core.list_namespaced_event),
     ]
+
+
+def cluster_queue_kind(api_client: Any, name: str) -> Kind:
+    """The team's ClusterQueue, kept in the cache of the team's namespace (it is cluster-scoped:
+    a field selector picks it), so a page of queued jobs says why they wait without asking the
+    API server."""
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+
+    def one(namespace: str, **kwargs: Any) -> Any:
+        return custom.list_cluster_custom_object(
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            "clusterqueues",
+            field_selector=f"metadata.name={name}",
+            **kwargs,
+        )
+
+    return Kind("clusterqueues", one, optional=True)
 
 
 def _slim(obj: Obj) -> Obj:
@@ -126,6 +149,9 @@ class Informer:
                 self.count(self.kind.name, "gone")
                 self.version = None
             except Exception as error:  # the API server restarting, a stream cut short
+                if self.kind.optional and getattr(error, "status", None) in (401, 403, 404):
+                    log.info("not keeping %s: %s", self.kind.name, error)
+                    return  # never synced: its reads go to the API server
                 self.count(self.kind.name, "error")
                 log.info("watch of %s in %s: %s; again", self.kind.name, self.namespace, error)
                 self.stop.wait(delay)
@@ -199,12 +225,15 @@ class ClusterCache:
         namespaces: list[str],
         on_change: OnChange,
         counters: Callable[[str, str], None] = lambda kind, what: None,
+        cluster_queues: Mapping[str, str] | None = None,  # namespace -> its team's, to keep
     ):
         self.stop = threading.Event()
+        queues = cluster_queues or {}
         self.informers = {
             (ns, kind.name): Informer(kind, ns, on_change, self.stop, counters)
             for ns in namespaces
             for kind in kinds(api_client)
+            + ([cluster_queue_kind(api_client, queues[ns])] if ns in queues else [])
         }
         self._derived: dict[tuple[str, Hashable], tuple[tuple[int, ...], Any]] = {}
         self._derived_lock = threading.Lock()
@@ -215,14 +244,17 @@ class ClusterCache:
 
     def wait_synced(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
-        for informer in self.informers.values():
+        for informer in self._required():
             if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
                 return False
         return True
 
     @property
     def synced(self) -> bool:
-        return all(i.synced.is_set() for i in self.informers.values())
+        return all(i.synced.is_set() for i in self._required())
+
+    def _required(self) -> list[Informer]:
+        return [i for i in self.informers.values() if not i.kind.optional]
 
     def close(self) -> None:
         self.stop.set()
@@ -310,6 +342,14 @@ class CachedLists:
 
     def derived(self, kinds: tuple[str, ...], key: Hashable, build: Callable[[], T]) -> T:
         return self.cache.derived(self.namespace, kinds, key, build)
+
+    def named(self, kind: str, name: str) -> Obj | None:
+        """The object ``name`` of ``kind`` (None: there is none); LookupError where the cache
+        does not keep that kind, or has not listed it yet."""
+        informer = self.cache.informers.get((self.namespace, kind))
+        if informer is None or not informer.synced.is_set():
+            raise LookupError(kind)
+        return next((o for o in informer.items() if o["metadata"].get("name") == name), None)
 
     def saw(
         self,

@@ -58,6 +58,8 @@ class ListCache(Protocol):
 
     def derived(self, kinds: tuple[str, ...], key: Hashable, build: Callable[[], T]) -> T: ...
 
+    def named(self, kind: str, name: str) -> Obj | None: ...
+
 
 class Cluster:
     """The backend's connection to its team's namespace, and the requests that read it. The
@@ -164,19 +166,24 @@ class Cluster:
         )
 
     def _workloads_of(self, jobs: list[Obj]) -> dict[str, Obj]:
-        """The Workloads of ``jobs`` (a page of them), by their Job's uid: one request with a
-        set-based selector on Kueue's label, however many Workloads the namespace holds."""
+        """The Workloads of ``jobs`` (a page of them), by their Job's uid: from the cache's
+        index where one is kept, else one request with a set-based selector on Kueue's label;
+        either way, however many Workloads the namespace holds."""
         if not jobs:
             return {}
-        uids = ",".join(j["metadata"]["uid"] for j in jobs)
-        listed = self._items(
-            self.custom.list_namespaced_custom_object,
-            KUEUE_GROUP,
-            KUEUE_VERSION,
-            self.namespace,
-            "workloads",
-            label_selector=f"{KUEUE_JOB_UID_LABEL} in ({uids})",
-        )
+        if self.lists is not None:  # the cache's index of them, kept until a Workload changes
+            owned = self._derived(("workloads",), "workloads by owner", self._workloads_by_owner)
+            listed = [w for j in jobs if (w := owned.get(j["metadata"]["uid"])) is not None]
+        else:
+            uids = ",".join(j["metadata"]["uid"] for j in jobs)
+            listed = self._items(
+                self.custom.list_namespaced_custom_object,
+                KUEUE_GROUP,
+                KUEUE_VERSION,
+                self.namespace,
+                "workloads",
+                label_selector=f"{KUEUE_JOB_UID_LABEL} in ({uids})",
+            )
         shared = getattr(self._reading, "seen", None)
         if shared is not None:  # for the page's wait reasons
             shared[PAGE_WORKLOADS] = {j["metadata"]["name"]: None for j in jobs} | {
@@ -186,6 +193,9 @@ class Cluster:
                 if o.get("kind") == "Job"
             }
         return by_owner(listed)
+
+    def _workloads_by_owner(self) -> dict[str, Obj]:
+        return by_owner(self._workloads())
 
     def _workload_of(self, job: Obj) -> Obj | None:
         return by_owner(self._workloads(job["metadata"]["uid"])).get(job["metadata"]["uid"])
@@ -216,6 +226,9 @@ class Cluster:
         from kubernetes.client import ApiException
 
         name = self.team.cluster_queue
+        if self.lists is not None:
+            with contextlib.suppress(LookupError):  # not kept: asked of the API server
+                return self.lists.named("clusterqueues", name)
         try:
             return self._json(
                 self.custom.get_cluster_custom_object,

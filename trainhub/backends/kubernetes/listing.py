@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import heapq
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from trainhub.backends.kubernetes import status
 from trainhub.backends.kubernetes.cluster import Namespace, Obj, by_owner
@@ -25,9 +25,13 @@ from trainhub.jobs.models import JobRecord
 from trainhub.jobs.search import found
 from trainhub.jobs.states import JobState
 
+RACY_NS = 2 * 10**9  # a directory changed this recently is listed again (_job_dirs)
+
 
 class Listing(Records):
     """The backend's lists: a page of jobs, their count, every job (for usage)."""
+
+    _dirs_listed: tuple[tuple[int, int], frozenset[str]] | None = None  # (_job_dirs)
 
     def list_jobs(
         self,
@@ -154,29 +158,41 @@ class Listing(Records):
     ) -> list[_Listed]:
         """The team's jobs without a Job object, newest first, from their directories."""
         entries = []
-        try:
-            listing = os.scandir(self.jobs_root)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        with listing:
-            for found_dir in listing:
-                if found_dir.name in index.names or not found_dir.is_dir(follow_symlinks=False):
-                    continue
-                with refusals_logged(found_dir.name):
-                    rec = self._from_jobdir(Path(found_dir.path))
-                    if (
-                        rec is not None
-                        and (
-                            user is None
-                            or rec.user == user
-                            or (with_shared and rec.shared == "team")
-                        )
-                        and (not states or rec.state in states)
-                        and (before_seq is None or (rec.seq or 0) < before_seq)
-                    ):
-                        entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
+        for name in self._job_dirs().difference(index.names):
+            with refusals_logged(name):
+                rec = self._from_jobdir(self.jobs_root / name)
+                if (
+                    rec is not None
+                    and (user is None or rec.user == user or (with_shared and rec.shared == "team"))
+                    and (not states or rec.state in states)
+                    and (before_seq is None or (rec.seq or 0) < before_seq)
+                ):
+                    entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
         entries.sort(key=lambda e: e.seq, reverse=True)
         return entries
+
+    def _job_dirs(self) -> frozenset[str]:
+        """The names of the directories below the team's jobs root, read again only once it
+        changed (a directory made, removed or renamed there changes its mtime): a page does
+        not list a thousand directories to find the few whose Job is gone."""
+        try:
+            seen = os.stat(self.jobs_root)
+        except (FileNotFoundError, NotADirectoryError):
+            return frozenset()
+        stamp = (seen.st_mtime_ns, seen.st_ino)
+        held = self._dirs_listed
+        if held is not None and held[0] == stamp:
+            return held[1]
+        try:
+            with os.scandir(self.jobs_root) as listing:
+                names = frozenset(d.name for d in listing if d.is_dir(follow_symlinks=False))
+        except (FileNotFoundError, NotADirectoryError):
+            return frozenset()
+        # A change within the file system's timestamp granularity of this read could leave the
+        # mtime as it is: a listing that recent is not kept (git's "racy" index entries).
+        if time.time_ns() - seen.st_mtime_ns > RACY_NS:
+            self._dirs_listed = (stamp, names)
+        return names
 
     def _shared(self, job_id: str) -> bool:
         """Whether the owner of the team's job ``job_id`` shared it with the team, as its
