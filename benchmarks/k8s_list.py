@@ -2,7 +2,9 @@
 trainhub jobs in the team's namespace against 10, with this checkout's reads (each object kind
 listed once per call) and with those of commit PEER (the pods and Workload of each job read
 per job, Kubernetes events synced while reading), side by side on one control plane; and this
-checkout where a controller runs, whose server answers lists from a watch-fed cache.
+checkout where a controller runs, whose server answers lists from a watch-fed cache; and that
+one again with 1,000 jobs and a page of 10, the size of the whole list of 10: the ratio of the
+two says what the namespace's size costs by itself, apart from a bigger page.
 
 The jobs are made cheaply: KubernetesBackend.submit of a record whose job directory holds
 what a read needs (spec.json, the submitted event), into a ClusterQueue held by its
@@ -40,7 +42,7 @@ from benchmarks.report import print_table  # noqa: E402
 
 PEER = "a23c047"  # the last commit whose Kubernetes reads went job by job
 BACKEND = "trainhub.backends.kubernetes.backend.KubernetesBackend"
-PAGE = "trainhub/api/jobs?limit=50"
+PAGE = "trainhub/api/jobs?limit={limit}"
 CACHED = "this checkout, watch-fed cache (a controller runs)"
 TIME_LIMIT_S = 1800.0  # the peer's list of 1,000 jobs takes minutes; it is measured, not cut
 
@@ -105,6 +107,7 @@ def measure(
     requests: int,
     cap_s: float | None = None,
     settle_s: float = 0.0,
+    limit: int = 50,
 ) -> dict[str, Any]:
     """p50/p95/max of ``requests`` pages after one to warm up; with ``cap_s``, no warm-up and
     requests given up after ``cap_s`` (the figures are then lower bounds, marked ">")."""
@@ -119,18 +122,19 @@ def measure(
         call_time_limit=TIME_LIMIT_S,
     )
     server.env_overrides = {**env, "TRAINHUB_TEAM": team}
+    page = PAGE.format(limit=limit)
     samples, cut = [], False
     with server:
         if settle_s:
             time.sleep(settle_s)  # the server's watch-fed cache lists the namespace once
         if cap_s is None:
-            first = get(server, PAGE)  # warm up; checks the page is what is measured
-            assert first["total"] == jobs and len(first["jobs"]) == min(50, jobs), first
+            first = get(server, page)  # warm up; checks the page is what is measured
+            assert first["total"] == jobs and len(first["jobs"]) == min(limit, jobs), first
             assert all(j["wait_reason"] for j in first["jobs"]), first["jobs"][0]
         for _ in range(requests):
             start = time.perf_counter()
             try:
-                get(server, PAGE, timeout=cap_s or TIME_LIMIT_S + 60)
+                get(server, page, timeout=cap_s or TIME_LIMIT_S + 60)
             except TimeoutError:  # the answer's wait, as urllib raises it past the connection
                 cut = True
             samples.append((time.perf_counter() - start) * 1000)
@@ -140,6 +144,7 @@ def measure(
     return {
         "reads": label,
         "jobs": jobs,
+        "page": limit,
         "requests": len(samples),
         "p50 ms": f"{mark}{percentile(samples, 0.5):.1f}",
         "p95 ms": f"{mark}{percentile(samples, 0.95):.1f}",
@@ -215,6 +220,13 @@ def run(
                     row = measure(label, tmp, {**env, **extra}, name, count, n, cap, settle)
                     print(row, flush=True)
                     rows.append(row)
+            # The same page of `few` at both sizes: what the namespace's size alone costs.
+            cached = {**env, **trees[CACHED]}
+            row = measure(
+                CACHED, tmp / "same-page", cached, names[jobs], jobs, requests, None, 10.0, few
+            )
+            print(row, flush=True)
+            rows.append(row)
         finally:
             if cluster is not None:
                 cluster.stop()
@@ -224,28 +236,38 @@ def run(
 def ratios(rows: list[dict[str, Any]], few: int, jobs: int) -> list[dict[str, Any]]:
     """p95 of many jobs over few, for each; ours over the peer's, at each count. A figure cut
     short (">") makes its ratio a bound."""
-    p95 = {(r["reads"], r["jobs"]): r["p95 ms"] for r in rows}
-    ours, peer = rows[0]["reads"], rows[-1]["reads"]
+    p95 = {(r["reads"], r["jobs"]): r["p95 ms"] for r in rows if r["page"] == 50}
+    same_page = next(r["p95 ms"] for r in rows if r["page"] == few and r["jobs"] == jobs)
+    ours, peer = rows[0]["reads"], next(r["reads"] for r in rows if r["reads"].startswith(PEER))
 
     def ratio(a: str, b: str) -> str:
         value = float(a.lstrip(">")) / float(b.lstrip(">"))
         bound = ">" if a.startswith(">") else "<" if b.startswith(">") else ""
         return f"{bound}{value:.3g}"
 
-    return [
-        {
-            "reads": f"ratio {jobs} jobs / {few} jobs, p95: {label}",
-            "p95 ms": ratio(p95[label, jobs], p95[label, few]),
-        }
-        for label in (ours, CACHED, peer)
-        if (label, jobs) in p95
-    ] + [
-        {
-            "reads": f"ratio this checkout / {PEER}, p95, {n} jobs",
-            "p95 ms": ratio(p95[ours, n], p95[peer, n]),
-        }
-        for n in (few, jobs)
-    ]
+    return (
+        [
+            {
+                "reads": f"ratio {jobs} jobs / {few} jobs, p95: {label}",
+                "p95 ms": ratio(p95[label, jobs], p95[label, few]),
+            }
+            for label in (ours, CACHED, peer)
+            if (label, jobs) in p95
+        ]
+        + [
+            {
+                "reads": f"ratio {jobs} jobs / {few} jobs, p95, the same page of {few}: {CACHED}",
+                "p95 ms": ratio(same_page, p95[CACHED, few]),
+            }
+        ]
+        + [
+            {
+                "reads": f"ratio this checkout / {PEER}, p95, {n} jobs",
+                "p95 ms": ratio(p95[ours, n], p95[peer, n]),
+            }
+            for n in (few, jobs)
+        ]
+    )
 
 
 def main() -> None:
