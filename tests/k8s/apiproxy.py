@@ -2,7 +2,9 @@
 that need to see or hold the requests a client makes (as ``kubectl proxy`` does, it talks to
 the apiserver with the kubeconfig's own credentials).
 
-- ``requests``: every request that passed through, as ``(method, path)`` (no query).
+- ``requests``: every request that passed through, as ``(method, path)`` (no query), but
+  watches, which go to ``watches``: a watch-fed cache's own long reads, which it starts again
+  whenever the API server ends one, never a request of the call under test.
 - ``stall(part)``: from then on a request whose path contains ``part`` is held (never
   forwarded) until the proxy closes: an apiserver that does not answer that one call.
 
@@ -33,6 +35,7 @@ class ApiProxy:
         self._tls = ssl.create_default_context(cafile=upstream.ssl_ca_cert)
         self._tls.load_cert_chain(upstream.cert_file, upstream.key_file)
         self.requests: list[tuple[str, str]] = []
+        self.watches: list[tuple[str, str]] = []
         self.held: list[str] = []
         self._stalled: list[str] = []
         self._released = threading.Event()
@@ -61,6 +64,7 @@ class ApiProxy:
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.watches.clear()
 
     def close(self) -> None:
         self._released.set()
@@ -71,7 +75,7 @@ class ApiProxy:
         """Record the request; hold it (False) when it is one to stall."""
         bare = urllib.parse.urlsplit(path).path
         with self._lock:
-            self.requests.append((method, bare))
+            (self.watches if _watch(path) else self.requests).append((method, bare))
             stalled = any(part in bare for part in self._stalled)
             if stalled:
                 self.held.append(bare)
