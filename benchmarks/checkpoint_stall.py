@@ -10,9 +10,8 @@ when one is present) written into the same directory:
 - ``torch.save + fsync``: the same, made durable, as trainhub's background write is.
 - ``DCP async_save``: ``torch.distributed.checkpoint.async_save`` with its ``DefaultStager``
   (the ecosystem's asynchronous save: its own directory format), the time it blocks; its
-  write is awaited outside the timed region as trainhub's is. It is the peer of trainhub's own
-  staging (trainhub.checkpoint.staging), which stays while it stalls less: DCP's stager
-  refreshes its kept copies with ``UntypedStorage.copy_``, one storage after another.
+  write is awaited outside the timed region as trainhub's is. The peer of trainhub's own
+  staging (trainhub.checkpoint.staging), which it could replace (benchmarks/RESULTS.md).
 
 The headline ratio divides by plain ``torch.save`` (the faster, stricter baseline); the ratio
 against ``torch.save + fsync`` is printed too. Target: stall <= 0.1x of torch.save.
@@ -25,10 +24,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's trainhub, whatever the environment installed
 
 TARGET_RATIO = 0.1
 

@@ -38,6 +38,7 @@ from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import JobState
 
 TARGET_P99_MS = 250.0
+ROOT = Path(__file__).resolve().parents[1]
 BASE_RATE = 5_000
 RAMP = (10_000, 20_000, 50_000, 100_000, 200_000, 400_000)
 # A rate is sustained when every line arrives and the tail of the run is not falling behind.
@@ -97,8 +98,12 @@ class JupyterServer:
         return f"http://127.0.0.1:{self.port}/"
 
     def __enter__(self) -> JupyterServer:
+        # This checkout's trainhub and server extension, whichever checkout the environment's
+        # editable install points at; env_overrides may name another release's instead.
+        here = [str(ROOT), str(ROOT / "server_extension"), os.environ.get("PYTHONPATH", "")]
         env = {
             **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in here if p),
             "TRAINHUB_HOME": str(self.home),
             "JUPYTER_CONFIG_DIR": str(self.home / "cfg"),
             **self.env_overrides,

@@ -10,6 +10,11 @@ venv=$(bash scripts/setup-env.sh | tail -n 1)
 export PATH="$venv/bin:$PATH" TRAINHUB_VENV="$venv"
 # Each tier's log and pytest directory, and the images' build log.
 runs=${TMPDIR:-/tmp}/trainhub-tests
+# A run cut short can leave the real node's mounts below it: unmounted first, or the directory
+# cannot be cleared.
+if [[ -d $runs ]]; then
+  findmnt -rn -o TARGET | grep "^$runs/" | sort -r | xargs -r -n1 umount -l || true
+fi
 rm -rf "$runs" && mkdir -p "$runs"
 declare -A tier_pid=() tier_start=()
 images_pid=
