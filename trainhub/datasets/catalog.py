@@ -30,9 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs.spec import JobSpec, field_error
-from trainhub.jobs.specparts import Dataset
+from trainhub.jobs.specparts import DATASET_NAME, Dataset
 
-DATASET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 MOUNT_ROOT = PurePosixPath("/datasets")  # where a cluster's pods see each dataset by name
 
