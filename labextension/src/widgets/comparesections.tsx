@@ -44,14 +44,7 @@ export function Table(props: {
       </h3>
       {rows.length ? (
         <table className="jp-trainhub-compare-table">
-          <thead>
-            <tr>
-              <th />
-              {labels.map((l, i) => (
-                <th key={i}>{l}</th>
-              ))}
-            </tr>
-          </thead>
+          <LabelsHead labels={labels} />
           <tbody>
             {differingFirst(rows).map(row => (
               <tr key={row.name} className={row.differs ? 'jp-trainhub-compare-differs' : ''}>
@@ -66,6 +59,20 @@ export function Table(props: {
       ) : null}
       {note ? <p className="jp-trainhub-muted">{note}</p> : null}
     </section>
+  );
+}
+
+/** A comparison table's header: an empty corner, then a column per job. */
+function LabelsHead(props: { labels: string[] }): JSX.Element {
+  return (
+    <thead>
+      <tr>
+        <th />
+        {props.labels.map((l, i) => (
+          <th key={i}>{l}</th>
+        ))}
+      </tr>
+    </thead>
   );
 }
 
@@ -113,14 +120,7 @@ export function Scalars(props: { comparison: IComparison; labels: string[] }): J
         Training scalars <span className="jp-trainhub-muted">last and best (★ the best job)</span>
       </h3>
       <table className="jp-trainhub-compare-table jp-trainhub-compare-scalars">
-        <thead>
-          <tr>
-            <th />
-            {labels.map((l, i) => (
-              <th key={i}>{l}</th>
-            ))}
-          </tr>
-        </thead>
+        <LabelsHead labels={labels} />
         <tbody>
           {comparison.scalars.map(s => (
             <React.Fragment key={s.name}>
