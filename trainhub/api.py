@@ -216,9 +216,9 @@ class Job:
         """A suspended job queued again: the same job, from its latest checkpoint. For any
         other job, or with ``step``, this was once the name of :meth:`fork` (and does it, with
         a warning)."""
-        svc = service()
-        if step is None and self.status == JobState.SUSPENDED:
-            self._described = svc.resume(self.id)
+        described, forked = service().resume_or_fork(self.id, step)
+        if not forked:
+            self._described = described
             return self
         warnings.warn(
             "Job.resume(step) of a job that is not suspended makes a new job: "
@@ -226,7 +226,7 @@ class Job:
             DeprecationWarning,
             stacklevel=2,
         )
-        return self.fork(step)
+        return Job(described.id, described)
 
     def fork(self, step: int | None = None, **overrides: Any) -> Job:
         """A new job with this one's spec (``overrides`` changed) that starts from its

@@ -40,13 +40,9 @@ def cmd_resubmit(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     from trainhub.api import service
 
-    svc = service()
-    if args.step is None and svc.describe(args.job).state == JobState.SUSPENDED:
-        job = svc.resume(args.job)  # the same job again, from where it stopped
-    else:
-        # The fork's older spelling: what the person typed is done, and its name said.
+    job, forked = service().resume_or_fork(args.job, args.step)
+    if forked:  # the fork's older spelling: what the person typed is done, and its name said
         print("trainhub: a new job from a checkpoint is `trainhub fork`", file=sys.stderr)
-        job = svc.fork(args.job, args.step)
     print_json(job) if args.json else print(job.id)
     return 0
 

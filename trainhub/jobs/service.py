@@ -49,6 +49,7 @@ from trainhub.jobs.models import (
 )
 from trainhub.jobs.rankfiles import log_source, rank_record, read_notebook
 from trainhub.jobs.spec import JobSpec, field_error
+from trainhub.jobs.states import JobState
 from trainhub.outputs.cleanup import CleanupReport
 from trainhub.outputs.files import OutputList, list_outputs, open_output
 from trainhub.usage import queries
@@ -175,6 +176,15 @@ class JobService:
     def resume(self, job_id: str, *, user: str | None = None) -> DescribeJob:
         """Queue a suspended job again: same id, next attempt, from its latest checkpoint."""
         return control.resume(self.access, job_id, user=user)
+
+    def resume_or_fork(
+        self, job_id: str, step: int | None = None, *, user: str | None = None
+    ) -> tuple[DescribeJob, bool]:
+        """What ``resume`` meant before forks had their name: a suspended job resumed (the
+        same job); any other, or one asked for at ``step``, forked (a new job: True)."""
+        if step is None and self.readable(job_id, user).state == JobState.SUSPENDED:
+            return self.resume(job_id, user=user), False
+        return self.fork(job_id, step, user=user), True
 
     # --- reads --------------------------------------------------------------------------
     def record(self, job_id: str, user: str | None = None) -> JobRecord:
