@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from trainhub.backends.kubernetes.names import Manifest, meta
 from trainhub.teams import Team, Teams
 
 CONTROLLER = "trainhub-controller"
@@ -23,15 +24,10 @@ APP_LABELS = {"app.kubernetes.io/name": CONTROLLER, "app.kubernetes.io/part-of":
 RBAC = "rbac.authorization.k8s.io/v1"
 READ = ["get", "list", "watch"]
 
-Manifest = dict[str, Any]
-
 
 def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    if namespace:
-        meta["namespace"] = namespace
-    meta["labels"] = {"app.kubernetes.io/managed-by": "trainhub", **APP_LABELS}
-    return meta
+    """An object of the controller's: trainhub's metadata, with the controller's labels."""
+    return meta(name, namespace, APP_LABELS)
 
 
 def controller_claim(team: Team) -> str:
