@@ -50,6 +50,7 @@ from benchmarks.control_plane import (  # noqa: E402
     start_or_reuse,
 )
 from benchmarks.report import print_table  # noqa: E402
+from tests.fixtures.k8s import shared_claim  # noqa: E402
 
 GPU = "nvidia.com/gpu"
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -107,34 +108,6 @@ def team_limits() -> dict[tuple[str, str], int]:
             lendable = sum(QUOTA[o][pool][0] for o in TEAMS if o != team)
             limits[team, pool] = nominal + (lendable if borrow is None else min(borrow, lendable))
     return limits
-
-
-def shared_claim(core: Any, ns: str, path: Path) -> None:
-    """A PersistentVolume bound to the namespace's 'shared' claim, so job pods can be scheduled."""
-    core.create_persistent_volume(
-        {
-            "metadata": {"name": f"{ns}-shared"},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "manual",
-                "hostPath": {"path": str(path)},
-                "claimRef": {"namespace": ns, "name": "shared"},
-            },
-        }
-    )
-    core.create_namespaced_persistent_volume_claim(
-        ns,
-        {
-            "metadata": {"name": "shared"},
-            "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "manual",
-                "volumeName": f"{ns}-shared",
-                "resources": {"requests": {"storage": "1Gi"}},
-            },
-        },
-    )
 
 
 def wait_for(what: str, fn: Callable[[], Any], timeout: float = 120.0, every: float = 0.05) -> Any:

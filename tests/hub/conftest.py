@@ -33,6 +33,8 @@ import pytest
 import requests
 import yaml
 
+from tests.fixtures.k8s import shared_claim
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PASSWORD = "correct horse"
@@ -103,36 +105,6 @@ def teams_data(suffix: str, shared: Path) -> dict[str, Any]:
             team("nlp", ["pytorch", "pytorch-nlp"], [0, 1, 2]),
         ],
     }
-
-
-def shared_claim(core: Any, ns: str, path: Path) -> None:
-    """A PersistentVolume bound to the team's 'shared' claim, so that session pods can be
-    scheduled."""
-    path.mkdir(parents=True, exist_ok=True)
-    core.create_persistent_volume(
-        {
-            "metadata": {"name": f"{ns}-shared"},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "manual",
-                "hostPath": {"path": str(path)},
-                "claimRef": {"namespace": ns, "name": "shared"},
-            },
-        }
-    )
-    core.create_namespaced_persistent_volume_claim(
-        ns,
-        {
-            "metadata": {"name": "shared"},
-            "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "manual",
-                "volumeName": f"{ns}-shared",
-                "resources": {"requests": {"storage": "1Gi"}},
-            },
-        },
-    )
 
 
 def service_account_kubeconfig(

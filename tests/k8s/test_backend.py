@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client
 
+from tests.fixtures.k8s import shared_claim
 from tests.k8s.test_admin_apply import apply_teams, teams_for
 from trainhub.backends.kubernetes.backend import KubernetesBackend
 from trainhub.jobs.service import JobService
@@ -31,42 +32,13 @@ def wait_for(what: str, fn: Callable[[], T | None], timeout: float = 60.0) -> T:
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-def shared_claim(api: Any, ns: str, path: Path) -> None:
-    """A PersistentVolume bound to the team's 'shared' claim, so that job pods can be scheduled."""
-    core = client.CoreV1Api(api)
-    core.create_persistent_volume(
-        {
-            "metadata": {"name": f"{ns}-shared"},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "manual",
-                "hostPath": {"path": str(path)},
-                "claimRef": {"namespace": ns, "name": "shared"},
-            },
-        }
-    )
-    core.create_namespaced_persistent_volume_claim(
-        ns,
-        {
-            "metadata": {"name": "shared"},
-            "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "manual",
-                "volumeName": f"{ns}-shared",
-                "resources": {"requests": {"storage": "1Gi"}},
-            },
-        },
-    )
-
-
 class Team:
     def __init__(self, k8s_namespace: Any, ns: str, teams: Any, tmp: Path):
         self.ns, self.api = ns, k8s_namespace.api
         workspace = tmp / "workspace"
         workspace.mkdir(parents=True, exist_ok=True)
         (workspace / "train.py").write_text("print('training')\n")
-        shared_claim(self.api, ns, tmp / ns)
+        shared_claim(client.CoreV1Api(self.api), ns, tmp / ns)
         self.backend = KubernetesBackend(teams, ns, api_client=self.api)
         self.service = JobService(
             self.backend, workspace_root=workspace, jobs_root=self.backend.jobs_root

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes import client
 
+from tests.fixtures.k8s import shared_claim
 from tests.k8s.test_admin_apply import apply_teams, teams_data
-from tests.k8s.test_backend import shared_claim, wait_for
+from tests.k8s.test_backend import wait_for
 from trainhub.backends.kubernetes.doctor import Seen, findings, look
 from trainhub.teams import parse_teams
 
@@ -55,7 +57,7 @@ def test_doctor_names_what_is_missing_then_finds_nothing(
     assert f"pool {ns}-a100" not in said  # the kwok nodes of the a100 pool offer GPUs
 
     apply_teams(k8s_namespace, parse_teams(data))
-    shared_claim(k8s_namespace.api, ns, tmp_path / ns)
+    shared_claim(client.CoreV1Api(k8s_namespace.api), ns, tmp_path / ns)
     try:
         teams = parse_teams(data)
         only_the_pool = [f"pool {ns}-h100: no node has the labels pool=h100"]
@@ -66,8 +68,6 @@ def test_doctor_names_what_is_missing_then_finds_nothing(
             30,
         )
     finally:
-        from kubernetes import client
-
         client.CoreV1Api(k8s_namespace.api).delete_persistent_volume(f"{ns}-shared")
 
 
