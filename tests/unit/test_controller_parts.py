@@ -4,6 +4,8 @@ for it."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -95,6 +97,54 @@ def test_the_work_queue_holds_a_key_once_and_works_it_again_when_added_meanwhile
     assert q.get(0) is None
     now[0] = 5.0
     assert q.get(0) == "c"
+
+
+def test_workers_side_by_side_never_hold_one_key_at_once_and_miss_no_change() -> None:
+    """Four workers, as the controller runs them, while keys keep changing: a key is never
+    worked by two at once, and every change is followed by a pass that began after it."""
+    q, keys, stop = WorkQueue(), [f"ns-{i}" for i in range(8)], threading.Event()
+    lock = threading.Lock()
+    working: set[str] = set()
+    overlaps: list[str] = []
+    changed: dict[str, int] = dict.fromkeys(keys, 0)  # how many changes each key has had
+    seen: dict[str, int] = dict.fromkeys(keys, 0)  # the changes its last pass began after
+
+    def worker() -> None:
+        while not stop.is_set():
+            key = q.get(timeout=0.05)
+            if key is None:
+                continue
+            with lock:
+                if key in working:
+                    overlaps.append(key)
+                working.add(key)
+                seen[key] = changed[key]
+            time.sleep(0.005)  # a reconcile's round trips, during which changes come
+            with lock:
+                working.discard(key)
+            q.done(key)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for n in range(400):
+        key = keys[n % 3]  # a few keys change often, the others once
+        with lock:
+            changed[key] += 1
+        q.add(key)
+        time.sleep(0.001)
+    for key in keys[3:]:
+        with lock:
+            changed[key] += 1
+        q.add(key)
+    deadline = time.monotonic() + 10
+    while seen != changed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not overlaps
+    assert seen == changed
 
 
 def test_leader_timing_must_let_the_leader_stop_before_a_standby_starts() -> None:

@@ -1,9 +1,10 @@
 """The controller: keeps, for every team namespace, the promises made to a job once it is
 submitted, whoever is logged in. Watches feed the cache and queue the namespace that changed;
-one worker reconciles a queued namespace while this replica leads: the backend records what
-the cluster did (states, verdicts, Kubernetes events, retries, preemptions, alerts) and the
-sweeps advance. A periodic resync queues every namespace as a safety net, and a pending retry
-queues its namespace for when its backoff ends.
+while this replica leads, a few workers reconcile the queued namespaces, never one namespace
+in two workers at once: the backend records what the cluster did (states, verdicts,
+Kubernetes events, retries, preemptions, alerts) and the sweeps advance. A periodic resync
+queues every namespace as a safety net, and a pending retry queues its namespace for when its
+backoff ends.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class Settings:
     timing: Timing = field(default_factory=Timing)
     resync_seconds: float = 60.0  # every namespace reconciled at least this often
     sync_timeout: float = 120.0  # for the cache's first lists before acting
+    # Namespaces reconciled side by side: a reconcile mostly waits on the API server and the
+    # team volume, so 100 endings at once must not wait behind one another's round trips.
+    workers: int = 4
 
 
 class TeamWork:
@@ -123,14 +127,17 @@ class Controller:
             settings.timing,
         )
         self.reconciled = threading.Event()  # set once every namespace was reconciled once
+        self._done: set[str] = set()
+        self._done_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
     # --- life ----------------------------------------------------------------------------------
     def start(self) -> None:
         self.cache.start()
+        workers = [(self._work, f"reconcile-{n}") for n in range(self.settings.workers)]
         for target, name in (
             (self._elect, "leader-election"),
-            (self._work, "reconcile"),
+            *workers,
             (self._resync, "resync"),
             (self._send_alerts, "alerts"),
         ):
@@ -178,7 +185,6 @@ class Controller:
                 "the cache is not synced after %gs; acting on what it holds",
                 self.settings.sync_timeout,
             )
-        done: set[str] = set()
         while not self.stop.is_set():
             namespace = self.queue.get(timeout=1.0)
             self.metrics.queue_depth.set(len(self.queue))
@@ -188,9 +194,10 @@ class Controller:
                 if not self.elector.leading():
                     continue  # the leader acts; this replica only keeps its cache warm
                 self._reconcile(self.work[namespace])  # type: ignore[index]
-                done.add(namespace)  # type: ignore[arg-type]
-                if len(done) == len(self.work):
-                    self.reconciled.set()
+                with self._done_lock:
+                    self._done.add(namespace)  # type: ignore[arg-type]
+                    if len(self._done) == len(self.work):
+                        self.reconciled.set()
             finally:
                 self.queue.done(namespace)
 

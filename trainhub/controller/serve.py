@@ -67,6 +67,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--renew-seconds", type=float, default=Timing.renew)
     c.add_argument("--retry-seconds", type=float, default=Timing.retry)
     c.add_argument("--resync-seconds", type=float, default=60.0)
+    c.add_argument("--workers", type=int, default=4, help="team namespaces reconciled side by side")
     c.set_defaults(func=run, verb="controller")
 
 
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         identity=args.identity or f"{socket.gethostname()}-{secrets.token_hex(3)}",
         timing=Timing(args.lease_seconds, args.renew_seconds, args.retry_seconds),
         resync_seconds=args.resync_seconds,
+        workers=args.workers,
     )
     controller = Controller(teams, _api_client(args.kubeconfig), settings)
     port = teams.controller.metrics_port if args.port is None else args.port
