@@ -4,7 +4,9 @@ listed once per call) and with those of commit PEER (the pods and Workload of ea
 per job, Kubernetes events synced while reading), side by side on one control plane; and this
 checkout where a controller runs, whose server answers lists from a watch-fed cache; and that
 one again with 1,000 jobs and a page of 10, the size of the whole list of 10: the ratio of the
-two says what the namespace's size costs by itself, apart from a bigger page.
+two says what the namespace's size costs by itself, apart from a bigger page; and once more
+with 1,000 jobs of which 900 are nine teammates' (not shared with the team): the page of the
+user's own 100 says what a team's other members cost.
 
 The jobs are made cheaply: KubernetesBackend.submit of a record whose job directory holds
 what a read needs (spec.json, the submitted event), into a ClusterQueue held by its
@@ -12,7 +14,7 @@ what a read needs (spec.json, the submitted event), into a ClusterQueue held by 
 queued and the list explains each job of its page (Kueue's wait reason). Reconcile is off in
 both servers, so only the requests are measured. PEER runs from ``git archive`` of it.
 
-    python benchmarks/k8s_list.py [--jobs 1000] [--few 10] [--requests 30]
+    python benchmarks/k8s_list.py [--jobs 1000] [--few 10] [--requests 60]
                                   [--peer-requests 1] [--peer-cap 300] [--kubeconfig PATH]
 """
 
@@ -44,6 +46,7 @@ PEER = "a23c047"  # the last commit whose Kubernetes reads went job by job
 BACKEND = "trainhub.backends.kubernetes.backend.KubernetesBackend"
 PAGE = "trainhub/api/jobs?limit={limit}"
 CACHED = "this checkout, watch-fed cache (a controller runs)"
+MATES = f"{CACHED}, 900 of the jobs 9 teammates'"
 TIME_LIMIT_S = 1800.0  # the peer's list of 1,000 jobs takes minutes; it is measured, not cut
 
 
@@ -108,6 +111,7 @@ def measure(
     cap_s: float | None = None,
     settle_s: float = 0.0,
     limit: int = 50,
+    total: int | None = None,
 ) -> dict[str, Any]:
     """p50/p95/max of ``requests`` pages after one to warm up; with ``cap_s``, no warm-up and
     requests given up after ``cap_s`` (the figures are then lower bounds, marked ">")."""
@@ -129,7 +133,8 @@ def measure(
             time.sleep(settle_s)  # the server's watch-fed cache lists the namespace once
         if cap_s is None:
             first = get(server, page)  # warm up; checks the page is what is measured
-            assert first["total"] == jobs and len(first["jobs"]) == min(limit, jobs), first
+            total = jobs if total is None else total
+            assert first["total"] == total and len(first["jobs"]) == min(limit, total), first
             assert all(j["wait_reason"] for j in first["jobs"]), first["jobs"][0]
         for _ in range(requests):
             start = time.perf_counter()
@@ -174,7 +179,8 @@ def run(
             api = config.new_client_from_config(config_file=str(kube))
             suffix = os.urandom(3).hex()
             names = {n: f"list-{n}-{suffix}" for n in (few, jobs)}
-            data = teams_data(list(names.values()), tmp / "shared")
+            mates = f"list-mates-{suffix}"
+            data = teams_data([*names.values(), mates], tmp / "shared")
             teams = parse_teams(data)
             teams_file = tmp / "teams.yaml"
             teams_file.write_text(yaml.safe_dump(data))
@@ -182,7 +188,7 @@ def run(
             controlled_file = tmp / "teams-controlled.yaml"
             controlled_file.write_text(yaml.safe_dump({**data, "controller": {}}))
             apply_objects(api, render(teams))  # the namespaces, quotas and queues
-            for name in names.values():  # Kueue makes Workloads, and admits none
+            for name in [*names.values(), mates]:  # Kueue makes Workloads, and admits none
                 client.CustomObjectsApi(api).patch_cluster_custom_object(
                     *KUEUE,
                     "clusterqueues",
@@ -192,6 +198,10 @@ def run(
             started = time.perf_counter()
             for count, name in names.items():
                 fill(api, teams, name, count, user)
+            own = jobs // 10
+            fill(api, teams, mates, own, user)
+            for n in range(9):
+                fill(api, teams, mates, (jobs - own) // 9, f"mate{n}")
             print(f"{few + jobs} jobs made in {time.perf_counter() - started:.0f} s", flush=True)
 
             peer = tmp / "peer"
@@ -227,6 +237,10 @@ def run(
             )
             print(row, flush=True)
             rows.append(row)
+            # The same namespace size, 90 % of it teammates' jobs: the user's page of 50.
+            row = measure(MATES, tmp, cached, mates, jobs, requests, None, 10.0, total=own)
+            print(row, flush=True)
+            rows.append(row)
         finally:
             if cluster is not None:
                 cluster.stop()
@@ -260,6 +274,16 @@ def ratios(rows: list[dict[str, Any]], few: int, jobs: int) -> list[dict[str, An
                 "p95 ms": ratio(same_page, p95[CACHED, few]),
             }
         ]
+        + (
+            [
+                {
+                    "reads": f"ratio {MATES} / all the user's, p95",
+                    "p95 ms": ratio(p95[MATES, jobs], p95[CACHED, jobs]),
+                }
+            ]
+            if (MATES, jobs) in p95
+            else []
+        )
         + [
             {
                 "reads": f"ratio this checkout / {PEER}, p95, {n} jobs",
@@ -276,7 +300,7 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--few", type=int, default=10)
-    parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--peer-requests", type=int, default=1)
     parser.add_argument("--peer-cap", type=float, default=300.0, help="seconds")
     parser.add_argument("--kubeconfig")

@@ -82,6 +82,7 @@ class JobService:
         self.allow_pip = allow_pip and Feature.PIP_INSTALL in backend.features
         self.max_workspace_bytes = max_workspace_bytes
         self.access = JobAccess(backend, self.jobs_root)
+        self._summaries = views.Summaries()
         self._sweeps: Sweeps | None = None
 
     # --- submit -------------------------------------------------------------------------
@@ -208,7 +209,7 @@ class JobService:
         return views.describe(self.backend, self.readable(job_id, user))
 
     def list_jobs(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
-        return views.job_page(self.access, query or ListJobsQuery(), user)
+        return views.job_page(self.access, query or ListJobsQuery(), user, self._summaries)
 
     def jobdir(self, job_id: str, user: str | None = None) -> JobDir:
         """The directory of a job ``user`` may read (their own, or shared with their team)."""

@@ -97,8 +97,38 @@ def describe(backend: Backend, record: JobRecord, *, files: bool = True) -> Desc
     )
 
 
-def job_page(access: JobAccess, query: ListJobsQuery, user: str | None) -> JobPage:
-    """One page of the jobs ``user`` may read (every job without ``user``)."""
+class Summaries:
+    """The summaries made lately, each kept while its record is the very same object (a
+    backend that keeps records built, as the Kubernetes one does, hands back the same one
+    until its job changed) and why it waits is too: a page of unchanged jobs makes none."""
+
+    KEPT = 10_000
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[JobRecord, Any, JobSummary]] = {}
+
+    def of(
+        self, backend: Backend, record: JobRecord, wait: tuple[str | None, int | None] | None
+    ) -> JobSummary:
+        held = self._held.get(record.id)
+        if held is not None and held[0] is record and held[1] == wait:
+            return held[2]
+        made = summary(backend, record, wait)
+        if len(self._held) >= self.KEPT:
+            self._held.clear()
+        self._held[record.id] = (record, wait, made)
+        return made
+
+
+def job_page(
+    access: JobAccess,
+    query: ListJobsQuery,
+    user: str | None,
+    summaries: Summaries | None = None,
+) -> JobPage:
+    """One page of the jobs ``user`` may read (every job without ``user``); ``summaries``
+    keeps the summaries made for the pages before (not those with a scalar: its value is read
+    each time)."""
     backend = access.backend
     # A user's list holds what their team shared with them, where the backend has teams.
     shared = {"with_shared": True} if access.shares(user) else {}
@@ -121,12 +151,12 @@ def job_page(access: JobAccess, query: ListJobsQuery, user: str | None) -> JobPa
         )
         waits = backend.wait_reasons(records)
     next_before = records[-1].seq if len(records) == query.limit else None
+    if summaries is None or query.scalar:
+        made = [summary(backend, r, waits.get(r.id), scalar=query.scalar) for r in records]
+    else:
+        made = [summaries.of(backend, r, waits.get(r.id)) for r in records]
     return JobPage(
-        jobs=[
-            summary(backend, r, waits.get(r.id), scalar=query.scalar)
-            for r in records
-            if access.visible(r, user)
-        ],
+        jobs=[s for r, s in zip(records, made, strict=True) if access.visible(r, user)],
         next_before=next_before,
         total=total,
     )

@@ -83,6 +83,8 @@ class KubernetesBackend(Acting, Backend):
         # What reconcile last recorded of each Job: uid -> the resource versions it saw.
         self._reconciled: dict[str, tuple[Any, ...]] = {}
         self._records = {}
+        self._admitted = {}
+        self._sharing = {}
         self._reading = threading.local()  # what reading() has seen, per thread
         self.core = client.CoreV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from trainhub.backends.kubernetes import status
 from trainhub.backends.kubernetes.cluster import Namespace, Obj, by_owner
 from trainhub.backends.kubernetes.records import (
+    RECORDS_KEPT,
     Records,
     created_seq,
     record_notes,
     refusals_logged,
-    with_workload,
 )
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
@@ -26,12 +26,14 @@ from trainhub.jobs.search import found
 from trainhub.jobs.states import JobState
 
 RACY_NS = 2 * 10**9  # a directory changed this recently is listed again (_job_dirs)
+SHARED = object()  # reading()'s key, with a job id, for whether the job is shared (_shared)
 
 
 class Listing(Records):
     """The backend's lists: a page of jobs, their count, every job (for usage)."""
 
     _dirs_listed: tuple[tuple[int, int], frozenset[str]] | None = None  # (_job_dirs)
+    _sharing: dict[str, tuple[tuple[int, int], bool]]  # job id -> (its directory's, _shared)
 
     def list_jobs(
         self,
@@ -54,7 +56,7 @@ class Listing(Records):
         # Kueue's side of the page alone: its Workloads, in one request by their Jobs' uids.
         workloads = self._workloads_of([e.job for e, _ in page if e.job is not None])
         return [
-            with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
+            self._with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
             for e, r in page
         ]
 
@@ -81,7 +83,7 @@ class Listing(Records):
         entries = list(self._listed(user, None, None))
         workloads = by_owner(self._workloads()) if any(e.job for e in entries) else {}
         return [
-            with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
+            self._with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
             for e in entries
             if (r := e.record()) is not None
         ]
@@ -104,7 +106,7 @@ class Listing(Records):
                 e.id,
                 e.seq,
                 e.state,
-                lambda job=e.job: self._observe(job, index.seen.pods_of(job), None),
+                lambda job=e.job: self._observed(job, index.seen.pods_of(job)),
                 e.job,
             )
             for e in self._matching(index, user, states, before_seq, with_shared)
@@ -196,8 +198,35 @@ class Listing(Records):
 
     def _shared(self, job_id: str) -> bool:
         """Whether the owner of the team's job ``job_id`` shared it with the team, as its
-        directory below the team's jobs root says (trainhub.jobs.sharing)."""
-        return JobDir(self.jobs_root / job_id).read_edits([])["shared"] == "team"
+        directory below the team's jobs root says (trainhub.jobs.sharing): read again only
+        once the directory changed (the owner's edit is a rename into it), so a page among a
+        thousand teammates' jobs reads no file; looked at once per request (the page and its
+        count ask alike)."""
+        asked = getattr(self._reading, "seen", None)
+        key = (SHARED, job_id)
+        if asked is not None and key in asked:
+            return asked[key]
+        shared = self._shared_now(job_id)
+        if asked is not None:
+            asked[key] = shared
+        return shared
+
+    def _shared_now(self, job_id: str) -> bool:
+        """_shared, from what was read before while the directory stays as it was."""
+        try:
+            seen = os.stat(os.path.join(self.jobs_root, job_id), follow_symlinks=False)
+        except OSError:
+            return False
+        stamp = (seen.st_mtime_ns, seen.st_ino)
+        held = self._sharing.get(job_id)
+        if held is not None and held[0] == stamp:
+            return held[1]
+        shared = JobDir(self.jobs_root / job_id).read_edits([])["shared"] == "team"
+        if time.time_ns() - seen.st_mtime_ns > RACY_NS:  # as _job_dirs: a recent one is read
+            if len(self._sharing) >= RECORDS_KEPT:
+                self._sharing.clear()
+            self._sharing[job_id] = (stamp, shared)
+        return shared
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,20 @@ class Records(Cluster):
     # records whose Job, pods or directory changed since (reading a directory is most of a
     # record's cost).
     _records: dict[str, tuple[tuple[Any, ...], JobRecord]]
+    # uid -> (that record, the versions of its Job and Workload, what the Workload made of
+    # it): a page of unchanged jobs copies no record.
+    _admitted: dict[str, tuple[JobRecord, tuple[Any, ...], JobRecord]]
 
     def _observe(self, job: Obj, pods: list[Obj], workload: Obj | None) -> JobRecord:
         """The record of a live Job, from its objects and its directory; writes nothing."""
+        return self._with_workload(self._observed(job, pods), job, workload)
+
+    def _observed(self, job: Obj, pods: list[Obj]) -> JobRecord:
+        """The record of a live Job without what its Workload adds (:meth:`_with_workload`)."""
         uid, key = job["metadata"].get("uid", ""), self._built_from(job, pods)
         held = self._records.get(uid)
         if key is not None and held is not None and held[0] == key:
-            return with_workload(held[1], job, workload)
+            return held[1]
         observed = self._observe_afresh(job, pods)
         # A failed or suspended job's record also reads its ranks' files and its checkpoints,
         # below the directory: those are built each time.
@@ -49,14 +56,33 @@ class Records(Cluster):
             if len(self._records) >= RECORDS_KEPT:
                 self._records.clear()
             self._records[uid] = (key, observed)
-        return with_workload(observed, job, workload)
+        return observed
+
+    def _with_workload(self, record: JobRecord, job: Obj, workload: Obj | None) -> JobRecord:
+        """:func:`with_workload`, made again only once the record, its Job or its Workload
+        changed."""
+        uid = job["metadata"].get("uid", "")
+        versions = (
+            job["metadata"].get("resourceVersion"),
+            (workload or {}).get("metadata", {}).get("resourceVersion"),
+        )
+        held = self._admitted.get(uid)
+        if held is not None and held[0] is record and held[1] == versions:
+            return held[2]
+        admitted = with_workload(record, job, workload)
+        if versions[0] is not None:
+            if len(self._admitted) >= RECORDS_KEPT:
+                self._admitted.clear()
+            self._admitted[uid] = (record, versions, admitted)
+        return admitted
 
     def _built_from(self, job: Obj, pods: list[Obj]) -> tuple[Any, ...] | None:
         """The versions of a Job and its pods, and the time its directory last changed (an
         edit, a file swapped: every write there is a rename into it); None when it cannot be
         read (then the record is built, and says why)."""
         try:
-            changed = os.stat(self.jobs_root / job["metadata"]["name"], follow_symlinks=False)
+            path = os.path.join(self.jobs_root, job["metadata"]["name"])
+            changed = os.stat(path, follow_symlinks=False)
         except OSError:
             return None
         return (
