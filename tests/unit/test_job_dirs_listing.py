@@ -1,21 +1,25 @@
 """The directories below a team's jobs root, as a page of jobs finds those whose Job is gone:
 listed again only once the root changed, and never kept while a change could hide in the
-timestamp's granularity."""
+timestamp's granularity; and what a page reads in them (whether a teammate's job is shared, the
+record of a job whose Job is gone), read again only once they changed, under the same rule."""
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from trainhub.backends.kubernetes import listing
 from trainhub.backends.kubernetes.listing import Listing
+from trainhub.jobs.directory import JobDir
 
 
 def reader(root: Path) -> Listing:
-    lists = Listing.__new__(Listing)  # only the jobs root matters here
+    lists = Listing.__new__(Listing)  # only the jobs root and what is kept matter here
     lists.jobs_root = root
+    lists._sharing, lists._gone_read, lists._reading = {}, {}, threading.local()
     return lists
 
 
@@ -68,3 +72,56 @@ def test_a_root_changed_within_the_racy_window_is_listed_every_time(
 
 def test_no_root_lists_nothing(tmp_path: Path) -> None:
     assert reader(tmp_path / "absent")._job_dirs() == frozenset()
+
+
+def test_sharing_is_read_again_only_once_the_owner_changed_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = JobDir(tmp_path / "a-1").create()
+    job.write_edits([], "", "team")
+    age(job.root)
+    lists, reads = reader(tmp_path), []
+    real = JobDir.read_edits
+
+    def counted(self: JobDir, tags: list[str]) -> dict[str, object]:
+        reads.append(self.root.name)
+        return real(self, tags)
+
+    monkeypatch.setattr(JobDir, "read_edits", counted)
+    assert lists._shared("a-1") and lists._shared("a-1") and len(reads) == 1
+    job.write_edits([], "", "private")  # a rename into the directory: its mtime moves
+    assert not lists._shared("a-1")  # within the racy window: read every time, so ...
+    assert not lists._shared("a-1") and len(reads) == 3
+    age(job.root)
+    assert not lists._shared("a-1") and not lists._shared("a-1") and len(reads) == 4
+    with lists.reading():  # one request asks once, whatever the directory does meanwhile
+        assert not lists._shared("a-1")
+        job.write_edits([], "", "team")
+        assert not lists._shared("a-1")
+    assert lists._shared("a-1")
+
+
+def test_a_gone_jobs_record_is_read_again_once_its_events_or_files_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = JobDir(tmp_path / "a-1").create()
+    job.emit("state", state="running")
+    age(job.root / "events.jsonl")
+    age(job.root)
+    lists, built = reader(tmp_path), []
+
+    def from_jobdir(root: Path) -> object:
+        built.append(root.name)
+        return object()  # stands for the record; what _from_jobdir reads is tested elsewhere
+
+    monkeypatch.setattr(lists, "_from_jobdir", from_jobdir, raising=False)
+    first = lists._gone_record("a-1")
+    assert lists._gone_record("a-1") is first and built == ["a-1"]
+    job.emit("state", state="cancelled")  # an append: the directory's mtime stays
+    assert lists._gone_record("a-1") is not first and len(built) == 2
+    age(job.root / "events.jsonl")
+    kept = lists._gone_record("a-1")
+    assert lists._gone_record("a-1") is kept and len(built) == 3
+    job.write_edits(["x"], "", "private")  # a rename into it
+    age(job.root / "events.jsonl")
+    assert lists._gone_record("a-1") is not kept

@@ -85,6 +85,7 @@ class KubernetesBackend(Acting, Backend):
         self._records = {}
         self._admitted = {}
         self._sharing = {}
+        self._gone_read = {}
         self._reading = threading.local()  # what reading() has seen, per thread
         self.core = client.CoreV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)

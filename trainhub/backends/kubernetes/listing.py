@@ -20,7 +20,7 @@ from trainhub.backends.kubernetes.records import (
     record_notes,
     refusals_logged,
 )
-from trainhub.jobs.directory import JobDir
+from trainhub.jobs.directory import EVENTS, JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.search import found
 from trainhub.jobs.states import JobState
@@ -34,6 +34,7 @@ class Listing(Records):
 
     _dirs_listed: tuple[tuple[int, int], frozenset[str]] | None = None  # (_job_dirs)
     _sharing: dict[str, tuple[tuple[int, int], bool]]  # job id -> (its directory's, _shared)
+    _gone_read: dict[str, tuple[tuple[int, ...], JobRecord | None]]  # (_gone_record)
 
     def list_jobs(
         self,
@@ -162,7 +163,7 @@ class Listing(Records):
         entries = []
         for name in self._job_dirs().difference(index.names):
             with refusals_logged(name):
-                rec = self._from_jobdir(self.jobs_root / name)
+                rec = self._gone_record(name)
                 if (
                     rec is not None
                     and (user is None or rec.user == user or (with_shared and rec.shared == "team"))
@@ -172,6 +173,27 @@ class Listing(Records):
                     entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
         entries.sort(key=lambda e: e.seq, reverse=True)
         return entries
+
+    def _gone_record(self, name: str) -> JobRecord | None:
+        """The record of a job whose Job is gone, from its directory: read again only once
+        the directory (its files are replaced by renames into it) or its events (appended)
+        changed, so a team's hundreds of ended jobs are not read for every page."""
+        path = os.path.join(self.jobs_root, name)
+        try:
+            seen = os.stat(path, follow_symlinks=False)
+            events = os.stat(os.path.join(path, EVENTS), follow_symlinks=False)
+        except OSError:
+            return self._from_jobdir(self.jobs_root / name)  # it says why, or None
+        stamp = (seen.st_mtime_ns, seen.st_ino, events.st_size, events.st_mtime_ns)
+        held = self._gone_read.get(name)
+        if held is not None and held[0] == stamp:
+            return held[1]
+        record = self._from_jobdir(self.jobs_root / name)
+        if time.time_ns() - max(seen.st_mtime_ns, events.st_mtime_ns) > RACY_NS:
+            if len(self._gone_read) >= RECORDS_KEPT:
+                self._gone_read.clear()
+            self._gone_read[name] = (stamp, record)
+        return record
 
     def _job_dirs(self) -> frozenset[str]:
         """The names of the directories below the team's jobs root, read again only once it
