@@ -75,6 +75,16 @@ class Trainhub:
             raise AssertionError(f"waiting for {sorted(states)}: {proc.stderr}\n{job}\n{log}")
         return json.loads(proc.stdout)
 
+    def wait_all(self, job_ids: list[str], timeout: float = 240) -> list[dict[str, Any]]:
+        """One `trainhub wait` for every job of ``job_ids`` to end: each as it ended."""
+        proc = self.run(
+            "wait", *job_ids, "--timeout", str(timeout), "--json", check=False, timeout=timeout + 60
+        )
+        if proc.returncode != 0:
+            raise AssertionError(f"waiting for {len(job_ids)} jobs: {proc.stderr}")
+        jobs = json.loads(proc.stdout)
+        return jobs if len(job_ids) > 1 else [jobs]
+
     def logs(self, job_id: str, rank: int = 0, check: bool = True) -> str:
         return self.run("logs", job_id, "--rank", str(rank), check=check).stdout
 

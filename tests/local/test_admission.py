@@ -107,8 +107,10 @@ def test_fifty_concurrent_submissions_never_exceed_the_gpus(gpu_env: Trainhub):
     assert len(set(ids)) == 50
 
     holds = []
-    for job_id, size in zip(ids, sizes, strict=True):
-        job = gpu_env.wait(job_id, timeout=900)
+    # One waiter for all fifty: a `trainhub wait` each would be fifty more processes.
+    ended = gpu_env.wait_all(ids, timeout=900)
+    for job_id, size, job in zip(ids, sizes, ended, strict=True):
+        assert job["id"] == job_id
         assert job["state"] == "succeeded", gpu_env.logs(job_id)
         hold = json.loads((gpu_env.job_dir(job_id) / "hold-0.json").read_text())
         gpus = [int(g) for g in hold["gpus"].split(",")]
