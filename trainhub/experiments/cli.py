@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import Any
 
+from trainhub.cli.jobargs import add_job_arguments, job_keywords
 from trainhub.experiments.models import DescribeSweep, SweepSummary, TrialView
 from trainhub.experiments.sweep import DIMENSION_SYNTAX, parse_early_stop, parse_parameter
 from trainhub.jobs.spec import field_error
@@ -68,22 +68,7 @@ def sweep_request(args: argparse.Namespace) -> dict[str, Any]:
         name=args.name,
         parameters=fixed,
         allow_new_parameters=args.allow_new_parameter,
-        workers=args.workers,
-        processes_per_worker=args.processes_per_worker,
-        gpus_per_worker=args.gpus_per_worker,
-        cpu=args.cpu,
-        memory=args.memory,
-        image=args.image,
-        team=args.team,
-        queue=args.queue,
-        priority=args.priority,
-        max_runtime=args.max_runtime,
-        env=dict(e.partition("=")[::2] for e in args.env),
-        datasets=[
-            {"name": n, "path": os.path.abspath(p)} if s else n
-            for n, s, p in (d.partition("=") for d in args.dataset)
-        ],
-        tags=args.tag,
+        **job_keywords(args),
     )
     sweep: dict[str, Any] = {"space": space, "sampler": args.sampler}
     for key in ("trials", "max_running", "seed"):
@@ -233,19 +218,7 @@ def add_parsers(sub: Any) -> None:
     )
     s.add_argument("--name")
     s.add_argument("--allow-new-parameter", action="store_true")
-    s.add_argument("--workers", type=int, default=1)
-    s.add_argument("--processes-per-worker", "--nproc", type=int)
-    s.add_argument("--gpus-per-worker", "--gpus", type=int, default=0)
-    s.add_argument("--cpu", type=float)
-    s.add_argument("--memory")
-    s.add_argument("--image")
-    s.add_argument("--team")
-    s.add_argument("--queue")
-    s.add_argument("--priority", choices=["low", "normal", "high"], default="normal")
-    s.add_argument("--max-runtime", help="of each trial, e.g. 90m")
-    s.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
-    s.add_argument("--dataset", action="append", default=[], metavar="NAME")
-    s.add_argument("--tag", action="append", default=[])
+    add_job_arguments(s, runtime_help="of each trial, e.g. 90m")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_sweep)
 
