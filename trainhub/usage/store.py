@@ -158,19 +158,13 @@ class UsageStore:
         """Sums per group of the jobs that ended at or after ``since`` (only ``user``'s, only
         ``team``'s when given), largest GPU allocation first."""
         key = _KEYS[by]
-        terms, args = ["finished_at >= ?"], [since]
-        if user is not None:
-            terms.append("user = ?")
-            args.append(user)
-        if team is not None:
-            terms.append("team = ?")
-            args.append(team)
+        where, args = self._scope(since, user, team)
         order = "key" if by == UsageBy.DAY else "SUM(gpu_allocated_s) DESC, key"
         # Over every user the covering index is read alone; the planner would rather walk the
         # index of the group's column to skip a sort, and look up every row in the table.
         source = "usage" if user or team else "usage INDEXED BY usage_report"
         rows = self._connection().execute(
-            f"SELECT {key} AS key, {_SUMS} FROM {source} WHERE {' AND '.join(terms)}"
+            f"SELECT {key} AS key, {_SUMS} FROM {source} WHERE {where}"
             f" GROUP BY {key} ORDER BY {order}",
             args,
         )
