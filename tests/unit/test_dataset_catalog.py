@@ -295,12 +295,12 @@ def test_a_rank_finds_its_datasets_by_name_with_the_standard_library_alone() -> 
 
 def test_the_python_api_and_the_cli_ask_by_name_or_by_path(tmp_path, monkeypatch) -> None:
     from trainhub.api import build_spec
-    from trainhub.cli.submit import _datasets
+    from trainhub.cli.jobargs import datasets
 
     by_api = parse_spec(build_spec("t.ipynb", datasets=["imagenet", {"name": "x", "path": "/p"}]))
     by_dict = parse_spec(build_spec("t.ipynb", datasets={"x": "/p"}))
     monkeypatch.chdir(tmp_path)
-    by_cli = parse_spec(build_spec("t.ipynb", datasets=_datasets(["imagenet", "x=p"])))
+    by_cli = parse_spec(build_spec("t.ipynb", datasets=datasets(["imagenet", "x=p"])))
     assert [(d.name, d.path) for d in by_api.datasets] == [("imagenet", None), ("x", "/p")]
     assert [(d.name, d.path) for d in by_dict.datasets] == [("x", "/p")]
     assert [(d.name, d.path) for d in by_cli.datasets] == [
