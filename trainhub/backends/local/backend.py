@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -316,12 +317,7 @@ class LocalBackend(Backend):
             cancel_requested=record.cancel_requested,
         )
         with self.store.transaction() as conn:
-            current = self.store.get(record.id, conn)
-            if (
-                current is None
-                or current.state not in ACTIVE
-                or self.store.local(record.id, conn).supervisor_pid != local.supervisor_pid
-            ):
+            if not self._still_lost(conn, record, local):
                 return  # someone else already dealt with it
             if retry is not None:  # at once: the backoff is for failures the supervisor saw
                 verdict.retriable = True
@@ -361,26 +357,24 @@ class LocalBackend(Backend):
 
     def _suspended(self, record: JobRecord, local: LocalJob) -> None:
         """A job asked to suspend whose supervisor is gone: suspended at its latest save."""
-        step = saved_step(record.job_dir)
-        with self.store.transaction() as conn:
-            current = self.store.get(record.id, conn)
-            if (
-                current is None
-                or current.state not in ACTIVE
-                or self.store.local(record.id, conn).supervisor_pid != local.supervisor_pid
-            ):
-                return
-            self.store.update(
-                conn,
-                record.id,
-                state=JobState.SUSPENDED,
-                suspended_step=step,
-                suspend_requested=False,
-                assigned_gpus=[],
-            )
-        jobdir = JobDir(record.job_dir)
-        jobdir.emit("suspended", step=step)
-        jobdir.emit("state", state=JobState.SUSPENDED.value, step=step)
+        # The supervisor's module: imported here, on this rare path, not by every CLI call.
+        from trainhub.backends.local.ending import record_suspension
+
+        record_suspension(
+            self.store,
+            record,
+            JobDir(record.job_dir),
+            still=lambda conn: self._still_lost(conn, record, local),
+        )
+
+    def _still_lost(self, conn: sqlite3.Connection, record: JobRecord, local: LocalJob) -> bool:
+        """The job is still active under the supervisor found gone: nobody dealt with it."""
+        current = self.store.get(record.id, conn)
+        return (
+            current is not None
+            and current.state in ACTIVE
+            and self.store.local(record.id, conn).supervisor_pid == local.supervisor_pid
+        )
 
     def close(self) -> None:
         self.store.close()

@@ -4,7 +4,9 @@ alerts the job asked for, queued for the detached sender (trainhub.alerts)."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from trainhub import settings
@@ -19,11 +21,19 @@ from trainhub.lifecycle.notify import end_alert_kind
 from trainhub.usage.compute import UsageRow, job_usage
 
 
-def record_suspension(store: Store, record: JobRecord, jobdir: JobDir) -> None:
+def record_suspension(
+    store: Store,
+    record: JobRecord,
+    jobdir: JobDir,
+    still: Callable[[sqlite3.Connection], bool] = lambda conn: True,
+) -> None:
     """Record the suspension: its latest checkpoint's step, its GPUs and slots given back
-    (admission counts only active jobs), nothing retried."""
+    (admission counts only active jobs), nothing retried; nothing when ``still`` says, in the
+    same transaction, that the job is no longer what the caller found."""
     step = saved_step(record.job_dir)
     with store.transaction() as conn:
+        if not still(conn):
+            return
         store.update(
             conn,
             record.id,
