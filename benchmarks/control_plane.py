@@ -20,8 +20,11 @@ def cluster_module() -> Any:
     return mod
 
 
-def start_or_reuse(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
-    """(kubeconfig, cluster to stop afterwards, or None when reusing ``kubeconfig``)."""
+def start_or_reuse(
+    kubeconfig: str | None, work: Path, controller_manager_qps: int | None = None
+) -> tuple[Path, Any]:
+    """(kubeconfig, cluster to stop afterwards, or None when reusing ``kubeconfig``);
+    ``controller_manager_qps``: its API client's rate (default Kubernetes' 20/s)."""
     if kubeconfig:
         return Path(kubeconfig), None
     mod = cluster_module()
@@ -31,7 +34,9 @@ def start_or_reuse(kubeconfig: str | None, work: Path) -> tuple[Path, Any]:
             f"the test control plane is not built ({', '.join(missing)}): "
             "bash tests/k8s/cluster/build.sh"
         )
-    cluster = mod.Cluster(work / "cluster", die_with_parent=True)
+    cluster = mod.Cluster(
+        work / "cluster", die_with_parent=True, controller_manager_qps=controller_manager_qps
+    )
     return cluster.start(), cluster
 
 
