@@ -127,6 +127,18 @@ def cmd_usage(args: argparse.Namespace) -> int:
     return 0
 
 
+def _teams_file_verb(
+    asub: Any, verb: str, func: Any, text: str, *, cluster: bool = False
+) -> argparse.ArgumentParser:
+    """An ``admin`` verb over a teams file; ``cluster``: one that talks to a cluster."""
+    v = asub.add_parser(verb, help=text)
+    v.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
+    if cluster:
+        v.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
+    v.set_defaults(func=func)
+    return v
+
+
 def add_parsers(sub: Any) -> None:
     cu = sub.add_parser(
         "cleanup",
@@ -160,8 +172,9 @@ def add_parsers(sub: Any) -> None:
 
     a = sub.add_parser("admin", help="cluster objects from the teams file (for administrators)")
     asub = a.add_subparsers(dest="admin_verb", required=True)
-    ar = asub.add_parser("render", help="print (or write) the Kubernetes and Kueue objects")
-    ar.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
+    ar = _teams_file_verb(
+        asub, "render", cmd_admin_render, "print (or write) the Kubernetes and Kueue objects"
+    )
     how = ar.add_mutually_exclusive_group()
     how.add_argument("--out", help="write one YAML file per object into this directory")
     how.add_argument(
@@ -169,12 +182,13 @@ def add_parsers(sub: Any) -> None:
         action="store_true",
         help="print them as values of the trainhub Helm chart (charts/trainhub)",
     )
-    ar.set_defaults(func=cmd_admin_render)
-    ap = asub.add_parser("apply", help="server-side apply the objects to a cluster")
-    ap.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
-    ap.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
-    ap.set_defaults(func=cmd_admin_apply)
-    ad = asub.add_parser("doctor", help="say what a cluster lacks for the teams file")
-    ad.add_argument("file", help="teams file, e.g. hub_config/teams.yaml")
-    ad.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config")
-    ad.set_defaults(func=cmd_admin_doctor)
+    _teams_file_verb(
+        asub, "apply", cmd_admin_apply, "server-side apply the objects to a cluster", cluster=True
+    )
+    _teams_file_verb(
+        asub,
+        "doctor",
+        cmd_admin_doctor,
+        "say what a cluster lacks for the teams file",
+        cluster=True,
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from trainhub.cli.jobs import add_job_verb
@@ -14,13 +15,15 @@ from trainhub.jobs.models import DescribeJob
 from trainhub.jobs.states import JobState
 
 
-def cmd_cancel(args: argparse.Namespace) -> int:
-    from trainhub.api import service
-
-    svc = service()
+def _stop_each(
+    args: argparse.Namespace, stop: Callable[..., DescribeJob], done: JobState, going: str
+) -> int:
+    """``cancel`` and ``suspend``: ``stop`` each job, say whether it is ``done`` yet or still
+    ``going`` there, and with --wait wait for each to come to rest (``Job.wait``: a suspended
+    job rests there, one that finished meanwhile has ended)."""
     for job_id in args.jobs:
-        job = svc.cancel(job_id, reason=args.reason)
-        print(f"{job.id}: {'cancelled' if job.state == JobState.CANCELLED else 'cancelling'}")
+        job = stop(job_id, reason=args.reason)
+        print(f"{job.id}: {done.value if job.state == done else going}")
     if args.wait:
         from trainhub.api import Job
 
@@ -29,12 +32,22 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_job(job: DescribeJob, args: argparse.Namespace) -> int:
+    """A job a verb made or queued again: the job as ``describe --json`` shows it, or its id."""
+    print_json(job) if args.json else print(job.id)
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    return _stop_each(args, service().cancel, JobState.CANCELLED, "cancelling")
+
+
 def cmd_resubmit(args: argparse.Namespace) -> int:
     from trainhub.api import service
 
-    job = service().resubmit(args.job)
-    print_json(job) if args.json else print(job.id)
-    return 0
+    return _print_job(service().resubmit(args.job), args)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -43,31 +56,19 @@ def cmd_resume(args: argparse.Namespace) -> int:
     job, forked = service().resume_or_fork(args.job, args.step)
     if forked:  # the fork's older spelling: what the person typed is done, and its name said
         print("trainhub: a new job from a checkpoint is `trainhub fork`", file=sys.stderr)
-    print_json(job) if args.json else print(job.id)
-    return 0
+    return _print_job(job, args)
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
     from trainhub.api import service
 
-    job = service().fork(args.job, args.step)
-    print_json(job) if args.json else print(job.id)
-    return 0
+    return _print_job(service().fork(args.job, args.step), args)
 
 
 def cmd_suspend(args: argparse.Namespace) -> int:
     from trainhub.api import service
 
-    svc = service()
-    for job_id in args.jobs:
-        job = svc.suspend(job_id, reason=args.reason)
-        print(f"{job.id}: {'suspended' if job.state == JobState.SUSPENDED else 'suspending'}")
-    if args.wait:
-        from trainhub.api import Job
-
-        for job_id in args.jobs:
-            Job(job_id).wait()  # ends at suspended (or ended, when it finished meanwhile)
-    return 0
+    return _stop_each(args, service().suspend, JobState.SUSPENDED, "suspending")
 
 
 # Where a job rests until something changes it: its end, or suspended (waiting for a person).
