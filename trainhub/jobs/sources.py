@@ -4,9 +4,19 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    Tag,
+    model_validator,
+)
+from pydantic_core import core_schema
 
 from trainhub.jobs.specparts import Model, Text
 
@@ -27,38 +37,40 @@ class CellSelection(Model):
         return self
 
 
+@dataclass(frozen=True)
+class _FileOfKind:
+    """A path's mark that it names a file of one kind, told by its ``suffix``: one without it
+    is refused in a sentence, and the API's document gives the suffix as the path's pattern."""
+
+    suffix: str
+    what: str
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: GetJsonSchemaHandler) -> Any:
+        return {**handler(schema), "pattern": re.escape(self.suffix) + "$"}
+
+    def _check(self, path: str) -> str:
+        if not path.endswith(self.suffix):
+            raise ValueError(f"{path!r} is not {self.what} ({self.suffix})")
+        return path
+
+
 class NotebookSource(Model):
     kind: Literal["notebook"] = "notebook"
-    path: Text = Field(
-        min_length=1,
-        description="Notebook path, relative to the workspace root",
-        json_schema_extra={"pattern": r"\.ipynb$"},  # checked by _ipynb, with a sentence
+    path: Annotated[Text, _FileOfKind(".ipynb", "a notebook")] = Field(
+        min_length=1, description="Notebook path, relative to the workspace root"
     )
     cells: CellSelection = Field(default_factory=CellSelection)
-
-    @field_validator("path")
-    @classmethod
-    def _ipynb(cls, v: str) -> str:
-        if not v.endswith(".ipynb"):
-            raise ValueError(f"{v!r} is not a notebook (.ipynb)")
-        return v
 
 
 class ScriptSource(Model):
     kind: Literal["script"] = "script"
-    path: Text = Field(
-        min_length=1,
-        description="Python script path, relative to the workspace root",
-        json_schema_extra={"pattern": r"\.py$"},  # checked by _py, with a sentence
+    path: Annotated[Text, _FileOfKind(".py", "a Python script")] = Field(
+        min_length=1, description="Python script path, relative to the workspace root"
     )
     args: list[Text] = Field(default_factory=list)
-
-    @field_validator("path")
-    @classmethod
-    def _py(cls, v: str) -> str:
-        if not v.endswith(".py"):
-            raise ValueError(f"{v!r} is not a Python script (.py)")
-        return v
 
 
 def _source_kind(value: Any) -> str:
