@@ -9,33 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from decimal import Decimal
 from typing import Any
 
-from trainhub.backends.kubernetes.names import GPU
+from kubernetes.utils.quantity import parse_quantity as kubernetes_quantity
 
-_SUFFIXES = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal(10**3),
-    "M": Decimal(10**6),
-    "G": Decimal(10**9),
-    "T": Decimal(10**12),
-    "P": Decimal(10**15),
-    "E": Decimal(10**18),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-_QUANTITY = re.compile(
-    r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
-)
+from trainhub.backends.kubernetes.names import GPU
 
 
 class OverQuota(RuntimeError):
@@ -64,11 +43,15 @@ _WHAT = {
 
 
 def parse_quantity(value: Any) -> Decimal:
-    """A Kubernetes quantity ('500m', '16Gi', '2') as an exact number."""
-    m = _QUANTITY.match(str(value).strip())
-    if not m:
+    """A Kubernetes quantity ('500m', '16Gi', '2') as an exact number: the Kubernetes client's
+    reading (the backend's too), refused in a sentence that names it."""
+    try:
+        number = kubernetes_quantity(str(value).strip())
+    except ValueError:
+        number = None
+    if number is None or not number.is_finite():  # Decimal reads 'NaN' and 'Infinity' too
         raise ValueError(f"{value!r} is not a Kubernetes quantity")
-    return Decimal(m.group(1)) * _SUFFIXES[m.group(2) or ""]
+    return number
 
 
 def shortfall(team: str, quotas: list[dict[str, Any]], needs: dict[str, str]) -> str | None:
