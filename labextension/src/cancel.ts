@@ -1,11 +1,10 @@
 /**
  * Cancelling a job, the one way every view does it: JupyterLab's dialog asks first (naming
- * the job and what is lost), then the request goes out. The Jobs panel and the job view
- * both call `cancelWithConfirmation`.
+ * the job and what is lost; confirmjobaction.ts), then the request goes out. The Jobs panel
+ * and the job view both call `cancelWithConfirmation`.
  */
-import { Dialog, showDialog } from '@jupyterlab/apputils';
-
 import { TrainHubAPI } from './api';
+import { withConfirmation } from './confirmjobaction';
 import { IDescribeJob, IJobSummary } from './models';
 
 /** How long the button that replaces Cancel stays disabled, so a double-click on Cancel
@@ -21,22 +20,6 @@ export function cancelQuestion(job: Pick<IJobSummary, 'name' | 'id' | 'state'>):
   return `Cancel ${job.name} (${job.id})? ${what}`;
 }
 
-/** JupyterLab's dialog: true when the person confirmed the cancel. */
-export async function confirmCancel(
-  job: Pick<IJobSummary, 'name' | 'id' | 'state'>
-): Promise<boolean> {
-  const answer = await showDialog({
-    title: 'Cancel job',
-    body: cancelQuestion(job),
-    buttons: [
-      Dialog.cancelButton({ label: 'Keep running' }),
-      Dialog.warnButton({ label: 'Cancel job' })
-    ],
-    defaultButton: 0
-  });
-  return answer.button.accept;
-}
-
 /**
  * Ask, then cancel. `onConfirmed` runs as soon as the person confirms (to show
  * `cancelling…` before the server answers). Resolves to the job as the server answered, or
@@ -47,9 +30,10 @@ export async function cancelWithConfirmation(
   job: Pick<IJobSummary, 'name' | 'id' | 'state'>,
   options: { reason?: string; onConfirmed?: () => void } = {}
 ): Promise<IDescribeJob | null> {
-  if (!(await confirmCancel(job))) {
-    return null;
-  }
-  options.onConfirmed?.();
-  return api.cancel(job.id, options.reason ?? 'cancelled from JupyterLab');
+  return withConfirmation({
+    action: 'Cancel job',
+    question: cancelQuestion(job),
+    onConfirmed: options.onConfirmed,
+    request: () => api.cancel(job.id, options.reason ?? 'cancelled from JupyterLab')
+  });
 }
