@@ -29,15 +29,17 @@ from pydantic import create_model
 
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
-from trainhub.usage.goodput import goodput
+from trainhub.usage.goodput import Goodput, goodput
 from trainhub.usage.models import utc_day
 
 DEFAULT_INTERVAL = 1.0  # the supervisor's sampling interval, when samples cannot tell
 _ENDS_ATTEMPT = frozenset(s.value for s in JobState if s != JobState.RUNNING)
 
 
-@dataclass(frozen=True)
-class UsageRow:
+@dataclass(frozen=True, kw_only=True)
+class UsageRow(Goodput):
+    """The job's usage, beside its goodput and what was lost (:class:`Goodput`'s fields)."""
+
     job_id: str
     user: str
     team: str
@@ -60,32 +62,22 @@ class UsageRow:
     attempts: int
     retries: int
     waste_utilization_pct: float
-    # Goodput (trainhub.usage.goodput): None when the job logged no step.
-    goodput: float | None = None
     goodput_allocated_s: float = 0.0  # gpu_allocated_s when the job has a goodput, else 0
-    gpu_productive_s: float = 0.0
-    gpu_startup_s: float = 0.0
-    gpu_checkpoint_s: float = 0.0
-    gpu_redone_s: float = 0.0
-    gpu_interrupted_s: float = 0.0
-    requeue_s: float = 0.0
-    steps: int = 0
-    redone_steps: int = 0
-    productive_s: float = 0.0
-    startup_s: float = 0.0
-    checkpoint_s: float = 0.0
-    redone_s: float = 0.0
-    interrupted_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-# The row as the REST API answers it (the job view's goodput): the same fields, as a model.
+# The row as the REST API answers it (the job view's goodput): the same fields, as a model,
+# the job's own first (a dataclass lists its base's first).
+_HINTS = get_type_hints(UsageRow)
 JobUsage = create_model(
     "JobUsage",
     __doc__="One job's usage and goodput (seconds throughout; so far, while it runs).",
-    **{name: (hint, ...) for name, hint in get_type_hints(UsageRow).items()},  # type: ignore[call-overload]
+    **{  # type: ignore[call-overload]
+        name: (_HINTS[name], ...)
+        for name in sorted(_HINTS, key=lambda name: name in Goodput.__dataclass_fields__)
+    },
 )
 
 
