@@ -114,6 +114,15 @@ def cmd_wait(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_stop_verb(sub: Any, verb: str, func: Any, waits_until: str, **text: str) -> None:
+    """``cancel`` or ``suspend``, with the arguments :func:`_stop_each` reads."""
+    v = sub.add_parser(verb, **text)
+    v.add_argument("jobs", nargs="+")
+    v.add_argument("--reason")
+    v.add_argument("--wait", action="store_true", help=waits_until)
+    v.set_defaults(func=func)
+
+
 def add_parsers(sub: Any) -> None:
     add_job_verb(sub, "resubmit", cmd_resubmit, "run a job's spec again as a new job")
 
@@ -137,11 +146,7 @@ def add_parsers(sub: Any) -> None:
     f.add_argument("--json", action="store_true")
     f.set_defaults(func=cmd_fork)
 
-    c = sub.add_parser("cancel", help="cancel jobs")
-    c.add_argument("jobs", nargs="+")
-    c.add_argument("--reason")
-    c.add_argument("--wait", action="store_true", help="until every process has ended")
-    c.set_defaults(func=cmd_cancel)
+    _add_stop_verb(sub, "cancel", cmd_cancel, "until every process has ended", help="cancel jobs")
 
     w = sub.add_parser(
         "wait",
@@ -162,15 +167,14 @@ def add_parsers(sub: Any) -> None:
     w.add_argument("--json", action="store_true", help="the job as `describe --json` shows it")
     w.set_defaults(func=cmd_wait)
 
-    su = sub.add_parser(
+    _add_stop_verb(
+        sub,
         "suspend",
+        cmd_suspend,
+        "until each job is suspended",
         help="stop jobs with their progress saved and their GPUs freed; `resume` continues them",
         description="The ranks get SIGTERM, which runs the callbacks the training code "
         "registered with trainhub.checkpoint.on_stop (a save), and SIGKILL after the grace "
         "period (TRAINHUB_SUSPEND_GRACE, 30 s). The job's state becomes suspended with the "
         "step of its latest checkpoint; `trainhub resume JOB` queues it again.",
     )
-    su.add_argument("jobs", nargs="+")
-    su.add_argument("--reason")
-    su.add_argument("--wait", action="store_true", help="until each job is suspended")
-    su.set_defaults(func=cmd_suspend)
