@@ -103,6 +103,23 @@ export function scrollHeightFor(total: number, lineHeight: number): number {
 }
 
 /**
+ * How far the view scrolls: `maxScroll` on the scroller (its content at most MAX_SCROLL_PX
+ * high), `virtualMax` over all lines at full line height; the two map linearly onto each other.
+ */
+function scrollRange(
+  viewportHeight: number,
+  total: number,
+  lineHeight: number
+): { scrollHeight: number; maxScroll: number; virtualMax: number } {
+  const scrollHeight = scrollHeightFor(total, lineHeight);
+  return {
+    scrollHeight,
+    maxScroll: Math.max(scrollHeight - viewportHeight, 0),
+    virtualMax: Math.max(total * lineHeight - viewportHeight, 0)
+  };
+}
+
+/**
  * The lines visible at `scrollTop`. Past MAX_SCROLL_PX the scroll range is scaled: the
  * scrollbar maps linearly onto all lines, and rows are still laid out at full line height.
  */
@@ -112,11 +129,8 @@ export function visibleWindow(
   total: number,
   lineHeight: number
 ): IWindow {
-  const contentHeight = total * lineHeight;
-  const scrollHeight = scrollHeightFor(total, lineHeight);
-  const maxScroll = Math.max(scrollHeight - viewportHeight, 0);
+  const { scrollHeight, maxScroll, virtualMax } = scrollRange(viewportHeight, total, lineHeight);
   const top = Math.min(Math.max(scrollTop, 0), maxScroll);
-  const virtualMax = Math.max(contentHeight - viewportHeight, 0);
   const virtualTop = maxScroll > 0 ? (top * virtualMax) / maxScroll : 0;
   const first = Math.min(Math.floor(virtualTop / lineHeight), Math.max(total - 1, 0));
   const shift = first * lineHeight - virtualTop; // <= 0: part of the first row is above view
@@ -134,10 +148,7 @@ export function scrollTopForLine(
   total: number,
   lineHeight: number
 ): number {
-  const contentHeight = total * lineHeight;
-  const scrollHeight = scrollHeightFor(total, lineHeight);
-  const maxScroll = Math.max(scrollHeight - viewportHeight, 0);
-  const virtualMax = Math.max(contentHeight - viewportHeight, 0);
+  const { maxScroll, virtualMax } = scrollRange(viewportHeight, total, lineHeight);
   const virtualTop = Math.min(index * lineHeight, virtualMax);
   return virtualMax > 0 ? Math.round((virtualTop * maxScroll) / virtualMax) : 0;
 }
