@@ -79,12 +79,7 @@ export class LogView {
   /** Show other rows (another rank, all ranks, trainhub's lines or not); a search restarts. */
   set rows(rows: ILogRows) {
     this.rowsShown = rows;
-    this.highlighted = -1;
-    this.lastWindow = '';
-    if (this.results) {
-      this.search(this.results.query);
-    }
-    this.update();
+    this.rowsReplaced();
   }
 
   append(text: string): void {
@@ -94,6 +89,12 @@ export class LogView {
 
   clear(): void {
     this.buffer.clear();
+    this.rowsReplaced();
+  }
+
+  /** Other rows stand where the old ones were: no row highlighted, all drawn again, a search
+   * run again over them. */
+  private rowsReplaced(): void {
     this.highlighted = -1;
     this.lastWindow = '';
     if (this.results) {
