@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -275,6 +276,44 @@ def test_job_state_follows_suspend_pods_and_conditions() -> None:
     assert status.job_state(job, done) == JobState.RUNNING
     job["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
     assert status.job_state(job, []) == JobState.SUCCEEDED
+
+
+def ended_pod(name: str, code: int, finished: str, **status_fields: Any) -> dict:
+    term = {"exitCode": code, "reason": "Error", "finishedAt": finished}
+    return {
+        "metadata": {"name": name},
+        "status": {
+            "phase": "Failed" if code else "Succeeded",
+            "containerStatuses": [{"name": "trainer", "state": {"terminated": term}}],
+            **status_fields,
+        },
+    }
+
+
+def test_a_pod_whose_exit_fails_the_job_fails_it_before_the_job_controller_says_so() -> None:
+    """The Job's podFailurePolicy, read from the pods: any non-zero exit but 143 fails it."""
+    job = {"metadata": {}, "spec": {"suspend": False}, "status": {}}
+    running = {"metadata": {"name": "j-1"}, "status": {"phase": "Running"}}
+    first = ended_pod("j-0", 1, "2026-01-01T00:00:01Z")
+    later = ended_pod("j-2", 137, "2026-01-01T00:00:05Z")
+    assert status.failing_pod(job, [running, later, first]) is first
+    assert status.job_state(job, [running, later, first]) == JobState.FAILED
+    verdict = status.failure_verdict(job, [later, first], {}, attempt=0)
+    assert verdict.failure_class == FailureClass.INFRASTRUCTURE  # exit 1, no rank report
+
+    # Left to the Job controller: a pod stopped from outside (143), one disrupted (preempted,
+    # drained), one deleted, any pod of a suspended or deleted Job, and a pod that succeeded.
+    stopped = ended_pod("j-0", 143, "2026-01-01T00:00:01Z")
+    disruption = [{"type": "DisruptionTarget", "status": "True"}]
+    disrupted = ended_pod("j-0", 1, "2026-01-01T00:00:01Z", conditions=disruption)
+    deleted = ended_pod("j-0", 1, "2026-01-01T00:00:01Z")
+    deleted["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:02Z"
+    done = ended_pod("j-0", 0, "2026-01-01T00:00:01Z")
+    for pod in (stopped, disrupted, deleted, done):
+        assert status.failing_pod(job, [pod, running]) is None, pod
+        assert status.job_state(job, [pod, running]) == JobState.RUNNING, pod
+    for held in ({"spec": {"suspend": True}}, {"metadata": {"deletionTimestamp": "now"}}):
+        assert status.failing_pod({**job, **held}, [first]) is None
 
 
 def failed_pod(index: int, code: int, reason: str = "Error") -> dict:

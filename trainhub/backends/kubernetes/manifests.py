@@ -30,6 +30,9 @@ SWEEP_LABEL = "trainhub.io/sweep"  # on a sweep's trials: kubectl get jobs -l tr
 ANNOTATION = "trainhub.io/"  # prefix of the record fields kept on the Job
 MASTER_PORT = 29500
 CONTAINER = "trainer"
+# How trainhub.rank.pod ends a pod stopped from outside (128 + SIGTERM): ignored by the
+# Job's podFailurePolicy, which fails the Job on any other non-zero exit.
+STOPPED_EXIT = 143
 RUN_AS = 1000  # restricted Pod Security: never root, whatever the image says
 DEFAULT_MEMORY = "8Gi"
 # Seconds from SIGTERM to SIGKILL: the ranks' stop callbacks save a checkpoint meanwhile.
@@ -294,7 +297,11 @@ def job_manifest(
                 # with the runner's 1, so a 143 is never the code's own verdict.
                 {
                     "action": "Ignore",
-                    "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [143]},
+                    "onExitCodes": {
+                        "containerName": CONTAINER,
+                        "operator": "In",
+                        "values": [STOPPED_EXIT],
+                    },
                 },
                 {
                     "action": "FailJob",

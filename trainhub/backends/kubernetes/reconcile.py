@@ -128,7 +128,7 @@ class Reconciling(Ending):
             return  # failed, and its retry planned: the Job's mark may not be read back yet
         if last is None or last.get("state") != observed.state.value:
             if observed.state.terminal:
-                times = job_times(job, workload)
+                times = job_times(job, workload, pods)
                 self._finish(record, observed.state, observed.verdict, times)
             else:
                 if observed.state == JobState.SUSPENDED:

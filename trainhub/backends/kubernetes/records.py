@@ -238,8 +238,11 @@ def _time_of(event: dict[str, Any], name: str) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def job_times(job: Obj, workload: Obj | None = None) -> dict[str, float | None]:
-    """Admitted (Kueue's Workload when read, else the Job's unsuspension), started, finished."""
+def job_times(
+    job: Obj, workload: Obj | None = None, pods: list[Obj] | None = None
+) -> dict[str, float | None]:
+    """Admitted (Kueue's Workload when read, else the Job's unsuspension), started, finished
+    (or, before the Job controller marks it failed, the end of the pod that fails it)."""
     from datetime import datetime
 
     def ts(value: str | None) -> float | None:
@@ -266,5 +269,6 @@ def job_times(job: Obj, workload: Obj | None = None) -> dict[str, float | None]:
                 if c.get("type") == "Failed" and c.get("status") == "True"
             ),
             None,
-        ),
+        )
+        or ts(status.finished_at(status.failing_pod(job, pods or []))),
     }

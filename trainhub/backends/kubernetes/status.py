@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trainhub.backends.kubernetes.manifests import CONTAINER, STOPPED_EXIT
 from trainhub.backends.kubernetes.recovery import pending_retry
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.states import FailureClass, JobState
@@ -136,7 +137,7 @@ def job_state(job: Obj, pods: list[Obj]) -> JobState:
         return JobState.SUCCEEDED
     if pending_retry(job) is not None:
         return JobState.RETRYING  # failed; trainhub replaces it by the next attempt's Job
-    if is_true(job, "Failed") or is_true(job, "FailureTarget"):
+    if is_true(job, "Failed") or is_true(job, "FailureTarget") or failing_pod(job, pods):
         return JobState.FAILED
     if suspend_requested(job):
         # Suspended once Kueue suspended the Job and every pod has ended (their stop
@@ -153,6 +154,40 @@ def job_state(job: Obj, pods: list[Obj]) -> JobState:
     if live and any(p.get("status", {}).get("phase") in ("Running", "Succeeded") for p in live):
         return JobState.RUNNING
     return JobState.STARTING
+
+
+def failing_pod(job: Obj, pods: list[Obj]) -> Obj | None:
+    """The pod whose end fails the running Job by its podFailurePolicy (``manifests.job``),
+    the first to end if several did: failed, neither disrupted nor stopped from outside (exit
+    143), nor deleted. Read from the pods, so a verdict need not wait for the Job controller,
+    which marks the Job failed only once its own queue reaches it (seconds, when many Jobs end
+    at once); a pod going away with its Job, or with a suspension, is left to it."""
+    meta = job.get("metadata") or {}
+    if job.get("spec", {}).get("suspend") or meta.get("deletionTimestamp"):
+        return None
+    failed = [p for p in pods if _fails_job(p)]
+    return min(failed, key=lambda p: finished_at(p) or "", default=None)
+
+
+def _fails_job(pod: Obj) -> bool:
+    if pod.get("status", {}).get("phase") != "Failed":
+        return False
+    if (pod.get("metadata") or {}).get("deletionTimestamp") or is_true(pod, "DisruptionTarget"):
+        return False
+    term = _container_end(pod) or {}
+    return term.get("exitCode") != STOPPED_EXIT
+
+
+def _container_end(pod: Obj) -> Obj | None:
+    for cs in pod.get("status", {}).get("containerStatuses") or []:
+        if cs.get("name") == CONTAINER:
+            return (cs.get("state") or {}).get("terminated")
+    return None
+
+
+def finished_at(pod: Obj | None) -> str | None:
+    """When the pod's training container ended, as the API writes it."""
+    return (_container_end(pod) or {}).get("finishedAt") if pod else None
 
 
 def _terminations(pods: list[Obj]) -> list[tuple[int | None, Obj]]:
@@ -190,6 +225,8 @@ def failure_verdict(
     # ended after it (lost peers, the Job controller's SIGTERM), collateral, not the cause.
     if m := _FAILED_POD.search(failed.get("message") or ""):
         pods = sorted(pods, key=lambda p: p.get("metadata", {}).get("name") != m["pod"])
+    elif (first := failing_pod(job, pods)) is not None:
+        pods = sorted(pods, key=lambda p: p is not first)
     terms = _terminations(pods)
     exits = [RankExit(None, int(t.get("exitCode", 1))) for _, t in terms]
     oom = any(t.get("reason") == "OOMKilled" for _, t in terms)
