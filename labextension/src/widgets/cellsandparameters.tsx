@@ -3,7 +3,7 @@ import * as React from 'react';
 
 import { IParameter, parameterKind } from '../parameters';
 import { ISubmitForm } from '../specform';
-import { Errors, FieldErrors, Row } from './formrow';
+import { Errors, FieldErrors, FormRow, Row } from './formrow';
 
 export function CellsAndParameters(props: {
   parameters: IParameter[];
@@ -51,35 +51,32 @@ export function CellsAndParameters(props: {
             update({ parameters: { ...form.parameters, [p.name]: text } });
           const changed = value.trim() !== p.text.trim() ? ' jp-mod-changed' : '';
           return (
-            <label className="jp-trainhub-form-row" key={p.name} data-parameter={p.name}>
-              <span className="jp-trainhub-form-label jp-trainhub-mono">{p.name}</span>
-              <span className="jp-trainhub-form-control">
-                {parameterKind(p.text) === 'bool' ? (
-                  <input
-                    type="checkbox"
-                    className={`jp-trainhub-param-bool${changed}`}
-                    name={`param-${p.name}`}
-                    checked={value.trim() === 'True'}
-                    onChange={e => set(e.target.checked ? 'True' : 'False')}
-                  />
-                ) : (
-                  <input
-                    className={`jp-mod-styled jp-trainhub-mono${changed}${
-                      typeErrors[p.name] ? ' jp-mod-invalid' : ''
-                    }`}
-                    name={`param-${p.name}`}
-                    value={value}
-                    aria-invalid={!!typeErrors[p.name]}
-                    onChange={e => set(e.target.value)}
-                  />
-                )}
-                {p.comment ? <span className="jp-trainhub-form-hint">{p.comment}</span> : null}
-                <FieldErrors
-                  errors={typeErrors[p.name] ? [typeErrors[p.name]] : undefined}
-                  id={`trainhub-error-param-${p.name}`}
+            <FormRow key={p.name} label={p.name} mono data={{ parameter: p.name }}>
+              {parameterKind(p.text) === 'bool' ? (
+                <input
+                  type="checkbox"
+                  className={`jp-trainhub-param-bool${changed}`}
+                  name={`param-${p.name}`}
+                  checked={value.trim() === 'True'}
+                  onChange={e => set(e.target.checked ? 'True' : 'False')}
                 />
-              </span>
-            </label>
+              ) : (
+                <input
+                  className={`jp-mod-styled jp-trainhub-mono${changed}${
+                    typeErrors[p.name] ? ' jp-mod-invalid' : ''
+                  }`}
+                  name={`param-${p.name}`}
+                  value={value}
+                  aria-invalid={!!typeErrors[p.name]}
+                  onChange={e => set(e.target.value)}
+                />
+              )}
+              {p.comment ? <span className="jp-trainhub-form-hint">{p.comment}</span> : null}
+              <FieldErrors
+                errors={typeErrors[p.name] ? [typeErrors[p.name]] : undefined}
+                id={`trainhub-error-param-${p.name}`}
+              />
+            </FormRow>
           );
         })}
         <FieldErrors errors={errors.parameters} id="trainhub-error-parameters" />

@@ -18,6 +18,7 @@ import {
   VaryKind
 } from '../sweepdraft';
 import { createSweep } from '../sweeps';
+import { FormRow } from './formrow';
 import { openSweep } from './sweepview';
 
 const VARY_LABELS: [VaryKind, string][] = [
@@ -90,124 +91,115 @@ function SweepFields(props: {
             const row = form.vary[name] ?? { kind: 'fixed', text: '' };
             const error = errors[`sweep.space.${name}`];
             return (
-              <div className="jp-trainhub-form-row" key={name} data-sweep-parameter={name}>
-                <span className="jp-trainhub-form-label jp-trainhub-mono">{name}</span>
-                <span className="jp-trainhub-form-control">
-                  <select
-                    className="jp-mod-styled"
-                    name={`sweep-kind-${name}`}
-                    value={row.kind}
-                    onChange={e => setRow(name, { kind: e.target.value as VaryKind })}
-                  >
-                    {VARY_LABELS.map(([k, label]) => (
-                      <option key={k} value={k}>
-                        {label}
-                      </option>
-                    ))}
-                  </select>
-                  {row.kind === 'fixed' ? (
-                    <span className="jp-trainhub-form-hint">the value above, in every trial</span>
-                  ) : (
-                    <input
-                      className={`jp-mod-styled jp-trainhub-mono${error ? ' jp-mod-invalid' : ''}`}
-                      name={`sweep-values-${name}`}
-                      placeholder={VARY_HINTS[row.kind]}
-                      value={row.text}
-                      aria-invalid={!!error}
-                      onChange={e => setRow(name, { text: e.target.value })}
-                    />
-                  )}
-                  <Errors errors={error ? [error] : []} />
-                </span>
-              </div>
+              <FormRow key={name} label={name} mono several data={{ 'sweep-parameter': name }}>
+                <select
+                  className="jp-mod-styled"
+                  name={`sweep-kind-${name}`}
+                  value={row.kind}
+                  onChange={e => setRow(name, { kind: e.target.value as VaryKind })}
+                >
+                  {VARY_LABELS.map(([k, label]) => (
+                    <option key={k} value={k}>
+                      {label}
+                    </option>
+                  ))}
+                </select>
+                {row.kind === 'fixed' ? (
+                  <span className="jp-trainhub-form-hint">the value above, in every trial</span>
+                ) : (
+                  <input
+                    className={`jp-mod-styled jp-trainhub-mono${error ? ' jp-mod-invalid' : ''}`}
+                    name={`sweep-values-${name}`}
+                    placeholder={VARY_HINTS[row.kind]}
+                    value={row.text}
+                    aria-invalid={!!error}
+                    onChange={e => setRow(name, { text: e.target.value })}
+                  />
+                )}
+                <Errors errors={error ? [error] : []} />
+              </FormRow>
             );
           })}
-          <div className="jp-trainhub-form-row">
-            <span className="jp-trainhub-form-label">Sampling</span>
-            <span className="jp-trainhub-form-control">
-              <select
-                className="jp-mod-styled"
-                name="sweep-sampler"
-                value={form.sampler}
-                onChange={e => update({ sampler: e.target.value as ISweepForm['sampler'] })}
-              >
-                <option value="grid">grid (every combination)</option>
-                <option value="random">random (seeded)</option>
-              </select>
-              <input
-                className="jp-mod-styled"
-                name="sweep-trials"
-                type="number"
-                min={1}
-                placeholder="trials"
-                value={form.trials}
-                onChange={e => update({ trials: e.target.value })}
-              />
-              <input
-                className="jp-mod-styled"
-                name="sweep-max-running"
-                type="number"
-                min={1}
-                title="Trials active at once, at most"
-                value={form.maxRunning}
-                onChange={e => update({ maxRunning: e.target.value })}
-              />
-              <span className="jp-trainhub-form-hint">at once</span>
-              <input
-                className="jp-mod-styled"
-                name="sweep-seed"
-                type="number"
-                min={0}
-                placeholder="seed"
-                value={form.seed}
-                onChange={e => update({ seed: e.target.value })}
-              />
-            </span>
-          </div>
-          <div className="jp-trainhub-form-row">
-            <span className="jp-trainhub-form-label">Metric</span>
-            <span className="jp-trainhub-form-control">
-              <input
-                className="jp-mod-styled jp-trainhub-mono"
-                name="sweep-metric"
-                placeholder="a scalar the notebook logs"
-                value={form.metric}
-                onChange={e => update({ metric: e.target.value })}
-              />
-              <select
-                className="jp-mod-styled"
-                name="sweep-mode"
-                value={form.mode}
-                onChange={e => update({ mode: e.target.value as ISweepForm['mode'] })}
-              >
-                <option value="min">lower is better</option>
-                <option value="max">higher is better</option>
-              </select>
-              <select
-                className="jp-mod-styled"
-                name="sweep-early-stop"
-                value={form.earlyStop}
-                onChange={e => update({ earlyStop: e.target.value as ISweepForm['earlyStop'] })}
-              >
-                <option value="">no early stopping</option>
-                <option value="median">median stopping</option>
-                <option value="halving">successive halving</option>
-              </select>
-              {form.earlyStop ? (
-                <>
-                  <span className="jp-trainhub-form-hint">after step</span>
-                  <input
-                    className="jp-mod-styled"
-                    name="sweep-min-steps"
-                    type="number"
-                    min={1}
-                    value={form.minSteps}
-                    onChange={e => update({ minSteps: e.target.value })}
-                  />
-                </>
-              ) : null}
-            </span>
-          </div>
+          <FormRow label="Sampling" several>
+            <select
+              className="jp-mod-styled"
+              name="sweep-sampler"
+              value={form.sampler}
+              onChange={e => update({ sampler: e.target.value as ISweepForm['sampler'] })}
+            >
+              <option value="grid">grid (every combination)</option>
+              <option value="random">random (seeded)</option>
+            </select>
+            <input
+              className="jp-mod-styled"
+              name="sweep-trials"
+              type="number"
+              min={1}
+              placeholder="trials"
+              value={form.trials}
+              onChange={e => update({ trials: e.target.value })}
+            />
+            <input
+              className="jp-mod-styled"
+              name="sweep-max-running"
+              type="number"
+              min={1}
+              title="Trials active at once, at most"
+              value={form.maxRunning}
+              onChange={e => update({ maxRunning: e.target.value })}
+            />
+            <span className="jp-trainhub-form-hint">at once</span>
+            <input
+              className="jp-mod-styled"
+              name="sweep-seed"
+              type="number"
+              min={0}
+              placeholder="seed"
+              value={form.seed}
+              onChange={e => update({ seed: e.target.value })}
+            />
+          </FormRow>
+          <FormRow label="Metric" several>
+            <input
+              className="jp-mod-styled jp-trainhub-mono"
+              name="sweep-metric"
+              placeholder="a scalar the notebook logs"
+              value={form.metric}
+              onChange={e => update({ metric: e.target.value })}
+            />
+            <select
+              className="jp-mod-styled"
+              name="sweep-mode"
+              value={form.mode}
+              onChange={e => update({ mode: e.target.value as ISweepForm['mode'] })}
+            >
+              <option value="min">lower is better</option>
+              <option value="max">higher is better</option>
+            </select>
+            <select
+              className="jp-mod-styled"
+              name="sweep-early-stop"
+              value={form.earlyStop}
+              onChange={e => update({ earlyStop: e.target.value as ISweepForm['earlyStop'] })}
+            >
+              <option value="">no early stopping</option>
+              <option value="median">median stopping</option>
+              <option value="halving">successive halving</option>
+            </select>
+            {form.earlyStop ? (
+              <>
+                <span className="jp-trainhub-form-hint">after step</span>
+                <input
+                  className="jp-mod-styled"
+                  name="sweep-min-steps"
+                  type="number"
+                  min={1}
+                  value={form.minSteps}
+                  onChange={e => update({ minSteps: e.target.value })}
+                />
+              </>
+            ) : null}
+          </FormRow>
           <Errors errors={general} />
         </>
       ) : null}
