@@ -62,6 +62,31 @@ function Scatter(props: { sweep: IDescribeSweep; param: string; metric: string }
   return <div className="jp-trainhub-sweep-plot" ref={box} />;
 }
 
+/** What the plot shows on one axis (its parameter, its metric): a labelled select of names. */
+function PlotChoice(props: {
+  label: string;
+  name: string;
+  value: string;
+  options: string[];
+  choose: (option: string) => void;
+}): JSX.Element {
+  return (
+    <label>
+      {props.label}{' '}
+      <select
+        className="jp-mod-styled"
+        name={props.name}
+        value={props.value}
+        onChange={e => props.choose(e.target.value)}
+      >
+        {props.options.map(o => (
+          <option key={o}>{o}</option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
 class SweepBody extends ReactWidget {
   sweep: IDescribeSweep | null = null;
   error = '';
@@ -209,38 +234,26 @@ class SweepBody extends ReactWidget {
         </table>
         {param && metric ? (
           <section className="jp-trainhub-sweep-plot-box">
-            <label>
-              parameter{' '}
-              <select
-                className="jp-mod-styled"
-                name="sweep-param"
-                value={param}
-                onChange={e => {
-                  this.param = e.target.value;
-                  this.update();
-                }}
-              >
-                {params.map(p => (
-                  <option key={p}>{p}</option>
-                ))}
-              </select>
-            </label>{' '}
-            <label>
-              metric{' '}
-              <select
-                className="jp-mod-styled"
-                name="sweep-metric"
-                value={metric}
-                onChange={e => {
-                  this.metric = e.target.value;
-                  this.update();
-                }}
-              >
-                {scalars.map(s => (
-                  <option key={s}>{s}</option>
-                ))}
-              </select>
-            </label>
+            <PlotChoice
+              label="parameter"
+              name="sweep-param"
+              value={param}
+              options={params}
+              choose={p => {
+                this.param = p;
+                this.update();
+              }}
+            />{' '}
+            <PlotChoice
+              label="metric"
+              name="sweep-metric"
+              value={metric}
+              options={scalars}
+              choose={s => {
+                this.metric = s;
+                this.update();
+              }}
+            />
             <Scatter sweep={sweep} param={param} metric={metric} />
           </section>
         ) : (
