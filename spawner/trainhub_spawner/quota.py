@@ -12,9 +12,9 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from kubernetes.utils.quantity import parse_quantity as kubernetes_quantity
-
 from trainhub.backends.kubernetes.names import GPU
+from trainhub.jobs.quantities import binary_unit
+from trainhub.jobs.quantities import parse_api_quantity as parse_quantity
 
 
 class OverQuota(RuntimeError):
@@ -26,11 +26,8 @@ def _number(d: Decimal) -> str:
 
 
 def _bytes(d: Decimal) -> str:
-    n = float(d)
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
-        if n >= size:
-            return f"{n / size:g}{unit}"
-    return f"{int(n)} bytes"
+    number, unit = binary_unit(float(d), smallest="Mi")
+    return f"{number:g}{unit}" if unit else f"{int(number)} bytes"
 
 
 _WHAT = {
@@ -40,18 +37,6 @@ _WHAT = {
     "requests.memory": ("of memory", _bytes),
     "memory": ("of memory", _bytes),
 }
-
-
-def parse_quantity(value: Any) -> Decimal:
-    """A Kubernetes quantity ('500m', '16Gi', '2') as an exact number: the Kubernetes client's
-    reading (the backend's too), refused in a sentence that names it."""
-    try:
-        number = kubernetes_quantity(str(value).strip())
-    except ValueError:
-        number = None
-    if number is None or not number.is_finite():  # Decimal reads 'NaN' and 'Infinity' too
-        raise ValueError(f"{value!r} is not a Kubernetes quantity")
-    return number
 
 
 def shortfall(team: str, quotas: list[dict[str, Any]], needs: dict[str, str]) -> str | None:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from trainhub.jobs.quantities import format_size
 from trainhub.jobs.spec import FieldError
 
 # Taints that keep a pod off a node; PreferNoSchedule only makes the scheduler look elsewhere.
@@ -64,14 +65,6 @@ def untolerated(node: Node, tolerations: Sequence[Mapping[str, str]]) -> list[Ta
         for t in node.taints
         if t.effect in BLOCKING_EFFECTS and not any(tolerates(tol, t) for tol in tolerations)
     ]
-
-
-def format_size(n: float) -> str:
-    """Bytes as the largest binary unit that keeps a whole-ish number: 17179869184 -> 16Gi."""
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if n >= size:
-            return f"{n / size:.4g}{unit}"
-    return f"{n:.4g}"
 
 
 def workers_on(node: Node, request: Request) -> int:

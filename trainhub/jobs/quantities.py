@@ -3,7 +3,8 @@
 Memory in bytes with Kubernetes' units (``16Gi``, ``2G``), CPU in cores or millicores
 (``500m``), a job's longest run time (``90m``, ``1d12h``, or ISO 8601 as a stored spec writes
 it); and the same quantities written the way the Kubernetes API writes them. Pure, for the
-spec's models, the teams file and the backends alike.
+spec's models, the teams file and the backends alike; :func:`parse_api_quantity` reads what the
+API itself writes (any of its suffixes), through the Kubernetes client.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from trainhub.jobs import limits
@@ -58,12 +60,45 @@ def parse_cpu(value: str | int | float) -> float:
     return cores
 
 
+def parse_api_quantity(value: Any) -> Decimal:
+    """A quantity as the Kubernetes API writes it ('500m', '16318480Ki', '1e3', '2') as an exact
+    number: the Kubernetes client's reading, refused in a sentence that names it. (What a spec
+    or a teams file may say is :func:`parse_quantity`'s narrower grammar.)"""
+    from kubernetes.utils.quantity import parse_quantity as kubernetes_quantity
+
+    try:
+        number = kubernetes_quantity(str(value).strip())
+    except ValueError:
+        number = None
+    if number is None or not number.is_finite():  # Decimal reads 'NaN' and 'Infinity' too
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    return number
+
+
+BINARY_UNITS = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
 def format_bytes(n: int) -> str:
     """Bytes as the API writes them, in the largest unit that divides them: 16Gi."""
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+    for unit, size in BINARY_UNITS:
         if n and n % size == 0:
             return f"{n // size}{unit}"
     return str(n)
+
+
+def binary_unit(n: float, smallest: str = "Ki") -> tuple[float, str]:
+    """``n`` bytes in the largest binary unit they reach, down to ``smallest``: (1.5, 'Gi');
+    (n, '') below it. Each reader's sentence picks its own precision."""
+    for unit, size in BINARY_UNITS[: [u for u, _ in BINARY_UNITS].index(smallest) + 1]:
+        if n >= size:
+            return n / size, unit
+    return n, ""
+
+
+def format_size(n: float) -> str:
+    """Bytes as about 4 significant digits of the largest binary unit: 17179869184 -> 16Gi."""
+    number, unit = binary_unit(n)
+    return f"{number:.4g}{unit}"
 
 
 def format_cpu(cores: float) -> str:

@@ -195,19 +195,14 @@ def local_quotas(gpus: int, gpus_free: int, slots: int, slots_free: int) -> list
 
 def _amount(value: Any) -> float | None:
     """A Kubernetes quantity as a number in the resource's own unit (``500m`` CPU is 0.5)."""
-    from trainhub.jobs.quantities import parse_quantity
+    from trainhub.jobs.quantities import parse_api_quantity
 
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, str) or not value.strip():
         return None
-    text = value.strip()
     try:
-        if text.endswith("m") and text[:-1].replace(".", "", 1).isdigit():
-            return float(text[:-1]) / 1000
-        if text.replace(".", "", 1).isdigit():
-            return float(text)  # keeps a fraction (half a core), which bytes would not
-        return float(parse_quantity(text))
+        return float(parse_api_quantity(value))
     except ValueError:
         return None
 

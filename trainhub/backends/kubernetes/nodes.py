@@ -10,6 +10,7 @@ from trainhub.backends.kubernetes.manifests import worker_request
 from trainhub.backends.kubernetes.names import GPU
 from trainhub.jobs import placement
 from trainhub.jobs.models import JobRecord
+from trainhub.jobs.quantities import parse_api_quantity
 from trainhub.jobs.spec import FieldError
 from trainhub.teams import Pool
 
@@ -33,9 +34,7 @@ def _selector(labels: dict[str, str]) -> str:
 
 def _quantity(text: str | None) -> Decimal:
     """A Kubernetes quantity ("3500m", "16318480Ki", "8") as a number; 0 when absent."""
-    from kubernetes.utils.quantity import parse_quantity
-
-    return parse_quantity(text) if text else Decimal(0)
+    return parse_api_quantity(text) if text else Decimal(0)
 
 
 def node_of(obj: Obj) -> placement.Node:

@@ -19,6 +19,7 @@ from typing import Any
 
 from trainhub.jobs import placement
 from trainhub.jobs.models import Verdict
+from trainhub.jobs.quantities import parse_api_quantity
 from trainhub.jobs.states import FailureClass
 
 Obj = dict[str, Any]
@@ -82,14 +83,12 @@ def _request_words(pod: Obj) -> str:
 
 
 def _request(pod: Obj) -> placement.Request:
-    from kubernetes.utils.quantity import parse_quantity
-
     total = {"cpu": 0.0, "memory": 0.0, "nvidia.com/gpu": 0.0}
     for container in pod.get("spec", {}).get("containers") or []:
         requests = (container.get("resources") or {}).get("requests") or {}
         for key in total:
             if key in requests:
-                total[key] += float(parse_quantity(requests[key]))
+                total[key] += float(parse_api_quantity(requests[key]))
     return placement.Request(
         workers=1,
         cpu=total["cpu"],
