@@ -79,6 +79,24 @@ class JobRecord(JobDetails, JobBase):
     cancel_reason: str | None = None
     suspend_requested: bool = False
 
+    @classmethod
+    def of_spec(cls, spec: JobSpec, **fields: Any) -> JobRecord:
+        """The record of a job of ``spec``: what the spec says of it (name, team, queue, the
+        rank of its priority, GPUs, tags) with ``fields`` (id, user, state, ...) beside it, or
+        in its place where a backend knows better (its own team and queue, edited tags)."""
+        return cls(
+            **{
+                "name": spec.name,
+                "team": spec.team,
+                "queue": spec.queue,
+                "priority": spec.priority.rank,
+                "gpus": spec.resources.total_gpus,
+                "tags": spec.tags,
+                "spec": spec,
+                **fields,
+            }
+        )
+
     @model_validator(mode="after")
     def _sweep_of_spec(self) -> JobRecord:
         # Derived, so every backend's record says it alike and the store can index it.

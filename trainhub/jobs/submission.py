@@ -139,20 +139,14 @@ def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str |
 def _new_record(
     spec: JobSpec, user: str, job_id: str, job_dir: str, resubmitted_from: str | None
 ) -> JobRecord:
-    return JobRecord(
+    return JobRecord.of_spec(
+        spec,
         id=job_id,
-        name=spec.name,
         user=user,
-        team=spec.team,
-        queue=spec.queue,
-        priority=spec.priority.rank,
         state=JobState.QUEUED,
-        spec=spec,
         job_dir=job_dir,
-        gpus=spec.resources.total_gpus,
         created_at=time.time(),
         resubmitted_from=resubmitted_from,
-        tags=spec.tags,
     )
 
 
