@@ -5,6 +5,7 @@ record built only for the jobs a page holds."""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import os
 import time
@@ -142,14 +143,9 @@ class Listing(Records):
         with_shared: bool,
     ) -> Iterator[_Indexed]:
         for e in index.entries:
-            if (states and e.state not in states) or (
-                before_seq is not None and e.seq >= before_seq
-            ):
-                continue
-            theirs = user is not None and e.owner != user
-            if theirs and not (with_shared and self._shared(e.id)):
-                continue
-            yield e
+            shared = functools.partial(self._shared, e.id)
+            if _asked_for(e.owner, e.state, e.seq, shared, user, states, before_seq, with_shared):
+                yield e
 
     def _gone(
         self,
@@ -164,11 +160,15 @@ class Listing(Records):
         for name in self._job_dirs().difference(index.names):
             with refusals_logged(name):
                 rec = self._gone_record(name)
-                if (
-                    rec is not None
-                    and (user is None or rec.user == user or (with_shared and rec.shared == "team"))
-                    and (not states or rec.state in states)
-                    and (before_seq is None or (rec.seq or 0) < before_seq)
+                if rec is not None and _asked_for(
+                    rec.user,
+                    rec.state,
+                    rec.seq or 0,
+                    lambda r=rec: r.shared == "team",
+                    user,
+                    states,
+                    before_seq,
+                    with_shared,
                 ):
                     entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
         entries.sort(key=lambda e: e.seq, reverse=True)
@@ -300,6 +300,24 @@ def _indexed(job: Obj, seen: Namespace) -> _Indexed:
         notes.get("user"),
         job,
     )
+
+
+def _asked_for(
+    owner: str,
+    state: JobState,
+    seq: int,
+    shared: Callable[[], bool],
+    user: str | None,
+    states: Sequence[JobState] | None,
+    before_seq: int | None,
+    with_shared: bool,
+) -> bool:
+    """Whether a list of ``user``'s jobs (with ``with_shared``, also those shared with the team)
+    in ``states`` before ``before_seq`` holds this job; whether it is ``shared`` is asked only
+    of another's (a read of its directory for a job with a Job object)."""
+    if (states and state not in states) or (before_seq is not None and seq >= before_seq):
+        return False
+    return user is None or owner == user or (with_shared and shared())
 
 
 def _wanted(record: JobRecord, sweep_id: str | None, search: str | None) -> bool:
