@@ -303,7 +303,7 @@ def _indexed(job: Obj, seen: Namespace) -> _Indexed:
 
 
 def _asked_for(
-    owner: str,
+    owner: str | None,
     state: JobState,
     seq: int,
     shared: Callable[[], bool],
