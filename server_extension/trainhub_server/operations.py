@@ -17,8 +17,8 @@ from trainhub.datasets.catalog import DatasetList
 from trainhub.experiments.comparison import Comparison
 from trainhub.experiments.models import DescribeSweep, SweepList
 from trainhub.experiments.sweep import CreateSweep
+from trainhub.jobs.directory import METRIC_KINDS
 from trainhub.jobs.models import DescribeJob, JobEdit, JobPage, JobSummary
-from trainhub.jobs.service import METRIC_KINDS
 from trainhub.jobs.spec import JobSpec
 from trainhub.outputs.files import OutputList
 from trainhub.usage.compute import JobUsage

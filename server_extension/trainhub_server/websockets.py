@@ -21,9 +21,8 @@ from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from trainhub.jobs.confined import NotAJobFile
-from trainhub.jobs.directory import EVENTS, JobDir
+from trainhub.jobs.directory import EVENTS, METRIC_KINDS, JobDir, metrics_file
 from trainhub.jobs.logs import LogFollower
-from trainhub.jobs.service import METRIC_KINDS
 from trainhub_server.base import TrainhubHandlerMixin, field_error
 from trainhub_server.payloads import StreamParams
 from trainhub_server.tails import JsonlTail
@@ -160,7 +159,7 @@ class MetricsStreamHandler(JobFollower):
         if kind not in METRIC_KINDS:
             raise field_error("kind", f"must be one of {', '.join(METRIC_KINDS)}")
         await super().setup(job_id)
-        self.tail = JsonlTail(self.jobdir, f"metrics/{kind}.jsonl", self.offset or 0)
+        self.tail = JsonlTail(self.jobdir, metrics_file(kind), self.offset or 0)
         await self.calls.read(self.tail.check)
 
     async def drain(self, *, final: bool) -> None:

@@ -323,7 +323,7 @@ class Sweeps:
     @staticmethod
     def _scalars(job: JobRecord) -> list[dict[str, Any]]:
         try:
-            return JobDir(job.job_dir).read_metrics("scalars.jsonl")[0]
+            return JobDir(job.job_dir).read_metrics("scalars")[0]
         except (OSError, ValueError):  # not there yet, or refused (a link): no curve
             return []
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -17,9 +16,9 @@ from itertools import compress
 from typing import Any
 
 from trainhub.jobs import confined
-from trainhub.jobs.directory import JobDir
+from trainhub.jobs.directory import SCALARS, JobDir
+from trainhub.metrics.scalars import WRITTEN_LINE
 
-SCALARS = "metrics/scalars.jsonl"
 MAX_SCALAR_BYTES = 512 << 20  # a scalars file past this is compared on its first part only
 READ_CHUNK = 8 << 20
 
@@ -102,24 +101,17 @@ def _checked(record: Any) -> tuple[float, int, str, float] | None:
     return float(time), step, name, float(value)
 
 
-# A line exactly as trainhub.log writes it (trainhub/metrics/scalars.py), of rank 0, with a
-# finite value. Such lines are taken apart by this one expression and converted by map(), in
-# C: a million of them in about a second, where json.loads and a check per record take
-# several. Any other line (another rank's, a null value, one the job wrote itself) goes
-# through json.loads and the checks of Scalars.add.
-_WRITER_LINE = re.compile(
-    rb'\{"time":(-?[0-9][0-9.eE+-]*+),"step":([0-9]++),"name":"([^"\\\n]*+)",'
-    rb'"value":(-?[0-9][0-9.eE+-]*+),"rank":0,"attempt":[0-9]++\}\n'
-)
-
-
+# Lines as trainhub.log writes them (of rank 0, a finite value) are taken apart by the
+# writer's own WRITTEN_LINE and converted by map(), in C: a million of them in about a second,
+# where json.loads and a check per record take several. Any other line (another rank's, a null
+# value, one the job wrote itself) goes through json.loads and the checks of Scalars.add.
 def _parse_lines(data: bytes, into: Scalars) -> None:
     """Complete JSONL lines into ``into``, in the order they were written."""
-    matches: list[tuple[Any, ...]] = _WRITER_LINE.findall(data)
+    matches: list[tuple[Any, ...]] = WRITTEN_LINE.findall(data)
     if data.count(b"\n") != len(matches):
         matches = []
         for line in data.splitlines(keepends=True):
-            if m := _WRITER_LINE.fullmatch(line):
+            if m := WRITTEN_LINE.fullmatch(line):
                 time, step, name, value = m.groups()
                 point = (float(time), int(step), name.decode("utf-8", "replace"), float(value))
             else:

@@ -28,6 +28,11 @@ SPEC = "spec.json"
 LINEAGE = "lineage.json"
 NOTEBOOK = "notebook.ipynb"
 EDITS = "edits.json"  # tags, note and sharing changed after submission
+METRICS = "metrics"
+# The job's metric files by kind, in metrics/: training scalars (trainhub.log's, and those the
+# TensorBoard reader takes from event files), GPU and system samples (the sampler's).
+METRIC_FILES = {"scalars": "scalars.jsonl", "gpu": "gpu.jsonl", "system": "system.jsonl"}
+METRIC_KINDS = tuple(METRIC_FILES)
 SCALAR_TAIL_BYTES = 64 << 10
 # A JSON document of the job directory (spec, lineage) is read whole: past this it is refused.
 MAX_JSON_BYTES = 64 << 20
@@ -95,6 +100,14 @@ def notebook_name(rank: int) -> str:
     return NOTEBOOK if rank == 0 else f"notebook-rank-{rank}.ipynb"
 
 
+def metrics_file(kind: str) -> str:
+    """The job-relative path of its ``kind`` metrics (one of :data:`METRIC_KINDS`)."""
+    return f"{METRICS}/{METRIC_FILES[kind]}"
+
+
+SCALARS = metrics_file("scalars")
+
+
 class JobDir:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
@@ -122,7 +135,7 @@ class JobDir:
 
     @property
     def metrics(self) -> Path:
-        return self.root / "metrics"
+        return self.root / METRICS
 
     @property
     def checkpoints(self) -> Path:
@@ -223,10 +236,12 @@ class JobDir:
         yield from self.read_events()[0]
 
     def read_metrics(
-        self, file: str, offset: int = 0, limit: int | None = None
+        self, kind: str, offset: int = 0, limit: int | None = None
     ) -> tuple[list[dict[str, Any]], int]:
-        """Records of ``metrics/<file>`` (e.g. ``scalars.jsonl``) from byte ``offset``."""
-        return read_jsonl(self.root, f"metrics/{file}", offset, limit)
+        """Records of the job's ``kind`` metrics (:data:`METRIC_KINDS`) from byte ``offset``,
+        and the offset to resume from. :func:`trainhub.metrics.read_metrics` is this for
+        notebooks: its arguments checked, and scalars chosen by name."""
+        return read_jsonl(self.root, metrics_file(kind), offset, limit)
 
     # --- logs -------------------------------------------------------------------------------
     def log_ranks(self) -> list[int]:
@@ -282,10 +297,10 @@ class JobDir:
         confined.replace(self.root, EDITS, json.dumps(body).encode())
 
     def last_scalar(self, name: str) -> dict[str, Any] | None:
-        """The latest record of scalar ``name`` in the end of ``metrics/scalars.jsonl`` (its
-        last :data:`SCALAR_TAIL_BYTES`): cheap enough for every row of a list; None when it
-        is not there (or the file is not the job's own)."""
-        relative = "metrics/scalars.jsonl"
+        """The latest record of scalar ``name`` in the end of :data:`SCALARS` (its last
+        :data:`SCALAR_TAIL_BYTES`): cheap enough for every row of a list; None when it is not
+        there (or the file is not the job's own)."""
+        relative = SCALARS
         try:
             end = confined.size(self.root, relative)
             start = max(0, end - SCALAR_TAIL_BYTES)

@@ -38,7 +38,7 @@ from trainhub.experiments.runs import read_run
 from trainhub.experiments.sweep import CreateSweep
 from trainhub.jobs import confined, control, logs, submission, views
 from trainhub.jobs.access import JobAccess
-from trainhub.jobs.directory import JobDir
+from trainhub.jobs.directory import METRIC_KINDS, JobDir
 from trainhub.jobs.models import (
     DescribeJob,
     JobEdit,
@@ -59,8 +59,6 @@ from trainhub.usage.panel import UsagePanel
 
 if TYPE_CHECKING:
     from trainhub.bundle.snapshot import Snapshot
-
-METRIC_KINDS = ("scalars", "gpu", "system")
 
 
 class JobService:
@@ -260,7 +258,7 @@ class JobService:
     ) -> tuple[list[dict[str, Any]], int]:
         if kind not in METRIC_KINDS:
             raise field_error("kind", f"must be one of {', '.join(METRIC_KINDS)}")
-        return self.jobdir(job_id, user).read_metrics(f"{kind}.jsonl", offset, limit)
+        return self.jobdir(job_id, user).read_metrics(kind, offset, limit)
 
     def checkpoints(self, job_id: str, *, user: str | None = None) -> list[CheckpointInfo]:
         return list_checkpoints(self.jobdir(job_id, user).checkpoints)

@@ -23,14 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainhub.jobs.directory import JobDir, append_jsonl
+from trainhub.jobs.directory import METRIC_FILES, JobDir, append_jsonl
 from trainhub.metrics.nvml import GpuSampler
-from trainhub.metrics.scalars import SCALARS_FILE
 from trainhub.metrics.system import HostSampler, ProcessSampler
 from trainhub.metrics.tensorboard import TensorBoardReader
-
-GPU_FILE = "gpu.jsonl"
-SYSTEM_FILE = "system.jsonl"
 
 
 class MetricsSampler:
@@ -61,9 +57,9 @@ class MetricsSampler:
         self._event_fields = dict(event_fields or {})
         self._processes = ProcessSampler()
         self._host: HostSampler | None = None
-        self._gpu_path = job_dir.metrics / GPU_FILE
-        self._system_path = job_dir.metrics / SYSTEM_FILE
-        scalars = job_dir.metrics / SCALARS_FILE
+        self._gpu_path = job_dir.metrics / METRIC_FILES["gpu"]
+        self._system_path = job_dir.metrics / METRIC_FILES["system"]
+        scalars = job_dir.metrics / METRIC_FILES["scalars"]
         self._tensorboard = TensorBoardReader(
             tensorboard_roots,
             lambda record: append_jsonl(scalars, record),

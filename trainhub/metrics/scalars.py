@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
-from trainhub.jobs.directory import JobDir, append_jsonl
+from trainhub.jobs.directory import METRIC_FILES, JobDir, append_jsonl
 
-SCALARS_FILE = "scalars.jsonl"
-METRIC_FILES = {"gpu": "gpu.jsonl", "system": "system.jsonl", "scalars": SCALARS_FILE}
 HISTORY_LIMIT = 100_000  # records kept in memory outside a job; a notebook loop may run long
 
 _lock = threading.Lock()
@@ -85,6 +84,15 @@ def _describe(value: Any) -> str:
     return f"a {kind} of shape {tuple(shape)}" if shape is not None else f"a {kind}"
 
 
+# A record exactly as _append_scalars writes it (compact JSON, keys in this order) of rank 0
+# with a finite value: (time, step, name, value) as bytes. A reader of many lines matches them
+# with it (experiments/curves.py); any other line it reads as JSON.
+WRITTEN_LINE = re.compile(
+    rb'\{"time":(-?[0-9][0-9.eE+-]*+),"step":([0-9]++),"name":"([^"\\\n]*+)",'
+    rb'"value":(-?[0-9][0-9.eE+-]*+),"rank":0,"attempt":[0-9]++\}\n'
+)
+
+
 def _append_scalars(
     job_dir: JobDir, step: int, values: dict[str, float], rank: int, attempt: int
 ) -> None:
@@ -93,7 +101,7 @@ def _append_scalars(
         directory.mkdir(parents=True, exist_ok=True)
         _created_dirs.add(directory)
     now = round(time.time(), 3)
-    path = directory / SCALARS_FILE
+    path = directory / METRIC_FILES["scalars"]
     for name, value in values.items():
         record: dict[str, Any] = {
             "time": now,
@@ -149,8 +157,7 @@ def read_metrics(
     ``kind`` is ``gpu``, ``system`` or ``scalars``. ``names`` keeps only those scalars; with
     ``limit`` it still returns up to ``limit`` matching records when later ones exist.
     """
-    filename = METRIC_FILES.get(kind)
-    if filename is None:
+    if kind not in METRIC_FILES:
         raise ValueError(f"kind must be one of {', '.join(METRIC_FILES)}; got {kind!r}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ValueError(f"offset must be a byte offset of 0 or more, got {offset!r}")
@@ -159,14 +166,14 @@ def read_metrics(
     if names is not None and kind != "scalars":
         raise ValueError(f"names selects training scalars; it does not apply to {kind!r} metrics")
     if names is None:
-        return job_dir.read_metrics(filename, offset, limit)
+        return job_dir.read_metrics(kind, offset, limit)
 
     wanted = set(names)
     matched: list[dict[str, Any]] = []
     while limit is None or len(matched) < limit:
         # Read no more than still wanted, so the offset never skips past an unreturned match.
         batch, next_offset = job_dir.read_metrics(
-            filename, offset, None if limit is None else limit - len(matched)
+            kind, offset, None if limit is None else limit - len(matched)
         )
         matched += [record for record in batch if record.get("name") in wanted]
         if next_offset == offset:

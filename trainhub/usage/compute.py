@@ -231,8 +231,6 @@ def usage_row(
 def job_usage(record: JobRecord, *, threshold_pct: float) -> UsageRow:
     """:func:`usage_row` from the job's directory."""
     from trainhub.jobs.directory import JobDir
-    from trainhub.metrics.sampler import GPU_FILE, SYSTEM_FILE
-    from trainhub.metrics.scalars import SCALARS_FILE
 
     jobdir = JobDir(record.job_dir)
 
@@ -246,9 +244,9 @@ def job_usage(record: JobRecord, *, threshold_pct: float) -> UsageRow:
     return usage_row(
         record,
         events,
-        records(jobdir.read_metrics, GPU_FILE) if record.gpus else [],
-        records(jobdir.read_metrics, SYSTEM_FILE),
-        records(jobdir.read_metrics, SCALARS_FILE),
+        records(jobdir.read_metrics, "gpu") if record.gpus else [],
+        records(jobdir.read_metrics, "system"),
+        records(jobdir.read_metrics, "scalars"),
         threshold_pct=threshold_pct,
         finished_at=time.time(),
     )
