@@ -12,6 +12,7 @@ import { MergedRows, RankRows } from '../logrows';
 import { LogView } from '../logview';
 import { wsApiUrl } from '../request';
 import { ResumableSocket } from '../socket';
+import { rankSelect, setOptions } from './rankselect';
 
 const ALL = 'all';
 const SEARCH_DELAY_MS = 250;
@@ -51,12 +52,7 @@ export class LogsTab extends Widget {
     const bar = document.createElement('div');
     bar.className = 'jp-trainhub-toolbar';
 
-    this.rankSelect = document.createElement('select');
-    this.rankSelect.className = 'jp-mod-styled';
-    this.rankSelect.setAttribute('aria-label', 'Rank');
-    this.rankSelect.addEventListener('change', () =>
-      this.showRank(this.rankSelect.value === ALL ? ALL : Number(this.rankSelect.value))
-    );
+    this.rankSelect = rankSelect('Rank', v => this.showRank(v === ALL ? ALL : Number(v)));
 
     this.searchInput = document.createElement('input');
     this.searchInput.className = 'jp-mod-styled jp-trainhub-search';
@@ -155,13 +151,10 @@ export class LogsTab extends Widget {
     }
     const options =
       this.ranks.length > 1 ? [...this.ranks.map(String), ALL] : this.ranks.map(String);
-    this.rankSelect.textContent = '';
-    for (const v of options) {
-      const o = document.createElement('option');
-      o.value = v;
-      o.textContent = v === ALL ? 'all (merged by cell start time)' : v;
-      this.rankSelect.appendChild(o);
-    }
+    setOptions(
+      this.rankSelect,
+      options.map(v => [v, v === ALL ? 'all (merged by cell start time)' : v])
+    );
     this.rankSelect.value = String(this.shown);
     if (this.shown === ALL) {
       this.ranks.forEach(r => this.stream(r));

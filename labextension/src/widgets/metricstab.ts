@@ -20,6 +20,7 @@ import {
 import { IGpuRecord, IScalarRecord, ISystemRecord, MetricKind } from '../models';
 import { wsApiUrl } from '../request';
 import { ResumableSocket } from '../socket';
+import { rankSelect, setOptions } from './rankselect';
 
 interface IParent {
   id: string;
@@ -60,11 +61,7 @@ export class MetricsTab extends Widget {
 
     const bar = document.createElement('div');
     bar.className = 'jp-trainhub-toolbar jp-trainhub-metrics-toolbar';
-    this.rankSelect = document.createElement('select');
-    this.rankSelect.className = 'jp-mod-styled';
-    this.rankSelect.setAttribute('aria-label', 'Scalars of rank');
-    this.rankSelect.addEventListener('change', () => {
-      const v = this.rankSelect.value;
+    this.rankSelect = rankSelect('Scalars of rank', v => {
       this.rank = v === 'all' ? 'all' : Number(v);
       this.redraw();
     });
@@ -285,13 +282,10 @@ export class MetricsTab extends Widget {
     const options = ranks.length > 1 ? [...ranks.map(String), 'all'] : ranks.map(String);
     const current = [...this.rankSelect.options].map(o => o.value);
     if (current.join() !== options.join()) {
-      this.rankSelect.textContent = '';
-      for (const v of options) {
-        const o = document.createElement('option');
-        o.value = v;
-        o.textContent = v === 'all' ? 'all ranks' : `rank ${v}`;
-        this.rankSelect.appendChild(o);
-      }
+      setOptions(
+        this.rankSelect,
+        options.map(v => [v, v === 'all' ? 'all ranks' : `rank ${v}`])
+      );
     }
     if (!options.includes(String(this.rank))) {
       this.rank = ranks[0];

@@ -23,6 +23,7 @@ import {
 } from '../executednotebook';
 import { IDescribeJob, TERMINAL_STATES } from '../models';
 import { apiUrl, requestAPI } from '../request';
+import { rankSelect } from './rankselect';
 
 /** How often a running job's notebook is read again (the rank rewrites it every second). */
 export const REFRESH_MS = 2000;
@@ -86,11 +87,8 @@ export class NotebookTab extends Panel {
 
     const bar = document.createElement('div');
     bar.className = 'jp-trainhub-toolbar';
-    this.rankSelect = document.createElement('select');
-    this.rankSelect.className = 'jp-mod-styled';
-    this.rankSelect.setAttribute('aria-label', 'Rank');
-    this.rankSelect.addEventListener('change', () => {
-      this.rank = Number(this.rankSelect.value);
+    this.rankSelect = rankSelect('Rank', v => {
+      this.rank = Number(v);
       this.text = '';
       void this.load();
     });
