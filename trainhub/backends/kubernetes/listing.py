@@ -49,7 +49,7 @@ class Listing(Records):
         with_shared: bool = False,
     ) -> list[JobRecord]:
         page: list[tuple[_Listed, JobRecord]] = []
-        for entry in self._listed(user, states, before_seq, with_shared):
+        for entry in self._listed(_Asked(user, states, before_seq, with_shared)):
             if len(page) == limit:
                 break
             record = entry.record()
@@ -73,16 +73,16 @@ class Listing(Records):
     ) -> int:
         if sweep_id is None and not search:
             # state, user and order come from the objects and the directories: no record built
-            index = self._index(None if with_shared else user)
-            listed = self._matching(index, user, states, None, with_shared)
-            return sum(1 for _ in listed) + len(self._gone(index, user, states, None, with_shared))
-        listed = self._listed(user, states, None, with_shared)
+            asked = _Asked(user, states, None, with_shared)
+            index = self._index(asked.owner)
+            return sum(1 for _ in self._matching(index, asked)) + len(self._gone(index, asked))
+        listed = self._listed(_Asked(user, states, None, with_shared))
         return sum(
             1 for e in listed if (r := e.record()) is not None and _wanted(r, sweep_id, search)
         )
 
     def _all(self, user: str | None) -> list[JobRecord]:
-        entries = list(self._listed(user, None, None))
+        entries = list(self._listed(_Asked(user, None, None)))
         workloads = by_owner(self._workloads()) if any(e.job for e in entries) else {}
         return [
             self._with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
@@ -90,19 +90,11 @@ class Listing(Records):
             if (r := e.record()) is not None
         ]
 
-    def _listed(
-        self,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        before_seq: int | None,
-        with_shared: bool = False,
-    ) -> Iterator[_Listed]:
-        """The team's jobs (``user``'s only, when given, and with ``with_shared`` those other
-        members shared with the team) in ``states`` submitted before ``before_seq``, newest
-        first: those with a Job object from the namespace's index, each record built only
-        when asked for; those whose objects are gone (cancelled, cleaned up) from their
-        directories."""
-        index = self._index(None if with_shared else user)
+    def _listed(self, asked: _Asked) -> Iterator[_Listed]:
+        """The team's jobs ``asked`` for, newest first: those with a Job object from the
+        namespace's index, each record built only when asked for; those whose objects are gone
+        (cancelled, cleaned up) from their directories."""
+        index = self._index(asked.owner)
         with_objects = (
             _Listed(
                 e.id,
@@ -111,9 +103,9 @@ class Listing(Records):
                 lambda job=e.job: self._observed(job, index.seen.pods_of(job)),
                 e.job,
             )
-            for e in self._matching(index, user, states, before_seq, with_shared)
+            for e in self._matching(index, asked)
         )
-        gone = self._gone(index, user, states, before_seq, with_shared)
+        gone = self._gone(index, asked)
         return heapq.merge(with_objects, gone, key=lambda e: -e.seq)
 
     def _index(self, user: str | None) -> _JobIndex:
@@ -134,41 +126,19 @@ class Listing(Records):
             shared.setdefault(user, index.seen)
         return index
 
-    def _matching(
-        self,
-        index: _JobIndex,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        before_seq: int | None,
-        with_shared: bool,
-    ) -> Iterator[_Indexed]:
+    def _matching(self, index: _JobIndex, asked: _Asked) -> Iterator[_Indexed]:
         for e in index.entries:
-            shared = functools.partial(self._shared, e.id)
-            if _asked_for(e.owner, e.state, e.seq, shared, user, states, before_seq, with_shared):
+            if asked.holds(e.owner, e.state, e.seq, functools.partial(self._shared, e.id)):
                 yield e
 
-    def _gone(
-        self,
-        index: _JobIndex,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        before_seq: int | None,
-        with_shared: bool,
-    ) -> list[_Listed]:
+    def _gone(self, index: _JobIndex, asked: _Asked) -> list[_Listed]:
         """The team's jobs without a Job object, newest first, from their directories."""
         entries = []
         for name in self._job_dirs().difference(index.names):
             with refusals_logged(name):
                 rec = self._gone_record(name)
-                if rec is not None and _asked_for(
-                    rec.user,
-                    rec.state,
-                    rec.seq or 0,
-                    lambda r=rec: r.shared == "team",
-                    user,
-                    states,
-                    before_seq,
-                    with_shared,
+                if rec is not None and asked.holds(
+                    rec.user, rec.state, rec.seq or 0, lambda r=rec: r.shared == "team"
                 ):
                     entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
         entries.sort(key=lambda e: e.seq, reverse=True)
@@ -302,22 +272,30 @@ def _indexed(job: Obj, seen: Namespace) -> _Indexed:
     )
 
 
-def _asked_for(
-    owner: str | None,
-    state: JobState,
-    seq: int,
-    shared: Callable[[], bool],
-    user: str | None,
-    states: Sequence[JobState] | None,
-    before_seq: int | None,
-    with_shared: bool,
-) -> bool:
-    """Whether a list of ``user``'s jobs (with ``with_shared``, also those shared with the team)
-    in ``states`` before ``before_seq`` holds this job; whether it is ``shared`` is asked only
-    of another's (a read of its directory for a job with a Job object)."""
-    if (states and state not in states) or (before_seq is not None and seq >= before_seq):
-        return False
-    return user is None or owner == user or (with_shared and shared())
+@dataclass(frozen=True)
+class _Asked:
+    """The jobs a list asks for: ``user``'s (all the team's for None; with ``with_shared`` also
+    those other members shared with the team) in ``states``, submitted before ``before_seq``."""
+
+    user: str | None
+    states: Sequence[JobState] | None
+    before_seq: int | None
+    with_shared: bool = False
+
+    @property
+    def owner(self) -> str | None:
+        """Whose Jobs the namespace's index need hold (all, when shared ones count)."""
+        return None if self.with_shared else self.user
+
+    def holds(
+        self, owner: str | None, state: JobState, seq: int, shared: Callable[[], bool]
+    ) -> bool:
+        """Whether the list holds this job; whether it is ``shared`` is asked only of another's
+        (a read of its directory for a job with a Job object)."""
+        states, before = self.states, self.before_seq
+        if (states and state not in states) or (before is not None and seq >= before):
+            return False
+        return self.user is None or owner == self.user or (self.with_shared and shared())
 
 
 def _wanted(record: JobRecord, sweep_id: str | None, search: str | None) -> bool:
