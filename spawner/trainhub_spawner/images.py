@@ -23,10 +23,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-from pydantic import ValidationError
-
-from trainhub.teams import Image, Teams
+from trainhub.teams import CatalogError, Image, Teams, load_catalog
 
 _PINNED = re.compile(r"^[^\s@]+(:(?!latest$)[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
 _VAR = re.compile(r"\$\{?(\w+)\}?")
@@ -257,40 +254,6 @@ def pin_dockerfiles(catalog_path: Path, images_dir: Path) -> list[str]:
 
 _ENTRY_LINE = re.compile(r"^  - name:\s*([a-z0-9-]+)\s*$")
 _HASH_LINE = re.compile(r"^    dockerfile_sha256:")
-
-
-class CatalogError(ValueError):
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("; ".join(problems))
-
-
-def load_catalog(path: Path) -> list[Image]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise CatalogError([f"{path}: cannot read it: {e.strerror}"]) from None
-    entries = data.get("images") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        raise CatalogError([f"{path}: images: must be a list"])
-    images, problems = [], []
-    for i, entry in enumerate(entries):
-        try:
-            images.append(Image.model_validate(entry))
-        except ValidationError as e:
-            for err in e.errors(include_url=False):
-                where = ".".join(str(p) for p in err["loc"])
-                problems.append(
-                    f"{path}: images[{i}].{where}: {err['msg'].removeprefix('Value error, ')}"
-                )
-    names = [i.name for i in images]
-    problems += [
-        f"{path}: image {n!r} is listed twice"
-        for n in sorted({n for n in names if names.count(n) > 1})
-    ]
-    if problems:
-        raise CatalogError(problems)
-    return images
 
 
 def check_catalog(images_dir: Path) -> list[str]:

@@ -14,12 +14,13 @@ across its sections (:mod:`~trainhub.teams.references`) and its reading
 from trainhub.teams.controller import Controller, ControllerResources
 from trainhub.teams.file import Teams
 from trainhub.teams.images import Image, ImagePolicy, Scan, is_pinned
-from trainhub.teams.loading import TeamsError, load_teams, parse_teams
+from trainhub.teams.loading import CatalogError, TeamsError, load_catalog, load_teams, parse_teams
 from trainhub.teams.pools import Pool, Toleration
 from trainhub.teams.quotas import Limits, PoolQuota, Preemption
 from trainhub.teams.team import SharedVolume, Team, TeamDataset
 
 __all__ = [
+    "CatalogError",
     "Controller",
     "ControllerResources",
     "Image",
@@ -36,6 +37,7 @@ __all__ = [
     "TeamsError",
     "Toleration",
     "is_pinned",
+    "load_catalog",
     "load_teams",
     "parse_teams",
 ]

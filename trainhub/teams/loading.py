@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from trainhub.adminfiles import field_errors, field_message, field_path, load_file
 from trainhub.teams.file import Teams
+from trainhub.teams.images import Image
 from trainhub.teams.references import ReferenceErrors
 
 
@@ -24,37 +25,44 @@ class TeamsError(ValueError):
         super().__init__(where + "; ".join(f"{p}: {m}" for p, m in errors))
 
 
-def _path(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "teams file"
+class CatalogError(ValueError):
+    """A refused image catalog: one ``file: field: sentence`` per mistake."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
 
 
-def field_message(item: dict[str, Any]) -> str:
-    msg: str = item["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    kind = item["type"]
-    if kind == "extra_forbidden":
-        return "is not a known field"
-    if kind == "missing":
-        return "is required"
-    if kind in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}:
-        op = {
-            "greater_than_equal": ">=",
-            "less_than_equal": "<=",
-            "greater_than": ">",
-            "less_than": "<",
-        }[kind]
-        limit = next(iter(item.get("ctx", {}).values()), "")
-        return f"must be {op} {limit}"
-    if kind == "string_pattern_mismatch":
-        return "use lower-case letters, digits and '-', starting and ending with a letter or digit"
-    return msg
+def _catalog_refused(source: str, sentence: str) -> CatalogError:
+    return CatalogError([f"{source}: {sentence}"])
+
+
+def load_catalog(path: Path) -> list[Image]:
+    """The image catalog at ``path`` (``images:``, or the bare list), every mistake named."""
+    return load_file(path, catalog_images, _catalog_refused)
+
+
+def catalog_images(data: Any, source: str) -> list[Image]:
+    """The images of a catalog's data (of file ``source``): valid, each name once."""
+    entries = data.get("images") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise CatalogError([f"{source}: images: must be a list"])
+    images, problems = [], []
+    for i, entry in enumerate(entries):
+        try:
+            images.append(Image.model_validate(entry))
+        except ValidationError as e:
+            problems += [
+                f"{source}: {field}: {message}" for field, message in field_errors(e, "images", i)
+            ]
+    names = [i.name for i in images]
+    problems += [
+        f"{source}: image {n!r} is listed twice"
+        for n in sorted({n for n in names if names.count(n) > 1})
+    ]
+    if problems:
+        raise CatalogError(problems)
+    return images
 
 
 def parse_teams(data: Any, *, source: str | None = None, base_dir: Path | None = None) -> Teams:
@@ -63,10 +71,11 @@ def parse_teams(data: Any, *, source: str | None = None, base_dir: Path | None =
         raise TeamsError([("teams file", "must be a mapping with pools, images and teams")], source)
     catalog = data.get("image_catalog")
     if catalog and base_dir is not None:
-        data = {
-            **data,
-            "images": [*data.get("images", []), *_load_catalog(base_dir / catalog, source)],
-        }
+        try:
+            images = load_catalog(base_dir / catalog)
+        except CatalogError as e:
+            raise TeamsError([("image_catalog", p) for p in e.problems], source) from None
+        data = {**data, "images": [*data.get("images", []), *images]}
     try:
         return Teams.model_validate(data)
     except ValidationError as e:
@@ -76,27 +85,14 @@ def parse_teams(data: Any, *, source: str | None = None, base_dir: Path | None =
             if isinstance(ctx_error, ReferenceErrors):
                 errors += ctx_error.errors
             else:
-                errors.append((_path(item["loc"]), field_message(dict(item))))
+                errors.append((field_path(item["loc"]) or "teams file", field_message(item)))
         raise TeamsError(errors, source) from None
-
-
-def _load_catalog(path: Path, source: str | None) -> list[Any]:
-    try:
-        loaded = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise TeamsError([("image_catalog", f"cannot read {path}: {e.strerror}")], source) from None
-    images = loaded.get("images") if isinstance(loaded, dict) else loaded
-    if not isinstance(images, list):
-        raise TeamsError([("image_catalog", f"{path} has no list of images")], source)
-    return images
 
 
 def load_teams(path: str | Path) -> Teams:
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise TeamsError([("teams file", f"cannot read it: {e.strerror}")], str(path)) from None
-    except yaml.YAMLError as e:
-        raise TeamsError([("teams file", f"is not valid YAML: {e}")], str(path)) from None
-    return parse_teams(data, source=str(path), base_dir=path.parent)
+    return load_file(
+        path,
+        lambda data, source: parse_teams(data, source=source, base_dir=path.parent),
+        lambda source, sentence: TeamsError([("teams file", sentence)], source),
+    )
