@@ -26,12 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
+from trainhub.adminfiles import in_file, load_file, validated
 from trainhub.errors import BackendUnavailable, NotAllowed
-from trainhub.teams import Image, ImagePolicy, is_pinned
-from trainhub.teams.loading import field_message
+from trainhub.teams import CatalogError, Image, ImagePolicy, is_pinned
+from trainhub.teams.loading import catalog_images
 
 
 @dataclass(frozen=True)
@@ -94,6 +92,9 @@ class ImagesFileError(BackendUnavailable):
     """A refused local images file (the admin's to mend): ``file: field: sentence``."""
 
 
+_refused = in_file(ImagesFileError)
+
+
 @dataclass(frozen=True)
 class LocalImages:
     images: list[Image]
@@ -111,40 +112,19 @@ def parse_images_file(data: Any, source: str) -> LocalImages:
     entries = data.get("images") or []
     if not isinstance(entries, list):
         raise ImagesFileError(f"{source}: images: must be a list of images")
-    images = []
-    for i, entry in enumerate(entries):
-        images.append(_validate(Image, entry, f"{source}: images[{i}]"))
-    names = [i.name for i in images]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ImagesFileError(f"{source}: images: {twice[0]!r} is listed twice")
-    policy = _validate(ImagePolicy, data.get("image_policy") or {}, f"{source}: image_policy")
-    return LocalImages(images, policy)
-
-
-def _validate(model: Any, value: Any, where: str) -> Any:
     try:
-        return model.model_validate(value)
-    except ValidationError as e:
-        item = e.errors(include_url=False)[0]
-        message = field_message(dict(item))  # the teams file's wording
-        field = ".".join(str(p) for p in item["loc"])
-        raise ImagesFileError(f"{where}{'.' + field if field else ''}: {message}") from None
+        images = catalog_images(entries, source)  # the catalog's schema, read as the catalog is
+    except CatalogError as e:
+        raise ImagesFileError(str(e)) from None
+    policy = validated(
+        ImagePolicy, data.get("image_policy") or {}, _refused, source, "image_policy"
+    )
+    return LocalImages(images, policy)
 
 
 def load_images_file(path: Path) -> LocalImages | None:
     """The local images file; None when there is none (then no image is refused)."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise ImagesFileError(f"{path}: cannot read it: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ImagesFileError(f"{path}: is not valid YAML: {e}") from None
-    return parse_images_file(data, str(path))
+    return load_file(path, parse_images_file, _refused, absent=None)
 
 
 def local_image(wanted: str | None, images: LocalImages | None, *, team: str | None) -> Allowed:

@@ -73,7 +73,7 @@ def test_the_local_file_names_the_file_and_field(tmp_path: Path) -> None:
     path.write_text("retention: {days: 7, max_job_size: 1Gi}\n")
     assert load_retention_file(path) == Retention(days=7, max_job_size="1Gi")
     for text, said in (
-        ("retention: {days: -1}\n", "retention.days: Input should be greater than or equal"),
+        ("retention: {days: -1}\n", "retention.days: must be >= 1"),
         ("retention: {max_job_size: huge}\n", "retention.max_job_size: 'huge' is not a quantity"),
         ("retention: {max_team_size: true}\n", "retention.max_team_size: True is not a size"),
         ("retention: {days: 1}\nkeep: all\n", "keep: is not a known field"),

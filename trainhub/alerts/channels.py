@@ -20,8 +20,9 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from trainhub.adminfiles import in_file, load_file, parse_yaml, validated
 
 _ADDRESS = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;]+$")
 
@@ -89,41 +90,23 @@ def user_alerts_file(home: Path | None = None) -> Path:
     return Path(explicit).expanduser() if explicit else (home or settings.home()) / "alerts.yaml"
 
 
-def _where(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
-    return out
+_refused = in_file(AlertsFileError)
 
 
 def parse_channels(data: Any, source: str) -> Channels:
     if data is None:
         return Channels()
-    try:
-        return Channels.model_validate(data)
-    except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        msg = str(first["msg"]).removeprefix("Value error, ")
-        raise AlertsFileError(f"{source}: {_where(first['loc']) or 'file'}: {msg}") from None
+    return validated(Channels, data, _refused, source)
 
 
 def user_channels(path: Path | None = None) -> Channels:
     """The user's channels; none when the file does not exist."""
     path = path or user_alerts_file()
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return Channels()
-    return _channels_of(text, path.name)
-
-
-def _channels_of(text: str, name: str) -> Channels:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        # Not the parser's message: it quotes the file, which may not be the user's to show.
-        raise AlertsFileError(f"{name}: is not valid YAML") from None
-    return parse_channels(data, name)
+    # Named by its name alone, and not in the parser's words: they quote the file, which may
+    # not be the user's to show.
+    return load_file(
+        path, parse_channels, _refused, absent=Channels(), source=path.name, quote=False
+    )
 
 
 def member_alerts_path(user: str) -> PurePosixPath:
@@ -145,7 +128,7 @@ def member_channels(team_root: Path, user: str) -> Channels:
         return Channels()
     except (OSError, ValueError, UnicodeDecodeError) as e:
         raise AlertsFileError(f"{relative.name}: cannot be read: {type(e).__name__}") from None
-    return _channels_of(text, relative.name)
+    return parse_channels(parse_yaml(text, relative.name, _refused, quote=False), relative.name)
 
 
 @dataclass(frozen=True)

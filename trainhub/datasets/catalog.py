@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trainhub.adminfiles import in_file, load_file, validated
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs.spec import JobSpec, field_error
 from trainhub.jobs.specparts import DATASET_NAME, Dataset
@@ -171,8 +171,7 @@ class DatasetsFileError(BackendUnavailable):
     """A refused datasets file (the admin's to mend): ``file: field: sentence``."""
 
 
-def _where(loc: Sequence[Any]) -> str:
-    return ".".join(str(p) for p in loc)
+_refused = in_file(DatasetsFileError)
 
 
 def parse_entries(data: Any, source: str) -> dict[str, DatasetEntry]:
@@ -185,16 +184,11 @@ def parse_entries(data: Any, source: str) -> dict[str, DatasetEntry]:
     for name, value in (data.get("datasets") or {}).items():
         try:
             check_names([str(name)])
-            entries[str(name)] = DatasetEntry.model_validate(value or {})
-        except ValidationError as e:
-            item = e.errors(include_url=False)[0]
-            message = item["msg"].removeprefix("Value error, ")
-            if item["type"] == "extra_forbidden":
-                message = "is not a known field"
-            field = _where(["datasets", name, *item["loc"]])
-            raise DatasetsFileError(f"{source}: {field}: {message}") from None
         except ValueError as e:
             raise DatasetsFileError(f"{source}: datasets.{name}: {e}") from None
+        entries[str(name)] = validated(
+            DatasetEntry, value or {}, _refused, source, "datasets", str(name)
+        )
     unknown = [k for k in data if k != "datasets"]
     if unknown:
         raise DatasetsFileError(f"{source}: {unknown[0]}: is not a known field")
@@ -203,17 +197,7 @@ def parse_entries(data: Any, source: str) -> dict[str, DatasetEntry]:
 
 def load_datasets_file(path: Path) -> dict[str, DatasetEntry]:
     """The local datasets file; none there means no datasets by name."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return {}
-    except OSError as e:
-        raise DatasetsFileError(f"{path}: cannot read it: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise DatasetsFileError(f"{path}: is not valid YAML: {e}") from None
-    return parse_entries(data, str(path))
+    return load_file(path, parse_entries, _refused, absent={})
 
 
 def local_catalog(

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from trainhub.adminfiles import in_file, load_file, validated
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs.quantities import parse_quantity
 
@@ -63,6 +63,9 @@ class RetentionFileError(BackendUnavailable):
     """A refused retention file (the admin's to mend): ``file: field: sentence``."""
 
 
+_refused = in_file(RetentionFileError)
+
+
 def parse_retention(data: Any, source: str) -> Retention | None:
     """The policy of a file's ``retention`` mapping; each mistake named by its field."""
     if data is None:
@@ -74,30 +77,12 @@ def parse_retention(data: Any, source: str) -> Retention | None:
         raise RetentionFileError(f"{source}: {unknown[0]}: is not a known field")
     if data.get("retention") is None:
         return None
-    try:
-        return Retention.model_validate(data["retention"])
-    except ValidationError as e:
-        item = e.errors(include_url=False)[0]
-        where = ".".join(["retention", *map(str, item["loc"])])
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            message = "is not a known field"
-        raise RetentionFileError(f"{source}: {where}: {message}") from None
+    return validated(Retention, data["retention"], _refused, source, "retention")
 
 
 def load_retention_file(path: Path) -> Retention | None:
     """The local retention file; none there means outputs are kept."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise RetentionFileError(f"{path}: cannot read it: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise RetentionFileError(f"{path}: is not valid YAML: {e}") from None
-    return parse_retention(data, str(path))
+    return load_file(path, parse_retention, _refused, absent=None)
 
 
 # --- what to delete (pure) -------------------------------------------------------------------
