@@ -20,7 +20,7 @@ from trainhub.datasets.catalog import DatasetInfo
 from trainhub.jobs.logs import LogFollower, split_lines
 from trainhub.jobs.models import DescribeJob, JobPage, ListJobsQuery
 from trainhub.jobs.service import JobService
-from trainhub.jobs.spec import default_name
+from trainhub.jobs.spec import default_name, explain
 from trainhub.jobs.states import JobState
 from trainhub.reprs import CheckpointList, jobs_html, jobs_repr
 from trainhub.usage.models import UsageQuery, UsageReport
@@ -158,12 +158,7 @@ def usage(
     try:
         query = UsageQuery(since=since, by=by)  # type: ignore[arg-type]
     except ValidationError as e:  # one line naming the argument, not pydantic's report
-        raise ValueError(
-            "; ".join(
-                f"{'.'.join(map(str, err['loc']))}: {err['msg'].removeprefix('Value error, ')}"
-                for err in e.errors()
-            )
-        ) from None
+        raise explain(e) from None
     return service().usage(query, user=user, recompute=recompute)
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from pydantic import BaseModel, ValidationError
 
-from trainhub.jobs.spec import FieldError, SpecError, field_error
+from trainhub.jobs.spec import FieldError, SpecError, explain, field_error
 from trainhub_server.error_map import error_response
 
 if TYPE_CHECKING:
@@ -82,11 +82,10 @@ class TrainhubHandlerMixin(ExtensionHandlerMixin):
         try:
             return model.model_validate(values)
         except ValidationError as e:
+            # Named by the argument alone: ``state``, not the place in it (``state.0``).
+            errors = explain(e).errors
             raise SpecError(
-                [
-                    FieldError(field=str(item["loc"][0]), message=item["msg"])
-                    for item in e.errors(include_url=False)
-                ]
+                [FieldError(field=f.field.split(".")[0], message=f.message) for f in errors]
             ) from None
 
     def request_field(self) -> str | None:
