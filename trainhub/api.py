@@ -157,8 +157,10 @@ def usage(
     date), grouped ``by`` user, team, pool or day; every user's jobs unless ``user``."""
     try:
         query = UsageQuery(since=since, by=by)  # type: ignore[arg-type]
-    except ValidationError as e:  # one line naming the argument, not pydantic's report
-        raise explain(e) from None
+    except ValidationError as e:
+        # One line naming the argument; a ValueError (exit 1), as a bad argument is, not a
+        # refused spec (exit 2).
+        raise ValueError(str(explain(e))) from None
     return service().usage(query, user=user, recompute=recompute)
 
 
