@@ -71,13 +71,7 @@ def _run_cells(
         compiler.next_name = name
         writer.cell_index = cell.cell_index
         if not cell.injected:
-            ctx.job.emit(
-                "cell",
-                rank=ctx.rank,
-                attempt=ctx.attempt,
-                cell_index=cell.cell_index,
-                phase="start",
-            )
+            ctx.emit("cell", cell_index=cell.cell_index, phase="start")
             # A separator in the Logs tab; before the cell starts, so it is not in its output.
             to_log(cell_start(cell.cell_index, time.time()))
         started = time.monotonic()
@@ -93,15 +87,7 @@ def _run_cells(
         if notebook is not None:
             notebook.end_cell(ok, elapsed)
         if not cell.injected:
-            ctx.job.emit(
-                "cell",
-                rank=ctx.rank,
-                attempt=ctx.attempt,
-                cell_index=cell.cell_index,
-                phase="end",
-                seconds=elapsed,
-                ok=ok,
-            )
+            ctx.emit("cell", cell_index=cell.cell_index, phase="end", seconds=elapsed, ok=ok)
         exc = _error(result)
         if exc is not None:
             if exit_ok(exc) and last:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trainhub.jobs.directory import JobDir
 
@@ -27,3 +28,7 @@ class RankContext:
             attempt=int(os.environ.get("TRAINHUB_ATTEMPT", "0")),
             job=JobDir(job_dir),
         )
+
+    def emit(self, type: str, **fields: Any) -> None:
+        """An event in the job's events, saying which rank wrote it in which attempt."""
+        self.job.emit(type, rank=self.rank, attempt=self.attempt, **fields)

@@ -40,7 +40,7 @@ def stop_handler(ctx: RankContext) -> Any:
         signal.signal(signum, signal.SIG_IGN)  # once, however many signals follow
         name = signal.Signals(signum).name
         say(f"{name} received: running the job's stop callbacks")
-        ctx.job.emit("stop_requested", rank=ctx.rank, attempt=ctx.attempt, signal=name)
+        ctx.emit("stop_requested", signal=name)
         checkpoint = sys.modules.get("trainhub.checkpoint")
         # A background save that failed earlier is said, and is no reason not to save now.
         errors = _errors_of(checkpoint.wait_all) if checkpoint else []

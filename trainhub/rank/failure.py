@@ -131,10 +131,8 @@ def report_failure(ctx: RankContext, failure: Failure) -> None:
     """The rank's status, event and last log line for ``failure``."""
     status = failure_status(failure)
     write_json_atomic(ctx.job.rank_status(ctx.attempt, ctx.rank), status)
-    ctx.job.emit(
+    ctx.emit(
         "cell_error",
-        rank=ctx.rank,
-        attempt=ctx.attempt,
         cell_index=status["cell_index"],
         file=status["file"],
         line=status["line"],

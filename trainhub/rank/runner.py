@@ -72,7 +72,7 @@ def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> 
     script = workspace / manifest.entry
     sys.argv = [str(script), *manifest.args]
     sys.path.insert(0, str(script.parent))
-    ctx.job.emit("script", rank=ctx.rank, attempt=ctx.attempt, phase="start")
+    ctx.emit("script", phase="start")
     started = time.monotonic()
     failure = None
     try:
@@ -89,13 +89,8 @@ def run_script(bundle_dir: Path, manifest: BundleManifest, ctx: RankContext) -> 
                 line=line_in(exc, str(script)),
                 raised_at=where,
             )
-    ctx.job.emit(
-        "script",
-        rank=ctx.rank,
-        attempt=ctx.attempt,
-        phase="end",
-        seconds=round(time.monotonic() - started, 3),
-        ok=failure is None,
+    ctx.emit(
+        "script", phase="end", seconds=round(time.monotonic() - started, 3), ok=failure is None
     )
     return failure
 
