@@ -197,16 +197,21 @@ class Backend(ABC):
     ) -> list[UsageGroup]:
         """Usage of the jobs that ended since ``since``, grouped (only ``user``'s, only
         ``team``'s when given); ``recompute`` derives every ended job's row again."""
-        from trainhub.errors import BackendUnavailable
-
-        raise BackendUnavailable(f"The {self.name} backend keeps no usage accounting yet.")
+        with self.usage_rows(since, user=user, team=team, recompute=recompute) as rows:
+            return rows.report(by, since, user=user, team=team)
 
     @contextlib.contextmanager
     def usage_rows(
-        self, since: float, *, user: str | None = None, team: str | None = None
+        self,
+        since: float,
+        *,
+        user: str | None = None,
+        team: str | None = None,
+        recompute: bool = False,
     ) -> Iterator[UsageStore]:
         """The usage rows of the jobs that ended since ``since`` (at least those: a store may
-        hold more, its queries take ``since``), for the Usage panel's questions."""
+        hold more, its queries take ``since``), for the report and the Usage panel's
+        questions; ``recompute``: kept rows are derived again."""
         from trainhub.errors import BackendUnavailable
 
         raise BackendUnavailable(f"The {self.name} backend keeps no usage accounting yet.")

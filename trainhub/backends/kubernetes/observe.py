@@ -32,7 +32,6 @@ from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.usage.compute import job_usage
-from trainhub.usage.models import UsageBy, UsageGroup
 from trainhub.usage.panel import PoolQuota, cluster_queue_quotas
 from trainhub.usage.store import UsageStore
 
@@ -121,24 +120,18 @@ class Observing(Listing):
             wait = waits.job_wait(pods, events_of, now, found)
         return wait
 
-    def usage(
+    @contextlib.contextmanager
+    def usage_rows(
         self,
-        by: UsageBy,
         since: float,
         *,
         user: str | None = None,
         team: str | None = None,
         recompute: bool = False,
-    ) -> list[UsageGroup]:
-        """Rows derived afresh from the team's ended jobs (records, Kueue's times kept in the
-        final state event, the in-pod sampler's files), aggregated in an in-memory table."""
-        with self.usage_rows(since, user=user, team=team) as usage:
-            return usage.report(by, since, user=user, team=team)
-
-    @contextlib.contextmanager
-    def usage_rows(
-        self, since: float, *, user: str | None = None, team: str | None = None
     ) -> Iterator[UsageStore]:
+        """Rows derived afresh from the team's ended jobs (records, Kueue's times kept in the
+        final state event, the in-pod sampler's files) into an in-memory table: none is kept,
+        so every call recomputes."""
         conn = sqlite3.connect(":memory:")
         try:
             usage = UsageStore(lambda: conn)

@@ -33,7 +33,6 @@ from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_s
 from trainhub.lifecycle.retry import plan_retry
 from trainhub.lifecycle.verdict import cancel_verdict
 from trainhub.outputs.retention import Retention, load_retention_file
-from trainhub.usage.models import UsageBy, UsageGroup
 from trainhub.usage.panel import PoolQuota, local_quotas
 from trainhub.usage.store import UsageStore
 
@@ -248,25 +247,18 @@ class LocalBackend(Backend):
     def admit_and_launch(self) -> list[str]:
         return self.admitter.admit_and_launch()
 
-    def usage(
+    @contextlib.contextmanager
+    def usage_rows(
         self,
-        by: UsageBy,
         since: float,
         *,
         user: str | None = None,
         team: str | None = None,
         recompute: bool = False,
-    ) -> list[UsageGroup]:
+    ) -> Iterator[UsageStore]:
         accounting.backfill(
             self.store, threshold_pct=settings.waste_utilization_pct(), recompute=recompute
         )
-        return accounting.usage_store(self.store).report(by, since, user=user, team=team)
-
-    @contextlib.contextmanager
-    def usage_rows(
-        self, since: float, *, user: str | None = None, team: str | None = None
-    ) -> Iterator[UsageStore]:
-        accounting.backfill(self.store, threshold_pct=settings.waste_utilization_pct())
         yield accounting.usage_store(self.store)
 
     def quotas(self) -> tuple[list[PoolQuota], str]:
