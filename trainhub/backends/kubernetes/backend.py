@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 from trainhub.alerts.announce import Announcer
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.kubernetes.act import Acting
-from trainhub.backends.kubernetes.cluster import REQUEST_TIMEOUT, ListCache
+from trainhub.backends.kubernetes.cluster import REQUEST_TIMEOUT
 from trainhub.datasets.catalog import Catalog, Readable
 from trainhub.outputs.retention import Retention
 from trainhub.teams import TeamDataset, Teams, load_teams
 
 if TYPE_CHECKING:
-    from trainhub.backends.kubernetes.cache import ClusterCache
+    from trainhub.backends.kubernetes.cache import CachedLists, ClusterCache
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class KubernetesBackend(Acting, Backend):
         api_client: Any = None,
         default_image: str | None = None,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
-        lists: ListCache | None = None,
+        lists: CachedLists | None = None,
         announcer: Announcer | None = None,
     ):
         """``lists`` answers list requests from a watch-fed cache (the controller's);

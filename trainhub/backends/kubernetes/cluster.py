@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainhub.backends.kubernetes import nodes
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
@@ -27,6 +27,9 @@ from trainhub.errors import BackendUnavailable
 from trainhub.jobs import placement
 from trainhub.teams import Team, Teams
 
+if TYPE_CHECKING:
+    from trainhub.backends.kubernetes.cache import CachedLists
+
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
 KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"  # on the Workload Kueue makes for a Job
 PAGE_WORKLOADS = object()  # reading()'s key for the Workloads of the page just listed
@@ -35,30 +38,6 @@ PAGE_WORKLOADS = object()  # reading()'s key for the Workloads of the page just 
 REQUEST_TIMEOUT = (5.0, 10.0)
 Obj = dict[str, Any]
 T = TypeVar("T")
-
-
-class ListCache(Protocol):
-    """Answers list requests from a watch-fed cache (trainhub.backends.kubernetes.cache); None
-    for a request it does not keep, which then goes to the API server."""
-
-    def answer(
-        self, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> list[Obj] | None: ...
-
-    def saw(
-        self,
-        kind: str,
-        name: str,
-        *,
-        uid: str | None = None,
-        gone: bool = False,
-        version: str | None = None,
-        timeout: float = 2.0,
-    ) -> bool: ...
-
-    def derived(self, kinds: tuple[str, ...], key: Hashable, build: Callable[[], T]) -> T: ...
-
-    def named(self, kind: str, name: str) -> Obj | None: ...
 
 
 class Cluster:
@@ -74,7 +53,7 @@ class Cluster:
     default_image: str
     api: Any
     request_timeout: tuple[float, float]
-    lists: ListCache | None  # the controller's cache, when it reads through one
+    lists: CachedLists | None  # the controller's cache, when it reads through one
     _reading: threading.local  # what reading() has seen, per thread
     core: Any
     batch: Any
