@@ -35,10 +35,10 @@ def _number(value: Any) -> float:
 Number = Annotated[float | int, Field(union_mode="left_to_right")]
 
 
-class Values(Model):
-    """One of these values (a list)."""
+class _OneOf(Model):
+    """One of the values given: each in turn on a grid, one drawn with equal chance."""
 
-    kind: Literal["list"] = "list"
+    kind: str  # each dimension's own Literal; declared here so that it stays the first field
     values: list[Any] = Field(min_length=1, max_length=MAX_GRID_VALUES)
 
     def grid(self) -> list[Any]:
@@ -46,6 +46,12 @@ class Values(Model):
 
     def draw(self, rng: random.Random) -> Any:
         return rng.choice(self.values)
+
+
+class Values(_OneOf):
+    """One of these values (a list)."""
+
+    kind: Literal["list"] = "list"
 
 
 class Range(Model):
@@ -134,17 +140,10 @@ class Uniform(Model):
         return _tidy(rng.uniform(self.low, self.high))
 
 
-class Choice(Model):
+class Choice(_OneOf):
     """One of these values, drawn with equal chance (on a grid: each in turn, like a list)."""
 
     kind: Literal["choice"] = "choice"
-    values: list[Any] = Field(min_length=1, max_length=MAX_GRID_VALUES)
-
-    def grid(self) -> list[Any]:
-        return list(self.values)
-
-    def draw(self, rng: random.Random) -> Any:
-        return rng.choice(self.values)
 
 
 def _dimension_kind(value: Any) -> str:
