@@ -30,6 +30,19 @@ const VARY_LABELS: [VaryKind, string][] = [
   ['loguniform', 'log-uniform'],
   ['choice', 'choice']
 ];
+const SAMPLERS: [ISweepForm['sampler'], string][] = [
+  ['grid', 'grid (every combination)'],
+  ['random', 'random (seeded)']
+];
+const MODES: [ISweepForm['mode'], string][] = [
+  ['min', 'lower is better'],
+  ['max', 'higher is better']
+];
+const EARLY_STOPS: [ISweepForm['earlyStop'], string][] = [
+  ['', 'no early stopping'],
+  ['median', 'median stopping'],
+  ['halving', 'successive halving']
+];
 
 export interface ISweepHook {
   /** The sweep fields, for the dialog to place below its parameters. */
@@ -50,6 +63,79 @@ function Errors(props: { errors: string[] }): JSX.Element | null {
   ) : null;
 }
 
+/** A select of the sweep fields, its options as [value, label]. */
+function Select<V extends string>(props: {
+  name: string;
+  value: V;
+  options: [V, string][];
+  choose: (value: V) => void;
+}): JSX.Element {
+  return (
+    <select
+      className="jp-mod-styled"
+      name={props.name}
+      value={props.value}
+      onChange={e => props.choose(e.target.value as V)}
+    >
+      {props.options.map(([value, label]) => (
+        <option key={value} value={value}>
+          {label}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+/** A control bound to one field of the sweep form. */
+interface IBound<K extends keyof ISweepForm> {
+  field: K;
+  form: ISweepForm;
+  update: (patch: Partial<ISweepForm>) => void;
+}
+
+/** The name the UI tests find a field's control by: `maxRunning` is `sweep-max-running`. */
+function controlName(field: keyof ISweepForm): string {
+  return 'sweep-' + field.replace(/[A-Z]/g, c => `-${c.toLowerCase()}`);
+}
+
+/** A whole number of the sweep form, kept as typed (sweepRequest reads it). */
+function NumberField(
+  props: IBound<'trials' | 'maxRunning' | 'seed' | 'minSteps'> & {
+    min: number;
+    placeholder?: string;
+    title?: string;
+  }
+): JSX.Element {
+  const { field, form, update } = props;
+  return (
+    <input
+      className="jp-mod-styled"
+      name={controlName(field)}
+      type="number"
+      min={props.min}
+      placeholder={props.placeholder}
+      title={props.title}
+      value={form[field]}
+      onChange={e => update({ [field]: e.target.value })}
+    />
+  );
+}
+
+/** One of the sweep form's fixed choices. */
+function ChoiceField<K extends 'sampler' | 'mode' | 'earlyStop'>(
+  props: IBound<K> & { options: [ISweepForm[K], string][] }
+): JSX.Element {
+  const { field, form, update } = props;
+  return (
+    <Select
+      name={controlName(field)}
+      value={form[field]}
+      options={props.options}
+      choose={value => update({ [field]: value })}
+    />
+  );
+}
+
 function SweepFields(props: {
   names: string[];
   form: ISweepForm;
@@ -57,6 +143,7 @@ function SweepFields(props: {
   update: (patch: Partial<ISweepForm>) => void;
 }): JSX.Element {
   const { names, form, errors, update } = props;
+  const bound = { form, update };
   const setRow = (name: string, row: Partial<IVaryRow>) =>
     update({
       vary: {
@@ -92,18 +179,12 @@ function SweepFields(props: {
             const error = errors[`sweep.space.${name}`];
             return (
               <FormRow key={name} label={name} mono several data={{ 'sweep-parameter': name }}>
-                <select
-                  className="jp-mod-styled"
+                <Select
                   name={`sweep-kind-${name}`}
                   value={row.kind}
-                  onChange={e => setRow(name, { kind: e.target.value as VaryKind })}
-                >
-                  {VARY_LABELS.map(([k, label]) => (
-                    <option key={k} value={k}>
-                      {label}
-                    </option>
-                  ))}
-                </select>
+                  options={VARY_LABELS}
+                  choose={kind => setRow(name, { kind })}
+                />
                 {row.kind === 'fixed' ? (
                   <span className="jp-trainhub-form-hint">the value above, in every trial</span>
                 ) : (
@@ -121,43 +202,16 @@ function SweepFields(props: {
             );
           })}
           <FormRow label="Sampling" several>
-            <select
-              className="jp-mod-styled"
-              name="sweep-sampler"
-              value={form.sampler}
-              onChange={e => update({ sampler: e.target.value as ISweepForm['sampler'] })}
-            >
-              <option value="grid">grid (every combination)</option>
-              <option value="random">random (seeded)</option>
-            </select>
-            <input
-              className="jp-mod-styled"
-              name="sweep-trials"
-              type="number"
-              min={1}
-              placeholder="trials"
-              value={form.trials}
-              onChange={e => update({ trials: e.target.value })}
-            />
-            <input
-              className="jp-mod-styled"
-              name="sweep-max-running"
-              type="number"
+            <ChoiceField field="sampler" options={SAMPLERS} {...bound} />
+            <NumberField field="trials" min={1} placeholder="trials" {...bound} />
+            <NumberField
+              field="maxRunning"
               min={1}
               title="Trials active at once, at most"
-              value={form.maxRunning}
-              onChange={e => update({ maxRunning: e.target.value })}
+              {...bound}
             />
             <span className="jp-trainhub-form-hint">at once</span>
-            <input
-              className="jp-mod-styled"
-              name="sweep-seed"
-              type="number"
-              min={0}
-              placeholder="seed"
-              value={form.seed}
-              onChange={e => update({ seed: e.target.value })}
-            />
+            <NumberField field="seed" min={0} placeholder="seed" {...bound} />
           </FormRow>
           <FormRow label="Metric" several>
             <input
@@ -167,36 +221,12 @@ function SweepFields(props: {
               value={form.metric}
               onChange={e => update({ metric: e.target.value })}
             />
-            <select
-              className="jp-mod-styled"
-              name="sweep-mode"
-              value={form.mode}
-              onChange={e => update({ mode: e.target.value as ISweepForm['mode'] })}
-            >
-              <option value="min">lower is better</option>
-              <option value="max">higher is better</option>
-            </select>
-            <select
-              className="jp-mod-styled"
-              name="sweep-early-stop"
-              value={form.earlyStop}
-              onChange={e => update({ earlyStop: e.target.value as ISweepForm['earlyStop'] })}
-            >
-              <option value="">no early stopping</option>
-              <option value="median">median stopping</option>
-              <option value="halving">successive halving</option>
-            </select>
+            <ChoiceField field="mode" options={MODES} {...bound} />
+            <ChoiceField field="earlyStop" options={EARLY_STOPS} {...bound} />
             {form.earlyStop ? (
               <>
                 <span className="jp-trainhub-form-hint">after step</span>
-                <input
-                  className="jp-mod-styled"
-                  name="sweep-min-steps"
-                  type="number"
-                  min={1}
-                  value={form.minSteps}
-                  onChange={e => update({ minSteps: e.target.value })}
-                />
+                <NumberField field="minSteps" min={1} {...bound} />
               </>
             ) : null}
           </FormRow>

@@ -62,31 +62,6 @@ function Scatter(props: { sweep: IDescribeSweep; param: string; metric: string }
   return <div className="jp-trainhub-sweep-plot" ref={box} />;
 }
 
-/** What the plot shows on one axis (its parameter, its metric): a labelled select of names. */
-function PlotChoice(props: {
-  label: string;
-  name: string;
-  value: string;
-  options: string[];
-  choose: (option: string) => void;
-}): JSX.Element {
-  return (
-    <label>
-      {props.label}{' '}
-      <select
-        className="jp-mod-styled"
-        name={props.name}
-        value={props.value}
-        onChange={e => props.choose(e.target.value)}
-      >
-        {props.options.map(o => (
-          <option key={o}>{o}</option>
-        ))}
-      </select>
-    </label>
-  );
-}
-
 class SweepBody extends ReactWidget {
   sweep: IDescribeSweep | null = null;
   error = '';
@@ -123,6 +98,33 @@ class SweepBody extends ReactWidget {
           {on ? (this.descending ? ' ▾' : ' ▴') : ''}
         </button>
       </th>
+    );
+  }
+
+  /** What the plot shows on one axis (its parameter, its metric): a labelled select of names. */
+  private plotChoice(
+    axis: 'param' | 'metric',
+    label: string,
+    value: string,
+    options: string[]
+  ): JSX.Element {
+    return (
+      <label>
+        {label}{' '}
+        <select
+          className="jp-mod-styled"
+          name={`sweep-${axis}`}
+          value={value}
+          onChange={e => {
+            this[axis] = e.target.value;
+            this.update();
+          }}
+        >
+          {options.map(o => (
+            <option key={o}>{o}</option>
+          ))}
+        </select>
+      </label>
     );
   }
 
@@ -234,26 +236,8 @@ class SweepBody extends ReactWidget {
         </table>
         {param && metric ? (
           <section className="jp-trainhub-sweep-plot-box">
-            <PlotChoice
-              label="parameter"
-              name="sweep-param"
-              value={param}
-              options={params}
-              choose={p => {
-                this.param = p;
-                this.update();
-              }}
-            />{' '}
-            <PlotChoice
-              label="metric"
-              name="sweep-metric"
-              value={metric}
-              options={scalars}
-              choose={s => {
-                this.metric = s;
-                this.update();
-              }}
-            />
+            {this.plotChoice('param', 'parameter', param, params)}{' '}
+            {this.plotChoice('metric', 'metric', metric, scalars)}
             <Scatter sweep={sweep} param={param} metric={metric} />
           </section>
         ) : (
