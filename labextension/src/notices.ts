@@ -3,6 +3,7 @@
  * shown once as a JupyterLab notification. Polled: a notice is rare and may wait a few
  * seconds, and a server without the route (404) ends the polling quietly.
  */
+import { Repeating } from './repeating';
 import { ApiError } from './request';
 
 export type NoticeLevel = 'info' | 'warning' | 'error';
@@ -57,10 +58,8 @@ export interface INoticeWatchOptions {
   isHidden?: () => boolean;
 }
 
-export class NoticeWatch {
+export class NoticeWatch extends Repeating {
   private after: number;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private stopped = false;
   private busy = false;
   private readonly onVisible = () => {
     if (!this.hidden()) {
@@ -69,36 +68,22 @@ export class NoticeWatch {
   };
 
   constructor(private readonly options: INoticeWatchOptions) {
+    super();
     this.after = storedCursor(this.storageGet());
     document.addEventListener('visibilitychange', this.onVisible);
     void this.poll();
   }
 
-  get isDisposed(): boolean {
-    return this.stopped;
-  }
-
-  dispose(): void {
-    if (this.stopped) {
-      return;
-    }
-    this.stopped = true;
+  protected disposed(): void {
     document.removeEventListener('visibilitychange', this.onVisible);
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
   }
 
   /** One read (skipped while hidden or while another is under way), then the next is due. */
   async poll(): Promise<void> {
-    if (this.stopped || this.busy) {
+    if (this.isDisposed || this.busy) {
       return;
     }
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
+    this.cancel();
     if (!this.hidden()) {
       this.busy = true;
       try {
@@ -114,14 +99,14 @@ export class NoticeWatch {
         this.busy = false;
       }
     }
-    if (!this.stopped) {
-      this.timer = setTimeout(() => void this.poll(), this.options.intervalMs ?? 15000);
+    if (!this.isDisposed) {
+      this.schedule(() => void this.poll(), this.options.intervalMs ?? 15000);
     }
   }
 
   private take(notices: INotice[]): void {
     const { fresh, after } = unseen(notices, this.after);
-    if (this.stopped || !fresh.length) {
+    if (this.isDisposed || !fresh.length) {
       return;
     }
     this.after = after;

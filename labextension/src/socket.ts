@@ -3,6 +3,7 @@
  * the offset it has consumed and the URL is rebuilt from it on every (re)connect, so a
  * dropped connection loses no line and repeats none.
  */
+import { Repeating } from './repeating';
 
 export interface IResumableSocketOptions {
   /** Builds the URL for the next connection (include the current offset). */
@@ -21,29 +22,17 @@ export function reconnectDelay(n: number, minMs = 500, maxMs = 15000): number {
   return Math.min(maxMs, minMs * 2 ** Math.min(n, 16));
 }
 
-export class ResumableSocket {
+export class ResumableSocket extends Repeating {
   private socket: WebSocket | null = null;
   private attempts = 0;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private stopped = false;
 
   constructor(private readonly options: IResumableSocketOptions) {
+    super();
     this.connect();
   }
 
-  get isDisposed(): boolean {
-    return this.stopped;
-  }
-
-  /** Stop for good, e.g. after the server said the stream ended. */
-  dispose(): void {
-    if (this.stopped) {
-      return;
-    }
-    this.stopped = true;
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-    }
+  /** Stopped for good (the server said the stream ended, say): closed, never reconnected. */
+  protected disposed(): void {
     const socket = this.socket;
     this.socket = null;
     if (socket) {
@@ -56,7 +45,7 @@ export class ResumableSocket {
   }
 
   private connect(): void {
-    if (this.stopped) {
+    if (this.isDisposed) {
       return;
     }
     const Ctor = this.options.WebSocket ?? WebSocket;
@@ -77,7 +66,7 @@ export class ResumableSocket {
       this.options.onMessage(data);
     };
     socket.onclose = () => {
-      if (this.stopped || this.socket !== socket) {
+      if (this.isDisposed || this.socket !== socket) {
         return;
       }
       this.socket = null;
@@ -87,7 +76,7 @@ export class ResumableSocket {
         this.options.minDelayMs,
         this.options.maxDelayMs
       );
-      this.timer = setTimeout(() => this.connect(), delay);
+      this.schedule(() => this.connect(), delay);
     };
   }
 }
