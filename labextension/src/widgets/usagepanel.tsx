@@ -16,6 +16,8 @@ import { GoodputBar } from './goodput';
 
 export const USAGE_COMMAND = 'trainhub:usage';
 const CHART = { width: 600, height: 120, left: 44, bottom: 18 };
+/** A quota's meter, left to right: used within the quota, borrowed beyond it, free (quotaBar). */
+const METER_PARTS = ['used', 'borrowed', 'free'] as const;
 
 function Figure(props: { label: string; value: string; note?: string }): JSX.Element {
   return (
@@ -122,18 +124,13 @@ function Quotas(props: { data: IUsagePanel }): JSX.Element {
               </th>
               <td>
                 <div className="jp-trainhub-usage-meter" role="img" aria-label={bar.text}>
-                  <span
-                    className="jp-trainhub-usage-meter-used"
-                    style={{ width: `${bar.used * 100}%` }}
-                  />
-                  <span
-                    className="jp-trainhub-usage-meter-borrowed"
-                    style={{ width: `${bar.borrowed * 100}%` }}
-                  />
-                  <span
-                    className="jp-trainhub-usage-meter-free"
-                    style={{ width: `${bar.free * 100}%` }}
-                  />
+                  {METER_PARTS.map(part => (
+                    <span
+                      key={part}
+                      className={`jp-trainhub-usage-meter-${part}`}
+                      style={{ width: `${bar[part] * 100}%` }}
+                    />
+                  ))}
                 </div>
               </td>
               <td className="jp-trainhub-usage-quota-text">{bar.text}</td>
