@@ -46,6 +46,14 @@ class Backend(ABC):
     # front doors then only submit and read.
     controlled: bool = False
 
+    def as_owner(
+        self, path: Path, user: str | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        """Touch ``path`` (a member's file: a job directory, a sweep's record) as its owner,
+        who must be ``user`` where given, in a process that keeps several members' files (the
+        cluster's controller); a process of one member's does nothing."""
+        return contextlib.nullcontext()
+
     def watch_reads(self) -> None:  # noqa: B027 (optional: most backends keep no cache)
         """Serve reads from a watch-fed cache, where the backend keeps one (a long-running
         server calls it once, off its event loop); nothing by default."""

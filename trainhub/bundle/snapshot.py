@@ -35,7 +35,7 @@ from trainhub.bundle.compile import bundle_files, resolve_entry
 from trainhub.bundle.errors import BundleError
 from trainhub.bundle.hashing import copy_stream_hashed
 from trainhub.bundle.workspace import check_size
-from trainhub.jobs import confined
+from trainhub.jobs import confined, ownership
 from trainhub.jobs.lineage import workspace_lineage
 from trainhub.jobs.spec import JobSpec
 
@@ -78,6 +78,8 @@ def freeze(
     lineage = workspace_lineage(entry.parent)
     base.mkdir(parents=True, exist_ok=True)
     confined.make_dir(base, folder)  # refused when anything is there already
+    if ownership.guarded(base):  # a team volume where members own their files: the code is theirs
+        ownership.make_private(base / folder)
     try:
         hashes = _write(files, base, f"{folder}/{SOURCE}")
         confined.replace(base, f"{folder}/{LINEAGE}", json.dumps(lineage).encode())

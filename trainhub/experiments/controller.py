@@ -191,10 +191,20 @@ class Sweeps:
 
     # --- the controller -------------------------------------------------------------------
     def advance_all(self) -> None:
-        """One step of every running sweep; one sweep's trouble never stops the others."""
-        for sweep_id in self.records.active_ids():  # type: ignore[attr-defined]
+        """One step of every running sweep, each as its owner where the backend keeps several
+        members' files (the cluster's controller: a trial is the owner's job, its record and
+        frozen workspace the owner's files, and a record in another member's name is left);
+        one sweep's trouble never stops the others."""
+        backend = self.service.backend
+        for sweep_id in self.records.active_ids():
+            path = self.records.path(sweep_id)
             try:
-                self.advance(sweep_id)
+                with backend.as_owner(path) if path else contextlib.nullcontext():
+                    record = self.records.get(sweep_id)
+                    if record is None or record.state != SweepState.RUNNING:
+                        continue
+                    with backend.as_owner(path, record.user) if path else contextlib.nullcontext():
+                        self.advance(sweep_id)
             except Exception:
                 log.exception("trainhub: sweep %s could not advance", sweep_id)
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from trainhub.bundle.snapshot import Frozen
 from trainhub.experiments.sweep import SweepSpec
-from trainhub.jobs import confined
+from trainhub.jobs import confined, ownership
 from trainhub.jobs.spec import JobSpec
 
 MAX_RECORD_BYTES = 4 * 2**20
@@ -85,6 +85,14 @@ class SweepRecords(ABC):
     @contextmanager
     def change(self, sweep_id: str) -> Iterator[SweepRecord | None]:
         """The record, held exclusively; what the block leaves in it is saved."""
+
+    @abstractmethod
+    def active_ids(self) -> list[str]:
+        """The sweeps that may still be running (each advance looks again)."""
+
+    def path(self, sweep_id: str) -> Path | None:
+        """The file that keeps the record, where one does (its owner is the sweep's)."""
+        return None
 
 
 _SCHEMA = """
@@ -164,10 +172,20 @@ class FileSweeps(SweepRecords):
             return None
         return SweepRecord.model_validate_json(data)
 
+    def path(self, sweep_id: str) -> Path | None:
+        return self.root / f"{sweep_id}.json"
+
+    @property
+    def _mode(self) -> int:
+        """A record is its owner's where members own their files (the controller acts on it
+        as its owner); else as any file of the jobs root."""
+        return 0o600 if ownership.guarded(self.root) else 0o644
+
     @contextmanager
     def _locked(self) -> Iterator[None]:
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        # Read-only is enough to hold the lock, and any member may open the file whoever made it.
+        fd = os.open(self.root / ".lock", os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -176,7 +194,7 @@ class FileSweeps(SweepRecords):
 
     def create(self, record: SweepRecord) -> None:
         with self._locked():
-            confined.replace(self.root, f"{record.id}.json", _doc(record).encode())
+            confined.replace(self.root, f"{record.id}.json", _doc(record).encode(), mode=self._mode)
 
     def get(self, sweep_id: str) -> SweepRecord | None:
         if "/" in sweep_id or sweep_id.startswith("."):
@@ -197,7 +215,25 @@ class FileSweeps(SweepRecords):
         return sorted(records, key=lambda r: r.created_at, reverse=True)
 
     def active_ids(self) -> list[str]:
-        return [r.id for r in self.list() if r.state == SweepState.RUNNING]
+        """The running sweeps', and those this process may not read: where members own their
+        records only the owner reads whether one runs (the controller reads each as its owner,
+        and advances only those that run)."""
+        if not self.root.is_dir():
+            return []
+        ids = []
+        for name, is_dir in confined.entries(self.root):
+            if is_dir or not name.endswith(".json") or name.startswith("."):
+                continue
+            try:
+                record = self._read(name)
+            except PermissionError:
+                ids.append(name[: -len(".json")])
+                continue
+            except (ValueError, OSError):
+                continue  # a broken file is no sweep
+            if record is not None and record.state == SweepState.RUNNING:
+                ids.append(record.id)
+        return sorted(ids)
 
     @contextmanager
     def change(self, sweep_id: str) -> Iterator[SweepRecord | None]:
@@ -205,7 +241,9 @@ class FileSweeps(SweepRecords):
             record = self.get(sweep_id)
             yield record
             if record is not None:
-                confined.replace(self.root, f"{sweep_id}.json", _doc(record).encode())
+                confined.replace(
+                    self.root, f"{sweep_id}.json", _doc(record).encode(), mode=self._mode
+                )
 
 
 def _doc(record: SweepRecord) -> str:

@@ -194,11 +194,18 @@ def opened_file(job_dir: Path, relative: str | os.PathLike[str]) -> BinaryIO:
 
 
 def read_bytes(
-    job_dir: Path, relative: str | os.PathLike[str], *, limit: int | None = None
+    job_dir: Path,
+    relative: str | os.PathLike[str],
+    *,
+    limit: int | None = None,
+    owner: int | None = None,
 ) -> bytes:
     """The whole file; with ``limit``, a file over ``limit`` bytes is refused (ValueError)
-    rather than read into memory."""
+    rather than read into memory; with ``owner``, a file another user owns is refused
+    (PermissionError)."""
     with opened(job_dir, relative) as f:
+        if owner is not None and (found := os.fstat(f.fileno()).st_uid) != owner:
+            raise PermissionError(f"{relative} belongs to user id {found}, not {owner}")
         if limit is None:
             return f.read()
         size = os.fstat(f.fileno()).st_size

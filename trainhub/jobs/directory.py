@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from trainhub.jobs import confined, logs
+from trainhub.jobs import confined, logs, ownership
 
 EVENTS = "events.jsonl"
 SPEC = "spec.json"
@@ -81,10 +81,12 @@ def read_jsonl(
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON so that readers see the old file or the new one, never a half."""
+    """Write JSON so that readers see the old file or the new one, never a half; readable as
+    any file the job writes is (who may enter the job directory is the directory's to say)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, indent=2, default=str)
             f.flush()
@@ -172,6 +174,11 @@ class JobDir:
         return self.status / str(attempt) / f"rank-{rank}.json"
 
     def create(self) -> JobDir:
+        """Make the job's directory and folders; below a guarded jobs root (a team volume
+        where members own their files) the directory is new and its owner's alone."""
+        if ownership.guarded(self.root.parent):
+            self.root.mkdir()  # never one made before by someone else
+            ownership.make_private(self.root)
         for d in (
             self.root,
             self.bundle,
@@ -293,8 +300,15 @@ class JobDir:
         }
 
     def write_edits(self, tags: list[str], note: str, shared: str = "private") -> None:
+        """Keep the edits; below a guarded jobs root the directory opens to the team for
+        reading as it is shared (and closes as it is not), as the file system says it."""
+        guarded = ownership.guarded(self.root.parent)
+        if guarded and shared != "team":
+            ownership.set_team_readable(self.root, False)
         body = {"tags": tags, "note": note, "shared": shared}
         confined.replace(self.root, EDITS, json.dumps(body).encode())
+        if guarded and shared == "team":
+            ownership.set_team_readable(self.root, True)
 
     def last_scalar(self, name: str) -> dict[str, Any] | None:
         """The latest record of scalar ``name`` in the end of :data:`SCALARS` (its last

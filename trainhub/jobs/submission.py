@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainhub import settings
 from trainhub.checkpoint.layout import list_checkpoints
 from trainhub.datasets.catalog import Readable
 from trainhub.errors import Conflict, NotFound
@@ -104,7 +105,8 @@ def submit(
         workspace,
         manifest,
         user=user,
-        cache_dir=service.jobs_root.parent / ".cache",
+        # The submitter's own (not the team volume's: a teammate could write it for them).
+        cache_dir=settings.home() / ".cache",
         dataset_views={n: (r.view_path, r.entry.content_hash) for n, r in named.items()},
         ran_image=backend.ran_image(),
         workspace_facts=source.lineage if source is not None else None,
