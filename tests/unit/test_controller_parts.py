@@ -13,6 +13,7 @@ import yaml
 
 from trainhub.backends.kubernetes.cache import ClusterCache
 from trainhub.backends.kubernetes.controlplane import CONTROLLER, controller_objects
+from trainhub.backends.kubernetes.identity import USER_IDS_CONFIGMAP
 from trainhub.backends.kubernetes.render import render
 from trainhub.backends.kubernetes.selectors import matcher
 from trainhub.controller.leader import Timing
@@ -172,7 +173,10 @@ def test_the_controller_acts_only_in_team_namespaces_with_the_verbs_it_uses() ->
     }
     assert verbs[("", "pods")] == {"get", "list", "watch"}  # never deletes a pod
     assert "delete" not in verbs[("kueue.x-k8s.io", "workloads")]
-    assert not any(res in ("secrets", "pods/exec", "configmaps") for _, res in verbs)
+    assert not any(res in ("secrets", "pods/exec") for _, res in verbs)
+    # Of ConfigMaps, only the team's user ids, read: whose files a job's are.
+    (configmaps,) = [r for r in role["rules"] if r["resources"] == ["configmaps"]]
+    assert configmaps["resourceNames"] == [USER_IDS_CONFIGMAP] and configmaps["verbs"] == ["get"]
     (deployment,) = [o for o in objs if o["kind"] == "Deployment"]
     spec = deployment["spec"]["template"]["spec"]
     (container,) = spec["containers"]
@@ -183,7 +187,23 @@ def test_the_controller_acts_only_in_team_namespaces_with_the_verbs_it_uses() ->
     assert deployment["spec"]["replicas"] == 2
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert spec["securityContext"]["runAsNonRoot"] is True
+    # It acts on members' files as their owner: root's setuid and setgid, and nothing else.
+    assert spec["securityContext"]["runAsUser"] == 0
+    assert container["securityContext"]["capabilities"] == {
+        "drop": ["ALL"],
+        "add": ["SETUID", "SETGID"],
+    }
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    (namespace,) = [o for o in objs if o["kind"] == "Namespace"]
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    # Where members share one id, it is that user, and the namespace restricted.
+    shared = teams_with_controller(namespace="trainhub-system", per_user_ids=False)
+    objs = controller_objects(shared)
+    (deployment,) = [o for o in objs if o["kind"] == "Deployment"]
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    (namespace,) = [o for o in objs if o["kind"] == "Namespace"]
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert {o["kind"] for o in objs} >= {"PodDisruptionBudget", "Service", "NetworkPolicy"}
     assert all(
         o["metadata"]["name"].startswith(CONTROLLER)

@@ -116,16 +116,21 @@ def member_alerts_path(user: str) -> PurePosixPath:
     return PurePosixPath(".trainhub", "users", safe, "alerts.yaml")
 
 
-def member_channels(team_root: Path, user: str) -> Channels:
+def member_channels(team_root: Path, user: str, owner_id: int | None = None) -> Channels:
     """A team member's channels, read as the controller reads them: without following a link
-    (a member could point their file at one of the controller's own), at most 64 KiB."""
+    (a member could point their file at one of the controller's own), at most 64 KiB; where
+    members own their files (``owner_id``: the member's id), only a file of theirs counts (a
+    teammate could make one in the member's name)."""
     from trainhub.jobs import confined
 
     relative = member_alerts_path(user)
     try:
-        text = confined.read_bytes(team_root, relative, limit=64 * 1024).decode()
+        raw = confined.read_bytes(team_root, relative, limit=64 * 1024, owner=owner_id)
+        text = raw.decode()
     except FileNotFoundError:
         return Channels()
+    except PermissionError:
+        raise AlertsFileError(f"{relative.name} is not the member's own file") from None
     except (OSError, ValueError, UnicodeDecodeError) as e:
         raise AlertsFileError(f"{relative.name}: cannot be read: {type(e).__name__}") from None
     return parse_channels(parse_yaml(text, relative.name, _refused, quote=False), relative.name)

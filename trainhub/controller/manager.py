@@ -26,6 +26,7 @@ from trainhub.backends.kubernetes.controlplane import CONTROLLER
 from trainhub.controller.leader import LeaseElector, Timing
 from trainhub.controller.metrics import ControllerMetrics
 from trainhub.controller.workqueue import WorkQueue
+from trainhub.jobs import ownership
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.service import JobService
 from trainhub.teams import Teams
@@ -66,21 +67,47 @@ class TeamWork:
         )
         self.service = JobService(self.backend, jobs_root=self.backend.jobs_root)
         self.errors = 0
+        if teams.controller is not None and teams.controller.per_user_ids:
+            self._prepare_volume()
+
+    def _prepare_volume(self) -> None:
+        """Where members own their files: the places on the team's volume where each makes
+        their own (job directories, sweeps, alert channels) open to all and sticky, the
+        outbox the controller's alone. What cannot be made so is logged, for an admin."""
+        jobs = self.backend.jobs_root
+        places = [jobs, jobs / ".sweeps", self.root / ".trainhub" / "users"]
+        problems = ownership.prepare_team_volume(
+            self.root, [str(p.relative_to(self.root)) for p in places]
+        )
+        try:
+            ownership.private_dir(self.outbox)
+        except OSError as e:
+            problems.append(f"{self.outbox}: {e.strerror or e}")
+        for problem in problems:
+            log.warning("trainhub: team volume of %s: %s", self.namespace, problem)
 
     @property
     def namespace(self) -> str:
         return self.backend.namespace
 
     def announce(self, record: JobRecord, kind: str, key: str) -> str | None:
-        return announce_job(
-            self.root,
-            record,
-            kind,
-            owner=lambda: member_channels(self.root, record.user),
-            outbox=self.outbox,
-            key=key,
-            start_sender=False,
-        )
+        """Called as the job's owner where members own their files: the member's channels
+        are read as the member (theirs alone count), the outbox written as the controller."""
+        owner = ownership.current().user if self.backend.acts_as_owners else None
+        try:
+            mine = member_channels(self.root, record.user, owner_id=owner)
+        except Exception as error:  # an alert never stands in the way of a job
+            return f"The {kind} alert could not be queued: {error}"
+        with ownership.acting_as_itself():
+            return announce_job(
+                self.root,
+                record,
+                kind,
+                owner=lambda: mine,
+                outbox=self.outbox,
+                key=key,
+                start_sender=False,
+            )
 
     def reconcile(self) -> float | None:
         """One pass; returns in how many seconds a pending retry wants the next one."""

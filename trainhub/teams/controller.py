@@ -28,3 +28,16 @@ class Controller(FileModel):
     replicas: int = Field(2, ge=1, le=5, description="Candidates for the lease; one acts")
     resources: ControllerResources = Field(default_factory=ControllerResources)
     metrics_port: int = Field(8080, ge=1024, le=65535)
+    per_user_ids: bool = Field(
+        True,
+        description="Each member's sessions and jobs run as a user id of their own and their "
+        "job directories are theirs on the team volume (private until shared, never writable by "
+        "teammates); the controller acts on them as their owner. False: a team's members share "
+        "one id, and within a team the volume is no boundary",
+    )
+    first_user_id: int = Field(
+        100000,
+        ge=1000,
+        description="Each member's sessions and jobs run as a user id of their own, given by "
+        "the hub from this one up (kept in each team namespace's ConfigMap trainhub-user-ids)",
+    )

@@ -94,5 +94,5 @@ class Acting(Reconciling):
             retries=dict(record.retries),
         )
         suspended = self._json(self.batch.read_namespaced_job, job_id, self.namespace)
-        self._next_attempt(record, plan, suspended["metadata"]["uid"])
+        self._next_attempt(record, plan, suspended)
         return self.get(job_id) or record

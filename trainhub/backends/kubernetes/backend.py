@@ -24,7 +24,9 @@ from trainhub.alerts.announce import Announcer
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.kubernetes.act import Acting
 from trainhub.backends.kubernetes.cluster import REQUEST_TIMEOUT
+from trainhub.backends.kubernetes.manifests import RUN_AS
 from trainhub.datasets.catalog import Catalog, Readable
+from trainhub.jobs.ownership import RunAs
 from trainhub.outputs.retention import Retention
 from trainhub.teams import TeamDataset, Teams, load_teams
 
@@ -63,9 +65,11 @@ class KubernetesBackend(Acting, Backend):
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
         lists: CachedLists | None = None,
         announcer: Announcer | None = None,
+        run_as: RunAs = RUN_AS,
     ):
         """``lists`` answers list requests from a watch-fed cache (the controller's);
-        ``announcer`` queues a job's alerts (default: a session announces its user's own)."""
+        ``announcer`` queues a job's alerts (default: a session announces its user's own);
+        ``run_as``: the ids of the member this session submits as."""
         from kubernetes import client
 
         self.teams = teams
@@ -76,7 +80,8 @@ class KubernetesBackend(Acting, Backend):
         self.default_image = default_image or teams.image(self.team.images[0]).image
         self.api = api_client or _default_client()
         self.request_timeout = request_timeout
-        self.lists, self.announcer = lists, announcer
+        self.lists, self.announcer, self.run_as = lists, announcer, run_as
+        self._user_ids, self._user_ids_lock = {}, threading.Lock()
         self._cache: ClusterCache | None = None  # the one watch_reads() started
         # Where the cluster's controller runs, it reconciles: front doors submit and read.
         self.controlled = teams.controller is not None and lists is None
@@ -99,7 +104,8 @@ class KubernetesBackend(Acting, Backend):
     @classmethod
     def from_env(cls) -> KubernetesBackend:
         """TRAINHUB_TEAMS_FILE, TRAINHUB_TEAM, TRAINHUB_K8S_NAMESPACE, TRAINHUB_K8S_QUEUE,
-        TRAINHUB_JOBS_ROOT, TRAINHUB_K8S_REQUEST_TIMEOUT (seconds an API request may take)."""
+        TRAINHUB_JOBS_ROOT, TRAINHUB_K8S_REQUEST_TIMEOUT (seconds an API request may take),
+        TRAINHUB_RUN_AS (the member's ``user:group`` ids, where they have their own)."""
         env = os.environ
         teams = load_teams(env.get("TRAINHUB_TEAMS_FILE", "/etc/trainhub/teams.yaml"))
         team = env.get("TRAINHUB_TEAM") or teams.teams[0].name
@@ -110,6 +116,7 @@ class KubernetesBackend(Acting, Backend):
             namespace=env.get("TRAINHUB_K8S_NAMESPACE"),
             queue=env.get("TRAINHUB_K8S_QUEUE"),
             jobs_root=Path(root) if root else None,
+            run_as=RunAs.parse(env["TRAINHUB_RUN_AS"]) if env.get("TRAINHUB_RUN_AS") else RUN_AS,
             **(
                 {"request_timeout": (REQUEST_TIMEOUT[0], float(timeout))}
                 if (timeout := env.get("TRAINHUB_K8S_REQUEST_TIMEOUT"))

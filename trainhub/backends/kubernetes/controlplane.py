@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from trainhub.backends.kubernetes.identity import USER_IDS_CONFIGMAP
 from trainhub.backends.kubernetes.names import Manifest, meta
 from trainhub.teams import Team, Teams
 
@@ -37,8 +38,15 @@ def controller_claim(team: Team) -> str:
 def team_rules() -> list[dict[str, Any]]:
     """What the controller does in a team namespace: record (read everything a job is made
     of), retry and resume (delete a failed Job, create the next attempt's, keep its Service),
-    suspend (deactivate a Workload)."""
+    suspend (deactivate a Workload); and know which member owns which files (the team's user
+    ids)."""
     return [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [USER_IDS_CONFIGMAP],
+            "verbs": ["get"],
+        },
         {
             "apiGroups": ["batch"],
             "resources": ["jobs"],
@@ -163,7 +171,7 @@ def deployment(teams: Teams, ns: str) -> Manifest:
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
+            "capabilities": _capabilities(teams),
         },
         "volumeMounts": mounts,
     }
@@ -180,13 +188,7 @@ def deployment(teams: Teams, ns: str) -> Manifest:
                     "serviceAccountName": CONTROLLER,
                     # the standby takes over once the lease ends; a release on SIGTERM is sooner
                     "terminationGracePeriodSeconds": 30,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 1000,
-                        "runAsGroup": 100,
-                        "fsGroup": 100,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": _pod_security(teams),
                     "affinity": {
                         "podAntiAffinity": {
                             "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -208,6 +210,31 @@ def deployment(teams: Teams, ns: str) -> Manifest:
     }
 
 
+def _acts_as_members(teams: Teams) -> bool:
+    return teams.controller is not None and teams.controller.per_user_ids
+
+
+def _pod_security(teams: Teams) -> dict[str, Any]:
+    """Where members own their files, the controller acts on them as their owner
+    (trainhub.jobs.ownership: the file-system ids of a thread), which takes root's setuid and
+    setgid capabilities and no other; else it runs as the team's shared user."""
+    if _acts_as_members(teams):
+        return {"runAsUser": 0, "runAsGroup": 0, "seccompProfile": {"type": "RuntimeDefault"}}
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": 1000,
+        "runAsGroup": 100,
+        "fsGroup": 100,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _capabilities(teams: Teams) -> dict[str, list[str]]:
+    if _acts_as_members(teams):
+        return {"drop": ["ALL"], "add": ["SETUID", "SETGID"]}
+    return {"drop": ["ALL"]}
+
+
 def controller_objects(teams: Teams) -> list[Manifest]:
     """Every object of the controller; none without a ``controller:`` section."""
     if teams.controller is None:
@@ -219,7 +246,13 @@ def controller_objects(teams: Teams) -> list[Manifest]:
             "kind": "Namespace",
             "metadata": _meta(ns)
             | {
-                "labels": _meta(ns)["labels"] | {"pod-security.kubernetes.io/enforce": "restricted"}
+                # baseline where it acts as members (root, with setuid and setgid alone)
+                "labels": _meta(ns)["labels"]
+                | {
+                    "pod-security.kubernetes.io/enforce": "baseline"
+                    if _acts_as_members(teams)
+                    else "restricted"
+                }
             },
         },
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(CONTROLLER, ns)},

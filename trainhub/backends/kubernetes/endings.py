@@ -17,6 +17,7 @@ from trainhub.alerts.announce import announce_job
 from trainhub.backends.kubernetes import recovery
 from trainhub.backends.kubernetes.cluster import Obj
 from trainhub.backends.kubernetes.observe import Observing
+from trainhub.backends.kubernetes.owners import run_as_of
 from trainhub.backends.kubernetes.records import refusals_logged
 from trainhub.backends.kubernetes.submit import Submitting
 from trainhub.jobs.directory import JobDir
@@ -106,12 +107,12 @@ class Ending(Submitting, Observing):
         for job in jobs:
             plan = recovery.pending_retry(job)
             if plan is not None and plan.due(now):
-                with refusals_logged(job["metadata"]["name"]):
-                    self._next_attempt(self._record_base(job), plan, job["metadata"]["uid"])
+                with refusals_logged(job["metadata"]["name"]), self.as_owner_of_job(job):
+                    self._next_attempt(self._record_base(job), plan, job)
 
-    def _next_attempt(self, record: JobRecord, plan: RetryPlan, failed_uid: str) -> None:
-        """Delete the failed Job (its pods with it; its Service stays), then create the next
-        attempt's, resuming from the job's latest checkpoint."""
+    def _next_attempt(self, record: JobRecord, plan: RetryPlan, failed: Obj) -> None:
+        """Delete the ``failed`` Job (its pods with it; its Service stays), then create the
+        next attempt's, run as the failed one was, resuming from the job's latest checkpoint."""
         from kubernetes.client import ApiException
 
         try:  # the Service outlives the failed Job: the next attempt's pods rendezvous on it
@@ -122,7 +123,7 @@ class Ending(Submitting, Observing):
             if e.status != 404:
                 raise  # gone: the next attempt's _create makes it again
         # That very Job: a stale leader's retry finds it replaced, and stops here.
-        if not self._delete_job(record.id, failed_uid):
+        if not self._delete_job(record.id, failed["metadata"]["uid"]):
             return  # replaced by the next attempt already
         jobdir = JobDir(record.job_dir)
         source = self._resume_source(record)
@@ -131,7 +132,13 @@ class Ending(Submitting, Observing):
         deadline = time.monotonic() + DELETE_WAIT_SECONDS
         while True:
             try:
-                self._create(attempt, self.pool_for(attempt), self.image_for(attempt), resume)
+                self._create(
+                    attempt,
+                    self.pool_for(attempt),
+                    self.image_for(attempt),
+                    resume,
+                    run_as_of(failed),
+                )
                 break
             except ApiException as e:
                 if e.status == 409 and time.monotonic() < deadline:

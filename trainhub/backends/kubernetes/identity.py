@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import string
+from collections.abc import Mapping
 
 USER_LABEL = "trainhub.io/user"
 SESSION_ACCOUNT_PREFIX = "trainhub-user-"
@@ -39,3 +40,25 @@ def owner_label(user: str) -> str:
 def session_account(user: str) -> str:
     """The ServiceAccount of ``user``'s sessions in their team's namespace."""
     return SESSION_ACCOUNT_PREFIX + owner_label(user)
+
+
+# --- the user ids of a team's members (where a controller runs) -----------------------------
+# In each team namespace: owner label -> the POSIX user id its sessions and jobs run as (their
+# group is the user's own). The hub adds a member's id before their first session
+# (trainhub_spawner.user_ids); an admin may write ids of their own (a directory's, for NFS)
+# before. Nothing but the hub and admins may change it; the admission policy reads it
+# (policies.session_user_ids_policy).
+USER_IDS_CONFIGMAP = "trainhub-user-ids"
+
+
+def user_id_in(ids: Mapping[str, str], user: str) -> int | None:
+    """``user``'s id in the ConfigMap's data, or None."""
+    raw = ids.get(owner_label(user))
+    return int(raw) if raw is not None and raw.isdigit() else None
+
+
+def next_user_id(ids: Mapping[str, str], first: int) -> int:
+    """The id a new member gets: after every id given so far, never below ``first``; an id
+    is never given twice (a departed member's files keep theirs)."""
+    given = [int(v) for v in ids.values() if v.isdigit()]
+    return max([first - 1, *given]) + 1

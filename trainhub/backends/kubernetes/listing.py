@@ -21,6 +21,7 @@ from trainhub.backends.kubernetes.records import (
     record_notes,
     refusals_logged,
 )
+from trainhub.jobs import ownership
 from trainhub.jobs.directory import EVENTS, JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.search import found
@@ -100,13 +101,21 @@ class Listing(Records):
                 e.id,
                 e.seq,
                 e.state,
-                lambda job=e.job: self._observed(job, index.seen.pods_of(job)),
+                lambda job=e.job: self._readable(job, index.seen.pods_of(job)),
                 e.job,
             )
             for e in self._matching(index, asked)
         )
         gone = self._gone(index, asked)
         return heapq.merge(with_objects, gone, key=lambda e: -e.seq)
+
+    def _readable(self, job: Obj, pods: list[Obj]) -> JobRecord | None:
+        """The record of a live Job, or None where its directory is a teammate's that this
+        process may not read (a member's job is private until shared)."""
+        try:
+            return self._observed(job, pods)
+        except PermissionError:
+            return None
 
     def _index(self, user: str | None) -> _JobIndex:
         """``user``'s Jobs (all the team's for None) newest first, with what filtering and
@@ -209,6 +218,8 @@ class Listing(Records):
             seen = os.stat(os.path.join(self.jobs_root, job_id), follow_symlinks=False)
         except OSError:
             return False
+        if ownership.guarded(self.jobs_root) and not ownership.team_readable(seen.st_mode):
+            return False  # closed to the team: its flag says nothing else, and is not readable
         stamp = (seen.st_mtime_ns, seen.st_ino)
         held = self._sharing.get(job_id)
         if held is not None and held[0] == stamp:

@@ -21,6 +21,7 @@ from trainhub.backends.kubernetes.names import (
 )
 from trainhub.jobs.environment import job_environment
 from trainhub.jobs.models import JobRecord
+from trainhub.jobs.ownership import RunAs
 from trainhub.jobs.placement import Request
 from trainhub.jobs.quantities import format_bytes, format_cpu, parse_quantity
 from trainhub.teams import Pool, Team, TeamDataset
@@ -33,7 +34,12 @@ CONTAINER = "trainer"
 # How trainhub.rank.pod ends a pod stopped from outside (128 + SIGTERM): ignored by the
 # Job's podFailurePolicy, which fails the Job on any other non-zero exit.
 STOPPED_EXIT = 143
-RUN_AS = 1000  # restricted Pod Security: never root, whatever the image says
+# Who a job's pods run as where nobody says (no controller: a team's one shared user).
+# Restricted Pod Security: never root, whatever the image says.
+RUN_AS = RunAs(1000, 1000)
+# The curated images' home (images/base), where pods get a fresh directory of their own:
+# writable whatever user they run as (the image's belongs to the image's user).
+HOME = "/home/jovyan"
 DEFAULT_MEMORY = "8Gi"
 # Seconds from SIGTERM to SIGKILL: the ranks' stop callbacks save a checkpoint meanwhile.
 STOP_GRACE_SECONDS = 30
@@ -196,9 +202,11 @@ def job_manifest(
     resume_from: str | None = None,
     datasets: Mapping[str, TeamDataset] | None = None,
     stop_grace: int = STOP_GRACE_SECONDS,
+    run_as: RunAs = RUN_AS,
 ) -> dict[str, Any]:
     """``datasets``: those the team may read by name (default: its own); ``stop_grace``: the
-    pods' terminationGracePeriodSeconds."""
+    pods' terminationGracePeriodSeconds; ``run_as``: the job's owner's ids (where a controller
+    runs each member has their own, and the admission policy holds a session to its own)."""
     spec = record.spec
     res = spec.resources
     shared = PurePosixPath(team.shared_volume.mount_path)
@@ -248,6 +256,7 @@ def job_manifest(
         "volumeMounts": [
             {"name": "shared", "mountPath": str(shared)},
             {"name": "dshm", "mountPath": "/dev/shm"},  # NCCL's shared-memory transport
+            {"name": "home", "mountPath": HOME},
             *ds_mounts,
         ],
         "securityContext": {
@@ -263,11 +272,12 @@ def job_manifest(
         "subdomain": record.id,  # with the Job's hostnames: <job>-<index>.<service> resolves
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
+        # No fsGroup and no supplementary group: the kubelet would hand the team volume's files
+        # to that group, and a member's files are theirs alone.
         "securityContext": {
             "runAsNonRoot": True,
-            "runAsUser": RUN_AS,
-            "runAsGroup": RUN_AS,
-            "fsGroup": RUN_AS,
+            "runAsUser": run_as.user,
+            "runAsGroup": run_as.group,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "nodeSelector": dict(pool.node_labels),
@@ -275,6 +285,7 @@ def job_manifest(
         "volumes": [
             {"name": "shared", "persistentVolumeClaim": {"claimName": team.shared_volume.claim}},
             {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            {"name": "home", "emptyDir": {}},
             *ds_volumes,
         ],
     }

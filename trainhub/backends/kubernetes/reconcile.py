@@ -50,7 +50,7 @@ class Reconciling(Ending):
             reconciled[uid] = version
             if self._reconciled.get(uid) == version:
                 continue  # nothing about it changed since it was last recorded: no file read
-            with refusals_logged(job["metadata"]["name"]):
+            with refusals_logged(job["metadata"]["name"]), self.as_owner_of_job(job):
                 record = self._record_base(job)
                 self._record_changes(record, job, pods, workload)
                 self._sync_events(JobDir(record.job_dir), mine)

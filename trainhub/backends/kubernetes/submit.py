@@ -8,19 +8,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainhub.backends.kubernetes import manifests, nodes
-from trainhub.backends.kubernetes.cluster import Cluster
+from trainhub.backends.kubernetes.owners import Owners
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.errors import OverQuota
 from trainhub.imagepolicy import Allowed, choose_image
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
+from trainhub.jobs.ownership import RunAs
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
 from trainhub.lifecycle.resume import resume_source
 from trainhub.teams import Pool
 
 
-class Submitting(Cluster):
+class Submitting(Owners):
     def pool_for(self, record: JobRecord) -> Pool:
         """The pool named by the spec's queue, else the team's first pool whose nodes
         hold a worker."""
@@ -103,9 +104,16 @@ class Submitting(Cluster):
         )
         return record
 
-    def _create(self, record: JobRecord, pool: Pool, image: str, resume_from: str | None) -> None:
+    def _create(
+        self,
+        record: JobRecord,
+        pool: Pool,
+        image: str,
+        resume_from: str | None,
+        run_as: RunAs | None = None,
+    ) -> None:
         """The attempt's Job, and its headless Service (kept from an earlier attempt when
-        there is one), owned by the Job."""
+        there is one), owned by the Job; its pods run as ``run_as``, else as the submitter."""
         from kubernetes.client import ApiException
 
         job = manifests.job_manifest(
@@ -115,6 +123,7 @@ class Submitting(Cluster):
             image=image,
             resume_from=resume_from,
             datasets=self.readable_datasets(),
+            run_as=run_as or self.submitter(),
         )
         job["metadata"]["namespace"] = self.namespace
         job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = self.queue
