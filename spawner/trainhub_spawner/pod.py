@@ -19,7 +19,9 @@ import yaml
 
 from trainhub.alerts.channels import member_alerts_path
 from trainhub.backends.kubernetes.identity import session_account
+from trainhub.backends.kubernetes.manifests import HOME
 from trainhub.backends.kubernetes.names import GPU, NOTEBOOK_ACCOUNT, TEAM_LABEL
+from trainhub.jobs.ownership import RunAs
 from trainhub.teams import TeamDataset, Teams
 from trainhub_spawner.profiles import Session
 
@@ -38,6 +40,8 @@ CONTAINER_SECURITY = {
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 POD_SECURITY = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+# A member running as their own id gets a fresh home (as their jobs' pods do).
+SESSION_HOME = HOME
 
 
 def jobs_root(session: Session) -> str:
@@ -52,7 +56,10 @@ def account_for(teams: Teams, user: str) -> str:
 
 
 def session_environment(
-    session: Session, teams_file: str = TEAMS_FILE, user: str | None = None
+    session: Session,
+    teams_file: str = TEAMS_FILE,
+    user: str | None = None,
+    member: RunAs | None = None,
 ) -> dict[str, str]:
     team = session.team
     env = {
@@ -69,6 +76,8 @@ def session_environment(
         # the user's jobs by them (trainhub/alerts/channels.py: member_channels).
         mount = PurePosixPath(team.shared_volume.mount_path)
         env["TRAINHUB_ALERTS_FILE"] = str(mount / member_alerts_path(user))
+    if member is not None:
+        env["TRAINHUB_RUN_AS"] = str(member)  # its jobs run as the member too
     if session.gpus == 0:
         # CUDA images set NVIDIA_VISIBLE_DEVICES=all; "void" keeps a GPU-less session GPU-less
         # on nodes whose container runtime would otherwise expose every device.
@@ -86,9 +95,15 @@ def session_overrides(
     datasets: Mapping[str, TeamDataset] | None = None,
     account: str = NOTEBOOK_ACCOUNT,
     user: str | None = None,
+    member: RunAs | None = None,
+    home: str = SESSION_HOME,
 ) -> dict[str, Any]:
     """KubeSpawner trait name -> value for this session's pod, run as ``account``
     (:func:`account_for`).
+
+    ``member``: the user's own ids, where members have their own: the session runs as them,
+    without fsGroup (the kubelet would hand the team volume's files to that group), with a
+    fresh ``home`` (the image's belongs to the image's user), and its jobs run as them too.
 
     ``teams_configmap`` None means the teams file is baked into the image at ``teams_file``.
     ``datasets``: those the team may read (``Teams.readable_datasets``; default its own): each
@@ -99,6 +114,10 @@ def session_overrides(
         {"name": "trainhub-shared", "persistentVolumeClaim": {"claimName": shared.claim}},
     ]
     mounts: list[dict[str, Any]] = [{"name": "trainhub-shared", "mountPath": shared.mount_path}]
+    if member is not None:
+        volumes.append({"name": "trainhub-home", "emptyDir": {}})
+        mounts.append({"name": "trainhub-home", "mountPath": home})
+        uid = gid = member.user
     if teams_configmap:
         volumes.append(
             {
@@ -141,7 +160,7 @@ def session_overrides(
         # The server extension submits Jobs with this account's token.
         "automount_service_account_token": True,
         "image": session.image.image,
-        "environment": session_environment(session, teams_file, user),
+        "environment": session_environment(session, teams_file, user, member),
         "extra_resource_guarantees": dict(gpus),
         "extra_resource_limits": dict(gpus),
         "node_selector": dict(pool.node_labels),
@@ -150,7 +169,7 @@ def session_overrides(
         "volume_mounts": mounts,
         "uid": uid,
         "gid": gid,
-        "fs_gid": gid,
+        "fs_gid": None if member is not None else gid,
         "privileged": False,
         "allow_privilege_escalation": False,
         "container_security_context": dict(CONTAINER_SECURITY),

@@ -22,6 +22,7 @@ from tornado import web
 from traitlets import Bool, Integer, Unicode, default
 
 from trainhub.backends.kubernetes.names import NOTEBOOK_ACCOUNT
+from trainhub.jobs.ownership import RunAs
 from trainhub.teams import Teams, load_teams
 from trainhub_spawner import pod as pods
 from trainhub_spawner.accounts import ensure_session_account
@@ -34,6 +35,7 @@ from trainhub_spawner.profiles import (
 )
 from trainhub_spawner.quota import read_quotas, shortfall
 from trainhub_spawner.stops import form_notice, read_stops, stops_file
+from trainhub_spawner.user_ids import NoUserId, ensure_user_id
 
 DEFAULT_TEAMS_FILE = "/etc/trainhub/teams.yaml"
 
@@ -100,6 +102,11 @@ class TrainHubSpawner(KubeSpawner):
     ).tag(config=True)
     session_uid = Integer(1000, help="User id the session runs as (non-root).").tag(config=True)
     session_gid = Integer(100, help="Group id (and fsGroup) of the session.").tag(config=True)
+    session_home = Unicode(
+        pods.SESSION_HOME,
+        help="The session image's home directory: where members run as ids of their own, a "
+        "fresh directory is mounted there (the image's belongs to the image's user).",
+    ).tag(config=True)
     idle_state_file = Unicode(
         help="The idle-GPU service's state file; why it stopped a server is read from beside "
         "it and said on the spawn form. Default: $TRAINHUB_IDLE_STATE_FILE; empty: nothing said.",
@@ -183,6 +190,7 @@ class TrainHubSpawner(KubeSpawner):
         user's teams, then set every pod trait from the session; nothing from the request
         reaches the pod except through :func:`resolve_session`."""
         session = self.resolve(self.user_options)
+        member = await self._member_ids(session)
         overrides = pods.session_overrides(
             session,
             teams_file=self.session_teams_file,
@@ -195,6 +203,8 @@ class TrainHubSpawner(KubeSpawner):
             },
             account=pods.account_for(self.teams(), self.user.name),
             user=self.user.name,
+            member=member,
+            home=self.session_home,
         )
         # Merge onto what the admin configured, never onto an earlier session of this server
         # (a GPU session after a CPU one must not keep NVIDIA_VISIBLE_DEVICES=void).
@@ -207,6 +217,20 @@ class TrainHubSpawner(KubeSpawner):
                 value = _merge_list(base, value)
             setattr(self, name, value)
         self.session = session
+
+    async def _member_ids(self, session: Session) -> RunAs | None:
+        """The user's own ids in their team, given now where they have none yet; None where
+        the team's members share one (no controller, or ``per_user_ids`` off)."""
+        controller = self.teams().controller
+        if controller is None or not controller.per_user_ids:
+            return None
+        try:
+            uid = await ensure_user_id(
+                self.api.api_client, session.team, self.user.name, controller.first_user_id
+            )
+        except NoUserId as e:
+            raise SpawnRefused(str(e)) from None
+        return RunAs(uid, uid)
 
     def _configured_values(self, overrides: dict[str, Any]) -> dict[str, Any]:
         if self._configured is None:

@@ -196,7 +196,9 @@ class Observing(Listing):
                 f"cannot read the log of pod {pod['metadata']['name']}: {type(e).__name__}"
             ) from None
         except ApiException as e:
-            if e.status in (400, 404):  # container waiting to start; pod or its log gone
+            # container waiting to start; pod or its log gone; a session that may read no pod's
+            # log (members own their files): the job directory's logs are the job's
+            if e.status in (400, 403, 404):
                 return None
             raise BackendUnavailable(
                 f"cannot read the log of pod {pod['metadata']['name']}: {e.status} {e.reason}"

@@ -1,10 +1,15 @@
 """ValidatingAdmissionPolicies: Jobs in team namespaces stay on their team's queue, and where
-a controller runs a session writes only its own user's Jobs and Services.
+a controller runs a session writes only its own user's Jobs and Services, whose pods run as
+that user's own ids where members have their own.
 """
 
 from __future__ import annotations
 
-from trainhub.backends.kubernetes.identity import SESSION_ACCOUNT_PREFIX, USER_LABEL
+from trainhub.backends.kubernetes.identity import (
+    SESSION_ACCOUNT_PREFIX,
+    USER_IDS_CONFIGMAP,
+    USER_LABEL,
+)
 from trainhub.backends.kubernetes.names import (
     MANAGED_LABEL,
     NAMESPACE_QUEUE_LABEL,
@@ -15,6 +20,28 @@ from trainhub.backends.kubernetes.names import (
 
 REQUIRE_QUEUE_POLICY = "trainhub-require-team-queue"
 SESSION_RIGHTS_POLICY = "trainhub-session-rights"
+SESSION_IDS_POLICY = "trainhub-session-user-ids"
+_CALLER = "request.userInfo.username"
+# Session accounts only (neither a namespace nor an account name holds a colon): the
+# controller, the hub, Kueue, the garbage collector and admins are left out.
+_SESSION_ACCOUNTS = {
+    "name": "session-accounts",
+    "expression": f"{_CALLER}.startsWith('system:serviceaccount:') && "
+    f"{_CALLER}.contains(':{SESSION_ACCOUNT_PREFIX}')",
+}
+# The owner label of the caller's user: its account's name after the prefix, in its own
+# namespace; '' for an account of another namespace.
+_CALLER_VARIABLES = [
+    {
+        "name": "prefix",
+        "expression": f"'system:serviceaccount:' + request.namespace + ':{SESSION_ACCOUNT_PREFIX}'",
+    },
+    {
+        "name": "caller",
+        "expression": f"{_CALLER}.startsWith(variables.prefix) ? "
+        f"{_CALLER}.substring(size(variables.prefix)) : ''",
+    },
+]
 
 
 def require_queue_policy() -> list[Manifest]:
@@ -75,7 +102,7 @@ def session_rights_policy() -> list[Manifest]:
     account would hold that account's token). Rendered where a controller runs: its own and
     the hub's accounts (and Kueue's, the garbage collector's, an admin's) are not session
     accounts, so the match conditions leave them out."""
-    caller = "request.userInfo.username"
+    caller = _CALLER
 
     def owner_of(obj: str) -> str:
         return (
@@ -106,25 +133,9 @@ def session_rights_policy() -> list[Manifest]:
                         for group, resource in (("batch", "jobs"), ("", "services"))
                     ]
                 },
-                "matchConditions": [
-                    {
-                        "name": "session-accounts",
-                        # neither a namespace nor an account name holds a colon
-                        "expression": f"{caller}.startsWith('system:serviceaccount:') && "
-                        f"{caller}.contains(':{SESSION_ACCOUNT_PREFIX}')",
-                    }
-                ],
+                "matchConditions": [_SESSION_ACCOUNTS],
                 "variables": [
-                    {
-                        "name": "prefix",
-                        "expression": "'system:serviceaccount:' + request.namespace + "
-                        f"':{SESSION_ACCOUNT_PREFIX}'",
-                    },
-                    {
-                        "name": "caller",
-                        "expression": f"{caller}.startsWith(variables.prefix) ? "
-                        f"{caller}.substring(size(variables.prefix)) : ''",
-                    },
+                    *_CALLER_VARIABLES,
                     {
                         "name": "owner",
                         "expression": f"request.operation == 'DELETE' ? '' : {owner_of('object')}",
@@ -178,3 +189,110 @@ def session_rights_policy() -> list[Manifest]:
             },
         },
     ]
+
+
+def _same_ids(ctx: str) -> str:
+    """``ctx`` (a securityContext) sets no user or group but the member's."""
+    return " && ".join(
+        f"(!has({ctx}.{field}) || string({ctx}.{field}) == variables.id)"
+        for field in ("runAsUser", "runAsGroup")
+    )
+
+
+def session_user_ids_policy() -> list[Manifest]:
+    """Where members have ids of their own, a session's Jobs run as its member's: the pod's
+    runAsUser and runAsGroup the id the namespace's ConfigMap ``trainhub-user-ids`` gives
+    the caller's owner label (kept by the hub, which no session may change), no container
+    another, and no fsGroup or supplementary group (each would be another member's private
+    group, or hand the team volume's files to one). A Job made before its member had an id
+    cannot be changed by a session (it may still delete it)."""
+    pod = "variables.pod"
+    ctx = f"{pod}.securityContext"
+    containers = (
+        f"{pod}.containers.all(c, !has(c.securityContext) || ({_same_ids('c.securityContext')}))"
+        f" && (!has({pod}.initContainers) || {pod}.initContainers.all(c, "
+        f"!has(c.securityContext) || ({_same_ids('c.securityContext')})))"
+    )
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": meta(SESSION_IDS_POLICY),
+            "spec": {
+                "failurePolicy": "Fail",
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": ["batch"],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": ["jobs"],
+                        }
+                    ]
+                },
+                "matchConditions": [_SESSION_ACCOUNTS],
+                "variables": [
+                    *_CALLER_VARIABLES,
+                    {
+                        "name": "id",
+                        "expression": "has(params.data) && variables.caller in params.data ? "
+                        "params.data[variables.caller] : ''",
+                    },
+                    {"name": "pod", "expression": "object.spec.template.spec"},
+                ],
+                "validations": [
+                    {
+                        "expression": "variables.id != ''",
+                        "messageExpression": f"{_CALLER} + ' has no user id in ConfigMap "
+                        f"{USER_IDS_CONFIGMAP}: the hub gives a member one before their "
+                        "first session'",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": f"has({ctx}) && has({ctx}.runAsUser) && "
+                        f"has({ctx}.runAsGroup) && {_same_ids(ctx)}",
+                        "messageExpression": "'the Jobs of a session run as the own ids of its "
+                        "member: runAsUser and runAsGroup ' + variables.id",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": f"!has({ctx}.fsGroup) && (!has({ctx}.supplementalGroups)"
+                        f" || size({ctx}.supplementalGroups) == 0)",
+                        "message": "a session's Jobs take no fsGroup or supplementary group: "
+                        "a member's files are theirs alone",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": containers,
+                        "messageExpression": "'every container of the Job of a session runs as "
+                        "the own ids of its member (' + variables.id + ')'",
+                        "reason": "Forbidden",
+                    },
+                ],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": meta(SESSION_IDS_POLICY),
+            "spec": {
+                "policyName": SESSION_IDS_POLICY,
+                "validationActions": ["Deny"],
+                # Each team namespace's own ConfigMap, which render makes beside the namespace:
+                # where it is missing, no Job may be written there (not even by Kueue), loudly.
+                "paramRef": {"name": USER_IDS_CONFIGMAP, "parameterNotFoundAction": "Deny"},
+                "matchResources": {"namespaceSelector": {"matchLabels": {MANAGED_LABEL: "true"}}},
+            },
+        },
+    ]
+
+
+def user_ids_configmap(namespace: str) -> Manifest:
+    """The team's user ids, empty as rendered: the hub adds each member's
+    (trainhub_spawner.user_ids), and server-side apply keeps what it added."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta(USER_IDS_CONFIGMAP, namespace),
+    }

@@ -18,13 +18,15 @@ from trainhub.teams import Team, Teams
 QUEUE_READER = "trainhub-queue-reader"
 
 
-def notebook_rbac(team: Team, controlled: bool = False) -> list[Manifest]:
+def notebook_rbac(team: Team, controlled: bool = False, own_ids: bool = False) -> list[Manifest]:
     """What a team member's session may do: run and watch jobs in its own namespace.
 
     ``controlled`` (a controller runs): the Role alone, bound by the spawner to each user's
     own session account (``session_account_objects``), and no Workload patch (suspension goes
     through the controller); the admission policy narrows its Jobs and Services to its user's.
-    Otherwise the team's one shared ServiceAccount holds it, Workload patch included."""
+    Otherwise the team's one shared ServiceAccount holds it, Workload patch included.
+    ``own_ids`` (members own their files): no pods' logs either, which RBAC cannot narrow to
+    the member's own pods; a job's logs are read from its directory."""
     ns = team.namespace
     read = ["get", "list", "watch"]
     rules = [
@@ -40,7 +42,7 @@ def notebook_rbac(team: Team, controlled: bool = False) -> list[Manifest]:
             "verbs": [*read, "create", "delete", "patch"],
         },
         {"apiGroups": [""], "resources": ["pods"], "verbs": read},
-        {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+        *([] if own_ids else [{"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}]),
         {"apiGroups": [""], "resources": ["events"], "verbs": read},
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": read},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": read},

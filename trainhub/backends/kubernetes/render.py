@@ -26,7 +26,12 @@ from trainhub.backends.kubernetes.namespaces import (
     resource_quota,
     shared_claim,
 )
-from trainhub.backends.kubernetes.policies import require_queue_policy, session_rights_policy
+from trainhub.backends.kubernetes.policies import (
+    require_queue_policy,
+    session_rights_policy,
+    session_user_ids_policy,
+    user_ids_configmap,
+)
 from trainhub.backends.kubernetes.queues import (
     cluster_queue,
     local_queue,
@@ -46,16 +51,20 @@ def render(teams: Teams) -> list[Manifest]:
     )
     objs += queue_reader(teams) + require_queue_policy()
     controlled = teams.controller is not None
+    own_ids = controlled and teams.controller.per_user_ids  # type: ignore[union-attr]
     if controlled:
         objs += session_rights_policy()
+    if own_ids:
+        objs += session_user_ids_policy()
     for team in teams.teams:
         objs += [
             resource_quota(teams, team),
             limit_range(team),
-            *notebook_rbac(team, controlled),
+            *notebook_rbac(team, controlled, own_ids),
             *network_policies(team),
             *shared_claim(team),
             local_queue(team),
+            *([user_ids_configmap(team.namespace)] if own_ids else []),
         ]
     return objs
 
