@@ -50,13 +50,27 @@ def controller_kubeconfig(
     return out
 
 
-class Replica:
-    """One controller process."""
+# The controller's capabilities where members own their files, as its Deployment grants them
+# (root's setuid and setgid, nothing else): a replica started so has no way past a member's
+# file modes but acting as that member.
+AS_DEPLOYED = ("setpriv", "--inh-caps=-all", "--bounding-set=-all,+setuid,+setgid", "--")
 
-    def __init__(self, teams_file: Path, kubeconfig: Path, name: str, log: Path):
+
+class Replica:
+    """One controller process; ``prefix`` runs it through another command (AS_DEPLOYED)."""
+
+    def __init__(
+        self,
+        teams_file: Path,
+        kubeconfig: Path,
+        name: str,
+        log: Path,
+        prefix: tuple[str, ...] = (),
+    ):
         self.name, self.log = name, log
         self.proc = subprocess.Popen(
             [
+                *prefix,
                 sys.executable,
                 "-m",
                 "trainhub.cli",

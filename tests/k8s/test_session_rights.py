@@ -7,6 +7,7 @@ work. kwok plays the pods."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import glob
 import os
@@ -20,6 +21,7 @@ import kubernetes_asyncio.config
 import pytest
 from kubernetes import client, config
 
+from tests.fixtures.k8s import reachable_by_all
 from tests.k8s.test_backend import Team, wait_for
 from tests.k8s.test_controller import (  # noqa: F401 - the fixture
     Deployment,
@@ -31,28 +33,38 @@ from trainhub.backends.kubernetes.apply import apply_objects
 from trainhub.backends.kubernetes.backend import KubernetesBackend
 from trainhub.backends.kubernetes.identity import USER_LABEL, session_account
 from trainhub.backends.kubernetes.status import SUSPEND_ANNOTATION
+from trainhub.jobs import ownership
 from trainhub.jobs.confined import NotAJobFile
+from trainhub.jobs.ownership import RunAs
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
 from trainhub_spawner.accounts import ensure_session_account
 from trainhub_spawner.hub_objects import hub_objects
+from trainhub_spawner.user_ids import ensure_user_id
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
+FIRST_ID = 100000  # the teams file's controller.first_user_id, by default
 
 
 class Session:
     """A user's session: the trainhub service as the server extension runs it, and the raw
     API clients, all with the user's own ServiceAccount token."""
 
-    def __init__(self, team: Team, user: str, kubeconfig: Path, workspace: Path):
-        self.user, self.ns, self.kubeconfig = user, team.ns, kubeconfig
+    def __init__(self, team: Team, user: str, kubeconfig: Path, workspace: Path, uid: int):
+        self.user, self.ns, self.kubeconfig, self.uid = user, team.ns, kubeconfig, uid
         self.api = config.new_client_from_config(config_file=str(kubeconfig))
         self.batch, self.core = client.BatchV1Api(self.api), client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
-        self.backend = KubernetesBackend(team.backend.teams, team.ns, api_client=self.api)
+        self.backend = KubernetesBackend(
+            team.backend.teams, team.ns, api_client=self.api, run_as=RunAs(uid, uid)
+        )
         self.service = JobService(
             self.backend, workspace_root=workspace, jobs_root=self.backend.jobs_root
         )
+
+    def member(self) -> contextlib.AbstractContextManager[None]:
+        """Files touched as the session's process touches them: as its member's ids."""
+        return ownership.acting_as(RunAs(self.uid, self.uid))
 
     def submit(self, name: str) -> str:
         spec = {
@@ -61,7 +73,8 @@ class Session:
             "team": self.ns,
             "resources": {"workers": 2, "gpus_per_worker": 1},
         }
-        return self.service.submit(spec, user=self.user).id
+        with self.member():
+            return self.service.submit(spec, user=self.user).id
 
 
 @pytest.fixture
@@ -77,25 +90,30 @@ def hub_ns(k8s_namespace: Any) -> Iterator[str]:
 def sessions_made_by_the_hub(
     team: Team, deployment: Deployment, hub_ns: str, users: list[str], tmp: Path
 ) -> list[Session]:
-    """The hub's objects applied, then each user's account made by the spawner's step with
-    the hub's token."""
+    """The hub's objects applied, then each user's account and id made by the spawner's steps
+    with the hub's token."""
     admin = deployment.k8s
     apply_objects(admin.api, hub_objects(deployment.teams, hub_ns))
     hub = controller_kubeconfig(admin.api, admin.kubeconfig, hub_ns, tmp / "hub", "hub")
+    first = deployment.teams.controller.first_user_id  # type: ignore[union-attr]
 
-    async def spawner_step(user: str) -> None:
+    async def spawner_step(user: str) -> int:
         api = await kubernetes_asyncio.config.new_client_from_config(config_file=str(hub))
         async with api:
+            ids = []
             for _ in range(2):  # a second spawn keeps what the first made
                 await ensure_session_account(api, team.backend.team, user)
+                ids.append(await ensure_user_id(api, team.backend.team, user, first))
+            assert ids[0] == ids[1], ids
+            return ids[0]
 
     sessions = []
     for user in users:
-        asyncio.run(spawner_step(user))
+        uid = asyncio.run(spawner_step(user))
         kubeconfig = controller_kubeconfig(
             admin.api, admin.kubeconfig, team.ns, tmp / user, session_account(user)
         )
-        sessions.append(Session(team, user, kubeconfig, tmp / "workspace"))
+        sessions.append(Session(team, user, kubeconfig, tmp / "workspace", uid))
     return sessions
 
 
@@ -120,6 +138,8 @@ def test_a_teammates_session_cannot_touch_a_users_job_which_the_user_runs_to_its
     tmp_path: Path,
 ) -> None:
     team, deployment = world
+    reachable_by_all(tmp_path)  # the team volume and the workspace, as members reach them
+    (tmp_path / "workspace").mkdir(exist_ok=True)
     deployment.start("solo")
     ada, bo = sessions_made_by_the_hub(team, deployment, hub_ns, ["ada", "bo"], tmp_path)
     assert ada.backend.controlled and bo.backend.controlled
@@ -186,9 +206,38 @@ def test_a_teammates_session_cannot_touch_a_users_job_which_the_user_runs_to_its
         "run as the namespace's default ServiceAccount",
     )
 
+    # Each member's Jobs run as the member's own ids, which the hub gave in turn: bo's Job
+    # may take neither ada's nor any group that would reach another member's files.
+    assert (ada.uid, bo.uid) == (FIRST_ID, FIRST_ID + 1)
+    assert job.spec.template.spec.security_context.run_as_user == ada.uid
+    mine = copy.deepcopy(as_ada)
+    mine["metadata"]["labels"][USER_LABEL] = "bo"
+    mine["spec"]["template"]["spec"]["securityContext"].update(runAsUser=bo.uid, runAsGroup=bo.uid)
+    for what, change, says in (
+        ("as ada", {"runAsUser": ada.uid}, f"runAsUser and runAsGroup {bo.uid}"),
+        ("in ada's group", {"runAsGroup": ada.uid}, f"runAsUser and runAsGroup {bo.uid}"),
+        ("with ada's group beside", {"supplementalGroups": [ada.uid]}, "supplementary group"),
+        ("with an fsGroup", {"fsGroup": ada.uid}, "no fsGroup"),
+    ):
+        sneaky = copy.deepcopy(mine)
+        sneaky["spec"]["template"]["spec"]["securityContext"].update(change)
+        refused(
+            f"create a Job of bo's {what}",
+            lambda sneaky=sneaky: bo.batch.create_namespaced_job(team.ns, sneaky),
+            says,
+        )
+    container_as_ada = copy.deepcopy(mine)
+    container_as_ada["spec"]["template"]["spec"]["containers"][0]["securityContext"].update(
+        runAsUser=ada.uid
+    )
+    refused(
+        "create a Job of bo's whose container runs as ada",
+        lambda: bo.batch.create_namespaced_job(team.ns, container_as_ada),
+        "every container",
+    )
+
     # bo's own Job may say whatever it likes in its annotations: it is no job of ada's.
-    posing = copy.deepcopy(as_ada)
-    posing["metadata"]["labels"][USER_LABEL] = "bo"
+    posing = copy.deepcopy(mine)
     posing["metadata"]["annotations"] = {
         **job.metadata.annotations,
         "trainhub.io/job-dir": str(bo.backend.jobs_root / "not-ada"),
@@ -223,14 +272,25 @@ def test_a_teammates_session_cannot_touch_a_users_job_which_the_user_runs_to_its
 
     # ada's own: suspend (the session marks its Job, the controller deactivates the Workload),
     # resume, cancel.
-    ada.service.suspend(job_id, user="ada", reason="lunch")
+    with ada.member():
+        ada.service.suspend(job_id, user="ada", reason="lunch")
     recorded(team, job_id, JobState.SUSPENDED)
-    ada.service.resume(job_id, user="ada")
+    with ada.member():
+        ada.service.resume(job_id, user="ada")
     recorded(team, job_id, JobState.RUNNING)
-    assert ada.service.describe(job_id, user="ada").attempt == 1
-    ada.service.cancel(job_id, user="ada", reason="enough")
+    with ada.member():
+        assert ada.service.describe(job_id, user="ada").attempt == 1
+        ada.service.cancel(job_id, user="ada", reason="enough")
     wait_for(
         "ada's Job gone",
         lambda: not ada.batch.list_namespaced_job(team.ns, label_selector=selector).items,
     )
-    assert ada.service.describe(job_id, user="ada").state == JobState.CANCELLED
+    with ada.member():
+        assert ada.service.describe(job_id, user="ada").state == JobState.CANCELLED
+    # Its directory is ada's alone: the controller wrote there as ada, bo reads nothing of it.
+    jobdir = team.backend.jobs_root / job_id
+    assert {ownership.owner_of(p).user for p in [jobdir, *jobdir.rglob("*")]} == {ada.uid}
+    with bo.member(), pytest.raises(PermissionError):
+        (jobdir / "events.jsonl").read_bytes()
+    with bo.member(), pytest.raises(PermissionError):
+        bo.service.describe(job_id, user="bo")

@@ -81,7 +81,11 @@ class KubernetesBackend(Acting, Backend):
         self.api = api_client or _default_client()
         self.request_timeout = request_timeout
         self.lists, self.announcer, self.run_as = lists, announcer, run_as
-        self._user_ids, self._user_ids_lock = {}, threading.Lock()
+        self._user_ids, self._user_ids_read, self._user_ids_lock = (
+            {},
+            float("-inf"),
+            threading.Lock(),
+        )
         self._cache: ClusterCache | None = None  # the one watch_reads() started
         # Where the cluster's controller runs, it reconciles: front doors submit and read.
         self.controlled = teams.controller is not None and lists is None

@@ -50,7 +50,10 @@ class Observing(Listing):
             return None
         if going(job):
             return self._from_jobdir(self.jobs_root / job_id)
-        return self._observe(job, self._pods(job_id), self._workload_of(job))
+        try:
+            return self._observe(job, self._pods(job_id), self._workload_of(job))
+        except PermissionError:
+            return None  # a teammate's job, private: to this member there is no such job
 
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
         if record.state == JobState.STARTING:

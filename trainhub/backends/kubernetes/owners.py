@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,10 +22,13 @@ from trainhub.jobs import ownership
 from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.ownership import RunAs
 
+USER_IDS_REREAD_SECONDS = 5.0
+
 
 class Owners(Cluster):
     run_as: RunAs  # this process's member, when it is a session
     _user_ids: dict[str, int]  # owner label -> id: an id once given never changes
+    _user_ids_read: float  # when the ConfigMap was last read (monotonic)
     _user_ids_lock: threading.Lock
 
     @property
@@ -74,10 +78,14 @@ class Owners(Cluster):
 
     def user_id(self, owner: str) -> int | None:
         """The id the team's ConfigMap gives the member of owner label ``owner``; None where
-        it gives none (a team whose members share one id)."""
+        it gives none (a team whose members share one id). An id once given never changes, so
+        one found is kept; a miss reads the ConfigMap again, at most every few seconds."""
         with self._user_ids_lock:
             if owner in self._user_ids:
                 return self._user_ids[owner]
+            if time.monotonic() - self._user_ids_read < USER_IDS_REREAD_SECONDS:
+                return None
+            self._user_ids_read = time.monotonic()
         from kubernetes.client import ApiException
 
         try:
