@@ -19,6 +19,7 @@ from typing import Any
 
 import kubernetes_asyncio.config
 import pytest
+import yaml
 from kubernetes import client, config
 
 from tests.fixtures.k8s import reachable_by_all
@@ -33,6 +34,7 @@ from trainhub.backends.kubernetes.apply import apply_objects
 from trainhub.backends.kubernetes.backend import KubernetesBackend
 from trainhub.backends.kubernetes.identity import USER_LABEL, session_account
 from trainhub.backends.kubernetes.status import SUSPEND_ANNOTATION
+from trainhub.errors import NotFound
 from trainhub.jobs import ownership
 from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.ownership import RunAs
@@ -113,8 +115,22 @@ def sessions_made_by_the_hub(
         kubeconfig = controller_kubeconfig(
             admin.api, admin.kubeconfig, team.ns, tmp / user, session_account(user)
         )
+        ca_readable_by_members(kubeconfig)
         sessions.append(Session(team, user, kubeconfig, tmp / "workspace", uid))
     return sessions
+
+
+def ca_readable_by_members(kubeconfig: Path) -> None:
+    """The cluster's CA where a connection made as a member reads it (a session pod's is its
+    service account's, readable by its user); the test cluster's lies in root's folder."""
+    config_data = yaml.safe_load(kubeconfig.read_text())
+    for entry in config_data["clusters"]:
+        ca = Path(entry["cluster"]["certificate-authority"])
+        copy_ = kubeconfig.with_name(kubeconfig.name + ".ca.crt")
+        copy_.write_bytes(ca.read_bytes())
+        copy_.chmod(0o444)
+        entry["cluster"]["certificate-authority"] = str(copy_)
+    kubeconfig.write_text(yaml.safe_dump(config_data))
 
 
 def refused(what: str, call: Callable[[], Any], says: str | None = None) -> str:
@@ -136,6 +152,7 @@ def test_a_teammates_session_cannot_touch_a_users_job_which_the_user_runs_to_its
     world: tuple[Team, Deployment],  # noqa: F811 - the fixture, imported above
     hub_ns: str,
     tmp_path: Path,
+    environment_reachable_by_members: None,
 ) -> None:
     team, deployment = world
     reachable_by_all(tmp_path)  # the team volume and the workspace, as members reach them
@@ -292,5 +309,5 @@ def test_a_teammates_session_cannot_touch_a_users_job_which_the_user_runs_to_its
     assert {ownership.owner_of(p).user for p in [jobdir, *jobdir.rglob("*")]} == {ada.uid}
     with bo.member(), pytest.raises(PermissionError):
         (jobdir / "events.jsonl").read_bytes()
-    with bo.member(), pytest.raises(PermissionError):
+    with bo.member(), pytest.raises(NotFound):  # to bo, no such job
         bo.service.describe(job_id, user="bo")

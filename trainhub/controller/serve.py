@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import secrets
@@ -75,12 +76,28 @@ def _api_client(kubeconfig: str | None) -> Any:
     from kubernetes import client, config
 
     if kubeconfig:
-        return config.new_client_from_config(config_file=kubeconfig)
-    try:
-        config.load_incluster_config()
-        return client.ApiClient()
-    except config.ConfigException:
-        return config.new_client_from_config()
+        api = config.new_client_from_config(config_file=kubeconfig)
+    else:
+        try:
+            config.load_incluster_config()
+            api = client.ApiClient()
+        except config.ConfigException:
+            api = config.new_client_from_config()
+    _ca_readable_by_all(api.configuration.ssl_ca_cert)
+    return api
+
+
+def _ca_readable_by_all(ca: str | None) -> None:
+    """A thread acting as a member on their files (trainhub.jobs.ownership) may open a new
+    connection meanwhile, which reads the cluster's CA bundle as that member: it is public,
+    and no member's process runs beside the controller. A kubeconfig's bundle is a temporary
+    file of the client's, its owner's alone (the service account's is readable already)."""
+    if not ca:
+        return
+    with contextlib.suppress(OSError):
+        mode = os.stat(ca).st_mode
+        if not mode & 0o004:
+            os.chmod(ca, mode | 0o444)
 
 
 def run(args: argparse.Namespace) -> int:

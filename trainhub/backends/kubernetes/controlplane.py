@@ -145,6 +145,11 @@ def deployment(teams: Teams, ns: str) -> Manifest:
         {"name": "teams", "mountPath": TEAMS_PATH, "readOnly": True},
         {"name": "tmp", "mountPath": "/tmp"},
     ]
+    if _acts_as_members(teams):
+        # Its token and CA, readable whoever a thread acts as (it opens connections meanwhile):
+        # the kubelet would make a root pod's token its owner's alone.
+        volumes.append(_api_credentials())
+        mounts.append({"name": "api", "mountPath": SERVICE_ACCOUNT_DIR, "readOnly": True})
     for t in teams.teams:
         volumes.append(
             {"name": f"team-{t.name}", "persistentVolumeClaim": {"claimName": controller_claim(t)}}
@@ -186,6 +191,8 @@ def deployment(teams: Teams, ns: str) -> Manifest:
                 "metadata": {"labels": APP_LABELS},
                 "spec": {
                     "serviceAccountName": CONTROLLER,
+                    # mounted as "api" where it acts as members
+                    "automountServiceAccountToken": not _acts_as_members(teams),
                     # the standby takes over once the lease ends; a release on SIGTERM is sooner
                     "terminationGracePeriodSeconds": 30,
                     "securityContext": _pod_security(teams),
@@ -206,6 +213,38 @@ def deployment(teams: Teams, ns: str) -> Manifest:
                     "volumes": volumes,
                 },
             },
+        },
+    }
+
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def _api_credentials() -> dict[str, Any]:
+    """What automountServiceAccountToken would mount, every file readable by all (0444)."""
+    return {
+        "name": "api",
+        "projected": {
+            "defaultMode": 0o444,
+            "sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                {
+                    "configMap": {
+                        "name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                    }
+                },
+                {
+                    "downwardAPI": {
+                        "items": [
+                            {
+                                "path": "namespace",
+                                "fieldRef": {"fieldPath": "metadata.namespace"},
+                            }
+                        ]
+                    }
+                },
+            ],
         },
     }
 
