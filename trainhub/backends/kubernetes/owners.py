@@ -42,10 +42,13 @@ class Owners(Cluster):
             and ownership.guarded(self.jobs_root)
         )
 
-    def submitter(self) -> RunAs:
-        """Who a new job runs as: this session's member, or, in the controller, the owner it
-        acts as (a sweep's trials are submitted within :meth:`as_owner` of the sweep)."""
-        return ownership.current() if self.acts_as_owners else self.run_as
+    def submitter(self, user: str) -> RunAs:
+        """Who a new job of ``user``'s runs as: this session's member; in the controller (a
+        sweep's next trial) the member's own ids, where the team gave them any."""
+        if self.lists is None:
+            return self.run_as
+        uid = self.user_id(owner_label(user))
+        return self.run_as if uid is None else RunAs(uid, uid)
 
     def as_owner(
         self, path: Path, user: str | None = None

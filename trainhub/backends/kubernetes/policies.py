@@ -199,7 +199,7 @@ def _same_ids(ctx: str) -> str:
     )
 
 
-def session_user_ids_policy() -> list[Manifest]:
+def session_user_ids_policy() -> Manifest:
     """Where members have ids of their own, a session's Jobs run as its member's: the pod's
     runAsUser and runAsGroup the id the namespace's ConfigMap ``trainhub-user-ids`` gives
     the caller's owner label (kept by the hub, which no session may change), no container
@@ -213,94 +213,101 @@ def session_user_ids_policy() -> list[Manifest]:
         f" && (!has({pod}.initContainers) || {pod}.initContainers.all(c, "
         f"!has(c.securityContext) || ({_same_ids('c.securityContext')})))"
     )
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": meta(SESSION_IDS_POLICY),
+        "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": ["batch"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["jobs"],
+                    }
+                ]
+            },
+            "matchConditions": [_SESSION_ACCOUNTS],
+            "variables": [
+                *_CALLER_VARIABLES,
+                {
+                    "name": "id",
+                    "expression": "has(params.data) && variables.caller in params.data ? "
+                    "params.data[variables.caller] : ''",
+                },
+                {"name": "pod", "expression": "object.spec.template.spec"},
+                # The caller's own Jobs: the rights policy refuses every other one already.
+                {
+                    "name": "mine",
+                    "expression": f"has(object.metadata.labels) && '{USER_LABEL}' in "
+                    f"object.metadata.labels && object.metadata.labels['{USER_LABEL}'] == "
+                    "variables.caller",
+                },
+            ],
+            "validations": [
+                {
+                    "expression": "!variables.mine || variables.id != ''",
+                    "messageExpression": f"{_CALLER} + ' has no user id in ConfigMap "
+                    f"{USER_IDS_CONFIGMAP}: the hub gives a member one before their "
+                    "first session'",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"!variables.mine || (has({ctx}) && has({ctx}.runAsUser) && "
+                    f"has({ctx}.runAsGroup) && {_same_ids(ctx)})",
+                    "messageExpression": "'the Jobs of a session run as the own ids of its "
+                    "member: runAsUser and runAsGroup ' + variables.id",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"!variables.mine || !has({ctx}) || (!has({ctx}.fsGroup) "
+                    f"&& (!has({ctx}.supplementalGroups) || "
+                    f"size({ctx}.supplementalGroups) == 0))",
+                    "message": "a session's Jobs take no fsGroup or supplementary group: "
+                    "a member's files are theirs alone",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"!variables.mine || ({containers})",
+                    "messageExpression": "'every container of the Job of a session runs as "
+                    "the own ids of its member (' + variables.id + ')'",
+                    "reason": "Forbidden",
+                },
+            ],
+        },
+    }
+
+
+def user_ids_objects(namespace: str) -> list[Manifest]:
+    """A team namespace's user ids, empty as rendered (the hub adds each member's,
+    trainhub_spawner.user_ids, and server-side apply keeps what it added), then the policy's
+    binding there, which reads them: one namespace's, so that a namespace of a team whose
+    members share one id is not held to it. Where the ConfigMap went missing no Job may be
+    written in that namespace (not even by Kueue): loudly, rather than without the check."""
     return [
         {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": meta(SESSION_IDS_POLICY),
-            "spec": {
-                "failurePolicy": "Fail",
-                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": ["batch"],
-                            "apiVersions": ["v1"],
-                            "operations": ["CREATE", "UPDATE"],
-                            "resources": ["jobs"],
-                        }
-                    ]
-                },
-                "matchConditions": [_SESSION_ACCOUNTS],
-                "variables": [
-                    *_CALLER_VARIABLES,
-                    {
-                        "name": "id",
-                        "expression": "has(params.data) && variables.caller in params.data ? "
-                        "params.data[variables.caller] : ''",
-                    },
-                    {"name": "pod", "expression": "object.spec.template.spec"},
-                    # The caller's own Jobs: the rights policy refuses every other one already.
-                    {
-                        "name": "mine",
-                        "expression": f"has(object.metadata.labels) && '{USER_LABEL}' in "
-                        f"object.metadata.labels && object.metadata.labels['{USER_LABEL}'] == "
-                        "variables.caller",
-                    },
-                ],
-                "validations": [
-                    {
-                        "expression": "!variables.mine || variables.id != ''",
-                        "messageExpression": f"{_CALLER} + ' has no user id in ConfigMap "
-                        f"{USER_IDS_CONFIGMAP}: the hub gives a member one before their "
-                        "first session'",
-                        "reason": "Forbidden",
-                    },
-                    {
-                        "expression": f"!variables.mine || (has({ctx}) && has({ctx}.runAsUser) && "
-                        f"has({ctx}.runAsGroup) && {_same_ids(ctx)})",
-                        "messageExpression": "'the Jobs of a session run as the own ids of its "
-                        "member: runAsUser and runAsGroup ' + variables.id",
-                        "reason": "Forbidden",
-                    },
-                    {
-                        "expression": f"!variables.mine || !has({ctx}) || (!has({ctx}.fsGroup) "
-                        f"&& (!has({ctx}.supplementalGroups) || "
-                        f"size({ctx}.supplementalGroups) == 0))",
-                        "message": "a session's Jobs take no fsGroup or supplementary group: "
-                        "a member's files are theirs alone",
-                        "reason": "Forbidden",
-                    },
-                    {
-                        "expression": f"!variables.mine || ({containers})",
-                        "messageExpression": "'every container of the Job of a session runs as "
-                        "the own ids of its member (' + variables.id + ')'",
-                        "reason": "Forbidden",
-                    },
-                ],
-            },
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": meta(USER_IDS_CONFIGMAP, namespace),
         },
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": meta(SESSION_IDS_POLICY),
+            "metadata": meta(f"{SESSION_IDS_POLICY}-{namespace}"),
             "spec": {
                 "policyName": SESSION_IDS_POLICY,
                 "validationActions": ["Deny"],
-                # Each team namespace's own ConfigMap, which render makes beside the namespace:
-                # where it is missing, no Job may be written there (not even by Kueue), loudly.
-                "paramRef": {"name": USER_IDS_CONFIGMAP, "parameterNotFoundAction": "Deny"},
-                "matchResources": {"namespaceSelector": {"matchLabels": {MANAGED_LABEL: "true"}}},
+                "paramRef": {
+                    "name": USER_IDS_CONFIGMAP,
+                    "namespace": namespace,
+                    "parameterNotFoundAction": "Deny",
+                },
+                "matchResources": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+                },
             },
         },
     ]
-
-
-def user_ids_configmap(namespace: str) -> Manifest:
-    """The team's user ids, empty as rendered: the hub adds each member's
-    (trainhub_spawner.user_ids), and server-side apply keeps what it added."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": meta(USER_IDS_CONFIGMAP, namespace),
-    }

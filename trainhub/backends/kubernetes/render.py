@@ -30,7 +30,7 @@ from trainhub.backends.kubernetes.policies import (
     require_queue_policy,
     session_rights_policy,
     session_user_ids_policy,
-    user_ids_configmap,
+    user_ids_objects,
 )
 from trainhub.backends.kubernetes.queues import (
     cluster_queue,
@@ -55,7 +55,7 @@ def render(teams: Teams) -> list[Manifest]:
     if controlled:
         objs += session_rights_policy()
     if own_ids:
-        objs += session_user_ids_policy()
+        objs.append(session_user_ids_policy())
     for team in teams.teams:
         objs += [
             resource_quota(teams, team),
@@ -64,7 +64,7 @@ def render(teams: Teams) -> list[Manifest]:
             *network_policies(team),
             *shared_claim(team),
             local_queue(team),
-            *([user_ids_configmap(team.namespace)] if own_ids else []),
+            *(user_ids_objects(team.namespace) if own_ids else []),
         ]
     return objs
 

@@ -123,7 +123,7 @@ class Submitting(Owners):
             image=image,
             resume_from=resume_from,
             datasets=self.readable_datasets(),
-            run_as=run_as or self.submitter(),
+            run_as=run_as or self.submitter(record.user),
         )
         job["metadata"]["namespace"] = self.namespace
         job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = self.queue
