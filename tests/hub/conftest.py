@@ -466,7 +466,7 @@ def running_hub(
     pods_dir.mkdir()
     accounts = pods_dir / "accounts"  # the sessions' ServiceAccount, as local_pods mounts it
     accounts.mkdir()
-    for team in teams.teams:
+    for team in teams.teams if teams.controller is None else []:  # else each user's own
         service_account_kubeconfig(
             Path(k8s_cluster.kubeconfig),
             core,

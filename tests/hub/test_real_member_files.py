@@ -113,6 +113,14 @@ def members(
             replica.kill()
 
 
+def server_log(world: HubWorld, user: str) -> str:
+    """The end of the user's session server's log (what a 500 left there)."""
+    [pod] = session_pods(world, user)
+    return client.CoreV1Api(world.api).read_namespaced_pod_log(
+        pod.metadata.name, pod.metadata.namespace, tail_lines=80
+    )
+
+
 def spawn(world: HubWorld, user: str) -> str:
     token = world.hub.user_token(user)
     r = world.hub.api(
@@ -196,7 +204,7 @@ def test_a_members_job_and_its_files_are_theirs_alone_until_shared_then_read_onl
         "resources": {"workers": 1, "processes_per_worker": 1, "cpu": 0.5, "memory": "1Gi"},
     }
     made = through_proxy(world, tokens[ADA], jobs, "POST", json=spec)
-    assert made.status_code == 201, made.text
+    assert made.status_code == 201, (made.text, server_log(world, ADA))
     job_id = made.json()["id"]
     jobdir = shared / "jobs" / job_id
 

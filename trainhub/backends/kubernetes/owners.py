@@ -31,12 +31,19 @@ class Owners(Cluster):
     _user_ids_read: float  # when the ConfigMap was last read (monotonic)
     _user_ids_lock: threading.Lock
 
+    controlled: bool  # a session's (or the CLI's) backend where a controller runs
+
+    @property
+    def is_controller(self) -> bool:
+        """This backend is the cluster's controller's (sessions' are ``controlled``)."""
+        return self.teams.controller is not None and not self.controlled
+
     @property
     def acts_as_owners(self) -> bool:
         """The controller on a team volume that keeps members' files their own."""
         c = self.teams.controller
         return (
-            self.lists is not None
+            self.is_controller
             and c is not None
             and c.per_user_ids
             and ownership.guarded(self.jobs_root)
@@ -45,7 +52,7 @@ class Owners(Cluster):
     def submitter(self, user: str) -> RunAs:
         """Who a new job of ``user``'s runs as: this session's member; in the controller (a
         sweep's next trial) the member's own ids, where the team gave them any."""
-        if self.lists is None:
+        if not self.is_controller:
             return self.run_as
         uid = self.user_id(owner_label(user))
         return self.run_as if uid is None else RunAs(uid, uid)
