@@ -25,7 +25,9 @@ class ControlledTeam(RealTeam):
     and neither does this test."""
 
     def more_data(self, ns: str) -> dict[str, Any]:
-        return {"controller": {"namespace": f"{ns}-c"}}
+        # Its members share the pods' user: the test's service (root) hands each job directory
+        # to it (tests/hub/test_real_member_files.py runs members of their own).
+        return {"controller": {"namespace": f"{ns}-c", "per_user_ids": False}}
 
     def until(self, job_id: str, what: str, test: Any, timeout: float = 240) -> Any:
         def check() -> Any:
