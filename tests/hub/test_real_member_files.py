@@ -266,6 +266,32 @@ def test_a_members_job_and_its_files_are_theirs_alone_until_shared_then_read_onl
     assert events[-1]["type"] == "state" and events[-1]["state"] == "succeeded", events[-3:]
     assert replica.proc.poll() is None
 
+    # Private again: closed to bo, whose team's usage still counts it, from the row the
+    # controller kept (as itself, readable by the team) of a job bo may not read.
+    closed = through_proxy(
+        world, tokens[ADA], f"{jobs}/{job_id}", "PATCH", json={"shared": "private"}
+    )
+    assert closed.status_code == 200, closed.text
+    listed = kernel(
+        world,
+        BO,
+        tokens[BO],
+        f"""
+        import json, os
+        try:
+            os.listdir({str(jobdir)!r})
+            print(json.dumps("done"))
+        except PermissionError:
+            print(json.dumps("EACCES"))
+        """,
+    )
+    assert listed == "EACCES"
+    row = shared / ".trainhub" / "usage" / f"{job_id}.json"
+    assert ownership.owner_of(row).user == 0 and row.stat().st_mode & 0o004
+    assert json.loads(row.read_text())["user"] == ADA
+    panel = through_proxy(world, tokens[BO], f"/user/{BO}/trainhub/api/usage/panel").json()
+    assert panel["ended_30d"] == 1, panel  # ada's, though bo reads nothing of it
+
     for user in (ADA, BO):
         r = world.hub.api("DELETE", f"/users/{user}/server", token=tokens[user])
         assert r.status_code in (202, 204), r.text

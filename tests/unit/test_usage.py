@@ -355,3 +355,26 @@ def test_table_and_csv_show_every_group():
     parsed = list(csv.DictReader(io.StringIO(csv_text(report))))
     assert [(r["key"], int(r["jobs"])) for r in parsed] == [(g.key, g.jobs) for g in report.groups]
     assert float(parsed[0]["gpu_waste_s"]) == pytest.approx(report.groups[0].gpu_waste_s)
+
+
+def test_rows_kept_for_the_team_are_read_back_by_period_user_and_what_is_read_afresh(
+    tmp_path: Path,
+) -> None:
+    from trainhub.usage import kept
+
+    old = usage_row(record("old", user="ada", finished_at=1000.0), threshold_pct=10)
+    ada = usage_row(record("a", user="ada", finished_at=5000.0), threshold_pct=10)
+    bo = usage_row(record("b", user="bo", finished_at=6000.0), threshold_pct=10)
+    for row in (old, ada, bo):
+        kept.keep(tmp_path, row)
+    (tmp_path / kept.USAGE_DIR / "broken.json").write_text("{not a row")
+    (tmp_path / kept.USAGE_DIR / "link.json").symlink_to(tmp_path / kept.USAGE_DIR / "a.json")
+
+    def ids(**asked: object) -> list[str]:
+        return sorted(r.job_id for r in kept.kept_rows(tmp_path, **asked))  # type: ignore[arg-type]
+
+    assert ids(since=2000.0, user=None, excluding=set()) == ["a", "b"]
+    assert ids(since=0.0, user="ada", excluding=set()) == ["a", "old"]
+    assert ids(since=0.0, user=None, excluding={"a"}) == ["b", "old"]
+    assert kept.kept_rows(tmp_path, since=0.0, user="bo", excluding=set()) == [bo]
+    assert kept.kept_rows(tmp_path / "nowhere", since=0.0, user=None, excluding=set()) == []

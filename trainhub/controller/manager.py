@@ -30,6 +30,7 @@ from trainhub.jobs import ownership
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.service import JobService
 from trainhub.teams import Teams
+from trainhub.usage.kept import USAGE_DIR
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +80,11 @@ class TeamWork:
         problems = ownership.prepare_team_volume(
             self.root, [str(p.relative_to(self.root)) for p in places]
         )
-        try:
-            ownership.private_dir(self.outbox)
-        except OSError as e:
-            problems.append(f"{self.outbox}: {e.strerror or e}")
+        for own, mode in ((self.outbox, ownership.PRIVATE), (self.root / USAGE_DIR, 0o755)):
+            try:
+                ownership.own_dir(own, mode)
+            except OSError as e:
+                problems.append(f"{own}: {e.strerror or e}")
         for problem in problems:
             log.warning("trainhub: team volume of %s: %s", self.namespace, problem)
 

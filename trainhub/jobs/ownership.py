@@ -170,7 +170,8 @@ def prepare_team_volume(root: Path, places: list[str]) -> list[str]:
     return problems
 
 
-def private_dir(path: Path) -> None:
-    """A directory only its owner enters (the controller's outbox), made or narrowed."""
+def own_dir(path: Path, mode: int) -> None:
+    """A directory of the process's own (the controller's outbox, ``0700``; its usage rows,
+    ``0755``), made, or given ``mode``."""
     path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, PRIVATE, follow_symlinks=False)
+    os.chmod(path, mode, follow_symlinks=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from trainhub import settings
@@ -20,11 +21,14 @@ from trainhub.backends.kubernetes.observe import Observing
 from trainhub.backends.kubernetes.owners import run_as_of
 from trainhub.backends.kubernetes.records import refusals_logged
 from trainhub.backends.kubernetes.submit import Submitting
+from trainhub.jobs import ownership
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.lifecycle.notify import end_alert_kind
 from trainhub.lifecycle.retry import RetryPlan, plan_retry, retry_event
+from trainhub.usage import kept
+from trainhub.usage.compute import job_usage
 
 DELETE_WAIT_SECONDS = 30.0  # for a failed Job to be gone before its retry's takes its name
 # Times the final state event keeps for a record read back from the job directory.
@@ -56,10 +60,23 @@ class Ending(Submitting, Observing):
         if verdict is not None:
             fields.update(reason=verdict.reason, verdict=verdict.model_dump(mode="json"))
         JobDir(record.job_dir).emit("state", **fields)
+        self._keep_usage(record.id)
         kind = end_alert_kind(record.spec.notify, state)
         if kind is not None:
             ended = record.model_copy(update={"state": state, "verdict": verdict})
             self._announce(ended, kind, f"{record.id}-a{record.attempt}-{kind}")
+
+    def _keep_usage(self, job_id: str) -> None:
+        """Where members own their files, the ended job's usage row, for the team (read as
+        the owner, kept as the controller: trainhub.usage.kept)."""
+        if not self.acts_as_owners:
+            return
+        ended = self._from_jobdir(self.jobs_root / job_id)
+        if ended is None:
+            return
+        row = job_usage(ended, threshold_pct=settings.waste_utilization_pct())
+        with ownership.acting_as_itself():
+            kept.keep(Path(self.team.shared_volume.mount_path), row)
 
     def _announce(self, record: JobRecord, kind: str, key: str) -> None:
         """Queue the job's alert (trainhub.alerts), once per ``key``: through the controller's

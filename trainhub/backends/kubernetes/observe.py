@@ -13,6 +13,7 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from trainhub import settings
 from trainhub.backends.kubernetes import manifests, nodes, status, waits
@@ -28,9 +29,11 @@ from trainhub.backends.kubernetes.records import (
     read_spec,
 )
 from trainhub.errors import BackendUnavailable
+from trainhub.jobs import ownership
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
+from trainhub.usage import kept
 from trainhub.usage.compute import job_usage
 from trainhub.usage.panel import PoolQuota, cluster_queue_quotas
 from trainhub.usage.store import UsageStore
@@ -132,18 +135,23 @@ class Observing(Listing):
         team: str | None = None,
         recompute: bool = False,
     ) -> Iterator[UsageStore]:
-        """Rows derived afresh from the team's ended jobs (records, Kueue's times kept in the
-        final state event, the in-pod sampler's files) into an in-memory table: none is kept,
-        so every call recomputes."""
+        """Rows derived afresh from the team's ended jobs this process may read (records,
+        Kueue's times kept in the final state event, the in-pod sampler's files), and where
+        members own their files the rows the controller kept of the others
+        (trainhub.usage.kept), into an in-memory table."""
         conn = sqlite3.connect(":memory:")
         try:
             usage = UsageStore(lambda: conn)
             if team is None or team == self.team.name:
-                usage.record(
-                    job_usage(r, threshold_pct=settings.waste_utilization_pct())
-                    for r in self._all(user)
-                    if r.state.terminal and (r.finished_at or 0) >= since
-                )
+                ended = [
+                    r for r in self._all(user) if r.state.terminal and (r.finished_at or 0) >= since
+                ]
+                pct = settings.waste_utilization_pct()
+                usage.record(job_usage(r, threshold_pct=pct) for r in ended)
+                if ownership.guarded(self.jobs_root):
+                    root = Path(self.team.shared_volume.mount_path)
+                    excluding = {r.id for r in ended}
+                    usage.record(kept.kept_rows(root, since=since, user=user, excluding=excluding))
             yield usage
         finally:
             conn.close()
