@@ -102,6 +102,22 @@ async def test_a_range_whose_count_overflows_a_float_is_a_400_naming_it(api: Any
         ]
 
 
+async def test_numbers_past_a_float_are_a_400_naming_the_dimension(api: Any) -> None:
+    huge = 10**400  # a JSON integer: too large for a float
+    for dimension, says in (
+        ({"kind": "range", "start": 0, "stop": huge, "step": 1}, "stop: 1000000000000000000"),
+        ({"kind": "uniform", "low": -huge, "high": 1}, "low: -100000000000000000"),
+        ({"kind": "uniform", "low": -1e308, "high": 1e308}, "high - low is past the largest"),
+    ):
+        body = sweep_body()
+        body["sweep"]["space"]["lr"] = dimension
+        status, answer, _ = await api("POST", "sweeps", body=body)
+        assert status == 400, (dimension, answer)
+        (error,) = answer["errors"]
+        assert error["field"].startswith("sweep.space.lr."), error
+        assert says in error["message"], error
+
+
 async def test_cancelling_a_sweep_cancels_its_trials(api: Any, server_service: JobService) -> None:
     body = sweep_body(SLEEPER, max_running=2)
     body["job"]["allow_new_parameters"] = True

@@ -27,9 +27,21 @@ _LINEAR_TOLERANCE = 1e-9  # a stop reached within rounding is reached
 
 
 def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{value!r} is not a finite number")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+        raise ValueError(f"{_shown(value)} is not a finite number")
     return value
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # a JSON integer too large for a float
+        return False
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} characters)"
 
 
 Number = Annotated[float | int, Field(union_mode="left_to_right")]
@@ -76,7 +88,10 @@ class Range(Model):
                 raise ValueError("step must be more than 0")
             if self.stop < self.start:
                 raise ValueError("stop must be at least start")
-            steps = (self.stop - self.start) / self.step
+            try:
+                steps = (self.stop - self.start) / self.step
+            except OverflowError:  # whole numbers whose quotient is past a float
+                steps = math.inf
         else:
             if self.start <= 0 or self.stop <= 0:
                 raise ValueError("a log range needs start and stop above 0")
@@ -132,6 +147,9 @@ class Uniform(Model):
             raise ValueError("high must be more than low")
         if self.kind == "loguniform" and self.low <= 0:
             raise ValueError("low of a log-uniform distribution must be above 0")
+        if not math.isfinite(float(self.high) - float(self.low)):
+            # Each draw would be infinite: refused now, not trial by trial.
+            raise ValueError("high - low is past the largest number a trial can take")
         return self
 
     def draw(self, rng: random.Random) -> float:
