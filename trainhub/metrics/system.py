@@ -50,7 +50,10 @@ class _Tree:
                     if proc.status() == psutil.STATUS_ZOMBIE:
                         raise psutil.ZombieProcess(pid)
                     percent = proc.cpu_percent(None)
-                    rss += proc.memory_info().rss
+                    resident = proc.memory_info().rss
+                    if resident == 0:  # exiting: its memory released before it is a zombie
+                        raise psutil.ZombieProcess(pid)
+                    rss += resident
             except _GONE:
                 if pid == self.root.pid:
                     return None
