@@ -1,4 +1,5 @@
-"""The interface every job backend implements, plus optional capabilities.
+"""The interface every job backend implements (what a backend may do besides is one of the
+capabilities of :mod:`trainhub.backends.capabilities`).
 
 A backend decides *when and where* a job runs; the job directory records *what happened*.
 The service prepares the job directory (spec, bundle, lineage) before calling ``submit``.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,7 +25,9 @@ from trainhub.usage.store import UsageStore
 
 
 class Feature(StrEnum):
-    """What a backend can do, so the UI offers only that."""
+    """What the UI is told a backend offers (the REST config document's ``features``), so it
+    offers only that. What code calls of a backend that not every backend has is a
+    capability (:mod:`trainhub.backends.capabilities`)."""
 
     MULTI_NODE = "multi_node"
     GPUS = "gpus"
@@ -45,18 +48,6 @@ class Backend(ABC):
     # True where a controller of the cluster's reconciles the jobs (trainhub.controller): the
     # front doors then only submit and read.
     controlled: bool = False
-
-    def as_owner(
-        self, path: Path, user: str | None = None
-    ) -> contextlib.AbstractContextManager[None]:
-        """Touch ``path`` (a member's file: a job directory, a sweep's record) as its owner,
-        who must be ``user`` where given, in a process that keeps several members' files (the
-        cluster's controller); a process of one member's does nothing."""
-        return contextlib.nullcontext()
-
-    def watch_reads(self) -> None:  # noqa: B027 (optional: most backends keep no cache)
-        """Serve reads from a watch-fed cache, where the backend keeps one (a long-running
-        server calls it once, off its event loop); nothing by default."""
 
     @classmethod
     @abstractmethod
@@ -134,17 +125,13 @@ class Backend(ABC):
     def cancel(self, job_id: str, reason: str) -> JobRecord:
         """Ask the job to stop; returns at once. Queued jobs are cancelled on the spot."""
 
+    @abstractmethod
     def suspend(self, job_id: str, reason: str) -> JobRecord:
         """Ask the job's ranks to save and stop, give its resources back; state ``suspended``."""
-        from trainhub.errors import BackendUnavailable
 
-        raise BackendUnavailable(f"The {self.name} backend cannot suspend jobs.")
-
+    @abstractmethod
     def resume(self, job_id: str) -> JobRecord:
         """Queue a suspended job again (same id, next attempt) from its latest checkpoint."""
-        from trainhub.errors import BackendUnavailable
-
-        raise BackendUnavailable(f"The {self.name} backend cannot resume jobs.")
 
     @abstractmethod
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
@@ -208,7 +195,7 @@ class Backend(ABC):
         with self.usage_rows(since, user=user, team=team, recompute=recompute) as rows:
             return rows.report(by, since, user=user, team=team)
 
-    @contextlib.contextmanager
+    @abstractmethod
     def usage_rows(
         self,
         since: float,
@@ -216,14 +203,10 @@ class Backend(ABC):
         user: str | None = None,
         team: str | None = None,
         recompute: bool = False,
-    ) -> Iterator[UsageStore]:
+    ) -> contextlib.AbstractContextManager[UsageStore]:
         """The usage rows of the jobs that ended since ``since`` (at least those: a store may
         hold more, its queries take ``since``), for the report and the Usage panel's
         questions; ``recompute``: kept rows are derived again."""
-        from trainhub.errors import BackendUnavailable
-
-        raise BackendUnavailable(f"The {self.name} backend keeps no usage accounting yet.")
-        yield  # pragma: no cover - a generator, for the context manager
 
     def quotas(self) -> tuple[list[PoolQuota], str]:
         """The team's quota per pool now, and where it comes from (none by default)."""

@@ -138,7 +138,6 @@ class KubernetesBackend(Acting, Backend):
             "teams": [{"name": self.team.name, "queues": list(self.team.quota)}],
         }
 
-    @property
     def dataset_roots(self) -> list[Path]:
         """Where a session sees the team's data: its shared volume and its datasets' mounts."""
         mounts = [self.team.dataset_mount(name) for name in self.readable_datasets()]

@@ -101,10 +101,16 @@ class LocalBackend(Backend):
         """The local retention file's policy, for every team on the machine (read anew)."""
         return load_retention_file(settings.retention_file(self.home))
 
-    @property
+    # --- the machine (capabilities.OneMachine) ------------------------------------------
     def capacity(self) -> Capacity:
         """This machine's GPUs and CPU slots (the dialog's limits come from it)."""
         return self.admitter.capacity()
+
+    def slots(self) -> int:
+        return self.admitter.slots()
+
+    def set_slots(self, slots: int) -> None:
+        self.admitter.set_slots(slots)
 
     def check_fits(self, record: JobRecord) -> None:
         self.admitter.check_fits(record)
