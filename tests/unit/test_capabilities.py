@@ -15,6 +15,7 @@ def test_optional_abilities_are_capabilities(tmp_path: Path) -> None:
     local = LocalBackend(tmp_path)
     assert isinstance(local, capabilities.OneMachine) and isinstance(local, capabilities.KeepsStore)
     for other in (
+        capabilities.Pools,
         capabilities.MountsDatasets,
         capabilities.WatchFedReads,
         capabilities.TouchesAsOwner,

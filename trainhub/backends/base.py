@@ -2,7 +2,8 @@
 capabilities of :mod:`trainhub.backends.capabilities`).
 
 A backend decides *when and where* a job runs; the job directory records *what happened*.
-The service prepares the job directory (spec, bundle, lineage) before calling ``submit``.
+The service prepares the job directory (spec, bundle, lineage) and decides the job's
+:class:`Placement` before calling ``submit``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,6 +43,16 @@ class Feature(StrEnum):
     WORKER_RESOURCES = "worker_resources"  # CPU and memory per worker are requested, and held
 
 
+@dataclass(frozen=True)
+class Placement:
+    """What the submit walk (:mod:`trainhub.jobs.submission`) decided of a new job, each once,
+    for :meth:`Backend.submit` to act on rather than decide again."""
+
+    image: str  # the reference the image policy allowed ("" where none was asked, locally)
+    pool: str | None  # the pool it runs in (capabilities.Pools); None where there are none
+    resume_from: str | None  # the checkpoint its first attempt starts from (a fork's)
+
+
 class Backend(ABC):
     name: ClassVar[str]
     features: ClassVar[frozenset[Feature]]
@@ -55,8 +67,9 @@ class Backend(ABC):
         """The backend as configured for this environment (the CLI and the server agree)."""
 
     @abstractmethod
-    def submit(self, record: JobRecord) -> JobRecord:
-        """Queue a job whose directory is ready; returns it as stored (usually QUEUED)."""
+    def submit(self, record: JobRecord, placement: Placement) -> JobRecord:
+        """Queue a job whose directory is ready where ``placement`` says; returns it as stored
+        (usually QUEUED)."""
 
     @abstractmethod
     def get(self, job_id: str) -> JobRecord | None: ...
@@ -153,7 +166,7 @@ class Backend(ABC):
         return Catalog()
 
     def check_image(self, wanted: str | None) -> Allowed:
-        """The image the admin's policy allows for ``wanted``, else
+        """The image the admin's policy allows for ``wanted`` (None: the default one), else
         :class:`trainhub.errors.NotAllowed` with a sentence; by default no policy."""
         return Allowed(wanted or "", None, "no policy")
 
@@ -170,8 +183,10 @@ class Backend(ABC):
         """What the submit dialog may offer: ``{"images": [...], "teams": [...]}``."""
         return {"images": [], "teams": []}
 
-    def check_fits(self, record: JobRecord) -> None:  # noqa: B027 - optional hook
-        """Raise :class:`trainhub.errors.OverQuota` when the job could never run."""
+    @abstractmethod
+    def check_fits(self, record: JobRecord, placement: Placement) -> None:
+        """Raise :class:`trainhub.errors.OverQuota` (or a :class:`~trainhub.jobs.spec.SpecError`
+        naming the field) when the job could never run where ``placement`` puts it."""
 
     def live_log(
         self, job_id: str, rank: int, offset: int, length: int

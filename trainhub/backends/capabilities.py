@@ -16,6 +16,17 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from trainhub.backends.local.admission import Capacity
+    from trainhub.jobs.models import JobRecord
+
+
+@runtime_checkable
+class Pools(Protocol):
+    """Runs jobs in pools of nodes (a cluster team's), one chosen per job."""
+
+    def pool_for(self, record: JobRecord) -> str:
+        """The pool the job runs in, chosen once by the submit walk; :class:`OverQuota` when
+        no pool could hold one of its workers."""
+        ...
 
 
 @runtime_checkable

@@ -61,7 +61,6 @@ class KubernetesBackend(Acting, Backend):
         queue: str | None = None,
         jobs_root: Path | None = None,
         api_client: Any = None,
-        default_image: str | None = None,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
         lists: CachedLists | None = None,
         announcer: Announcer | None = None,
@@ -77,7 +76,6 @@ class KubernetesBackend(Acting, Backend):
         self.namespace = namespace or self.team.namespace
         self.queue = queue or self.team.local_queue
         self.jobs_root = Path(jobs_root or Path(self.team.shared_volume.mount_path) / "jobs")
-        self.default_image = default_image or teams.image(self.team.images[0]).image
         self.api = api_client or _default_client()
         self.request_timeout = request_timeout
         self.lists, self.announcer, self.run_as = lists, announcer, run_as
