@@ -73,7 +73,7 @@ def fill(api: Any, teams: Any, team_name: str, count: int) -> None:
         data.update(id=record.id, user=record.user)
         write_json_atomic(jobdir.spec, data)
         jobdir.emit("submitted", user=record.user, host="bench", content_hash="")
-        backend.submit(record)
+        backend.submit(record, backend.attempt_placement(record))
 
 
 def last_state(job_dir: Path) -> dict[str, Any] | None:

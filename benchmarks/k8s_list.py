@@ -87,7 +87,7 @@ def fill(api: Any, teams: Any, team_name: str, count: int, user: str) -> None:
         spec.update(id=record.id, user=user)
         write_json_atomic(jobdir.spec, spec)
         jobdir.emit("submitted", user=user, host="bench", content_hash="")
-        backend.submit(record)
+        backend.submit(record, backend.attempt_placement(record))
 
     with ThreadPoolExecutor(6) as pool:
         list(pool.map(one, range(count)))

@@ -211,11 +211,11 @@ def measure_start(
         if path == "kueue":
             ns = team.namespace
             t0 = time.perf_counter()
-            backend.submit(record)
+            backend.submit(record, backend.attempt_placement(record))
         else:
             ns = plain_ns
             job = manifests.job_manifest(
-                record, team=team, pool=pool, image=backend.image_for(record)
+                record, team=team, pool=pool, image=backend.check_image(record.spec.image).reference
             )
             job["metadata"]["namespace"] = ns
             del job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]

@@ -16,6 +16,7 @@ from traitlets import Bool, Dict, Enum, Float, List, Type, Unicode, default
 from trainhub import settings
 from trainhub.backends import factory
 from trainhub.backends.base import Backend
+from trainhub.backends.capabilities import WatchFedReads
 from trainhub.jobs.models import JobSummary
 from trainhub.jobs.service import JobService
 from trainhub_server import routes, watch
@@ -108,8 +109,10 @@ class TrainhubExtension(ExtensionApp):
         self.handlers.extend(routes.handlers())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        # Off the event loop and unwaited: until the cache syncs, lists ask the API server.
-        asyncio.get_running_loop().run_in_executor(None, self.service.backend.watch_reads)
+        backend = self.service.backend
+        if isinstance(backend, WatchFedReads):
+            # Off the event loop and unwaited: until the cache syncs, lists ask the API server.
+            asyncio.get_running_loop().run_in_executor(None, backend.watch_reads)
         if self.reconcile_interval > 0:
             self._reconciler = PeriodicCallback(self._reconcile, self.reconcile_interval * 1000)
             self._reconciler.start()

@@ -9,6 +9,7 @@ from annotated_types import Le
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trainhub.backends.base import Backend
+from trainhub.backends.capabilities import OneMachine
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.jobs import limits as job_limits
 from trainhub.jobs.search import MAX_SEARCH_CHARS
@@ -246,8 +247,8 @@ def spec_upper_bound(field: str) -> int:
 def backend_limits(backend: Backend) -> dict[str, int]:
     """The most a job may ask for: the spec's bounds, narrowed to the machine when it is known."""
     limits = {key: spec_upper_bound(field) for key, field in LIMIT_FIELDS.items()}
-    capacity = getattr(backend, "capacity", None)  # the local backend knows its machine
-    if capacity is not None:
+    if isinstance(backend, OneMachine):  # the local backend knows its machine
+        capacity = backend.capacity()
         limits["max_workers"] = min(limits["max_workers"], capacity.slots)
         limits["max_processes_per_worker"] = min(limits["max_processes_per_worker"], capacity.slots)
         limits["max_gpus_per_worker"] = min(limits["max_gpus_per_worker"], len(capacity.gpus))

@@ -147,7 +147,7 @@ def test_an_untolerated_taint_is_explained_then_ends_the_job_and_frees_its_quota
     team: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As if the node was tainted after the submit was checked.
-    monkeypatch.setattr(team.backend, "check_fits", lambda record: None)
+    monkeypatch.setattr(team.backend, "check_fits", lambda record, placement: None)
     pool = f"{team.ns}-tainted"
     job_id = submit(team, pool)
     reason = sentence(team, job_id, "taint")
@@ -181,7 +181,7 @@ def test_a_request_larger_than_any_node_ends_at_once(
     team: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As if the pool's nodes shrank after the submit was checked.
-    monkeypatch.setattr(team.backend, "check_fits", lambda record: None)
+    monkeypatch.setattr(team.backend, "check_fits", lambda record, placement: None)
     job_id = submit(team, f"{team.ns}-small", cpu=4)
     reason = sentence(team, job_id, "asks for more")
     assert reason.startswith(

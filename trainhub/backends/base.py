@@ -1,14 +1,17 @@
-"""The interface every job backend implements, plus optional capabilities.
+"""The interface every job backend implements (what a backend may do besides is one of the
+capabilities of :mod:`trainhub.backends.capabilities`).
 
 A backend decides *when and where* a job runs; the job directory records *what happened*.
-The service prepares the job directory (spec, bundle, lineage) before calling ``submit``.
+The service prepares the job directory (spec, bundle, lineage) and decides the job's
+:class:`Placement` before calling ``submit``.
 """
 
 from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,7 +27,9 @@ from trainhub.usage.store import UsageStore
 
 
 class Feature(StrEnum):
-    """What a backend can do, so the UI offers only that."""
+    """What the UI is told a backend offers (the REST config document's ``features``), so it
+    offers only that. What code calls of a backend that not every backend has is a
+    capability (:mod:`trainhub.backends.capabilities`)."""
 
     MULTI_NODE = "multi_node"
     GPUS = "gpus"
@@ -38,6 +43,16 @@ class Feature(StrEnum):
     WORKER_RESOURCES = "worker_resources"  # CPU and memory per worker are requested, and held
 
 
+@dataclass(frozen=True)
+class Placement:
+    """What the submit walk (:mod:`trainhub.jobs.submission`) decided of a new job, each once,
+    for :meth:`Backend.submit` to act on rather than decide again."""
+
+    image: str  # the reference the image policy allowed ("" where none was asked, locally)
+    pool: str | None  # the pool it runs in (capabilities.Pools); None where there are none
+    resume_from: str | None  # the checkpoint its first attempt starts from (a fork's)
+
+
 class Backend(ABC):
     name: ClassVar[str]
     features: ClassVar[frozenset[Feature]]
@@ -46,26 +61,15 @@ class Backend(ABC):
     # front doors then only submit and read.
     controlled: bool = False
 
-    def as_owner(
-        self, path: Path, user: str | None = None
-    ) -> contextlib.AbstractContextManager[None]:
-        """Touch ``path`` (a member's file: a job directory, a sweep's record) as its owner,
-        who must be ``user`` where given, in a process that keeps several members' files (the
-        cluster's controller); a process of one member's does nothing."""
-        return contextlib.nullcontext()
-
-    def watch_reads(self) -> None:  # noqa: B027 (optional: most backends keep no cache)
-        """Serve reads from a watch-fed cache, where the backend keeps one (a long-running
-        server calls it once, off its event loop); nothing by default."""
-
     @classmethod
     @abstractmethod
     def from_settings(cls, home: Path, **kwargs: Any) -> Backend:
         """The backend as configured for this environment (the CLI and the server agree)."""
 
     @abstractmethod
-    def submit(self, record: JobRecord) -> JobRecord:
-        """Queue a job whose directory is ready; returns it as stored (usually QUEUED)."""
+    def submit(self, record: JobRecord, placement: Placement) -> JobRecord:
+        """Queue a job whose directory is ready where ``placement`` says; returns it as stored
+        (usually QUEUED)."""
 
     @abstractmethod
     def get(self, job_id: str) -> JobRecord | None: ...
@@ -134,17 +138,13 @@ class Backend(ABC):
     def cancel(self, job_id: str, reason: str) -> JobRecord:
         """Ask the job to stop; returns at once. Queued jobs are cancelled on the spot."""
 
+    @abstractmethod
     def suspend(self, job_id: str, reason: str) -> JobRecord:
         """Ask the job's ranks to save and stop, give its resources back; state ``suspended``."""
-        from trainhub.errors import BackendUnavailable
 
-        raise BackendUnavailable(f"The {self.name} backend cannot suspend jobs.")
-
+    @abstractmethod
     def resume(self, job_id: str) -> JobRecord:
         """Queue a suspended job again (same id, next attempt) from its latest checkpoint."""
-        from trainhub.errors import BackendUnavailable
-
-        raise BackendUnavailable(f"The {self.name} backend cannot resume jobs.")
 
     @abstractmethod
     def wait_reason(self, record: JobRecord) -> tuple[str | None, int | None]:
@@ -166,7 +166,7 @@ class Backend(ABC):
         return Catalog()
 
     def check_image(self, wanted: str | None) -> Allowed:
-        """The image the admin's policy allows for ``wanted``, else
+        """The image the admin's policy allows for ``wanted`` (None: the default one), else
         :class:`trainhub.errors.NotAllowed` with a sentence; by default no policy."""
         return Allowed(wanted or "", None, "no policy")
 
@@ -183,8 +183,10 @@ class Backend(ABC):
         """What the submit dialog may offer: ``{"images": [...], "teams": [...]}``."""
         return {"images": [], "teams": []}
 
-    def check_fits(self, record: JobRecord) -> None:  # noqa: B027 - optional hook
-        """Raise :class:`trainhub.errors.OverQuota` when the job could never run."""
+    @abstractmethod
+    def check_fits(self, record: JobRecord, placement: Placement) -> None:
+        """Raise :class:`trainhub.errors.OverQuota` (or a :class:`~trainhub.jobs.spec.SpecError`
+        naming the field) when the job could never run where ``placement`` puts it."""
 
     def live_log(
         self, job_id: str, rank: int, offset: int, length: int
@@ -208,7 +210,7 @@ class Backend(ABC):
         with self.usage_rows(since, user=user, team=team, recompute=recompute) as rows:
             return rows.report(by, since, user=user, team=team)
 
-    @contextlib.contextmanager
+    @abstractmethod
     def usage_rows(
         self,
         since: float,
@@ -216,14 +218,10 @@ class Backend(ABC):
         user: str | None = None,
         team: str | None = None,
         recompute: bool = False,
-    ) -> Iterator[UsageStore]:
+    ) -> contextlib.AbstractContextManager[UsageStore]:
         """The usage rows of the jobs that ended since ``since`` (at least those: a store may
         hold more, its queries take ``since``), for the report and the Usage panel's
         questions; ``recompute``: kept rows are derived again."""
-        from trainhub.errors import BackendUnavailable
-
-        raise BackendUnavailable(f"The {self.name} backend keeps no usage accounting yet.")
-        yield  # pragma: no cover - a generator, for the context manager
 
     def quotas(self) -> tuple[list[PoolQuota], str]:
         """The team's quota per pool now, and where it comes from (none by default)."""

@@ -100,14 +100,14 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 def cmd_slots(args: argparse.Namespace) -> int:
     """Show or set this machine's CPU slots: one value in the store, for every process."""
     from trainhub.api import service
+    from trainhub.backends.capabilities import OneMachine
 
     backend = service().backend
-    admitter = getattr(backend, "admitter", None)
-    if admitter is None:
+    if not isinstance(backend, OneMachine):
         raise ValueError("slots: only the local backend has CPU slots (the cluster has quotas)")
     if args.count is not None:
-        admitter.set_slots(args.count)
-    print(admitter.slots())
+        backend.set_slots(args.count)
+    print(backend.slots())
     return 0
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from trainhub.backends.capabilities import KeepsStore
 from trainhub.bundle.snapshot import Frozen
 from trainhub.experiments.sweep import SweepSpec
 from trainhub.jobs import confined, ownership
@@ -258,7 +259,6 @@ def sweeps_home(backend: Any) -> Path:
 
 def records_for(backend: Any) -> SweepRecords:
     """Where ``backend`` keeps sweeps: its SQLite store when it has one, else its jobs root."""
-    store = getattr(backend, "store", None)
-    if store is not None and hasattr(store, "transaction") and hasattr(store, "connection"):
-        return StoreSweeps(store)
+    if isinstance(backend, KeepsStore):
+        return StoreSweeps(backend.store)
     return FileSweeps(sweeps_home(backend))

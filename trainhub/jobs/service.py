@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from trainhub import settings
 from trainhub.backends.base import Backend, Feature
+from trainhub.backends.capabilities import MountsDatasets
 from trainhub.checkpoint.layout import (
     CheckpointInfo,
     delete_checkpoint,
@@ -118,7 +119,8 @@ class JobService:
 
     def dataset_roots(self) -> list[Path]:
         """The workspace first, then the admin's roots, then those the backend mounts."""
-        extra = getattr(self.backend, "dataset_roots", ())  # a cluster team's volumes
+        backend = self.backend
+        extra = backend.dataset_roots() if isinstance(backend, MountsDatasets) else []
         workspace = [self.workspace_root] if self.workspace_root is not None else []
         return [*workspace, *settings.dataset_roots(), *extra]
 

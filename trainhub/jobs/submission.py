@@ -3,6 +3,9 @@ resubmit, resume): every check before anything is made (spec, paths, datasets by
 fit, resume source), the job directory (bundle, spec, the ``submitted`` event), the hand-off to
 the backend, then the lineage. A refused or abandoned submit leaves nothing behind.
 
+The image, the pool and the checkpoint the job starts from are each decided once here, in a
+:class:`~trainhub.backends.base.Placement` the backend acts on.
+
 Functions of the service, reading its backend and its settings (workspace, ``%pip``, the
 workspace's size cap) as they are when called.
 """
@@ -21,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainhub import settings
+from trainhub.backends.base import Backend, Placement
+from trainhub.backends.capabilities import Pools
 from trainhub.checkpoint.layout import list_checkpoints
 from trainhub.datasets.catalog import Readable
 from trainhub.errors import Conflict, NotFound
@@ -31,9 +36,9 @@ from trainhub.jobs.models import DescribeJob, JobRecord
 from trainhub.jobs.naming import successor_name
 from trainhub.jobs.spec import JobSpec, field_error, parse_spec
 from trainhub.jobs.states import JobState
+from trainhub.lifecycle.resume import fork_source
 
 if TYPE_CHECKING:
-    from trainhub.backends.base import Backend
     from trainhub.bundle.snapshot import Snapshot
     from trainhub.jobs.service import JobService
 
@@ -69,14 +74,13 @@ def submit(
     backend = service.backend
     workspace = _workspace(service, source)
     spec, named = _check_paths(service, spec, workspace)
-    backend.check_image(spec.image)  # refused before anything is made
-    if spec.fork_from is not None:
-        _check_fork(service, spec, user)
+    image = backend.check_image(spec.image).reference  # refused before anything is made
+    start = _fork_start(service, spec, user)  # the checkpoint it starts from
     job_id = f"{spec.name}-{secrets.token_hex(4)}"
     jobdir = JobDir(service.jobs_root / job_id).create()
     record = _new_record(spec, user, job_id, str(jobdir.root), resubmitted_from)
     try:
-        backend.check_fits(record)
+        placement = _place(backend, record, image, start)
         manifest = compile_bundle(
             spec,
             workspace,
@@ -94,7 +98,7 @@ def submit(
         )
         # The last moment to give up: after this the backend has the job.
         _check_wanted(abandoned)
-        record = backend.submit(record)
+        record = backend.submit(record, placement)
     except BaseException:
         # Refused or broken: leave nothing half-made behind.
         shutil.rmtree(jobdir.root, ignore_errors=True)
@@ -123,10 +127,10 @@ def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str |
     user = user or getpass.getuser()
     workspace = _workspace(service, None)
     spec, _ = _check_paths(service, spec, workspace)
-    service.backend.check_image(spec.image)
-    if spec.fork_from is not None:
-        _check_fork(service, spec, user)
-    service.backend.check_fits(_new_record(spec, user, f"{spec.name}-validate", "", None))
+    image = service.backend.check_image(spec.image).reference
+    start = _fork_start(service, spec, user)
+    record = _new_record(spec, user, f"{spec.name}-validate", "", None)
+    _place(service.backend, record, image, start)
     with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
         manifest = compile_bundle(
             spec,
@@ -179,15 +183,27 @@ def _check_paths(
     return spec, named
 
 
-def _check_fork(service: JobService, spec: JobSpec, user: str) -> None:
+def _fork_start(service: JobService, spec: JobSpec, user: str) -> str | None:
+    """The checkpoint a fork starts from (:func:`~trainhub.lifecycle.resume.fork_source`) of a
+    job ``user`` may read, refused when it has none; None for a job that forks nothing."""
     ref = spec.fork_from
-    assert ref is not None
+    if ref is None:
+        return None
     source = service.readable(ref.job_id, user)
-    infos = list_checkpoints(JobDir(source.job_dir).checkpoints)
-    if not infos:
+    start = fork_source(source.job_dir, ref)
+    if start is not None:
+        return str(start.path)
+    if not list_checkpoints(JobDir(source.job_dir).checkpoints):
         raise Conflict(f"Job {ref.job_id} has no checkpoint to fork from.")
-    if ref.step is not None and ref.step not in {c.step for c in infos}:
-        raise NotFound(f"Job {ref.job_id} has no checkpoint at step {ref.step}.")
+    raise NotFound(f"Job {ref.job_id} has no checkpoint at step {ref.step}.")
+
+
+def _place(backend: Backend, record: JobRecord, image: str, start: str | None) -> Placement:
+    """The job's placement, its pool chosen here, refused where it could never run."""
+    pool = backend.pool_for(record) if isinstance(backend, Pools) else None
+    placement = Placement(image=image, pool=pool, resume_from=start)
+    backend.check_fits(record, placement)
+    return placement
 
 
 def resubmit(

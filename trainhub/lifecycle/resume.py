@@ -2,6 +2,10 @@
 ``TRAINHUB_RESUME_FROM``, the ``resume_from`` of the attempt's ``state`` event and the
 ``resume_step`` of a retry's event.
 
+A new job's first attempt starts from what the submit decided once (:func:`fork_source`: the
+checkpoint of the job it forks, or none); every later attempt (a retry, a resume after a
+suspension) looks again when it starts (:func:`resume_source`), as the job has saved since.
+
 Reads the job directories' checkpoints (without following links: a job whose
 ``checkpoints/`` is a link is refused, :class:`~trainhub.jobs.confined.NotAJobFile`); writes
 nothing.
@@ -29,4 +33,10 @@ def resume_source(
     if own is not None:
         return own
     source = job_dir_of(asked.job_id) if asked is not None else None
-    return resume_checkpoint(source, asked.step) if source is not None and asked else None
+    return fork_source(source, asked) if source is not None and asked is not None else None
+
+
+def fork_source(source_dir: str | os.PathLike[str], asked: CheckpointRef) -> CheckpointInfo | None:
+    """The checkpoint a fork of the job in ``source_dir`` starts from: the step ``asked`` names,
+    else that job's latest; None when it has no such checkpoint."""
+    return resume_checkpoint(source_dir, asked.step)

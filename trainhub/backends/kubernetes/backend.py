@@ -61,7 +61,6 @@ class KubernetesBackend(Acting, Backend):
         queue: str | None = None,
         jobs_root: Path | None = None,
         api_client: Any = None,
-        default_image: str | None = None,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
         lists: CachedLists | None = None,
         announcer: Announcer | None = None,
@@ -77,7 +76,6 @@ class KubernetesBackend(Acting, Backend):
         self.namespace = namespace or self.team.namespace
         self.queue = queue or self.team.local_queue
         self.jobs_root = Path(jobs_root or Path(self.team.shared_volume.mount_path) / "jobs")
-        self.default_image = default_image or teams.image(self.team.images[0]).image
         self.api = api_client or _default_client()
         self.request_timeout = request_timeout
         self.lists, self.announcer, self.run_as = lists, announcer, run_as
@@ -138,7 +136,6 @@ class KubernetesBackend(Acting, Backend):
             "teams": [{"name": self.team.name, "queues": list(self.team.quota)}],
         }
 
-    @property
     def dataset_roots(self) -> list[Path]:
         """Where a session sees the team's data: its shared volume and its datasets' mounts."""
         mounts = [self.team.dataset_mount(name) for name in self.readable_datasets()]

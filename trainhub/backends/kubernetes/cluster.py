@@ -50,7 +50,6 @@ class Cluster:
     namespace: str
     queue: str
     jobs_root: Path
-    default_image: str
     api: Any
     request_timeout: tuple[float, float]
     lists: CachedLists | None  # the controller's cache, when it reads through one

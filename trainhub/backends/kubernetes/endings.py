@@ -143,16 +143,16 @@ class Ending(Submitting, Observing):
         if not self._delete_job(record.id, failed["metadata"]["uid"]):
             return  # replaced by the next attempt already
         jobdir = JobDir(record.job_dir)
-        source = self._resume_source(record)
-        resume = str(source.path) if source is not None else None
         attempt = record.model_copy(update={"attempt": plan.attempt, "retries": plan.retries})
+        placement = self.attempt_placement(attempt)
+        resume = placement.resume_from
         deadline = time.monotonic() + DELETE_WAIT_SECONDS
         while True:
             try:
                 self._create(
                     attempt,
-                    self.pool_for(attempt),
-                    self.image_for(attempt),
+                    self._pool(placement),
+                    placement.image,
                     resume,
                     run_as_of(failed),
                 )

@@ -1,12 +1,14 @@
 """Submitting a job to the cluster: the pool and image the team's policy allows, whether it can
-ever fit the team's quota and the pool's nodes (:mod:`trainhub.jobs.placement`), the checkpoint
-it starts from, and its Job and headless Service.
+ever fit the team's quota and the pool's nodes (:mod:`trainhub.jobs.placement`), and its Job and
+headless Service, made where the submit walk placed it or, for a later attempt, where it is
+placed when that attempt starts.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from trainhub.backends.base import Placement
 from trainhub.backends.kubernetes import manifests, nodes
 from trainhub.backends.kubernetes.owners import Owners
 from trainhub.checkpoint.layout import CheckpointInfo
@@ -22,36 +24,29 @@ from trainhub.teams import Pool
 
 
 class Submitting(Owners):
-    def pool_for(self, record: JobRecord) -> Pool:
+    def pool_for(self, record: JobRecord) -> str:
         """The pool named by the spec's queue, else the team's first pool whose nodes
         hold a worker."""
         per_worker = record.spec.resources.gpus_per_worker
         if record.spec.queue and record.spec.queue in self.team.quota:
-            return self.teams.pool(record.spec.queue)
+            return self.teams.pool(record.spec.queue).name
         for name in self.team.quota:
             pool = self.teams.pool(name)
             if pool.gpus_per_node >= per_worker and (per_worker or not pool.gpu_only):
-                return pool
+                return pool.name
         raise OverQuota(
             f"no pool of team {self.team.name} has nodes with {per_worker} GPUs for one worker"
         )
 
-    def image_for(self, record: JobRecord) -> str:
-        """The image the team's policy allows for this job (:mod:`trainhub.imagepolicy`)."""
-        wanted = record.spec.image
-        if wanted is None:
-            return self.default_image
-        return self.check_image(wanted).reference
-
     def check_image(self, wanted: str | None) -> Allowed:
+        """The team's policy (:mod:`trainhub.imagepolicy`); no image asked: its first one."""
         offered = [self.teams.image(name) for name in self.team.images]
         return choose_image(
             wanted, team=self.team.name, offered=offered, policy=self.team.image_policy
         )
 
-    def check_fits(self, record: JobRecord) -> None:
-        pool = self.pool_for(record)
-        self.image_for(record)
+    def check_fits(self, record: JobRecord, placement: Placement) -> None:
+        pool = self._pool(placement)
         quota = self.team.quota[pool.name]
         ceiling = quota.gpus + (
             quota.borrowing_limit.gpus
@@ -82,7 +77,7 @@ class Submitting(Owners):
                     f"nor on its shared volume {shared}"
                 )
 
-    def submit(self, record: JobRecord) -> JobRecord:
+    def submit(self, record: JobRecord, placement: Placement) -> JobRecord:
         record = record.model_copy(
             update={
                 "team": self.team.name,
@@ -90,19 +85,33 @@ class Submitting(Owners):
                 "seq": int(record.created_at * 1000),
             }
         )
-        pool, image = self.pool_for(record), self.image_for(record)
-        source = self._resume_source(record)
-        self._create(record, pool, image, str(source.path) if source is not None else None)
+        self._create(record, self._pool(placement), placement.image, placement.resume_from)
         jobdir = JobDir(record.job_dir)
         jobdir.emit(
             "state",
             state=JobState.QUEUED.value,
             namespace=self.namespace,
             queue=self.queue,
-            pool=pool.name,
-            image=image,
+            pool=placement.pool,
+            image=placement.image,
         )
         return record
+
+    def attempt_placement(self, record: JobRecord) -> Placement:
+        """A later attempt's placement (a retry's, a resume's), decided as it starts with the
+        submit walk's rules: the team's pools and image policy as they are now, the job's
+        latest checkpoint."""
+        source = self._resume_source(record)
+        return Placement(
+            image=self.check_image(record.spec.image).reference,
+            pool=self.pool_for(record),
+            resume_from=str(source.path) if source is not None else None,
+        )
+
+    def _pool(self, placement: Placement) -> Pool:
+        if placement.pool is None:
+            raise ValueError("a job on the cluster is placed in one of its team's pools")
+        return self.teams.pool(placement.pool)
 
     def _create(
         self,

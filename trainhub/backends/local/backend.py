@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from trainhub import settings
-from trainhub.backends.base import Backend, Feature
+from trainhub.backends.base import Backend, Feature, Placement
 from trainhub.backends.local import accounting, processes
 from trainhub.backends.local.admission import Capacity
 from trainhub.backends.local.admitter import ACTIVE, Admitter, demand_of
@@ -101,23 +101,30 @@ class LocalBackend(Backend):
         """The local retention file's policy, for every team on the machine (read anew)."""
         return load_retention_file(settings.retention_file(self.home))
 
-    @property
+    # --- the machine (capabilities.OneMachine) ------------------------------------------
     def capacity(self) -> Capacity:
         """This machine's GPUs and CPU slots (the dialog's limits come from it)."""
         return self.admitter.capacity()
 
-    def check_fits(self, record: JobRecord) -> None:
+    def slots(self) -> int:
+        return self.admitter.slots()
+
+    def set_slots(self, slots: int) -> None:
+        self.admitter.set_slots(slots)
+
+    def check_fits(self, record: JobRecord, placement: Placement) -> None:
         self.admitter.check_fits(record)
 
     # --- verbs --------------------------------------------------------------------------
-    def submit(self, record: JobRecord) -> JobRecord:
-        self.check_fits(record)
+    def submit(self, record: JobRecord, placement: Placement) -> JobRecord:
         # The installation's team (TRAINHUB_TEAM), whose datasets and images it was given:
         # its usage is that team's too.
         if record.team is None and settings.team():
             record = record.model_copy(update={"team": settings.team()})
+        # Kept for the first attempt, which may start long after, from another process.
+        local = LocalJob(slots=demand_of(record).slots, starts_from=placement.resume_from)
         with self.store.transaction() as conn:
-            record = self.store.insert(conn, record, LocalJob(slots=demand_of(record).slots))
+            record = self.store.insert(conn, record, local)
             admitted = self.admitter.admit(conn)
         self.admitter.launch(admitted)
         return self.store.get(record.id) or record

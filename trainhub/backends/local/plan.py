@@ -24,8 +24,9 @@ from trainhub.lifecycle.resume import resume_source
 
 
 def resume_source_of(store: Store, record: JobRecord) -> CheckpointInfo | None:
-    """The checkpoint the record's current attempt starts from (:mod:`trainhub.lifecycle.resume`);
-    the store knows where the job it asked to start from keeps its checkpoints."""
+    """The latest checkpoint the record's job may start an attempt from now
+    (:mod:`trainhub.lifecycle.resume`); the store knows where the job it forks keeps its
+    checkpoints."""
 
     def job_dir_of(job_id: str) -> Path | None:
         source = store.get(job_id)
@@ -34,13 +35,25 @@ def resume_source_of(store: Store, record: JobRecord) -> CheckpointInfo | None:
     return resume_source(record.job_dir, record.spec.fork_from, job_dir_of)
 
 
+def starts_from(store: Store, record: JobRecord) -> str | None:
+    """The checkpoint the record's current attempt starts from: the first attempt from the one
+    its submit decided (kept in the store); a later one (a retry, a resume) from the latest at
+    the time it starts."""
+    if record.attempt == 0:
+        decided = store.local(record.id).starts_from
+        # A fork queued by a trainhub that did not keep the decision looks, as that one did.
+        if decided is not None or record.spec.fork_from is None:
+            return decided
+    source = resume_source_of(store, record)
+    return str(source.path) if source is not None else None
+
+
 def attempt_plan(
     store: Store, record: JobRecord, *, python: str, env: Mapping[str, str]
 ) -> tuple[LaunchPlan, str | None]:
     """What to start for the record's current attempt, and the checkpoint it resumes from."""
     jobdir = JobDir(record.job_dir)
-    source = resume_source_of(store, record)
-    resume = str(source.path) if source is not None else None
+    resume = starts_from(store, record)
     plan = launch_plan(
         python,
         env,

@@ -152,8 +152,8 @@ class Store:
         cur = conn.execute(f"INSERT INTO jobs ({cols}) VALUES ({marks})", data)
         conn.execute(
             "INSERT INTO local_jobs"
-            " (job_id, slots, supervisor_pid, supervisor_start, process_groups)"
-            " VALUES (?, ?, ?, ?, ?)",
+            " (job_id, slots, supervisor_pid, supervisor_start, process_groups, starts_from)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
             local_row(record.id, local),
         )
         return record.model_copy(update={"seq": cur.lastrowid})

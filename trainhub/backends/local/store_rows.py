@@ -22,13 +22,15 @@ _JSON_COLUMNS = ("spec", "assigned_gpus", "retries", "verdict", "tags")
 
 @dataclass(frozen=True)
 class LocalJob:
-    """What only the local backend keeps of a job: the CPU slots it holds while admitted, and
-    the processes it runs as (its detached supervisor, and the process groups of its agents)."""
+    """What only the local backend keeps of a job: the CPU slots it holds while admitted, the
+    processes it runs as (its detached supervisor, and the process groups of its agents), and
+    the checkpoint its first attempt starts from (the submit's placement)."""
 
     slots: int = 0
     supervisor_pid: int | None = None
     supervisor_start: float | None = None  # the supervisor's create time: pids are reused
     process_groups: tuple[int, ...] = ()
+    starts_from: str | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> LocalJob:
@@ -37,6 +39,7 @@ class LocalJob:
             supervisor_pid=row["supervisor_pid"],
             supervisor_start=row["supervisor_start"],
             process_groups=tuple(json.loads(row["process_groups"] or "[]")),
+            starts_from=row["starts_from"],
         )
 
 
@@ -87,13 +90,14 @@ def job_fields(fields: dict[str, Any]) -> dict[str, Any]:
 
 def local_row(job_id: str, local: LocalJob) -> tuple[Any, ...]:
     """The ``local_jobs`` row of a new job: (job_id, slots, supervisor_pid, supervisor_start,
-    process_groups)."""
+    process_groups, starts_from)."""
     return (
         job_id,
         local.slots,
         local.supervisor_pid,
         local.supervisor_start,
         json.dumps(list(local.process_groups)),
+        local.starts_from,
     )
 
 

@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS local_jobs (
     slots             INTEGER NOT NULL DEFAULT 0,
     supervisor_pid    INTEGER,
     supervisor_start  REAL,
-    process_groups    TEXT NOT NULL DEFAULT '[]'
+    process_groups    TEXT NOT NULL DEFAULT '[]',
+    starts_from       TEXT
 );
 CREATE TABLE IF NOT EXISTS machine (
     name   TEXT PRIMARY KEY,
@@ -76,6 +77,9 @@ _ADDED_COLUMNS = {
     "suspend_requested": ("INTEGER NOT NULL DEFAULT 0", None),
     "suspended_step": ("INTEGER", None),
 }
+
+# Columns added to ``local_jobs`` since it was first written.
+_ADDED_LOCAL_COLUMNS = {"starts_from": "TEXT"}
 
 # Databases written before ``local_jobs`` existed kept these columns in ``jobs``.
 _MOVED_TO_LOCAL_JOBS = ("slots", "supervisor_pid", "supervisor_start", "process_groups")
@@ -125,7 +129,8 @@ def _migrate(
 
 
 def _add_columns(transaction: Callable[[], AbstractContextManager[sqlite3.Connection]]) -> None:
-    """Add the columns of :data:`_ADDED_COLUMNS` (and their indexes) a database lacks."""
+    """Add the columns of :data:`_ADDED_COLUMNS` (and their indexes) and of
+    :data:`_ADDED_LOCAL_COLUMNS` a database lacks."""
     with transaction() as conn:
         columns = {row["name"] for row in conn.execute("PRAGMA table_info(jobs)")}
         for column, (kind, index) in _ADDED_COLUMNS.items():
@@ -135,6 +140,10 @@ def _add_columns(transaction: Callable[[], AbstractContextManager[sqlite3.Connec
                     _fill_search(conn)
             if index:
                 conn.execute(index)
+        columns = {row["name"] for row in conn.execute("PRAGMA table_info(local_jobs)")}
+        for column, kind in _ADDED_LOCAL_COLUMNS.items():
+            if column not in columns:
+                conn.execute(f"ALTER TABLE local_jobs ADD COLUMN {column} {kind}")
 
 
 def _version(conn: sqlite3.Connection) -> int:

@@ -22,7 +22,7 @@ from trainhub.backends.local import processes
 from trainhub.backends.local.admitter import Admitter
 from trainhub.backends.local.ending import announce, record_ending, record_suspension
 from trainhub.backends.local.pip_install import install_job_requirements
-from trainhub.backends.local.plan import attempt_plan, resume_source_of
+from trainhub.backends.local.plan import attempt_plan, resume_source_of, starts_from
 from trainhub.backends.local.startup import become_subreaper, start_plan
 from trainhub.backends.local.store import Store
 from trainhub.bundle.layout import WORKSPACE
@@ -199,8 +199,7 @@ class Supervisor:
             plan, resume = attempt_plan(self.store, rec, python=sys.executable, env=os.environ)
             ready = start_plan(str(self.jobdir.root), plan)
         else:  # started by the launcher from the admitting process's plan
-            source = resume_source_of(self.store, rec)
-            resume = str(source.path) if source is not None else None
+            resume = starts_from(self.store, rec)
         self.agents = ready
         if self.sampler is None:
             self.sampler = self._start_sampler()
