@@ -191,6 +191,14 @@ def session_rights_policy() -> list[Manifest]:
     ]
 
 
+def _labelled(obj: str) -> str:
+    """``obj`` carries the caller's owner label."""
+    return (
+        f"has({obj}.metadata.labels) && '{USER_LABEL}' in {obj}.metadata.labels && "
+        f"{obj}.metadata.labels['{USER_LABEL}'] == variables.caller"
+    )
+
+
 def _same_ids(ctx: str) -> str:
     """``ctx`` (a securityContext) sets no user or group but the member's."""
     return " && ".join(
@@ -239,12 +247,12 @@ def session_user_ids_policy() -> Manifest:
                     "params.data[variables.caller] : ''",
                 },
                 {"name": "pod", "expression": "object.spec.template.spec"},
-                # The caller's own Jobs: the rights policy refuses every other one already.
+                # The caller's own Jobs, before and after: the rights policy refuses every
+                # other change already, in its own words.
                 {
                     "name": "mine",
-                    "expression": f"has(object.metadata.labels) && '{USER_LABEL}' in "
-                    f"object.metadata.labels && object.metadata.labels['{USER_LABEL}'] == "
-                    "variables.caller",
+                    "expression": f"({_labelled('object')}) && (request.operation == "
+                    f"'CREATE' || ({_labelled('oldObject')}))",
                 },
             ],
             "validations": [
