@@ -62,6 +62,18 @@ def wait_for(what: str, fn: Any, timeout: float = 60.0, interval: float = 0.25) 
 
 
 # --- the cluster side ----------------------------------------------------------------------------
+def real_node_pool(node: Any, name: str) -> dict[str, Any]:
+    """A teams file's pool of the cluster's one real node (its label, its taint tolerated, its
+    two fake GPUs)."""
+    return {
+        "name": name,
+        "node_labels": {"type": node.labels["type"]},
+        "gpus_per_node": 2,
+        "tolerations": [node.toleration],
+        "description": "the real test node",
+    }
+
+
 def teams_data(suffix: str, shared: Path) -> dict[str, Any]:
     images = {
         i["name"]: i

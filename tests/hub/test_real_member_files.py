@@ -22,7 +22,13 @@ import pytest
 from kubernetes import client
 
 from tests.fixtures.k8s import reachable_by_all
-from tests.hub.conftest import HubWorld, running_hub, service_account_kubeconfig, wait_for
+from tests.hub.conftest import (
+    HubWorld,
+    real_node_pool,
+    running_hub,
+    service_account_kubeconfig,
+    wait_for,
+)
 from tests.hub.test_real_session import run_in_kernel, session_pods, through_proxy
 from tests.k8s.test_controller import AS_DEPLOYED, Replica, controller_kubeconfig
 from tests.k8s.test_real_jobs import import_built_image
@@ -56,12 +62,7 @@ print("done", flush=True)
 def teams_data(suffix: str, node: Any, images: dict[str, str], shared: Path) -> dict[str, Any]:
     return {
         "pools": [
-            {
-                "name": POOL,
-                "node_labels": {"type": node.labels["type"]},
-                "gpus_per_node": 2,
-                "tolerations": [node.toleration],
-            }
+            real_node_pool(node, POOL),
         ],
         "images": [{"name": n, "image": ref} for n, ref in images.items()],
         "teams": [

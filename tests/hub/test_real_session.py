@@ -34,7 +34,7 @@ import yaml
 from kubernetes import client
 
 from tests.fixtures.k8s import _cluster_module
-from tests.hub.conftest import HubWorld, running_hub, wait_for
+from tests.hub.conftest import HubWorld, real_node_pool, running_hub, wait_for
 from tests.k8s.test_real_jobs import RUN_AS, built_image, import_built_image
 
 pytestmark = pytest.mark.timeout(900)
@@ -72,13 +72,7 @@ print(json.dumps({
 def real_teams_data(suffix: str, node: Any, image: str, shared: Path) -> dict[str, Any]:
     return {
         "pools": [
-            {
-                "name": POOL,
-                "node_labels": {"type": node.labels["type"]},
-                "gpus_per_node": 2,
-                "tolerations": [node.toleration],
-                "description": "the real test node",
-            }
+            real_node_pool(node, POOL),
         ],
         "images": [{"name": IMAGE, "image": image}],
         "teams": [

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.hub.conftest import PASSWORD, ROOT, HubWorld, running_hub, wait_for
+from tests.hub.conftest import PASSWORD, ROOT, HubWorld, real_node_pool, running_hub, wait_for
 from tests.hub.test_hub_e2e import spawn_with_form
 from tests.hub.test_real_session import execute, session_pods, through_proxy
 from tests.hub.test_spawn_form_browser import PLAYWRIGHT
@@ -98,13 +98,7 @@ def teams_data(suffix: str, node: Any, images: dict[str, str], shared: Path) -> 
 
     return {
         "pools": [
-            {
-                "name": POOL,
-                "node_labels": {"type": node.labels["type"]},
-                "gpus_per_node": 2,
-                "tolerations": [node.toleration],
-                "description": "the real test node",
-            }
+            real_node_pool(node, POOL),
         ],
         "images": [{"name": n, "image": ref} for n, ref in images.items()],
         "teams": [

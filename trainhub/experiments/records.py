@@ -202,13 +202,19 @@ class FileSweeps(SweepRecords):
             return None
         return self._read(f"{sweep_id}.json")
 
-    def list(self, user: str | None = None) -> list[SweepRecord]:
+    def _names(self) -> list[str]:
+        """The records' file names."""
         if not self.root.is_dir():
             return []
+        return [
+            name
+            for name, is_dir in confined.entries(self.root)
+            if not is_dir and name.endswith(".json") and not name.startswith(".")
+        ]
+
+    def list(self, user: str | None = None) -> list[SweepRecord]:
         records = []
-        for name, is_dir in confined.entries(self.root):
-            if is_dir or not name.endswith(".json") or name.startswith("."):
-                continue
+        for name in self._names():
             with contextlib.suppress(ValueError, OSError):  # a broken file is no sweep
                 record = self._read(name)
                 if record is not None and (user is None or record.user == user):
@@ -219,12 +225,8 @@ class FileSweeps(SweepRecords):
         """The running sweeps', and those this process may not read: where members own their
         records only the owner reads whether one runs (the controller reads each as its owner,
         and advances only those that run)."""
-        if not self.root.is_dir():
-            return []
         ids = []
-        for name, is_dir in confined.entries(self.root):
-            if is_dir or not name.endswith(".json") or name.startswith("."):
-                continue
+        for name in self._names():
             try:
                 record = self._read(name)
             except PermissionError:

@@ -21,6 +21,17 @@ from trainhub.backends.kubernetes.names import (
 REQUIRE_QUEUE_POLICY = "trainhub-require-team-queue"
 SESSION_RIGHTS_POLICY = "trainhub-session-rights"
 SESSION_IDS_POLICY = "trainhub-session-user-ids"
+# What a policy of Jobs looks at: each Job created or changed.
+JOB_WRITES = {
+    "resourceRules": [
+        {
+            "apiGroups": ["batch"],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["jobs"],
+        }
+    ]
+}
 _CALLER = "request.userInfo.username"
 # Session accounts only (neither a namespace nor an account name holds a colon): the
 # controller, the hub, Kueue, the garbage collector and admins are left out.
@@ -59,16 +70,7 @@ def require_queue_policy() -> list[Manifest]:
             "metadata": meta(REQUIRE_QUEUE_POLICY),
             "spec": {
                 "failurePolicy": "Fail",
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": ["batch"],
-                            "apiVersions": ["v1"],
-                            "operations": ["CREATE", "UPDATE"],
-                            "resources": ["jobs"],
-                        }
-                    ]
-                },
+                "matchConstraints": JOB_WRITES,
                 "validations": [
                     {
                         "expression": expression,
@@ -228,16 +230,7 @@ def session_user_ids_policy() -> Manifest:
         "spec": {
             "failurePolicy": "Fail",
             "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": ["batch"],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": ["jobs"],
-                    }
-                ]
-            },
+            "matchConstraints": JOB_WRITES,
             "matchConditions": [_SESSION_ACCOUNTS],
             "variables": [
                 *_CALLER_VARIABLES,
