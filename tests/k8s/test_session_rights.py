@@ -214,8 +214,12 @@ def test_a_teammates_session_cannot_touch_a_users_job_which_the_user_runs_to_its
         lambda: bo.batch.create_namespaced_job(team.ns, as_ada),
         "trainhub.io/user=bo (its own user): not ada",
     )
-    as_bo = copy.deepcopy(as_ada)
-    as_bo["metadata"]["labels"] = {**job.metadata.labels, USER_LABEL: "bo"}
+    # bo's own Job in every other respect (its label, its member's ids), each change below
+    # the one thing refused.
+    mine = copy.deepcopy(as_ada)
+    mine["metadata"]["labels"][USER_LABEL] = "bo"
+    mine["spec"]["template"]["spec"]["securityContext"].update(runAsUser=bo.uid, runAsGroup=bo.uid)
+    as_bo = copy.deepcopy(mine)
     as_bo["spec"]["template"]["spec"]["serviceAccountName"] = session_account("ada")
     refused(
         "create a Job whose pods hold ada's token",
@@ -227,9 +231,6 @@ def test_a_teammates_session_cannot_touch_a_users_job_which_the_user_runs_to_its
     # may take neither ada's nor any group that would reach another member's files.
     assert (ada.uid, bo.uid) == (FIRST_ID, FIRST_ID + 1)
     assert job.spec.template.spec.security_context.run_as_user == ada.uid
-    mine = copy.deepcopy(as_ada)
-    mine["metadata"]["labels"][USER_LABEL] = "bo"
-    mine["spec"]["template"]["spec"]["securityContext"].update(runAsUser=bo.uid, runAsGroup=bo.uid)
     for what, change, says in (
         ("as ada", {"runAsUser": ada.uid}, f"runAsUser and runAsGroup {bo.uid}"),
         ("in ada's group", {"runAsGroup": ada.uid}, f"runAsUser and runAsGroup {bo.uid}"),
