@@ -5,11 +5,13 @@ record built only for the jobs a page holds."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from trainhub.backends.kubernetes import status
@@ -35,6 +37,7 @@ class Listing(Records):
     """The backend's lists: a page of jobs, their count, every job (for usage)."""
 
     _dirs_listed: tuple[tuple[int, int], frozenset[str]] | None = None  # (_job_dirs)
+    _without_job: tuple[frozenset[str], _JobIndex, frozenset[str]] | None = None  # (_gone_names)
     _sharing: dict[str, tuple[tuple[int, int], bool]]  # job id -> (its directory's, _shared)
     _gone_read: dict[str, tuple[tuple[int, ...], JobRecord | None]]  # (_gone_record)
 
@@ -76,7 +79,7 @@ class Listing(Records):
             # state, user and order come from the objects and the directories: no record built
             asked = _Asked(user, states, None, with_shared)
             index = self._index(asked.owner)
-            return sum(1 for _ in self._matching(index, asked)) + len(self._gone(index, asked))
+            return self._counted(index, asked) + len(self._gone(index, asked))
         listed = self._listed(_Asked(user, states, None, with_shared))
         return sum(
             1 for e in listed if (r := e.record()) is not None and _wanted(r, sweep_id, search)
@@ -127,7 +130,7 @@ class Listing(Records):
             present = [j for j in seen.jobs if not going(j)]  # going: read from its directory
             entries = [_indexed(job, seen) for job in present]
             entries.sort(key=lambda e: e.seq, reverse=True)
-            return _JobIndex(seen, tuple(entries), frozenset(e.id for e in entries))
+            return _JobIndex.of(seen, entries)
 
         index = self._derived(("jobs", "pods"), ("jobs by seq", user), build)
         shared = getattr(self._reading, "seen", None)
@@ -136,14 +139,26 @@ class Listing(Records):
         return index
 
     def _matching(self, index: _JobIndex, asked: _Asked) -> Iterator[_Indexed]:
-        for e in index.entries:
+        return self._held(index.before(asked.before_seq), asked)
+
+    def _held(self, entries: Iterable[_Indexed], asked: _Asked) -> Iterator[_Indexed]:
+        for e in entries:
             if asked.holds(e.owner, e.state, e.seq, functools.partial(self._shared, e.id)):
                 yield e
+
+    def _counted(self, index: _JobIndex, asked: _Asked) -> int:
+        """How many of the index's jobs ``asked`` holds (``before_seq`` aside): the user's
+        (everyone's) from its tally, so a count does not walk the namespace; with those shared,
+        each teammate's job asked whether it is."""
+        mine = index.tally_of(asked.user, asked.states)
+        if asked.user is None or not asked.with_shared:
+            return mine
+        return mine + sum(1 for _ in self._held(index.others(asked.user), asked))
 
     def _gone(self, index: _JobIndex, asked: _Asked) -> list[_Listed]:
         """The team's jobs without a Job object, newest first, from their directories."""
         entries = []
-        for name in self._job_dirs().difference(index.names):
+        for name in self._gone_names(index):
             with refusals_logged(name):
                 rec = self._gone_record(name)
                 if rec is not None and asked.holds(
@@ -173,6 +188,14 @@ class Listing(Records):
                 self._gone_read.clear()
             self._gone_read[name] = (stamp, record)
         return record
+
+    def _gone_names(self, index: _JobIndex) -> frozenset[str]:
+        """The directories below the jobs root whose Job is not in ``index``: found again only
+        once either changed (each is the same object until then), not for every page."""
+        dirs, held = self._job_dirs(), self._without_job
+        if held is None or held[0] is not dirs or held[1] is not index:
+            held = self._without_job = (dirs, index, dirs.difference(index.names))
+        return held[2]
 
     def _job_dirs(self) -> frozenset[str]:
         """The names of the directories below the team's jobs root, read again only once it
@@ -246,11 +269,45 @@ class _Indexed:
 @dataclass(frozen=True)
 class _JobIndex:
     """The namespace's Jobs newest first (not those on their way out), the read they came
-    from, and their names."""
+    from, their names, each owner's, and how many of each owner's are in each state."""
 
     seen: Namespace
     entries: tuple[_Indexed, ...]
     names: frozenset[str]
+    by_owner: dict[str | None, tuple[_Indexed, ...]]
+    tally: Counter[tuple[str | None, JobState]]
+
+    @classmethod
+    def of(cls, seen: Namespace, entries: list[_Indexed]) -> _JobIndex:
+        by_owner: dict[str | None, list[_Indexed]] = {}
+        for e in entries:
+            by_owner.setdefault(e.owner, []).append(e)
+        return cls(
+            seen,
+            tuple(entries),
+            frozenset(e.id for e in entries),
+            {owner: tuple(owned) for owner, owned in by_owner.items()},
+            Counter((e.owner, e.state) for e in entries),
+        )
+
+    def before(self, seq: int | None) -> Iterator[_Indexed]:
+        """The entries submitted before ``seq`` (all for None), found by bisection: a later
+        page starts where the one before it ended."""
+        entries = self.entries
+        start = 0 if seq is None else bisect.bisect_right(entries, -seq, key=lambda e: -e.seq)
+        return (entries[i] for i in range(start, len(entries)))
+
+    def tally_of(self, owner: str | None, states: Sequence[JobState] | None) -> int:
+        """How many of ``owner``'s jobs (everyone's for None) are in ``states`` (any)."""
+        return sum(
+            n
+            for (o, state), n in self.tally.items()
+            if (owner is None or o == owner) and (not states or state in states)
+        )
+
+    def others(self, owner: str) -> Iterator[_Indexed]:
+        """The entries of every owner but ``owner``."""
+        return (e for o, owned in self.by_owner.items() if o != owner for e in owned)
 
 
 @dataclass
