@@ -52,11 +52,11 @@ class Listing(Records):
         search: str | None = None,
         with_shared: bool = False,
     ) -> list[JobRecord]:
-        page: list[tuple[_Listed, JobRecord]] = []
+        page: list[tuple[_Indexed | _Gone, JobRecord]] = []
         for entry in self._listed(_Asked(user, states, before_seq, with_shared)):
             if len(page) == limit:
                 break
-            record = entry.record()
+            record = self._record(entry)
             if record is not None and _wanted(record, sweep_id, search):
                 page.append((entry, record))
         # Kueue's side of the page alone: its Workloads, in one request by their Jobs' uids.
@@ -82,7 +82,7 @@ class Listing(Records):
             return self._counted(index, asked) + len(self._gone(index, asked))
         listed = self._listed(_Asked(user, states, None, with_shared))
         return sum(
-            1 for e in listed if (r := e.record()) is not None and _wanted(r, sweep_id, search)
+            1 for e in listed if (r := self._record(e)) is not None and _wanted(r, sweep_id, search)
         )
 
     def _all(self, user: str | None) -> list[JobRecord]:
@@ -91,26 +91,28 @@ class Listing(Records):
         return [
             self._with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
             for e in entries
-            if (r := e.record()) is not None
+            if (r := self._record(e)) is not None
         ]
 
-    def _listed(self, asked: _Asked) -> Iterator[_Listed]:
+    def _listed(self, asked: _Asked) -> Iterator[_Indexed | _Gone]:
         """The team's jobs ``asked`` for, newest first: those with a Job object from the
-        namespace's index, each record built only when asked for; those whose objects are gone
-        (cancelled, cleaned up) from their directories."""
+        namespace's index, each record built only when asked for (:meth:`_record`); those whose
+        objects are gone (cancelled, cleaned up) from their directories."""
         index = self._index(asked.owner)
-        with_objects = (
-            _Listed(
-                e.id,
-                e.seq,
-                e.state,
-                lambda job=e.job: self._readable(job, index.seen.pods_of(job)),
-                e.job,
-            )
-            for e in self._matching(index, asked)
-        )
+        with_objects = self._matching(index, asked)
         gone = self._gone(index, asked)
-        return heapq.merge(with_objects, gone, key=lambda e: -e.seq)
+        return heapq.merge(with_objects, gone, key=lambda e: -e.seq) if gone else with_objects
+
+    def _record(self, entry: _Indexed | _Gone) -> JobRecord | None:
+        """A listed job's record, built now for one with a Job object, without what its
+        Workload adds (:meth:`_with_workload`); None when its files are refused: one job that
+        swapped its files for links or FIFOs is left out of the list (asking for it names the
+        refusal), never taking the list of every other job down with it."""
+        if isinstance(entry, _Gone):
+            return entry.record
+        with refusals_logged(entry.id):
+            return self._readable(entry.job, entry.pods)
+        return None
 
     def _readable(self, job: Obj, pods: list[Obj]) -> JobRecord | None:
         """The record of a live Job, or None where its directory is a teammate's that this
@@ -155,7 +157,7 @@ class Listing(Records):
             return mine
         return mine + sum(1 for _ in self._held(index.others(asked.user), asked))
 
-    def _gone(self, index: _JobIndex, asked: _Asked) -> list[_Listed]:
+    def _gone(self, index: _JobIndex, asked: _Asked) -> list[_Gone]:
         """The team's jobs without a Job object, newest first, from their directories."""
         entries = []
         for name in self._gone_names(index):
@@ -164,7 +166,7 @@ class Listing(Records):
                 if rec is not None and asked.holds(
                     rec.user, rec.state, rec.seq or 0, lambda r=rec: r.shared == "team"
                 ):
-                    entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
+                    entries.append(_Gone(rec.id, rec.seq or 0, rec))
         entries.sort(key=lambda e: e.seq, reverse=True)
         return entries
 
@@ -264,6 +266,17 @@ class _Indexed:
     state: JobState
     owner: str | None
     job: Obj
+    pods: list[Obj]  # as the index's read of the namespace saw them
+
+
+@dataclass(frozen=True)
+class _Gone:
+    """A job whose Job object is gone, as a list holds it: its record, from its directory."""
+
+    id: str
+    seq: int
+    record: JobRecord
+    job: None = None
 
 
 @dataclass(frozen=True)
@@ -310,33 +323,16 @@ class _JobIndex:
         return (e for o, owned in self.by_owner.items() if o != owner for e in owned)
 
 
-@dataclass
-class _Listed:
-    """A job of a list: what filtering and ordering need, its record built on demand (None
-    when its files are refused: it is left out, logged)."""
-
-    id: str
-    seq: int
-    state: JobState
-    build: Callable[[], JobRecord | None]  # without what its Workload adds (with_workload)
-    job: Obj | None = None  # None: read from its directory
-
-    def record(self) -> JobRecord | None:
-        # One job that swapped its files for links or FIFOs is left out of the list (asking
-        # for it names the refusal); it never takes the list of every other job down with it.
-        with refusals_logged(self.id):
-            return self.build()
-        return None
-
-
 def _indexed(job: Obj, seen: Namespace) -> _Indexed:
     notes = record_notes(job)  # the owner label holds the name made label-safe; this, the name
+    pods = seen.pods_of(job)
     return _Indexed(
         job["metadata"]["name"],
         created_seq(notes),
-        status.job_state(job, seen.pods_of(job)),
+        status.job_state(job, pods),
         notes.get("user"),
         job,
+        pods,
     )
 
 
