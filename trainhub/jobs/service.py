@@ -209,6 +209,14 @@ class JobService:
         return views.describe(self.backend, self.readable(job_id, user))
 
     def list_jobs(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
+        return self._page(query, user).model()
+
+    def list_jobs_json(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> str:
+        """:meth:`list_jobs`'s page as its JSON (what the REST API answers), each job's summary
+        serialized once while the job stays as it was."""
+        return self._page(query, user).json()
+
+    def _page(self, query: ListJobsQuery | None, user: str | None) -> views.PageRows:
         return views.job_page(self.access, query or ListJobsQuery(), user, self._summaries)
 
     def jobdir(self, job_id: str, user: str | None = None) -> JobDir:

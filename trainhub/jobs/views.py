@@ -4,6 +4,7 @@ and a page of a user's jobs. Built from the records the backend keeps and the jo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from trainhub.backends.base import Backend
@@ -97,27 +98,69 @@ def describe(backend: Backend, record: JobRecord, *, files: bool = True) -> Desc
     )
 
 
+class Row:
+    """A job's summary as a page shows it, and its JSON as the page's answer writes it: written
+    once, when first sent."""
+
+    __slots__ = ("_json", "summary")
+
+    def __init__(self, summary: JobSummary) -> None:
+        self.summary = summary
+        self._json: str | None = None
+
+    @property
+    def json(self) -> str:
+        if self._json is None:
+            self._json = self.summary.model_dump_json()
+        return self._json
+
+
 class Summaries:
-    """The summaries made lately, each kept while its record is the very same object (a
-    backend that keeps records built, as the Kubernetes one does, hands back the same one
-    until its job changed) and why it waits is too: a page of unchanged jobs makes none."""
+    """The summaries made lately, each kept (with its JSON) while its record is the very same
+    object (a backend that keeps records built, as the Kubernetes one does, hands back the same
+    one until its job changed) and why it waits is too: a page of unchanged jobs makes none and
+    writes none."""
 
     KEPT = 10_000
 
     def __init__(self) -> None:
-        self._held: dict[str, tuple[JobRecord, Any, JobSummary]] = {}
+        self._held: dict[str, tuple[JobRecord, Any, Row]] = {}
 
     def of(
         self, backend: Backend, record: JobRecord, wait: tuple[str | None, int | None] | None
-    ) -> JobSummary:
+    ) -> Row:
         held = self._held.get(record.id)
         if held is not None and held[0] is record and held[1] == wait:
             return held[2]
-        made = summary(backend, record, wait)
+        made = Row(summary(backend, record, wait))
         if len(self._held) >= self.KEPT:
             self._held.clear()
         self._held[record.id] = (record, wait, made)
         return made
+
+
+@dataclass(frozen=True)
+class PageRows:
+    """A page of jobs as its rows, to answer as a :class:`JobPage` or as its JSON."""
+
+    rows: list[Row]
+    next_before: int | None
+    total: int
+
+    def model(self) -> JobPage:
+        return JobPage(
+            jobs=[r.summary for r in self.rows], next_before=self.next_before, total=self.total
+        )
+
+    def json(self) -> str:
+        """The page's JSON, as ``self.model().model_dump_json()`` writes it, made of its rows'
+        JSON: a page of unchanged jobs serializes no summary again."""
+        empty = JobPage(jobs=[], next_before=self.next_before, total=self.total)
+        jobs = ",".join(r.json for r in self.rows)
+        return empty.model_dump_json().replace(_NO_JOBS, f'{{"jobs":[{jobs}]', 1)
+
+
+_NO_JOBS = '{"jobs":[]'  # how JobPage's JSON begins without jobs
 
 
 def job_page(
@@ -125,7 +168,7 @@ def job_page(
     query: ListJobsQuery,
     user: str | None,
     summaries: Summaries | None = None,
-) -> JobPage:
+) -> PageRows:
     """One page of the jobs ``user`` may read (every job without ``user``); ``summaries``
     keeps the summaries made for the pages before (not those with a scalar: its value is read
     each time)."""
@@ -152,11 +195,11 @@ def job_page(
         waits = backend.wait_reasons(records)
     next_before = records[-1].seq if len(records) == query.limit else None
     if summaries is None or query.scalar:
-        made = [summary(backend, r, waits.get(r.id), scalar=query.scalar) for r in records]
+        made = [Row(summary(backend, r, waits.get(r.id), scalar=query.scalar)) for r in records]
     else:
         made = [summaries.of(backend, r, waits.get(r.id)) for r in records]
-    return JobPage(
-        jobs=[s for r, s in zip(records, made, strict=True) if access.visible(r, user)],
+    return PageRows(
+        rows=[s for r, s in zip(records, made, strict=True) if access.visible(r, user)],
         next_before=next_before,
         total=total,
     )

@@ -31,7 +31,8 @@ class JobsHandler(TrainhubAPIHandler):
             search=params.q,
             scalar=params.scalar,
         )
-        self.reply(await self.calls.call(self.service.list_jobs, query, user=self.owner))
+        # JSON written on the service's thread, of the summaries it keeps serialized
+        self.finish(await self.calls.call(self.service.list_jobs_json, query, user=self.owner))
 
     @web.authenticated
     @authorized

@@ -91,6 +91,7 @@ class KubernetesBackend(Acting, Backend):
         self._reconciled: dict[str, tuple[Any, ...]] = {}
         self._records = {}
         self._admitted = {}
+        self._waits = {}
         self._sharing = {}
         self._gone_read = {}
         self._reading = threading.local()  # what reading() has seen, per thread

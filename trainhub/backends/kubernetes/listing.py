@@ -5,11 +5,13 @@ record built only for the jobs a page holds."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from trainhub.backends.kubernetes import status
@@ -35,6 +37,7 @@ class Listing(Records):
     """The backend's lists: a page of jobs, their count, every job (for usage)."""
 
     _dirs_listed: tuple[tuple[int, int], frozenset[str]] | None = None  # (_job_dirs)
+    _without_job: tuple[frozenset[str], _JobIndex, frozenset[str]] | None = None  # (_gone_names)
     _sharing: dict[str, tuple[tuple[int, int], bool]]  # job id -> (its directory's, _shared)
     _gone_read: dict[str, tuple[tuple[int, ...], JobRecord | None]]  # (_gone_record)
 
@@ -49,11 +52,11 @@ class Listing(Records):
         search: str | None = None,
         with_shared: bool = False,
     ) -> list[JobRecord]:
-        page: list[tuple[_Listed, JobRecord]] = []
+        page: list[tuple[_Indexed | _Gone, JobRecord]] = []
         for entry in self._listed(_Asked(user, states, before_seq, with_shared)):
             if len(page) == limit:
                 break
-            record = entry.record()
+            record = self._record(entry)
             if record is not None and _wanted(record, sweep_id, search):
                 page.append((entry, record))
         # Kueue's side of the page alone: its Workloads, in one request by their Jobs' uids.
@@ -76,10 +79,10 @@ class Listing(Records):
             # state, user and order come from the objects and the directories: no record built
             asked = _Asked(user, states, None, with_shared)
             index = self._index(asked.owner)
-            return sum(1 for _ in self._matching(index, asked)) + len(self._gone(index, asked))
+            return self._counted(index, asked) + len(self._gone(index, asked))
         listed = self._listed(_Asked(user, states, None, with_shared))
         return sum(
-            1 for e in listed if (r := e.record()) is not None and _wanted(r, sweep_id, search)
+            1 for e in listed if (r := self._record(e)) is not None and _wanted(r, sweep_id, search)
         )
 
     def _all(self, user: str | None) -> list[JobRecord]:
@@ -88,26 +91,28 @@ class Listing(Records):
         return [
             self._with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
             for e in entries
-            if (r := e.record()) is not None
+            if (r := self._record(e)) is not None
         ]
 
-    def _listed(self, asked: _Asked) -> Iterator[_Listed]:
+    def _listed(self, asked: _Asked) -> Iterator[_Indexed | _Gone]:
         """The team's jobs ``asked`` for, newest first: those with a Job object from the
-        namespace's index, each record built only when asked for; those whose objects are gone
-        (cancelled, cleaned up) from their directories."""
+        namespace's index, each record built only when asked for (:meth:`_record`); those whose
+        objects are gone (cancelled, cleaned up) from their directories."""
         index = self._index(asked.owner)
-        with_objects = (
-            _Listed(
-                e.id,
-                e.seq,
-                e.state,
-                lambda job=e.job: self._readable(job, index.seen.pods_of(job)),
-                e.job,
-            )
-            for e in self._matching(index, asked)
-        )
+        with_objects = self._matching(index, asked)
         gone = self._gone(index, asked)
-        return heapq.merge(with_objects, gone, key=lambda e: -e.seq)
+        return heapq.merge(with_objects, gone, key=lambda e: -e.seq) if gone else with_objects
+
+    def _record(self, entry: _Indexed | _Gone) -> JobRecord | None:
+        """A listed job's record, built now for one with a Job object, without what its
+        Workload adds (:meth:`_with_workload`); None when its files are refused: one job that
+        swapped its files for links or FIFOs is left out of the list (asking for it names the
+        refusal), never taking the list of every other job down with it."""
+        if isinstance(entry, _Gone):
+            return entry.record
+        with refusals_logged(entry.id):
+            return self._readable(entry.job, entry.pods)
+        return None
 
     def _readable(self, job: Obj, pods: list[Obj]) -> JobRecord | None:
         """The record of a live Job, or None where its directory is a teammate's that this
@@ -127,7 +132,7 @@ class Listing(Records):
             present = [j for j in seen.jobs if not going(j)]  # going: read from its directory
             entries = [_indexed(job, seen) for job in present]
             entries.sort(key=lambda e: e.seq, reverse=True)
-            return _JobIndex(seen, tuple(entries), frozenset(e.id for e in entries))
+            return _JobIndex.of(seen, entries)
 
         index = self._derived(("jobs", "pods"), ("jobs by seq", user), build)
         shared = getattr(self._reading, "seen", None)
@@ -136,20 +141,32 @@ class Listing(Records):
         return index
 
     def _matching(self, index: _JobIndex, asked: _Asked) -> Iterator[_Indexed]:
-        for e in index.entries:
+        return self._held(index.before(asked.before_seq), asked)
+
+    def _held(self, entries: Iterable[_Indexed], asked: _Asked) -> Iterator[_Indexed]:
+        for e in entries:
             if asked.holds(e.owner, e.state, e.seq, functools.partial(self._shared, e.id)):
                 yield e
 
-    def _gone(self, index: _JobIndex, asked: _Asked) -> list[_Listed]:
+    def _counted(self, index: _JobIndex, asked: _Asked) -> int:
+        """How many of the index's jobs ``asked`` holds (``before_seq`` aside): the user's
+        (everyone's) from its tally, so a count does not walk the namespace; with those shared,
+        each teammate's job asked whether it is."""
+        mine = index.tally_of(asked.user, asked.states)
+        if asked.user is None or not asked.with_shared:
+            return mine
+        return mine + sum(1 for _ in self._held(index.others(asked.user), asked))
+
+    def _gone(self, index: _JobIndex, asked: _Asked) -> list[_Gone]:
         """The team's jobs without a Job object, newest first, from their directories."""
         entries = []
-        for name in self._job_dirs().difference(index.names):
+        for name in self._gone_names(index):
             with refusals_logged(name):
                 rec = self._gone_record(name)
                 if rec is not None and asked.holds(
                     rec.user, rec.state, rec.seq or 0, lambda r=rec: r.shared == "team"
                 ):
-                    entries.append(_Listed(rec.id, rec.seq or 0, rec.state, lambda r=rec: r))
+                    entries.append(_Gone(rec.id, rec.seq or 0, rec))
         entries.sort(key=lambda e: e.seq, reverse=True)
         return entries
 
@@ -173,6 +190,14 @@ class Listing(Records):
                 self._gone_read.clear()
             self._gone_read[name] = (stamp, record)
         return record
+
+    def _gone_names(self, index: _JobIndex) -> frozenset[str]:
+        """The directories below the jobs root whose Job is not in ``index``: found again only
+        once either changed (each is the same object until then), not for every page."""
+        dirs, held = self._job_dirs(), self._without_job
+        if held is None or held[0] is not dirs or held[1] is not index:
+            held = self._without_job = (dirs, index, dirs.difference(index.names))
+        return held[2]
 
     def _job_dirs(self) -> frozenset[str]:
         """The names of the directories below the team's jobs root, read again only once it
@@ -241,45 +266,73 @@ class _Indexed:
     state: JobState
     owner: str | None
     job: Obj
+    pods: list[Obj]  # as the index's read of the namespace saw them
+
+
+@dataclass(frozen=True)
+class _Gone:
+    """A job whose Job object is gone, as a list holds it: its record, from its directory."""
+
+    id: str
+    seq: int
+    record: JobRecord
+    job: None = None
 
 
 @dataclass(frozen=True)
 class _JobIndex:
     """The namespace's Jobs newest first (not those on their way out), the read they came
-    from, and their names."""
+    from, their names, each owner's, and how many of each owner's are in each state."""
 
     seen: Namespace
     entries: tuple[_Indexed, ...]
     names: frozenset[str]
+    by_owner: dict[str | None, tuple[_Indexed, ...]]
+    tally: Counter[tuple[str | None, JobState]]
 
+    @classmethod
+    def of(cls, seen: Namespace, entries: list[_Indexed]) -> _JobIndex:
+        by_owner: dict[str | None, list[_Indexed]] = {}
+        for e in entries:
+            by_owner.setdefault(e.owner, []).append(e)
+        return cls(
+            seen,
+            tuple(entries),
+            frozenset(e.id for e in entries),
+            {owner: tuple(owned) for owner, owned in by_owner.items()},
+            Counter((e.owner, e.state) for e in entries),
+        )
 
-@dataclass
-class _Listed:
-    """A job of a list: what filtering and ordering need, its record built on demand (None
-    when its files are refused: it is left out, logged)."""
+    def before(self, seq: int | None) -> Iterator[_Indexed]:
+        """The entries submitted before ``seq`` (all for None), found by bisection: a later
+        page starts where the one before it ended."""
+        entries = self.entries
+        start = 0 if seq is None else bisect.bisect_right(entries, -seq, key=lambda e: -e.seq)
+        return (entries[i] for i in range(start, len(entries)))
 
-    id: str
-    seq: int
-    state: JobState
-    build: Callable[[], JobRecord | None]  # without what its Workload adds (with_workload)
-    job: Obj | None = None  # None: read from its directory
+    def tally_of(self, owner: str | None, states: Sequence[JobState] | None) -> int:
+        """How many of ``owner``'s jobs (everyone's for None) are in ``states`` (any)."""
+        return sum(
+            n
+            for (o, state), n in self.tally.items()
+            if (owner is None or o == owner) and (not states or state in states)
+        )
 
-    def record(self) -> JobRecord | None:
-        # One job that swapped its files for links or FIFOs is left out of the list (asking
-        # for it names the refusal); it never takes the list of every other job down with it.
-        with refusals_logged(self.id):
-            return self.build()
-        return None
+    def others(self, owner: str) -> Iterator[_Indexed]:
+        """The entries of every owner but ``owner``."""
+        return (e for o, owned in self.by_owner.items() if o != owner for e in owned)
 
 
 def _indexed(job: Obj, seen: Namespace) -> _Indexed:
     notes = record_notes(job)  # the owner label holds the name made label-safe; this, the name
+    pods = seen.pods_of(job)
     return _Indexed(
         job["metadata"]["name"],
         created_seq(notes),
-        status.job_state(job, seen.pods_of(job)),
+        status.job_state(job, pods),
         notes.get("user"),
         job,
+        pods,
     )
 
 

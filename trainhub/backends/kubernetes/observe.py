@@ -26,6 +26,7 @@ from trainhub.backends.kubernetes.cluster import (
 from trainhub.backends.kubernetes.listing import Listing, going
 from trainhub.backends.kubernetes.names import TEAM_LABEL
 from trainhub.backends.kubernetes.records import (
+    RECORDS_KEPT,
     read_spec,
 )
 from trainhub.errors import BackendUnavailable
@@ -38,8 +39,13 @@ from trainhub.usage.compute import job_usage
 from trainhub.usage.panel import PoolQuota, cluster_queue_quotas
 from trainhub.usage.store import UsageStore
 
+UNVERSIONED = "unversioned"  # _version of an object the API server did not write: never kept
+
 
 class Observing(Listing):
+    # job id -> (the versions of its Workload and the ClusterQueue, why it waits) (_queued_wait)
+    _waits: dict[str, tuple[tuple[str | None, str | None], str | None]]
+
     def get(self, job_id: str) -> JobRecord | None:
         from kubernetes.client import ApiException
 
@@ -88,8 +94,25 @@ class Observing(Listing):
         workloads = page
         cluster_queue = self._cluster_queue()
         return pods_say | {
-            r.id: (status.wait_reason(workloads.get(r.id), cluster_queue), None) for r in queued
+            r.id: (self._queued_wait(r.id, workloads.get(r.id), cluster_queue), None)
+            for r in queued
         }
+
+    def _queued_wait(
+        self, job_id: str, workload: Obj | None, cluster_queue: Obj | None
+    ) -> str | None:
+        """:func:`status.wait_reason`, worded again only once the job's Workload or the
+        ClusterQueue changed (their resource versions): a page of queued jobs words none."""
+        versions = (_version(workload), _version(cluster_queue))
+        held = self._waits.get(job_id)
+        if held is not None and held[0] == versions:
+            return held[1]
+        said = status.wait_reason(workload, cluster_queue)
+        if UNVERSIONED not in versions:
+            if len(self._waits) >= RECORDS_KEPT:
+                self._waits.clear()
+            self._waits[job_id] = (versions, said)
+        return said
 
     def _pod_waits(self, records: Sequence[JobRecord]) -> dict[str, waits.Wait]:
         """What each job's pods wait for (those that wait), from the pods a list just read
@@ -218,6 +241,13 @@ class Observing(Listing):
         if len(data) == length and (cut := data.rfind(b"\n")) >= 0:
             data = data[: cut + 1]  # end on a line boundary, as the job directory's logs do
         return data, offset + len(data)
+
+
+def _version(obj: Obj | None) -> str | None:
+    """An object's resource version (None for no object; UNVERSIONED for one without)."""
+    if obj is None:
+        return None
+    return (obj.get("metadata") or {}).get("resourceVersion") or UNVERSIONED
 
 
 def _index(pod: Obj) -> int | None:

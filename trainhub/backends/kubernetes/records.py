@@ -4,11 +4,9 @@ its directory, or, once its objects are gone, from its directory alone. Writes n
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +79,7 @@ class Records(Cluster):
         edit, a file swapped: every write there is a rename into it); None when it cannot be
         read (then the record is built, and says why)."""
         try:
-            path = os.path.join(self.jobs_root, job["metadata"]["name"])
+            path = f"{self.jobs_root}/{job['metadata']['name']}"  # a name has no "/" (a label's)
             changed = os.stat(path, follow_symlinks=False)
         except OSError:
             return None
@@ -210,12 +208,23 @@ def created_seq(notes: dict[str, str]) -> int:
     return int(float(notes["created-at"]) * 1000)
 
 
-@contextlib.contextmanager
-def refusals_logged(job_id: str) -> Iterator[None]:
-    try:
-        yield
-    except NotAJobFile as e:
-        log.warning("trainhub: job %s left out of the list: %s", job_id, e)
+class refusals_logged:
+    """A job whose files are refused (they were swapped for links, FIFOs...) is logged and left
+    out of what is read inside. A class, not a generator: a page enters one for every job."""
+
+    __slots__ = ("job_id",)
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> bool:
+        if isinstance(error, NotAJobFile):
+            log.warning("trainhub: job %s left out of the list: %s", self.job_id, error)
+            return True
+        return False
 
 
 def read_spec(jobdir: JobDir) -> JobSpec:
