@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +138,13 @@ class TrainhubExtension(ExtensionApp):
         if hasattr(self, "jobs_watcher"):
             self.jobs_watcher.stop()
         if hasattr(self, "calls"):
-            self.calls.shutdown()
-            self.service.backend.close()
+            # Off the event loop: a call still running may need it to finish, and the server
+            # shuts the kernels down after the extensions, on this loop.
+            started = time.monotonic()
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, self.calls.shutdown)
+            await loop.run_in_executor(None, self.service.backend.close)
+            self.log.info("trainhub: stopped in %.1f s", time.monotonic() - started)
 
     # --- identity -------------------------------------------------------------------------
     def job_owner(self, user: User) -> str:
