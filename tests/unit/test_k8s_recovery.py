@@ -8,6 +8,7 @@ from trainhub.jobs.models import Verdict
 from trainhub.jobs.specparts import RetryPolicy
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.lifecycle import retry
+from trainhub.lifecycle.results import Evidence
 from trainhub.rank.pod import exit_status, own_exit_status
 
 POLICY = RetryPolicy(infrastructure=2, backoff_seconds=4, backoff_factor=3)
@@ -91,7 +92,8 @@ def test_the_pod_that_failed_the_job_is_the_cause_not_the_ones_stopped_after_it(
         }
     }
     lost_peer = {"outcome": "error", "failure_class": "infrastructure", "message": "closed"}
-    verdict = status.failure_verdict(job, [pod(0, 143), pod(1, 137)], {0: lost_peer}, attempt=0)
+    pods = [pod(0, 143), pod(1, 137)]
+    verdict = status.failure_verdict(job, pods, Evidence({0: lost_peer}), attempt=0)
     assert verdict.failure_class == FailureClass.INFRASTRUCTURE
     assert verdict.reason == "worker 1 was killed by SIGKILL"
 
