@@ -21,6 +21,7 @@ is standard library only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -117,15 +118,22 @@ def _copy_output(source: IO[bytes], job_dir: Path, name: str, first: str) -> thr
             confined.append(job_dir, name, data)
             return True
         except (OSError, ValueError) as error:  # a full disk, a link in its place
-            print(f"[trainhub] torchrun's output is not kept in {name}: {error}", flush=True)
+            with contextlib.suppress(OSError, ValueError):
+                print(f"[trainhub] torchrun's output is not kept in {name}: {error}", flush=True)
             return False
 
     def copy() -> None:
-        kept = len(first) if keep(first.encode()) else None
-        out = sys.stdout.buffer
+        kept = len(first.encode()) if keep(first.encode()) else None
+        out: IO[bytes] | None = sys.stdout.buffer
+        # Read to the end whatever happens to the copies: a pipe no one reads would stall
+        # torchrun and the ranks at their next write.
         while chunk := os.read(source.fileno(), 1 << 16):
-            out.write(chunk)
-            out.flush()
+            try:
+                if out is not None:
+                    out.write(chunk)
+                    out.flush()
+            except (OSError, ValueError):
+                out = None  # the pod's log is gone: the job goes on
             if kept is not None and kept < AGENT_LOG_BYTES:
                 part = chunk[: AGENT_LOG_BYTES - kept]
                 kept = kept + len(part) if keep(part) else None
