@@ -21,6 +21,7 @@ from trainhub.lifecycle.verdict import (
     running_cells,
     torchrun_root_causes,
 )
+from trainhub.rank.pod import RUN_STARTED
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=1"]
 
@@ -43,7 +44,8 @@ def test_a_crash_in_a_cell_is_named_from_the_kept_torchrun_output(tmp_path: Path
     status = pod(job, runner(job), worker=0, attempt=2)
     assert status == 1  # torchrun's: a failure, which the Job's podFailurePolicy fails on
     kept = agent_output(job, 0, 2)
-    assert kept.startswith("[trainhub] ") and "running " in kept.splitlines()[0]
+    first = kept.splitlines()[0]  # which pod ran what: the run's part of the file starts here
+    assert first.startswith(RUN_STARTED) and "torch.distributed.run" in first
     assert torchrun_root_causes(kept) == [RankExit(0, -11)]
     verdict = attempt_verdict(
         attempt=2,
