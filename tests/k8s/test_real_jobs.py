@@ -566,7 +566,10 @@ def test_an_oom_kill_by_the_memory_limit_and_a_code_error_get_their_own_verdicts
     oomed, broke = t.ended(oom), t.ended(code)
     assert oomed.state == JobState.FAILED, oomed
     assert oomed.verdict.failure_class == FailureClass.INFRASTRUCTURE
-    assert oomed.verdict.reason == "worker 0 was killed by the kernel's out-of-memory killer"
+    # The rank the OOM killer took, as torchrun's summary (kept by the pod's first process)
+    # names it; the kubelet's OOMKilled says by whom.
+    assert oomed.verdict.reason == "rank 0 was killed by the kernel's out-of-memory killer"
+    assert (oomed.verdict.rank, oomed.verdict.signal) == (0, "SIGKILL")
     assert broke.state == JobState.FAILED, broke
     assert broke.verdict.failure_class == FailureClass.CODE
     assert broke.verdict.exception == "ValueError" and broke.verdict.line == 2

@@ -194,6 +194,7 @@ def test_job_dir_off_the_shared_volume_is_refused() -> None:
 # --- status: Kubernetes objects -> states, sentences, verdicts ------------------------------------
 from trainhub.backends.kubernetes import status  # noqa: E402
 from trainhub.jobs.states import FailureClass  # noqa: E402
+from trainhub.lifecycle.results import Evidence  # noqa: E402
 
 CQ = {
     "metadata": {"name": "vision"},
@@ -298,7 +299,7 @@ def test_a_pod_whose_exit_fails_the_job_fails_it_before_the_job_controller_says_
     later = ended_pod("j-2", 137, "2026-01-01T00:00:05Z")
     assert status.failing_pod(job, [running, later, first]) is first
     assert status.job_state(job, [running, later, first]) == JobState.FAILED
-    verdict = status.failure_verdict(job, [later, first], {}, attempt=0)
+    verdict = status.failure_verdict(job, [later, first], Evidence(), attempt=0)
     assert verdict.failure_class == FailureClass.INFRASTRUCTURE  # exit 1, no rank report
 
     # Left to the Job controller: a pod stopped from outside (143), one disrupted (preempted,
@@ -332,7 +333,7 @@ def test_failure_verdicts_from_exit_codes_rank_reports_and_deadlines() -> None:
             "conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]
         },
     }
-    oom = status.failure_verdict(job, [failed_pod(1, 137, "OOMKilled")], {}, attempt=0)
+    oom = status.failure_verdict(job, [failed_pod(1, 137, "OOMKilled")], Evidence(), attempt=0)
     assert (oom.failure_class, oom.reason) == (
         FailureClass.INFRASTRUCTURE,
         "worker 1 was killed by the kernel's out-of-memory killer",
@@ -340,24 +341,30 @@ def test_failure_verdicts_from_exit_codes_rank_reports_and_deadlines() -> None:
     code = status.failure_verdict(
         job,
         [failed_pod(0, 1)],
-        {
-            0: {
-                "outcome": "error",
-                "failure_class": "code",
-                "exception": "ZeroDivisionError",
-                "message": "division by zero",
-                "cell_index": 4,
-                "line": 2,
+        Evidence(
+            {
+                0: {
+                    "outcome": "error",
+                    "failure_class": "code",
+                    "exception": "ZeroDivisionError",
+                    "message": "division by zero",
+                    "cell_index": 4,
+                    "line": 2,
+                }
             }
-        },
+        ),
         attempt=1,
     )
     assert code.failure_class == FailureClass.CODE and code.reason.startswith(
         "ZeroDivisionError in cell 5, line 2"
     )
+    # The time limit is a stop (cancelled, as on the local backend), in the local words: its
+    # reason and the cell it stopped are test_endings.py's.
     job["status"]["conditions"][0]["reason"] = "DeadlineExceeded"
-    late = status.failure_verdict(job, [], {}, attempt=0)
-    assert late.failure_class == FailureClass.CANCELLED and "60 s" in late.reason
+    late = status.ending_verdict(job, [], Evidence(), attempt=0)
+    assert late is not None and late.failure_class == FailureClass.CANCELLED
+    assert late.reason == "ran longer than its max runtime (0:01:00)"
+    assert status.job_state(job, []) == JobState.CANCELLED
 
 
 def test_preemptions_are_counted_from_scheduling_stats() -> None:

@@ -8,7 +8,8 @@ from trainhub.jobs.models import Verdict
 from trainhub.jobs.specparts import RetryPolicy
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.lifecycle import retry
-from trainhub.rank.pod import exit_status
+from trainhub.lifecycle.results import Evidence
+from trainhub.rank.pod import exit_status, own_exit_status
 
 POLICY = RetryPolicy(infrastructure=2, backoff_seconds=4, backoff_factor=3)
 KILLED = Verdict(failure_class=FailureClass.INFRASTRUCTURE, reason="worker 1 was killed by SIGKILL")
@@ -55,6 +56,10 @@ def test_a_failed_job_carrying_its_plan_reads_as_retrying():
 def test_a_stopped_pod_exits_like_the_signal_that_stopped_it():
     assert exit_status(-15) == 143 and exit_status(-9) == 137
     assert exit_status(0) == 0 and exit_status(1) == 1
+    # A pod nobody stopped never exits 143, which the Job ignores (it would run again and
+    # again): its torchrun ended by a SIGTERM that was the job's own is a failure.
+    assert own_exit_status(-15) == own_exit_status(143) == 1
+    assert own_exit_status(-11) == 139 and own_exit_status(0) == 0 and own_exit_status(7) == 7
 
 
 def test_the_pod_that_failed_the_job_is_the_cause_not_the_ones_stopped_after_it():
@@ -87,7 +92,8 @@ def test_the_pod_that_failed_the_job_is_the_cause_not_the_ones_stopped_after_it(
         }
     }
     lost_peer = {"outcome": "error", "failure_class": "infrastructure", "message": "closed"}
-    verdict = status.failure_verdict(job, [pod(0, 143), pod(1, 137)], {0: lost_peer}, attempt=0)
+    pods = [pod(0, 143), pod(1, 137)]
+    verdict = status.failure_verdict(job, pods, Evidence({0: lost_peer}), attempt=0)
     assert verdict.failure_class == FailureClass.INFRASTRUCTURE
     assert verdict.reason == "worker 1 was killed by SIGKILL"
 

@@ -102,6 +102,12 @@ def notebook_name(rank: int) -> str:
     return NOTEBOOK if rank == 0 else f"notebook-rank-{rank}.ipynb"
 
 
+def agent_log_name(worker: int, attempt: int) -> str:
+    """Where a job pod's first process keeps its torchrun's own output for one attempt
+    (:mod:`trainhub.rank.pod`): the summary naming the rank that failed first is there."""
+    return f"logs/agent-{worker}-attempt-{attempt}.log"
+
+
 def metrics_file(kind: str) -> str:
     """The job-relative path of its ``kind`` metrics (one of :data:`METRIC_KINDS`)."""
     return f"{METRICS}/{METRIC_FILES[kind]}"

@@ -7,10 +7,11 @@ import re
 import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from trainhub.jobs.models import Verdict
-from trainhub.jobs.states import FailureClass
+from trainhub.jobs.states import FailureClass, JobState
 
 _ROOT_CAUSE = re.compile(r"rank\s*:\s*(?P<rank>\d+).*?exitcode\s*:\s*(?P<code>-?\d+)", re.DOTALL)
 
@@ -53,12 +54,24 @@ def running_cells(events: Iterable[dict[str, Any]], attempt: int) -> dict[int, R
 _FAULTS = frozenset({"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "SIGTRAP", "SIGSYS"})
 
 
+def first_running(running: dict[int, RunningCell]) -> RunningCell | None:
+    """The lowest rank's running cell: the one a stop names."""
+    return running[min(running)] if running else None
+
+
 def running_cell_text(running: dict[int, RunningCell], now: float) -> str:
     """ "cell 2 had been running for 3.8 s" (the lowest rank's), or "" when none was running."""
-    if not running:
+    cell = first_running(running)
+    if cell is None:
         return ""
-    cell = running[min(running)]
     return f"cell {cell.cell_index + 1} had been running for {max(now - cell.started, 0):.1f} s"
+
+
+def time_limit_reason(limit: timedelta, running: dict[int, RunningCell], now: float) -> str:
+    """The stop reason of a job that reached its max runtime at ``now``: "ran longer than its
+    max runtime (0:00:04); cell 2 had been running for 3.8 s"."""
+    where = running_cell_text(running, now)
+    return f"ran longer than its max runtime ({limit})" + (f"; {where}" if where else "")
 
 
 def _in_cell_verdict(
@@ -161,6 +174,17 @@ def cancel_verdict(reason: str, attempt: int, running: RunningCell | None = None
     )
 
 
+def end_state(verdict: Verdict | None) -> JobState:
+    """The state a job's last verdict ends it in: succeeded without one; cancelled by a stop
+    (a person's, a sweep's rule, its own time limit: trainhub stopped it, nothing in it
+    failed); failed otherwise."""
+    if verdict is None:
+        return JobState.SUCCEEDED
+    if verdict.failure_class in (FailureClass.CANCELLED, FailureClass.STOPPED_EARLY):
+        return JobState.CANCELLED
+    return JobState.FAILED
+
+
 def attempt_verdict(
     *,
     attempt: int,
@@ -182,8 +206,7 @@ def attempt_verdict(
     """
     running = running or {}
     if stop_reason is not None:
-        first = running[min(running)] if running else None
-        return cancel_verdict(stop_reason, attempt, first)
+        return cancel_verdict(stop_reason, attempt, first_running(running))
     errors = {r: res for r, res in rank_results.items() if res.get("outcome") == "error"}
     failed = [e for e in exits if e.exit_code != 0]
     killed = [e for e in failed if (e.exit_code < 0 or e.exit_code > 128) and e.rank not in errors]

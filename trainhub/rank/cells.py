@@ -117,7 +117,8 @@ def _error(result: Any) -> BaseException | None:
 class ExitGuard:
     """``os._exit`` while the cells run: it ends the process at once, past every ``finally``,
     so first say where and how (the rank's status), and keep the output so far (the log,
-    the executed notebook). A forked child's ``os._exit`` (a data loader worker) is its own."""
+    the executed notebook); ``os._exit(0)`` before the last cell's end exits 1, as any
+    failure does. A forked child's ``os._exit`` (a data loader worker) is its own."""
 
     def __init__(self, ctx: RankContext, cells: list[BundleCell], notebook: Any) -> None:
         self.ctx, self.cells, self.notebook = ctx, cells, notebook
@@ -146,6 +147,9 @@ class ExitGuard:
                 self.notebook.close("completed" if done else "failed")
             sys.stdout.flush()
             sys.stderr.flush()
+            # Never 0 before the notebook's end: torchrun, the pod and the Job would each take
+            # the run for a success (the report says how it ended).
+            status = status or (0 if done else 1)
         self.exit(status)
 
 

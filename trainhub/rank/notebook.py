@@ -15,25 +15,23 @@ Its parts: :mod:`~trainhub.rank.nbcells` (the cells as nbformat JSON),
 :mod:`~trainhub.rank.nbcapture` (what the cells put there, within the caps of
 :mod:`trainhub.jobs.limits`), :mod:`~trainhub.rank.nbfile` (the file, rewritten whole as the
 cells run). Here: the capture around a rank's cells, with ``sys.stdout`` and ``sys.stderr``
-teed into it, and the notebooks the supervisor writes when the rank could not (a ``%pip`` line
-failed before the first cell; a rank killed or crashed).
+teed into it, and the notebook the supervisor writes when no cell could run (a ``%pip`` line
+failed before the first cell). One a rank left unfinished (killed, crashed) is closed by the
+backend that saw the end (:mod:`trainhub.lifecycle.notebooks`).
 
 Standard library only, like everything a rank loads before the first cell.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
 from trainhub.bundle.schema import BundleCell
-from trainhub.jobs import confined
-from trainhub.jobs.directory import JobDir, notebook_name
+from trainhub.jobs.directory import JobDir
 from trainhub.rank.nbcapture import NotebookCapture
-from trainhub.rank.nbcells import dumps
 
 
 class Tee:
@@ -75,32 +73,6 @@ def write_unstarted(
         if cell.index == cell_index and cell.index is not None:
             cell.status, cell.outputs, cell.serialized = "error", [error], None
     capture.close("failed")
-
-
-def close_unfinished(
-    job: JobDir, rank: int, attempt: int, reason: str, *, failed: bool = True
-) -> bool:
-    """Say in a rank's executed notebook how the attempt ended when the rank could not (killed,
-    crashed, exited past the runner): ``state`` failed, the cell it was in ``error``, and the
-    verdict's ``reason`` in ``metadata.trainhub.ended``. A notebook its rank closed as
-    ``stopped`` (on SIGTERM) is one of them too unless the stop was a person's or a rule's
-    (``failed``: the verdict is a failure). Whether it changed anything."""
-    try:
-        with confined.opened(job.root, notebook_name(rank)) as f:
-            doc = json.loads(f.read())
-    except (OSError, ValueError, confined.NotAJobFile):
-        return False
-    unfinished = {"running", "stopped"} if failed else {"running"}
-    meta = doc.get("metadata", {}).get("trainhub", {})
-    if meta.get("attempt") != attempt or meta.get("state") not in unfinished:
-        return False
-    meta.update(state="failed" if failed else "stopped", ended=reason)
-    for cell in doc.get("cells", []):
-        ran = cell.get("metadata", {}).get("trainhub", {})
-        if ran.get("status") in unfinished:
-            ran["status"] = "error" if failed else "stopped"
-    confined.replace(job.root, notebook_name(rank), dumps(doc).encode())
-    return True
 
 
 def writes_notebook(job: JobDir, rank: int) -> bool:

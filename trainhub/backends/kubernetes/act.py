@@ -14,7 +14,7 @@ from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable
 from trainhub.lifecycle.retry import RetryPlan
-from trainhub.lifecycle.verdict import cancel_verdict
+from trainhub.lifecycle.verdict import cancel_verdict, first_running, running_cells
 
 
 class Acting(Reconciling):
@@ -28,15 +28,23 @@ class Acting(Reconciling):
             raise NotFound(f"No job {job_id}.")
         if record.state.terminal:
             return record
-        JobDir(record.job_dir).emit("cancel_requested", reason=reason)
-        try:
+        jobdir = JobDir(record.job_dir)
+        jobdir.emit("cancel_requested", reason=reason)
+        try:  # its pods get SIGTERM: their stop callbacks save, their notebooks say "stopped"
             self.batch.delete_namespaced_job(
                 job_id, self.namespace, propagation_policy="Foreground"
             )
         except ApiException as e:
             if e.status != 404:
                 raise
-        verdict = cancel_verdict(reason, record.attempt)
+        # The cell it stops, as a local cancel names it: only a running attempt is in one (a
+        # failed attempt waiting for its retry left its cells where they failed).
+        running = (
+            running_cells(jobdir.iter_events(), record.attempt)
+            if record.state == JobState.RUNNING
+            else {}
+        )
+        verdict = cancel_verdict(reason, record.attempt, first_running(running))
         # The times it had: once the Job is gone, its directory is the only record of them.
         now = time.time()
         times = {"admitted_at": record.admitted_at, "started_at": record.started_at}

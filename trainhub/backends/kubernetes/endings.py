@@ -25,6 +25,7 @@ from trainhub.jobs import ownership
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.lifecycle.notebooks import close_notebooks
 from trainhub.lifecycle.notify import end_alert_kind
 from trainhub.lifecycle.retry import RetryPlan, plan_retry, retry_event
 from trainhub.usage import kept
@@ -49,7 +50,10 @@ class Ending(Submitting, Observing):
         retry: bool = True,
     ) -> None:
         """Record how the attempt ended: the job's end, or, for a failure its retry policy
-        still allows, the plan of its next attempt (started by reconcile, see recovery)."""
+        still allows, the plan of its next attempt (started by reconcile, see recovery). The
+        executed notebooks its ranks left unfinished say how it ended, as locally."""
+        if verdict is not None:
+            close_notebooks(JobDir(record.job_dir), record.spec, record.attempt, verdict)
         failed = state == JobState.FAILED and verdict is not None
         if failed and retry and self._plan_retry(record, verdict):  # type: ignore[arg-type]
             return

@@ -24,6 +24,7 @@ from trainhub.jobs.models import JobRecord
 from trainhub.jobs.ownership import RunAs
 from trainhub.jobs.placement import Request
 from trainhub.jobs.quantities import format_bytes, format_cpu, parse_quantity
+from trainhub.rank.pod import STOPPED_EXIT
 from trainhub.teams import Pool, Team, TeamDataset
 
 JOB_ID_LABEL = "trainhub.io/job-id"
@@ -31,9 +32,9 @@ SWEEP_LABEL = "trainhub.io/sweep"  # on a sweep's trials: kubectl get jobs -l tr
 ANNOTATION = "trainhub.io/"  # prefix of the record fields kept on the Job
 MASTER_PORT = 29500
 CONTAINER = "trainer"
-# How trainhub.rank.pod ends a pod stopped from outside (128 + SIGTERM): ignored by the
-# Job's podFailurePolicy, which fails the Job on any other non-zero exit.
-STOPPED_EXIT = 143
+# STOPPED_EXIT: how trainhub.rank.pod ends a pod stopped from outside (128 + SIGTERM), and only
+# such a pod; ignored by the Job's podFailurePolicy, which fails the Job on any other non-zero
+# exit.
 # Who a job's pods run as where nobody says (no controller: a team's one shared user).
 # Restricted Pod Security: never root, whatever the image says.
 RUN_AS = RunAs(1000, 1000)
@@ -304,8 +305,8 @@ def job_manifest(
                 {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
                 # SIGTERM (128 + 15) from outside: the kubelet stopping a pod of a Job that Kueue
                 # suspended to preempt it carries no DisruptionTarget condition. trainhub.rank.pod
-                # ends a stopped pod with 143 (torchrun alone would exit 1) and a code error
-                # with the runner's 1, so a 143 is never the code's own verdict.
+                # ends a stopped pod with 143 (torchrun alone would exit 1) and no other pod
+                # (a rank's own SIGTERM ends torchrun with 1), so a 143 is never the code's own.
                 {
                     "action": "Ignore",
                     "onExitCodes": {

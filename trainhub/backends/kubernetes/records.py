@@ -20,8 +20,9 @@ from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import saved_step
-from trainhub.lifecycle.results import rank_results
+from trainhub.lifecycle.results import attempt_evidence
 from trainhub.lifecycle.retry import count_retry
+from trainhub.lifecycle.verdict import end_state
 from trainhub.usage.kueue import workload_times
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,8 @@ class Records(Cluster):
             return held[1]
         observed = self._observe_afresh(job, pods)
         # A failed or suspended job's record also reads its ranks' files and its checkpoints,
-        # below the directory: those are built each time.
+        # below the directory: those are built each time. A succeeded or cancelled one's
+        # evidence was written before its pods ended, which changed their versions (the key).
         if key is not None and observed.state not in (JobState.FAILED, JobState.SUSPENDED):
             if len(self._records) >= RECORDS_KEPT:
                 self._records.clear()
@@ -94,13 +96,10 @@ class Records(Cluster):
         record = self._record_base(job)
         state = status.job_state(job, pods)
         verdict = None
-        if state == JobState.FAILED:
-            verdict = status.failure_verdict(
-                job,
-                pods,
-                rank_results(JobDir(record.job_dir), record.attempt),
-                attempt=record.attempt,
-            )
+        if state.terminal:  # what the job directory says of the end decides how it ended
+            evidence = attempt_evidence(JobDir(record.job_dir), record.attempt)
+            verdict = status.ending_verdict(job, pods, evidence, attempt=record.attempt)
+            state = end_state(verdict)
         step = saved_step(record.job_dir) if state == JobState.SUSPENDED else None
         return record.model_copy(
             update={"state": state, "verdict": verdict, "suspended_step": step}

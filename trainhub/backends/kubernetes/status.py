@@ -1,16 +1,27 @@
 """Pure functions from Kubernetes objects (as dicts: Job, Kueue Workload and ClusterQueue, pods,
-events) to trainhub's vocabulary: a job state, a sentence saying why it waits, a verdict."""
+events) to trainhub's vocabulary: a job state, a sentence saying why it waits, a verdict (with
+the job directory's evidence, :class:`~trainhub.lifecycle.results.Evidence`)."""
 
 from __future__ import annotations
 
 import re
+import time
+from datetime import datetime, timedelta
 from typing import Any
 
 from trainhub.backends.kubernetes.manifests import CONTAINER, STOPPED_EXIT
 from trainhub.backends.kubernetes.recovery import pending_retry
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.lifecycle.verdict import RankExit, attempt_verdict
+from trainhub.lifecycle.results import Evidence
+from trainhub.lifecycle.verdict import (
+    RankExit,
+    attempt_verdict,
+    cancel_verdict,
+    first_running,
+    time_limit_reason,
+    torchrun_root_causes,
+)
 
 Obj = dict[str, Any]
 
@@ -133,10 +144,14 @@ def deactivation_due(job: Obj, workload: Obj | None) -> bool:
 
 
 def job_state(job: Obj, pods: list[Obj]) -> JobState:
-    if is_true(job, "Complete") or is_true(job, "SuccessCriteriaMet"):
-        return JobState.SUCCEEDED
+    """The state the objects say. An ended Job's verdict may say more (a rank that left a cell
+    without a word ends a complete Job failed): :func:`ending_verdict`, ``end_state``."""
     if pending_retry(job) is not None:
         return JobState.RETRYING  # failed; trainhub replaces it by the next attempt's Job
+    if completed(job):
+        return JobState.SUCCEEDED
+    if deadline_passed(job) is not None:
+        return JobState.CANCELLED  # stopped at its own time limit, as the local backend stops it
     if is_true(job, "Failed") or is_true(job, "FailureTarget") or failing_pod(job, pods):
         return JobState.FAILED
     if suspend_requested(job):
@@ -205,43 +220,100 @@ def _terminations(pods: list[Obj]) -> list[tuple[int | None, Obj]]:
     return out
 
 
-def failure_verdict(
-    job: Obj,
-    pods: list[Obj],
-    rank_results: dict[int, dict[str, Any]],
-    *,
-    attempt: int,
-) -> Verdict:
-    """Why a failed Job failed: the ranks' own reports first, then how its containers ended."""
-    failed = condition(job, "Failed") or condition(job, "FailureTarget") or {}
-    if failed.get("reason") == "DeadlineExceeded":
-        limit = job.get("spec", {}).get("activeDeadlineSeconds")
-        return Verdict(
-            failure_class=FailureClass.CANCELLED,
+def completed(job: Obj) -> bool:
+    """Every pod exited 0 (which says nothing yet of the cells: :func:`ending_verdict`)."""
+    return is_true(job, "Complete") or is_true(job, "SuccessCriteriaMet")
+
+
+def deadline_passed(job: Obj) -> Obj | None:
+    """The condition saying the Job ran past its ``activeDeadlineSeconds`` (the spec's max
+    runtime): the Job controller then stops its pods (SIGTERM, as a cancel does)."""
+    for type_ in ("FailureTarget", "Failed"):
+        c = condition(job, type_)
+        if c is not None and c.get("status") == "True" and c.get("reason") == "DeadlineExceeded":
+            return c
+    return None
+
+
+def ending_verdict(
+    job: Obj, pods: list[Obj], evidence: Evidence, *, attempt: int
+) -> Verdict | None:
+    """How an ended Job's attempt ended, by the lifecycle's rules as the local supervisor
+    applies them: None for a success, else the verdict (``end_state`` says the job's state)."""
+    if completed(job):
+        # Every pod exited 0, yet a rank may have left a cell without a word (C's _exit(0)):
+        # that rank quit before the notebook's end.
+        return attempt_verdict(
             attempt=attempt,
-            reason=f"the job ran out of its maximum runtime ({limit} s)",
+            rank_results=evidence.rank_results,
+            exits=[RankExit(None, 0)],
+            running=evidence.running,
         )
-    # The pod whose exit failed the Job (the podFailurePolicy names it) goes first: the others
-    # ended after it (lost peers, the Job controller's SIGTERM), collateral, not the cause.
-    if m := _FAILED_POD.search(failed.get("message") or ""):
-        pods = sorted(pods, key=lambda p: p.get("metadata", {}).get("name") != m["pod"])
-    elif (first := failing_pod(job, pods)) is not None:
-        pods = sorted(pods, key=lambda p: p is not first)
-    terms = _terminations(pods)
-    exits = [RankExit(None, int(t.get("exitCode", 1))) for _, t in terms]
-    oom = any(t.get("reason") == "OOMKilled" for _, t in terms)
+    if (stop := deadline_passed(job)) is not None:
+        return _time_limit_verdict(job, stop, evidence, attempt)
+    return failure_verdict(job, pods, evidence, attempt=attempt)
+
+
+def _time_limit_verdict(job: Obj, stop: Obj, evidence: Evidence, attempt: int) -> Verdict:
+    """The time limit's stop, naming the cell it interrupted and how long that cell had run
+    when the Job controller stopped the pods."""
+    limit = timedelta(seconds=int(job.get("spec", {}).get("activeDeadlineSeconds") or 0))
+    started = _time(job.get("status", {}).get("startTime"))
+    at = _time(stop.get("lastTransitionTime")) or (started and started + limit.total_seconds())
+    reason = time_limit_reason(limit, evidence.running, at or time.time())
+    return cancel_verdict(reason, attempt, first_running(evidence.running))
+
+
+def failure_verdict(job: Obj, pods: list[Obj], evidence: Evidence, *, attempt: int) -> Verdict:
+    """Why a failed Job failed: the ranks' own reports first, then how the pod whose exit
+    failed it ended; where its torchrun kept its output, the rank it names as the first to
+    fail and the cell that rank was in, as the local supervisor reads them."""
+    failed = condition(job, "Failed") or condition(job, "FailureTarget") or {}
+    # The pod whose exit failed the Job (the podFailurePolicy names it) goes first, with the
+    # others that failed by themselves (a lost peer's error, a kill): the rules weigh them as
+    # torchrun's ranks. Those stopped or deleted after it are collateral, not evidence.
+    named = m["pod"] if (m := _FAILED_POD.search(failed.get("message") or "")) else None
+    first = next((p for p in pods if p.get("metadata", {}).get("name") == named), None)
+    first = first or failing_pod(job, pods)
+    if first is not None:
+        ends = _terminations([first, *(p for p in pods if p is not first and _fails_job(p))])
+    else:
+        ends = _terminations(pods)
+        ends = [e for e in ends if e[1].get("exitCode") != STOPPED_EXIT] or ends
+    exits: list[RankExit] = []
+    unnamed: list[tuple[int | None, Obj]] = []  # (worker, end) of pods no torchrun output names
+    for worker, term in ends:
+        code = int(term.get("exitCode", 1))
+        causes = []
+        if worker is not None and code != 0:  # its torchrun's summary names the rank
+            causes = torchrun_root_causes(evidence.agent_output(worker))
+        exits.extend(causes or [RankExit(None, code)])
+        if not causes:
+            unnamed.append((worker, term))
     verdict = attempt_verdict(
-        attempt=attempt, rank_results=rank_results, exits=exits, oom_killed=oom
+        attempt=attempt,
+        rank_results=evidence.rank_results,
+        exits=exits,
+        oom_killed=any(t.get("reason") == "OOMKilled" for _, t in ends),
+        running=evidence.running,
     )
     if verdict is None:
         message = failed.get("message") or "the Job failed"
         return Verdict(failure_class=FailureClass.INFRASTRUCTURE, reason=message, attempt=attempt)
-    culprit = next(((i, t) for i, t in terms if t.get("exitCode")), None)
-    if verdict.rank is None and culprit and culprit[0] is not None:
-        verdict.reason = verdict.reason.replace("a worker", f"worker {culprit[0]}", 1)
-        if culprit[1].get("message"):
-            verdict.message = culprit[1]["message"]
+    if verdict.rank is None:  # told by a pod's end: name its worker, keep the kubelet's words
+        worker, term = next(
+            ((w, t) for w, t in unnamed if t.get("exitCode") == verdict.exit_code), (None, {})
+        )
+        if worker is not None:
+            verdict.reason = verdict.reason.replace("a worker", f"worker {worker}", 1)
+        if term.get("message"):
+            verdict.message = term["message"]
     return verdict
+
+
+def _time(value: str | None) -> float | None:
+    """An API time (RFC 3339) as epoch seconds."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() if value else None
 
 
 def event_record(event: Obj) -> dict[str, Any]:

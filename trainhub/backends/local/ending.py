@@ -15,9 +15,10 @@ from trainhub.backends.local.accounting import usage_store
 from trainhub.backends.local.store import Store
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
-from trainhub.jobs.states import FailureClass, JobState
+from trainhub.jobs.states import JobState
 from trainhub.jobs.suspension import saved_step
 from trainhub.lifecycle.notify import end_alert_kind
+from trainhub.lifecycle.verdict import end_state
 from trainhub.usage.compute import UsageRow, job_usage
 
 
@@ -50,12 +51,7 @@ def record_ending(
     home: Path, store: Store, record: JobRecord, jobdir: JobDir, verdict: Verdict | None
 ) -> None:
     """The job ended: succeeded without a verdict, else cancelled or failed by it."""
-    if verdict is None:
-        state = JobState.SUCCEEDED
-    elif verdict.failure_class in (FailureClass.CANCELLED, FailureClass.STOPPED_EARLY):
-        state = JobState.CANCELLED
-    else:
-        state = JobState.FAILED
+    state = end_state(verdict)
     if verdict is not None:
         verdict.retriable = False
     ended = {

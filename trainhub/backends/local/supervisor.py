@@ -29,6 +29,7 @@ from trainhub.bundle.layout import WORKSPACE
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.lifecycle.notebooks import close_notebooks
 from trainhub.lifecycle.notify import preemption_alert_kind
 from trainhub.lifecycle.results import rank_results
 from trainhub.lifecycle.retry import RetryPlan, plan_retry, retry_event
@@ -36,8 +37,8 @@ from trainhub.lifecycle.verdict import (
     RankExit,
     attempt_verdict,
     cancel_verdict,
-    running_cell_text,
     running_cells,
+    time_limit_reason,
     torchrun_root_causes,
 )
 from trainhub.metrics.ranks import JobRanks
@@ -108,10 +109,7 @@ class Supervisor:
         limit = self.record.spec.max_runtime
         if limit is not None and time.time() - started > limit.total_seconds():
             running = running_cells(self.jobdir.iter_events(), self.record.attempt)
-            where = running_cell_text(running, time.time())
-            self._stop_reason = f"ran longer than its max runtime ({limit})" + (
-                f"; {where}" if where else ""
-            )
+            self._stop_reason = time_limit_reason(limit, running, time.time())
             self.stop_event.set()
 
     # --- run ----------------------------------------------------------------------------
@@ -242,21 +240,8 @@ class Supervisor:
             running=running_cells(self.jobdir.iter_events(), attempt),
         )
         if verdict is not None:
-            self._close_notebooks(attempt, verdict)
+            close_notebooks(self.jobdir, rec.spec, attempt, verdict, suspended=self._suspending())
         return verdict
-
-    def _close_notebooks(self, attempt: int, verdict: Verdict) -> None:
-        """Executed notebooks a rank left "running" (it died without its last write), or
-        "stopped" by a SIGTERM that was no person's stop, say how the attempt ended."""
-        from trainhub.rank.notebook import close_unfinished
-
-        stops = (FailureClass.CANCELLED, FailureClass.STOPPED_EARLY)
-        failed = verdict.failure_class not in stops and not self._suspending()
-        for rank in range(self.record.spec.resources.world_size):
-            try:
-                close_unfinished(self.jobdir, rank, attempt, verdict.reason, failed=failed)
-            except OSError as e:  # a full disk: the verdict still stands, the log has it all
-                self.jobdir.emit("notebook", rank=rank, error=str(e))
 
     def _wait_for_agents(self, started: float) -> list[int]:
         while not self.stop_event.is_set():
