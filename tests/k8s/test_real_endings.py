@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.k8s.test_backend import wait_for
 from tests.k8s.test_real_jobs import (  # noqa: F401 - fixtures
     PodExits,
     RealTeam,
@@ -71,6 +72,12 @@ def test_a_conformance_ending_on_the_real_node_is_told_as_locally(
     try:
         job_id = t.submit_spec(spec)
         done = t.ended(job_id)
+        # A job stopped at its time limit is recorded before its pod has ended (its grace).
+        wait_for(
+            "the pod's end",
+            lambda: [e for e in exits.seen if e[0].startswith(f"{job_id}-0-")],
+            120,
+        )
     finally:
         exits.stop()
     log = t.rank_log(job_id, expect.get("log_rank", 0))
