@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -100,7 +101,7 @@ class StartedLab:
         pytest.fail(f"no URL from scripts/start.sh:\n{self.output()}")
 
     def output(self) -> str:
-        return "\n".join(self.lines) + "\n--- stderr ---\n" + self.log.read_text()[-6000:]
+        return "\n".join(self.lines) + "\n--- stderr ---\n" + self.log.read_text()[-20000:]
 
     def stop(self) -> list[psutil.Process]:
         """Stops JupyterLab (SIGTERM: it shuts its kernels down); returns what is still running."""
@@ -112,8 +113,15 @@ class StartedLab:
         started += in_session(self.proc.pid)
         if self.proc.poll() is None:
             self.proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
+        try:
             self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            # Python's fault handler (PYTHONFAULTHANDLER) writes where every thread of the
+            # server is to its stderr: the failure below then says where it hangs.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
         _, alive = psutil.wait_procs(started, timeout=30)
         return [*alive, *(p for p in in_session(self.proc.pid) if p not in alive)]
 
@@ -131,6 +139,7 @@ def started_lab(tmp_path: Path) -> Iterator[StartedLab]:
         "JUPYTER_CONFIG_DIR": str(jupyter / "config"),
         "JUPYTER_DATA_DIR": str(jupyter / "data"),
         "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
+        "PYTHONFAULTHANDLER": "1",
     }
     env.pop("VIRTUAL_ENV", None)
     # JupyterLab keeps a checkpoint of the notebook it opens next to it, in the clone.
@@ -181,4 +190,7 @@ def test_make_start_opens_jupyterlab_with_trainhub_in_a_fresh_environment(
     assert shot.stat().st_size > 10_000
 
     left = started_lab.stop()
+    assert started_lab.proc.returncode != -signal.SIGABRT, (
+        f"JupyterLab did not stop on SIGTERM within 60 s:\n{started_lab.output()}"
+    )
     assert not left, f"still running after JupyterLab stopped: {[str(p) for p in left]}"
