@@ -48,18 +48,29 @@ class PendingRequirement:
     files: list[tuple[int, Path]] = field(default_factory=list)  # argv position -> file to copy
 
 
-def _pip_refused(cell_index: int, line: int, text: str) -> BundleError:
+def pip_refusal(*, admin_allows: bool, backend: str, backend_installs: bool) -> str | None:
+    """Why a job may not run a notebook's ``%pip`` lines, the end of the sentence that refuses
+    them (:func:`extract_pip`); None where it may."""
+    if not backend_installs:  # nothing installs before the ranks start: they run the image
+        return f"the {backend} backend does not run %pip in jobs (a job runs its image as it is)"
+    if not admin_allows:
+        return "the administrator has disabled %pip in jobs"
+    return None
+
+
+def _pip_refused(cell_index: int, line: int, text: str, why: str) -> BundleError:
     return BundleError(
-        f"{cell_label(cell_index)}, line {line}: `{text.strip()}` installs packages, and the "
-        "administrator has disabled %pip in jobs. Use an image that already has these packages "
-        "(ask your administrator to add them to a curated image), or remove the line."
+        f"{cell_label(cell_index)}, line {line}: `{text.strip()}` installs packages, and {why}. "
+        "Use an image that already has these packages (ask your administrator to add them to a "
+        "curated image), or remove the line."
     )
 
 
 def extract_pip(
-    cells: list[BundleCell], notebook_path: str, *, allow_pip: bool
+    cells: list[BundleCell], *, pip_refused: str | None
 ) -> tuple[list[BundleCell], list[PendingRequirement]]:
-    """Take ``%pip install`` / ``!pip install`` lines out of the cells.
+    """Take ``%pip install`` / ``!pip install`` lines out of the cells; ``pip_refused``
+    (:func:`pip_refusal`) refuses them.
 
     Each one is replaced by a line of the same indentation that does nothing, so line numbers
     in tracebacks still match the notebook.
@@ -79,8 +90,8 @@ def extract_pip(
             while lines[end].rstrip().endswith("\\") and end + 1 < len(lines):
                 end += 1
             text = " ".join(ln.rstrip().rstrip("\\").strip() for ln in lines[i : end + 1])
-            if not allow_pip:
-                raise _pip_refused(cell.cell_index, i + 1, text)
+            if pip_refused is not None:
+                raise _pip_refused(cell.cell_index, i + 1, text, pip_refused)
             argv = _pip_args(text, cell.cell_index, i + 1)
             found.append(PendingRequirement(cell.cell_index, i + 1, text, argv))
             indent = m.group("indent")
