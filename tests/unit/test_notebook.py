@@ -283,6 +283,17 @@ def test_pip_refused_saying_why(tmp_path, admin_allows, backend_installs, why):
     assert pip_refusal(admin_allows=True, backend="local", backend_installs=True) is None
 
 
+def test_pip_user_is_left_out_saying_so(tmp_path):
+    """``--user`` would install into ~/.local, which later jobs and the user's kernel see; the
+    job's own layer is what --user is for in JupyterLab (a place of one's own)."""
+    ws = tmp_path / "ws"
+    write_notebook(ws / "nb.ipynb", ["x = 1\n%pip install --user -q tqdm"])
+    manifest, bundle = compile_(ws, notebook_spec("nb.ipynb"))
+    assert load_requirements(bundle)[0].argv == ["-q", "tqdm"]
+    (warning,) = manifest.warnings
+    assert warning.startswith("cell 1, line 2: --user left out of `%pip install --user -q tqdm`")
+
+
 def test_pip_requirement_file_outside_the_workspace_is_refused(tmp_path):
     ws = tmp_path / "ws"
     (tmp_path / "secret.txt").write_text("x\n")

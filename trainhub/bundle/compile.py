@@ -148,7 +148,7 @@ def _compile_cells(
     raw = entry.read_bytes()
     notebook = read_notebook(entry, raw)
     selected = select_cells(notebook, spec.source.cells, spec.source.path, warnings)
-    cells, requirements = extract_pip(selected, pip_refused=pip_refused)
+    cells, requirements = extract_pip(selected, pip_refused=pip_refused, warnings=warnings)
     cells = inject_parameters(
         notebook, cells, spec.parameters, warnings, allow_new=spec.allow_new_parameters
     )

@@ -37,6 +37,7 @@ _PIP_INSTALL = re.compile(
 _FILE_OPTIONS = {"-r": "--requirement", "-c": "--constraint"}
 _LONG_FILE_OPTIONS = {"--requirement", "--constraint"}
 _EDITABLE = {"-e", "--editable"}
+_USER = "--user"
 
 
 @dataclass
@@ -67,7 +68,7 @@ def _pip_refused(cell_index: int, line: int, text: str, why: str) -> BundleError
 
 
 def extract_pip(
-    cells: list[BundleCell], *, pip_refused: str | None
+    cells: list[BundleCell], *, pip_refused: str | None, warnings: list[str]
 ) -> tuple[list[BundleCell], list[PendingRequirement]]:
     """Take ``%pip install`` / ``!pip install`` lines out of the cells; ``pip_refused``
     (:func:`pip_refusal`) refuses them.
@@ -92,7 +93,7 @@ def extract_pip(
             text = " ".join(ln.rstrip().rstrip("\\").strip() for ln in lines[i : end + 1])
             if pip_refused is not None:
                 raise _pip_refused(cell.cell_index, i + 1, text, pip_refused)
-            argv = _pip_args(text, cell.cell_index, i + 1)
+            argv = _pip_args(text, cell.cell_index, i + 1, warnings)
             found.append(PendingRequirement(cell.cell_index, i + 1, text, argv))
             indent = m.group("indent")
             for k in range(i, end + 1):
@@ -103,7 +104,7 @@ def extract_pip(
     return out, found
 
 
-def _pip_args(text: str, cell_index: int, line: int) -> list[str]:
+def _pip_args(text: str, cell_index: int, line: int, warnings: list[str]) -> list[str]:
     m = _PIP_INSTALL.match(text)
     assert m is not None
     args = m.group("args") or ""
@@ -118,6 +119,12 @@ def _pip_args(text: str, cell_index: int, line: int) -> list[str]:
         raise BundleError(f"{where}: cannot parse `{text}`: {e}") from None
     if not argv:
         raise BundleError(f"{where}: `{text}` names no package")
+    if _USER in argv:  # what --user means in JupyterLab (a place of one's own) is the job's layer
+        warnings.append(
+            f"{where}: {_USER} left out of `{text}`: a job's %pip installs into the job's own "
+            "environment, which later jobs and your kernel do not see (~/.local is seen by all)"
+        )
+        argv = [arg for arg in argv if arg != _USER]
     return argv
 
 
