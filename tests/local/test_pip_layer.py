@@ -51,3 +51,43 @@ def test_a_failing_pip_line_is_an_environment_verdict_naming_its_cell(trainhub_e
     assert [c["metadata"]["trainhub"]["status"] for c in executed["cells"]] == ["not run", "error"]
     (error,) = executed["cells"][1]["outputs"]
     assert error["ename"] == "PipInstallError" and "cell 2, line 2" in error["evalue"]
+
+
+def test_pip_user_installs_into_the_job_alone(trainhub_env: Trainhub, tmp_path) -> None:
+    """``--user`` would put the package in ~/.local, where every later job and the user's kernel
+    would find it: the job's layer takes it instead."""
+    home = tmp_path / "user-home"
+    trainhub_env.env["HOME"] = str(home)
+    write_wheel(trainhub_env.workspace / "dist" / "tinypkg-0.1-py3-none-any.whl")
+    pip = "%pip install --user --no-index --no-deps ./dist/tinypkg-0.1-py3-none-any.whl"
+    job_id = trainhub_env.submit(notebook(trainhub_env, "user.ipynb", [pip, IMPORT]))
+    job = trainhub_env.wait(job_id)
+    log = trainhub_env.logs(job_id)
+    assert job["state"] == "succeeded", log
+    assert "tinypkg 7" in log and f"jobs/{job_id}/env/" in log
+    assert not list(home.rglob("tinypkg*"))
+
+
+RUNTIME_PIP = (
+    "import subprocess, sys\n"
+    "subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-index', '--no-deps',\n"
+    "                'dist/tinypkg-0.1-py3-none-any.whl'], check=True)"
+)
+
+
+def test_a_cells_own_pip_installs_into_the_job_alone(trainhub_env: Trainhub, tmp_path) -> None:
+    """pip run by a cell (not a %pip line the compiler takes out) goes into the job's layer,
+    which is on its ranks' path: the next cell imports it, a later job does not."""
+    home = tmp_path / "user-home"
+    trainhub_env.env["HOME"] = str(home)
+    write_wheel(trainhub_env.workspace / "dist" / "tinypkg-0.1-py3-none-any.whl")
+    job_id = trainhub_env.submit(notebook(trainhub_env, "runtime.ipynb", [RUNTIME_PIP, IMPORT]))
+    job = trainhub_env.wait(job_id)
+    log = trainhub_env.logs(job_id)
+    assert job["state"] == "succeeded", log
+    assert "tinypkg 7" in log and f"jobs/{job_id}/env/" in log
+    assert not list(home.rglob("tinypkg*"))
+
+    later = trainhub_env.submit(notebook(trainhub_env, "without.ipynb", [IMPORT]))
+    job = trainhub_env.wait(later)
+    assert job["verdict"]["exception"] == "ModuleNotFoundError", job

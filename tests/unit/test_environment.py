@@ -84,3 +84,29 @@ def test_both_backends_give_a_rank_the_same_trainhub_variables():
     assert {k: v for k, v in local.items() if k in pod_env} == pod_env
     assert pod_env["MY_SETTING"] == "1" and pod_env["TRAINHUB_RESUME_FROM"] == "/ckpt/10"
     assert not any(is_credential_name(k) for k in [*pod_env, *local])
+
+
+def test_where_pip_installs_is_the_jobs_layer_never_the_submitters_choice():
+    submitter = {
+        **SERVER,
+        "PIP_INDEX_URL": "https://mirror/simple",  # how to find packages: theirs to pass
+        "PIP_USER": "1",  # where to put them: never
+        "PIP_PREFIX": "/home/ada/.local",
+        "PIP_TARGET": "/shared",
+        "PIP_ROOT": "/",
+    }
+    assert {k for k in inherited(submitter) if k.startswith("PIP_")} == {"PIP_INDEX_URL"}
+    rec = record(env={}, datasets=[])
+    env = rank_environment(
+        submitter,
+        rec.spec,
+        job_id=rec.id,
+        job_dir="/jobs/j1",
+        attempt=0,
+        gpus=[],
+        resume_from=None,
+        dataset_paths={},
+    )
+    # A cell's own `pip install` goes into the layer already on the rank's path.
+    assert (env["PIP_PREFIX"], env["PIP_USER"]) == ("/jobs/j1/env", "0")
+    assert env["PYTHONPATH"].startswith("/jobs/j1/env/")

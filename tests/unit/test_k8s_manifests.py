@@ -398,7 +398,7 @@ def test_pip_in_notebooks_is_refused_where_the_backend_cannot_install(tmp_path: 
     from trainhub.jobs.service import JobService
 
     backend = KubernetesBackend(TEAMS, TEAMS.teams[0].name, api_client=object())
-    assert (
-        JobService(backend, workspace_root=tmp_path, jobs_root=tmp_path, allow_pip=True).allow_pip
-        is False
-    )
+    service = JobService(backend, workspace_root=tmp_path, jobs_root=tmp_path, allow_pip=True)
+    assert service.allow_pip is False
+    assert service.pip_refused is not None
+    assert service.pip_refused.startswith("the kubernetes backend does not run %pip in jobs")

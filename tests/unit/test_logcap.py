@@ -83,3 +83,24 @@ def test_an_admins_caps_travel_with_every_job(monkeypatch):
     monkeypatch.setenv("TRAINHUB_LIMIT_TAGS", "3")  # a submit-side limit stays behind
     assert env()["TRAINHUB_LIMIT_LOG_FILE_BYTES"] == "1048576"
     assert "TRAINHUB_LIMIT_TAGS" not in env()
+
+
+MARKER = b"[trainhub] cell 2 started at 2025-01-01T00:00:00.000Z\n"
+
+
+def test_a_cell_marker_starts_a_line_after_output_that_did_not_end_one():
+    """Python's own writes end their line before a marker (logmarks.own_line); what C code or a
+    child wrote straight to the descriptor only the copier sees, read in one chunk or several
+    (a marker is one write of the rank's: it arrives whole)."""
+    writes = [b"raw write", MARKER, b"out\n", MARKER, b"progress\r", MARKER]
+    want = b"raw write\n" + MARKER + b"out\n" + MARKER + b"progress\r\n" + MARKER
+    for per_read in (1, 2, 3, len(writes)):
+        cap = LogCap(line_bytes=1000, file_bytes=1 << 20)
+        reads = [b"".join(writes[i : i + per_read]) for i in range(0, len(writes), per_read)]
+        assert feed_all(cap, reads) == want, per_read
+
+
+def test_a_marker_glued_to_an_overlong_line_survives_its_cut():
+    cap = LogCap(line_bytes=60, file_bytes=1 << 20)
+    out = cap.feed(b"y" * 70 + MARKER)
+    assert out == b"y" * 60 + line_marker(60) + MARKER

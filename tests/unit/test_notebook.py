@@ -15,7 +15,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from trainhub.bundle.compile import compile_bundle
 from trainhub.bundle.errors import BundleError
-from trainhub.bundle.requirements import load_requirements
+from trainhub.bundle.requirements import load_requirements, pip_refusal
 from trainhub.bundle.schema import BundleManifest, read_cells
 from trainhub.bundle.workspace import GitignoreMatcher, collect_workspace
 from trainhub.jobs.spec import JobSpec
@@ -261,15 +261,37 @@ def test_pip_lines_become_requirements(tmp_path):
     assert cell.source.splitlines()[-1] == "print('after')"
 
 
-def test_pip_refused_when_disabled(tmp_path):
+@pytest.mark.parametrize(
+    ("admin_allows", "backend_installs", "why"),
+    [
+        (False, True, "and the administrator has disabled %pip in jobs."),
+        (True, False, "and the kubernetes backend does not run %pip in jobs"),
+    ],
+)
+def test_pip_refused_saying_why(tmp_path, admin_allows, backend_installs, why):
     ws = tmp_path / "ws"
     write_notebook(ws / "nb.ipynb", ["x = 1", PIP_CELL])
+    refused = pip_refusal(
+        admin_allows=admin_allows, backend="kubernetes", backend_installs=backend_installs
+    )
     with pytest.raises(BundleError) as err:
-        compile_(ws, notebook_spec("nb.ipynb"), allow_pip=False)
+        compile_(ws, notebook_spec("nb.ipynb"), pip_refused=refused)
     message = str(err.value)
     assert "cell 2, line 2" in message and "%pip install -q 'numpy<3'" in message
-    assert "administrator has disabled %pip" in message and "image" in message
+    assert why in message and "image" in message
     assert not (tmp_path / "bundle").exists()
+    assert pip_refusal(admin_allows=True, backend="local", backend_installs=True) is None
+
+
+def test_pip_user_is_left_out_saying_so(tmp_path):
+    """``--user`` would install into ~/.local, which later jobs and the user's kernel see; the
+    job's own layer is what --user is for in JupyterLab (a place of one's own)."""
+    ws = tmp_path / "ws"
+    write_notebook(ws / "nb.ipynb", ["x = 1\n%pip install --user -q tqdm"])
+    manifest, bundle = compile_(ws, notebook_spec("nb.ipynb"))
+    assert load_requirements(bundle)[0].argv == ["-q", "tqdm"]
+    (warning,) = manifest.warnings
+    assert warning.startswith("cell 1, line 2: --user left out of `%pip install --user -q tqdm`")
 
 
 def test_pip_requirement_file_outside_the_workspace_is_refused(tmp_path):

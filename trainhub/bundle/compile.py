@@ -38,13 +38,15 @@ def compile_bundle(
     workspace_root: Path,
     bundle_dir: Path,
     *,
-    allow_pip: bool = True,
+    pip_refused: str | None = None,
     max_workspace_bytes: int = DEFAULT_MAX_WORKSPACE_BYTES,
     frozen: bool = False,
 ) -> BundleManifest:
     """Write the bundle of ``spec`` into ``bundle_dir`` (absent or empty); return its manifest.
-    ``frozen``: ``workspace_root`` is a snapshot taken earlier (trainhub.bundle.snapshot),
-    whose every file travels: the ignore rules were applied when it was taken."""
+    ``pip_refused``: why the notebook's ``%pip`` lines may not run
+    (:func:`~trainhub.bundle.requirements.pip_refusal`), None where they may. ``frozen``:
+    ``workspace_root`` is a snapshot taken earlier (trainhub.bundle.snapshot), whose every file
+    travels: the ignore rules were applied when it was taken."""
     root = Path(workspace_root).resolve()
     entry = resolve_entry(root, spec.source.path)
     bundle_dir = Path(bundle_dir)
@@ -60,7 +62,7 @@ def compile_bundle(
     notebook: dict | None = None
     if isinstance(spec.source, NotebookSource):
         notebook_sha256, notebook, cells, requirements = _compile_cells(
-            spec, entry, allow_pip=allow_pip, warnings=warnings
+            spec, entry, pip_refused=pip_refused, warnings=warnings
         )
 
     files = bundle_files(
@@ -138,7 +140,7 @@ def bundle_files(
 
 
 def _compile_cells(
-    spec: JobSpec, entry: Path, *, allow_pip: bool, warnings: list[str]
+    spec: JobSpec, entry: Path, *, pip_refused: str | None, warnings: list[str]
 ) -> tuple[str, dict, list[BundleCell], list[PendingRequirement]]:
     """The notebook's hash, the notebook (nbformat 4), the cells to run and the pip lines
     taken out of them."""
@@ -146,7 +148,7 @@ def _compile_cells(
     raw = entry.read_bytes()
     notebook = read_notebook(entry, raw)
     selected = select_cells(notebook, spec.source.cells, spec.source.path, warnings)
-    cells, requirements = extract_pip(selected, spec.source.path, allow_pip=allow_pip)
+    cells, requirements = extract_pip(selected, pip_refused=pip_refused, warnings=warnings)
     cells = inject_parameters(
         notebook, cells, spec.parameters, warnings, allow_new=spec.allow_new_parameters
     )

@@ -37,6 +37,7 @@ _PIP_INSTALL = re.compile(
 _FILE_OPTIONS = {"-r": "--requirement", "-c": "--constraint"}
 _LONG_FILE_OPTIONS = {"--requirement", "--constraint"}
 _EDITABLE = {"-e", "--editable"}
+_USER = "--user"
 
 
 @dataclass
@@ -48,18 +49,29 @@ class PendingRequirement:
     files: list[tuple[int, Path]] = field(default_factory=list)  # argv position -> file to copy
 
 
-def _pip_refused(cell_index: int, line: int, text: str) -> BundleError:
+def pip_refusal(*, admin_allows: bool, backend: str, backend_installs: bool) -> str | None:
+    """Why a job may not run a notebook's ``%pip`` lines, the end of the sentence that refuses
+    them (:func:`extract_pip`); None where it may."""
+    if not backend_installs:  # nothing installs before the ranks start: they run the image
+        return f"the {backend} backend does not run %pip in jobs (a job runs its image as it is)"
+    if not admin_allows:
+        return "the administrator has disabled %pip in jobs"
+    return None
+
+
+def _pip_refused(cell_index: int, line: int, text: str, why: str) -> BundleError:
     return BundleError(
-        f"{cell_label(cell_index)}, line {line}: `{text.strip()}` installs packages, and the "
-        "administrator has disabled %pip in jobs. Use an image that already has these packages "
-        "(ask your administrator to add them to a curated image), or remove the line."
+        f"{cell_label(cell_index)}, line {line}: `{text.strip()}` installs packages, and {why}. "
+        "Use an image that already has these packages (ask your administrator to add them to a "
+        "curated image), or remove the line."
     )
 
 
 def extract_pip(
-    cells: list[BundleCell], notebook_path: str, *, allow_pip: bool
+    cells: list[BundleCell], *, pip_refused: str | None, warnings: list[str]
 ) -> tuple[list[BundleCell], list[PendingRequirement]]:
-    """Take ``%pip install`` / ``!pip install`` lines out of the cells.
+    """Take ``%pip install`` / ``!pip install`` lines out of the cells; ``pip_refused``
+    (:func:`pip_refusal`) refuses them.
 
     Each one is replaced by a line of the same indentation that does nothing, so line numbers
     in tracebacks still match the notebook.
@@ -79,9 +91,9 @@ def extract_pip(
             while lines[end].rstrip().endswith("\\") and end + 1 < len(lines):
                 end += 1
             text = " ".join(ln.rstrip().rstrip("\\").strip() for ln in lines[i : end + 1])
-            if not allow_pip:
-                raise _pip_refused(cell.cell_index, i + 1, text)
-            argv = _pip_args(text, cell.cell_index, i + 1)
+            if pip_refused is not None:
+                raise _pip_refused(cell.cell_index, i + 1, text, pip_refused)
+            argv = _pip_args(text, cell.cell_index, i + 1, warnings)
             found.append(PendingRequirement(cell.cell_index, i + 1, text, argv))
             indent = m.group("indent")
             for k in range(i, end + 1):
@@ -92,7 +104,7 @@ def extract_pip(
     return out, found
 
 
-def _pip_args(text: str, cell_index: int, line: int) -> list[str]:
+def _pip_args(text: str, cell_index: int, line: int, warnings: list[str]) -> list[str]:
     m = _PIP_INSTALL.match(text)
     assert m is not None
     args = m.group("args") or ""
@@ -107,6 +119,12 @@ def _pip_args(text: str, cell_index: int, line: int) -> list[str]:
         raise BundleError(f"{where}: cannot parse `{text}`: {e}") from None
     if not argv:
         raise BundleError(f"{where}: `{text}` names no package")
+    if _USER in argv:  # what --user means in JupyterLab (a place of one's own) is the job's layer
+        warnings.append(
+            f"{where}: {_USER} left out of `{text}`: a job's %pip installs into the job's own "
+            "environment, which later jobs and your kernel do not see (~/.local is seen by all)"
+        )
+        argv = [arg for arg in argv if arg != _USER]
     return argv
 
 

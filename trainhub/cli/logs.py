@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+from trainhub.bundle.schema import cell_label
 from trainhub.jobs.states import JobState
 
 
@@ -49,7 +50,7 @@ def _progress(event: dict[str, Any], rank: int) -> str | None:
     if kind == "state":
         return f"{event['state']}" + (f": {event['reason']}" if event.get("reason") else "")
     if kind == "cell" and event.get("rank") == rank and event.get("phase") == "start":
-        return f"cell {event['cell_index'] + 1} started"
+        return f"{cell_label(event['cell_index'])} started"
     if kind == "retry":
         return (
             f"retrying ({event['failure_class']}: {event['reason']}) "

@@ -73,6 +73,9 @@ _NEVER = re.compile(
 )
 # Set by trainhub for each rank; a submitter's stale values must not leak into a new job.
 _OWN_PREFIXES = ("TRAINHUB_", "TORCHELASTIC_")
+# Where pip installs is the job's own layer (pip_layer), never the submitter's choice: their
+# PIP_USER or PIP_TARGET would put a job's packages where later jobs and their kernel see them.
+_PIP_PLACES = frozenset({"PIP_USER", "PIP_PREFIX", "PIP_TARGET", "PIP_ROOT"})
 ALLOW_SETTING = "TRAINHUB_JOB_ENV_ALLOW"
 
 
@@ -93,6 +96,7 @@ def inherited(base: Mapping[str, str], extra: frozenset[str] = frozenset()) -> d
         for name, value in base.items()
         if (name in INHERITED_NAMES or name in extra or name.startswith(INHERITED_PREFIXES))
         and not name.startswith(_OWN_PREFIXES)
+        and name not in _PIP_PLACES
         and not is_credential_name(name)
     }
 
@@ -139,10 +143,25 @@ def pip_layer(prefix: str | os.PathLike[str], env: Mapping[str, str]) -> dict[st
     the interpreter's own packages: the job sees what its ``%pip`` lines installed, later jobs
     do not (each has its own prefix). pip installs into the prefix only what the interpreter
     lacks, so the layer holds the job's packages, not a copy of the environment."""
-    paths = {"base": str(prefix), "platbase": str(prefix)}
-    sites = dict.fromkeys(sysconfig.get_path(kind, vars=paths) for kind in ("purelib", "platlib"))
-    scripts = sysconfig.get_path("scripts", vars=paths)
+    *sites, scripts = layer_directories(prefix)
     return {
         "PYTHONPATH": os.pathsep.join([*sites, *filter(None, [env.get("PYTHONPATH")])]),
         "PATH": os.pathsep.join([scripts, *filter(None, [env.get("PATH")])]),
     }
+
+
+def layer_directories(prefix: str | os.PathLike[str]) -> list[str]:
+    """The directories of a ``pip install --prefix`` layer: its site-packages (one or two),
+    then its scripts."""
+    paths = {"base": str(prefix), "platbase": str(prefix)}
+    sites = dict.fromkeys(sysconfig.get_path(kind, vars=paths) for kind in ("purelib", "platlib"))
+    return [*sites, sysconfig.get_path("scripts", vars=paths)]
+
+
+def pip_into(prefix: str | os.PathLike[str]) -> dict[str, str]:
+    """Where the pip a rank runs itself installs (a cell's ``subprocess.run([sys.executable,
+    "-m", "pip", "install", ...])``, ``get_ipython().run_line_magic("pip", ...)``): the job's
+    layer, as its ``%pip`` lines, never the interpreter's environment or ``~/.local``
+    (``PIP_USER=0`` outweighs a pip.conf's ``user = true``). pip refuses ``--user`` with a
+    prefix, and ``--target`` unless the same command clears it (``--prefix=``)."""
+    return {"PIP_PREFIX": str(prefix), "PIP_USER": "0"}

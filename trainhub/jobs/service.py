@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from trainhub import settings
 from trainhub.backends.base import Backend, Feature
 from trainhub.backends.capabilities import MountsDatasets
+from trainhub.bundle.requirements import pip_refusal
 from trainhub.checkpoint.layout import (
     CheckpointInfo,
     delete_checkpoint,
@@ -78,7 +79,12 @@ class JobService:
         self.workspace_root = Path(workspace_root).resolve() if workspace_root else None
         self.jobs_root = Path(jobs_root)
         # %pip needs a backend that installs before the ranks start (not a cluster's images).
-        self.allow_pip = allow_pip and Feature.PIP_INSTALL in backend.features
+        self.pip_refused = pip_refusal(
+            admin_allows=allow_pip,
+            backend=backend.name,
+            backend_installs=Feature.PIP_INSTALL in backend.features,
+        )
+        self.allow_pip = self.pip_refused is None
         self.max_workspace_bytes = max_workspace_bytes
         self.access = JobAccess(backend, self.jobs_root)
         self._summaries = views.Summaries()

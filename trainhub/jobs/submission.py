@@ -85,7 +85,7 @@ def submit(
             spec,
             workspace,
             jobdir.bundle,
-            allow_pip=service.allow_pip,
+            pip_refused=service.pip_refused,
             max_workspace_bytes=service.max_workspace_bytes,
             frozen=source is not None,
         )
@@ -136,7 +136,7 @@ def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str |
             spec,
             workspace,
             Path(tmp) / "bundle",
-            allow_pip=service.allow_pip,
+            pip_refused=service.pip_refused,
             max_workspace_bytes=service.max_workspace_bytes,
         )
     return list(manifest.warnings)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from trainhub.bundle.schema import cell_label
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.states import FailureClass, JobState
 
@@ -64,7 +65,7 @@ def running_cell_text(running: dict[int, RunningCell], now: float) -> str:
     cell = first_running(running)
     if cell is None:
         return ""
-    return f"cell {cell.cell_index + 1} had been running for {max(now - cell.started, 0):.1f} s"
+    return f"{cell_label(cell.cell_index)} had been running for {max(now - cell.started, 0):.1f} s"
 
 
 def time_limit_reason(limit: timedelta, running: dict[int, RunningCell], now: float) -> str:
@@ -79,7 +80,7 @@ def _in_cell_verdict(
 ) -> Verdict:
     """A rank that ended inside a cell with no report of its own, when nothing outside the
     job (a stop, the OOM killer) explains it: the cell's own doing."""
-    where = f"cell {cell.cell_index + 1}"
+    where = cell_label(cell.cell_index)
     if sig in _FAULTS:
         how = f"crashed with {sig} in {where} (in code the cell ran: the log has its stack)"
     elif sig:
@@ -128,7 +129,7 @@ def rank_error_verdict(rank: int, result: dict[str, Any], attempt: int) -> Verdi
     cls = FailureClass(result.get("failure_class") or FailureClass.CODE)
     where = ""
     if result.get("cell_index") is not None:
-        where = f" in cell {result['cell_index'] + 1}"
+        where = f" in {cell_label(result['cell_index'])}"
         if result.get("line"):
             where += f", line {result['line']}"
     elif result.get("file"):

@@ -28,8 +28,9 @@ def install_requirements(
 ) -> tuple[bool, str, Requirement | None]:
     """Run the bundle's ``pip install`` lines once, before any rank starts, into ``prefix``
     (the job's own layer, :attr:`JobDir.pip_prefix`; a line that names its own ``--target``
-    or ``--prefix`` keeps it), never into the interpreter's environment, which later jobs
-    share.
+    or ``--prefix`` keeps it), never into the interpreter's environment or ``~/.local``,
+    which later jobs share (the compiler left ``--user`` out; an older bundle's line with it
+    fails, pip refusing ``--user`` with ``--prefix``).
 
     pip's output is appended to ``log_path``.
 
@@ -46,6 +47,7 @@ def install_requirements(
         **inherited(os.environ, admin_allowed()),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_NO_INPUT": "1",
+        "PIP_USER": "0",  # a pip.conf's `user = true` is no place for a job's packages either
     }
     if prefix is not None:  # a later line sees what an earlier one installed, as ranks will
         env.update(pip_layer(prefix, env))
@@ -81,8 +83,9 @@ def install_requirements(
 
 
 def _names_its_place(argv: list[str]) -> bool:
-    """Whether a ``pip install`` line says itself where to install."""
-    places = ("--target", "-t", "--prefix", "--root", "--user")
+    """Whether a ``pip install`` line says itself where to install (``--user`` is no place a
+    job's line may name: ``~/.local`` is every job's)."""
+    places = ("--target", "-t", "--prefix", "--root")
     return any(
         arg in places or arg.startswith(("--target=", "--prefix=", "--root=")) for arg in argv
     )

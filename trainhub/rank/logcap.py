@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from trainhub.jobs import limits
+from trainhub.rank.logmarks import CELL_START
 
 READ_BYTES = 64 * 1024
 # After the rank has exited, what its leftover children still print is taken for this long,
@@ -54,6 +55,23 @@ def _char_boundary(data: bytes, end: int) -> int:
     return end if (data[cut] & 0xC0) == 0x80 else cut  # not UTF-8: any cut will do
 
 
+def markers_on_own_lines(data: bytes, line_open: bool) -> bytes:
+    """``data`` with a newline put before each cell start marker that would continue a line
+    (``line_open``: what came before ``data`` did not end its line), so the log's cell
+    boundaries hold after ``os.write(1, b"no newline")`` or a child's ``printf``.
+
+    A marker is one write of the rank's, so it reaches the copier whole unless the pipe
+    held more than :data:`READ_BYTES` when it was read (then a read may end inside it)."""
+    out: list[bytes] = []
+    pos = 0
+    for m in CELL_START.finditer(data):
+        start = m.start()
+        if data[start - 1 : start] != b"\n" if start else line_open:
+            out += (data[pos:start], b"\n")
+            pos = start
+    return b"".join([*out, data[pos:]]) if out else data
+
+
 class LogCap:
     """What to write of each chunk a rank prints (pure: no file, no clock).
 
@@ -66,6 +84,7 @@ class LogCap:
         self.written = written
         self._line = 0  # bytes of the current line let through so far
         self._cutting = False  # inside an overlong line: dropped up to its end
+        self._line_open = False  # what the rank printed last did not end its line
         self._file_marker = file_marker(file_bytes)
         self._line_marker = line_marker(line_bytes)
         # Room kept for a newline and the marker, so the file never passes the cap.
@@ -75,6 +94,9 @@ class LogCap:
     def feed(self, data: bytes) -> bytes:
         if self.full or not data:
             return b""
+        # Before the caps: a marker glued to an overlong line would be dropped with its rest.
+        data = markers_on_own_lines(data, self._line_open)
+        self._line_open = not data.endswith(b"\n")
         return self._within_file(self._within_lines(data))
 
     def _within_lines(self, data: bytes) -> bytes:

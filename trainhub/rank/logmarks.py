@@ -13,8 +13,9 @@ the beginning of a line says who wrote it:
 trainhub's lines (:func:`say`, :func:`to_log`) always start a line of their own: the rank's
 ``sys.stdout`` and ``sys.stderr`` are :class:`LogStream`, which remembers whether what Python
 last wrote ended a line, and :func:`own_line` puts a newline before a marker when it did not
-(``print(x, end="")``, a progress bar's ``\r``). Bytes C code or a child process write
-straight to the descriptors are not seen; they nearly always end their lines.
+(``print(x, end="")``, a progress bar's ``\r``). What C code or a child process writes straight
+to the descriptors Python does not see; the rank's copier does (:mod:`trainhub.rank.logcap`),
+and puts a newline before a cell's start marker (:data:`CELL_START`) that would continue it.
 
 The Logs tab reads the same forms (labextension/src/loglines.ts). Standard library only.
 """
@@ -29,6 +30,8 @@ import time
 
 PREFIX = "[trainhub] "
 _CELL = re.compile(r"^\[trainhub\] cell (\d+) started at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)$")
+# The beginning of a cell's start marker, as bytes anywhere in a rank's output (logcap).
+CELL_START = re.compile(re.escape(PREFIX.encode()) + rb"cell \d+ started at ")
 
 
 def internal(message: str) -> str:

@@ -19,6 +19,7 @@ from trainhub.backends.local.torchrun import LaunchPlan, launch_plan
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.jobs import confined
 from trainhub.jobs.directory import JobDir
+from trainhub.jobs.environment import layer_directories
 from trainhub.jobs.models import JobRecord
 from trainhub.lifecycle.resume import resume_source
 
@@ -66,6 +67,10 @@ def attempt_plan(
         port=processes.free_port(),
         resume_from=resume,
     )
+    # The job's pip layer exists before its ranks start, so the next cell imports what a cell's
+    # own pip puts there: Python's import system keeps a path that was missing as missing.
+    for directory in layer_directories(jobdir.pip_prefix):
+        Path(directory).mkdir(parents=True, exist_ok=True)
     return plan, resume
 
 

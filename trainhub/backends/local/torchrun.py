@@ -7,7 +7,13 @@ from typing import Any, TypedDict
 
 from trainhub.backends.local.readonly import wrap
 from trainhub.jobs.directory import JobDir
-from trainhub.jobs.environment import admin_allowed, inherited, job_environment, pip_layer
+from trainhub.jobs.environment import (
+    admin_allowed,
+    inherited,
+    job_environment,
+    pip_into,
+    pip_layer,
+)
 from trainhub.jobs.spec import JobSpec
 
 
@@ -148,5 +154,7 @@ def rank_environment(
         )
     )
     env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
-    env.update(pip_layer(JobDir(job_dir).pip_prefix, env))  # what the job's %pip installed
+    layer = JobDir(job_dir).pip_prefix
+    env.update(pip_layer(layer, env))  # what the job's %pip installed
+    env.update(pip_into(layer))  # and what its ranks install themselves
     return env
