@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from trainhub import settings
-from trainhub.backends.kubernetes import manifests, nodes, status, waits
+from trainhub.backends.kubernetes import manifests, nodes, status, unschedulable, waits
 from trainhub.backends.kubernetes.cluster import (
     PAGE_WORKLOADS,
     Namespace,
@@ -29,6 +29,7 @@ from trainhub.backends.kubernetes.records import (
     RECORDS_KEPT,
     read_spec,
 )
+from trainhub.backends.kubernetes.wait import Wait
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs import ownership
 from trainhub.jobs.directory import JobDir
@@ -114,7 +115,7 @@ class Observing(Listing):
             self._waits[job_id] = (versions, said)
         return said
 
-    def _pod_waits(self, records: Sequence[JobRecord]) -> dict[str, waits.Wait]:
+    def _pod_waits(self, records: Sequence[JobRecord]) -> dict[str, Wait]:
         """What each job's pods wait for (those that wait), from the pods a list just read
         (else one list of them) and one list of the namespace's events."""
         if not records:
@@ -139,12 +140,12 @@ class Observing(Listing):
             if (wait := self._job_wait(pods, events)) is not None
         }
 
-    def _job_wait(self, pods: list[Obj], events_of: dict[str, list[Obj]]) -> waits.Wait | None:
+    def _job_wait(self, pods: list[Obj], events_of: dict[str, list[Obj]]) -> Wait | None:
         """The job's wait; one the scheduler reports judged against the nodes its pods may go
         to (room later or never; a taint of its pool's nodes or of others')."""
         now = time.time()
         wait = waits.job_wait(pods, events_of, now)
-        if wait is not None and wait.cause in waits.NODE_CAUSES and pods:
+        if wait is not None and wait.cause in unschedulable.NODE_CAUSES and pods:
             found = self._nodes(nodes.pod_selector(pods[0]))
             wait = waits.job_wait(pods, events_of, now, found)
         return wait
