@@ -182,18 +182,22 @@ def test_a_request_larger_than_any_node_ends_at_once(
 ) -> None:
     # As if the pool's nodes shrank after the submit was checked.
     monkeypatch.setattr(team.backend, "check_fits", lambda record, placement: None)
-    job_id = submit(team, f"{team.ns}-small", cpu=4)
+    pool = f"{team.ns}-small"
+    job_id = submit(team, pool, cpu=4)
     reason = sentence(team, job_id, "asks for more")
     assert reason.startswith(
-        "worker 0 asks for more CPU (4 CPU, 1Gi memory) than any node of its pool has; "
-        "it can never be scheduled: ask for less"
+        "worker 0 asks for more CPU (4 CPU, 1Gi memory; its pool's nodes have at most 2 CPU "
+        "allocatable) than any node of its pool has; it can never be scheduled: ask for less"
     )
     assert "Insufficient cpu" in reason
+    wait_for("the quota reserved", lambda: reserved(team, pool) == "4")
     team.backend.reconcile()
     ended = describe(team, job_id)
     assert ended.state == JobState.FAILED
+    assert ended.verdict.failure_class == FailureClass.INFRASTRUCTURE
     assert ended.verdict.reason.endswith("; ended, as waiting cannot mend it")
     wait_for("the Job gone", lambda: jobs_in(team) == [])
+    wait_for("the quota released", lambda: reserved(team, pool) == "0")
 
 
 def test_a_dataset_claim_that_does_not_exist_ends_the_job_as_an_environment_failure(

@@ -140,11 +140,24 @@ def test_not_enough_room_heals_unless_no_node_could_ever_hold_it() -> None:
         wait.sentence
     )
     big = Node("a", cpu=96, memory=1024 * GI, gpus=8)
-    assert waits.pod_wait(busy, [], NOW, [big]).heals  # it fits an empty node: room later
-    small = [Node("a", cpu=2, memory=8 * GI, gpus=0), Node("b", cpu=8, memory=4 * GI, gpus=0)]
+    later = waits.pod_wait(busy, [], NOW, [big])
+    assert later is not None and later.heals  # it fits an empty node: room later
+    assert "(4 CPU, 16Gi memory; its pool's nodes have at most 96 CPU, 1Ti memory allocatable)" in (
+        later.sentence
+    )
+    # The figures are the most of each that one node it may go to has (a tainted one not).
+    small = [
+        Node("a", cpu=2, memory=8 * GI, gpus=0),
+        Node("b", cpu=8, memory=4 * GI, gpus=0),
+        Node("c", cpu=64, memory=512 * GI, gpus=0, taints=(Taint("gpu"),)),
+    ]
     never = waits.pod_wait(busy, [], NOW, small)
     assert never is not None and never.cause == "too-large" and never.certain
-    assert "than any node of its pool has; it can never be scheduled" in never.sentence
+    assert never.sentence == (
+        "worker 0 asks for more CPU and memory (4 CPU, 16Gi memory; its pool's nodes have at "
+        "most 8 CPU, 8Gi memory allocatable) than any node of its pool has; it can never be "
+        "scheduled: ask for less"
+    )
     assert waits.overdue(never, 600, NOW)
 
 

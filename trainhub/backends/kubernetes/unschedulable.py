@@ -1,7 +1,7 @@
 """Why the scheduler cannot place a pod (its ``Unschedulable`` message), in trainhub's words:
-a taint no node of the pool lets it past, no node with the pool's labels, not enough room, a
-missing or unbound claim. Pure; the pool's nodes, when known, tell what the scheduler's count
-of every node cannot.
+a taint no node of the pool lets it past, no node with the pool's labels, not enough room
+(the pod's request beside the most its pool's nodes have), a missing or unbound claim. Pure;
+the pool's nodes, when known, tell what the scheduler's count of every node cannot.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from trainhub.backends.kubernetes.nodes import pod_request
 from trainhub.backends.kubernetes.wait import Wait, subject
 from trainhub.jobs import placement
+from trainhub.jobs.quantities import format_cpu, format_size
 from trainhub.jobs.states import FailureClass
 
 Obj = dict[str, Any]
@@ -28,6 +29,12 @@ _CLAIM_MISSING = re.compile(r'persistentvolumeclaim "(?P<claim>[^"]+)" not found
 # Causes the nodes a pod may go to tell apart (see unschedulable's ``nodes``).
 NODE_CAUSES = frozenset({"insufficient", "taint", "selector", "unplaceable"})
 _RESOURCE_WORDS = {"cpu": "CPU", "memory": "memory", "nvidia.com/gpu": "GPUs"}
+# Each resource's allocatable figure on a node, written as the pod's request is.
+_ALLOCATABLE = {
+    "cpu": (lambda n: n.cpu, lambda v: f"{format_cpu(v)} CPU"),
+    "memory": (lambda n: n.memory, lambda v: f"{format_size(v)} memory"),
+    "nvidia.com/gpu": (lambda n: n.gpus, lambda v: f"{v} GPUs"),
+}
 
 
 def _request_words(pod: Obj) -> str:
@@ -88,7 +95,10 @@ def unschedulable(
     short = sorted({r["resource"] for r in map(_INSUFFICIENT.search, reasons) if r})
     if short:
         words = " and ".join(_RESOURCE_WORDS.get(r, r) for r in short)
-        if nodes and not any(placement.workers_on(n, pod_request(pod)) for n in nodes):
+        hosts = _hosts(pod, nodes or [])
+        if largest := _largest(short, hosts):
+            asked += f"; its pool's nodes have at most {largest} allocatable"
+        if hosts and not any(placement.workers_on(n, pod_request(pod)) for n in hosts):
             return Wait(
                 worker,
                 "too-large",
@@ -139,6 +149,22 @@ def unschedulable(
             heals=False,
         )
     return Wait(worker, "unschedulable", f"{who} cannot be scheduled yet", message, heals=True)
+
+
+def _hosts(pod: Obj, nodes: Sequence[placement.Node]) -> list[placement.Node]:
+    """The nodes of its pool the pod may go to: those past whose taints it may go (all of
+    them, where it may go to none: the taint is then the cause to name, not room)."""
+    tolerations = pod.get("spec", {}).get("tolerations") or []
+    return [n for n in nodes if not placement.untolerated(n, tolerations)] or list(nodes)
+
+
+def _largest(short: Sequence[str], hosts: Sequence[placement.Node]) -> str:
+    """The most of each resource in ``short`` one of ``hosts`` has allocatable, e.g. "2 CPU,
+    4Gi memory"; "" without hosts."""
+    if not hosts:
+        return ""
+    figures = (_ALLOCATABLE[r] for r in short if r in _ALLOCATABLE)
+    return ", ".join(said(max(map(of, hosts))) for of, said in figures)
 
 
 def _named_taints(reasons: Sequence[str]) -> list[str]:
