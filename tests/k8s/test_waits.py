@@ -118,6 +118,7 @@ def test_placements_that_can_never_run_are_refused_before_anything_is_created(
         w.startswith(f"pool {team.ns}-tainted: node kwok-tainted-") and "test-taint=yes" in w
         for w in warnings
     )
+    assert f"pool {team.ns}-nowhere: no node carries its node_labels; " in "\n".join(warnings)
 
 
 def describe(team: Team, job_id: str) -> Any:
@@ -170,11 +171,13 @@ def test_an_untolerated_taint_is_explained_then_ends_the_job_and_frees_its_quota
     wait_for("the quota released", lambda: reserved(team, pool) == "0")
 
 
-def test_a_pool_whose_labels_select_no_node_says_so(team: Team) -> None:
+def test_a_pool_whose_labels_select_no_node_waits_for_one(team: Team) -> None:
     job_id = submit(team, f"{team.ns}-nowhere")  # no node listed: it could be autoscaled
     reason = sentence(team, job_id, "labels")
-    assert reason.startswith("worker 0 cannot be scheduled: none of the cluster's ")
-    assert "node(s) carries the labels its pool selects" in reason
+    assert reason.startswith("worker 0 waits for a node: none of the cluster's ")
+    assert "node(s) carries the labels its pool selects yet" in reason
+    team.backend.reconcile()  # a node coming up heals it: the grace (0 here) ends nothing
+    assert describe(team, job_id).state == JobState.STARTING and jobs_in(team) == [job_id]
 
 
 def test_a_request_larger_than_any_node_ends_at_once(

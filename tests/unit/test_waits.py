@@ -126,10 +126,15 @@ def test_a_taint_beside_unlabelled_nodes_is_told_apart_by_the_pools_nodes() -> N
         assert other is not None and other.cause == "unschedulable" and other.heals
 
 
-def test_no_node_with_the_pools_labels() -> None:
+def test_no_node_with_the_pools_labels_waits_for_one_to_come_up() -> None:
+    # A pool an autoscaler grows from zero has no node until a job asks for one.
     wait = waits.pod_wait(unschedulable(SELECTOR), [], NOW)
-    assert wait is not None and wait.cause == "selector" and not wait.heals
-    assert "none of the cluster's 4 node(s) carries the labels its pool selects" in wait.sentence
+    assert wait is not None and wait.cause == "selector" and wait.heals
+    assert wait.sentence.startswith(
+        "worker 0 waits for a node: none of the cluster's 4 node(s) carries the labels its "
+        "pool selects yet (one must come up, e.g. by an autoscaler"
+    )
+    assert not waits.overdue(wait, 0, NOW)
 
 
 def test_not_enough_room_heals_unless_no_node_could_ever_hold_it() -> None:

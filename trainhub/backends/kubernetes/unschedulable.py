@@ -118,13 +118,16 @@ def unschedulable(
         )
     tainted = any("taint" in r or "unschedulable" in r for r in reasons)
     unlabelled = any("node affinity/selector" in r for r in reasons)
+    # A pool an autoscaler grows from zero has no node until a job asks for one: it heals
+    # as a node comes up (the admin is warned of a pool whose labels select no node).
     selector = Wait(
         worker,
         "selector",
-        f"{who} cannot be scheduled: none of the cluster's {count} node(s) carries the "
-        "labels its pool selects (the pool's node_labels match no node)",
+        f"{who} waits for a node: none of the cluster's {count} node(s) carries the labels "
+        "its pool selects yet (one must come up, e.g. by an autoscaler; if none will, the "
+        "pool's node_labels match no node)",
         message,
-        heals=False,
+        heals=True,
     )
     if nodes is not None and (tainted or unlabelled):
         # The nodes its pool selects say which: the scheduler counts every node of the
