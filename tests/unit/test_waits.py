@@ -242,7 +242,36 @@ def test_what_the_kubelet_reports_of_a_scheduled_pod() -> None:
     sandbox = event("FailedCreatePodSandBox", "failed to setup network for sandbox", T1)
     wait = waits.pod_wait(creating, [sandbox], NOW)
     assert wait is not None and wait.cause == "sandbox" and not wait.heals
-    assert waits.pod_wait(creating, [], NOW) is None  # it just starts: nothing to say
+
+
+def test_a_pod_on_its_way_says_so() -> None:
+    # Nothing holds it up, yet the researcher is told what happens: never a silent start.
+    unplaced = pod()
+    wait = waits.pod_wait(unplaced, [], NOW)
+    assert wait is not None and (wait.cause, wait.sentence) == (
+        "scheduling",
+        "worker 0 is being scheduled",
+    )
+    assert wait.heals and wait.routine and wait.text() == wait.sentence
+    creating = pod(waiting={"reason": "ContainerCreating"})
+    creating["spec"]["nodeName"] = "gpu-7"
+    pulled = event("Pulled", 'Successfully pulled image "registry.invalid/x:1"', T1)
+    for events in ([], [event("Scheduled", "ok", T0)], [pulled]):
+        wait = waits.pod_wait(creating, events, NOW)
+        assert (
+            wait is not None and wait.sentence == "worker 0's container is starting on node gpu-7"
+        )
+        assert wait.since == NOW - 600  # since the pod was made
+    # A cause of another worker comes first; a job with no pod yet says they are being made.
+    pulling = pod(1, waiting={"reason": "ContainerCreating"})
+    pulling_event = event("Pulling", 'Pulling image "registry.invalid/x:1"', T1)
+    wait = waits.job_wait([creating, pulling], {"uid-1": [pulling_event]}, NOW)
+    assert wait is not None and wait.worker == 1 and wait.cause == "pulling"
+    assert waits.job_wait([], {}, NOW) == waits.CREATING
+    assert waits.CREATING.sentence == "its pods are being created"
+    going = pod(phase="Running")
+    going["metadata"]["deletionTimestamp"] = T1
+    assert waits.job_wait([going], {}, NOW) == waits.CREATING  # its replacement is next
 
 
 def test_a_running_or_ended_pod_waits_for_nothing() -> None:

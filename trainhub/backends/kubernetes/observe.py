@@ -116,8 +116,9 @@ class Observing(Listing):
         return said
 
     def _pod_waits(self, records: Sequence[JobRecord]) -> dict[str, Wait]:
-        """What each job's pods wait for (those that wait), from the pods a list just read
-        (else one list of them) and one list of the namespace's events."""
+        """What each job's pods wait for (at least that they are on their way), from the pods a
+        list just read (else one list of them) and, where a pod is pending, one list of the
+        namespace's events."""
         if not records:
             return {}
         shared = getattr(self._reading, "seen", None) or {}
@@ -126,17 +127,13 @@ class Observing(Listing):
             read = {records[0].id: self._pods(records[0].id)}
         elif read is None:
             read = self._read_namespace(None).pods
-        pending = {
-            r.id: read.get(r.id, [])
-            for r in records
-            if any(p.get("status", {}).get("phase") == "Pending" for p in read.get(r.id, []))
-        }
-        if not pending:
-            return {}
-        events = events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
+        starting = {r.id: read.get(r.id, []) for r in records}
+        events: dict[str, list[Obj]] = {}
+        if any(p.get("status", {}).get("phase") == "Pending" for v in starting.values() for p in v):
+            events = events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
         return {
             job_id: wait
-            for job_id, pods in pending.items()
+            for job_id, pods in starting.items()
             if (wait := self._job_wait(pods, events)) is not None
         }
 

@@ -21,6 +21,7 @@ class Wait:
     certain: bool = False  # it cannot heal, and no grace could change that
     failure_class: FailureClass = FailureClass.INFRASTRUCTURE
     since: float | None = None  # when the cause was first reported (epoch seconds)
+    routine: bool = False  # nothing holds it up: the pod is on its way (said last)
 
     def text(self) -> str:
         """The one line a researcher reads: the sentence, then Kubernetes' message."""

@@ -3,7 +3,8 @@ pods (as dicts), their events and, when known, the pool's nodes, to one sentence
 worker and the cause, Kubernetes' own message kept beside it.
 
 Kueue's side (quota) is :func:`trainhub.backends.kubernetes.status.wait_reason`; this is the
-scheduler's (:mod:`~trainhub.backends.kubernetes.unschedulable`) and the kubelet's. A cause
+scheduler's (:mod:`~trainhub.backends.kubernetes.unschedulable`) and the kubelet's, and a pod
+that nothing holds up is said to be on its way, so a starting job is never silent. A cause
 either heals by waiting (an image being pulled, a node busy with other jobs) or does not (an
 image that does not exist, a taint no node lets the pod past): those end the job after the
 team's grace period, or at once where nothing could change the outcome (:func:`overdue`).
@@ -141,7 +142,8 @@ def from_events(worker: int | None, events: Sequence[Obj], now: float) -> Wait |
 def pod_wait(
     pod: Obj, events: Sequence[Obj], now: float, nodes: Sequence[placement.Node] | None = None
 ) -> Wait | None:
-    """What ``pod`` waits for before it runs; None when it runs, ended, or says nothing."""
+    """What ``pod`` waits for before it runs (at least that it is on its way); None when it
+    runs, ended or goes away."""
     status = pod.get("status") or {}
     if status.get("phase") != "Pending" or pod.get("metadata", {}).get("deletionTimestamp"):
         return None
@@ -166,10 +168,22 @@ def pod_wait(
             failed = [e for e in events if e.get("reason") in ("Failed", "BackOff")]
             first = min((t for e in failed if (t := _first_seen(e))), default=None)
             return replace(wait, since=first or created)
-    wait = from_events(worker, events, now)
-    if wait is not None and wait.since is None:
-        wait = replace(wait, since=created)
-    return wait
+    wait = from_events(worker, events, now) or on_its_way(worker, pod)
+    return wait if wait.since is not None else replace(wait, since=created)
+
+
+def on_its_way(worker: int | None, pod: Obj) -> Wait:
+    """A pending pod that nothing holds up: so a starting job is never silent."""
+    node = pod.get("spec", {}).get("nodeName")
+    if node:
+        said, cause = f"{subject(worker)}'s container is starting on node {node}", "starting"
+    else:
+        said, cause = f"{subject(worker)} is being scheduled", "scheduling"
+    return Wait(worker, cause, said, "", heals=True, routine=True)
+
+
+# A starting job with no pod that lives: the Job controller makes them (again) next.
+CREATING = Wait(None, "creating", "its pods are being created", "", heals=True, routine=True)
 
 
 def job_wait(
@@ -178,18 +192,26 @@ def job_wait(
     now: float,
     nodes: Sequence[placement.Node] | None = None,
 ) -> Wait | None:
-    """The one wait that explains the job: a cause that cannot heal before one that can, the
-    lowest worker first. ``events_of``: each pod's events by its uid."""
+    """The one wait that explains the job: a cause that cannot heal before one that can, a
+    cause before a pod merely on its way, the lowest worker first; None once its pods run.
+    ``events_of``: each pod's events by its uid."""
     waits = [
         w
         for p in pods
         if (w := pod_wait(p, events_of.get(p["metadata"].get("uid", ""), ()), now, nodes))
     ]
+    if not waits and not any(_runs(p) for p in pods):
+        return CREATING
     return min(
         waits,
-        key=lambda w: (not w.certain, w.heals, w.worker if w.worker is not None else -1),
+        key=lambda w: (not w.certain, w.heals, w.routine, -1 if w.worker is None else w.worker),
         default=None,
     )
+
+
+def _runs(pod: Obj) -> bool:
+    going = pod.get("metadata", {}).get("deletionTimestamp")
+    return not going and (pod.get("status") or {}).get("phase") == "Running"
 
 
 def overdue(wait: Wait, grace_seconds: float, now: float) -> bool:
