@@ -1,13 +1,16 @@
 """On a real control plane (its scheduler, Kueue, kwok nodes): a pool that can never host a job
 is refused before anything is created; a job whose pods the scheduler cannot place says why,
-naming the worker and the cause; and one that cannot heal ends with a verdict that names it,
-its Job gone and its quota released."""
+naming the worker and the cause; and one that cannot heal ends, once the team's grace period
+is over and its class's retries are spent, with a verdict that names it, its Job gone and its
+quota released."""
 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,7 +19,7 @@ from kubernetes import client
 from tests.fixtures.k8s import _cluster_module
 from tests.k8s.test_admin_apply import KUEUE, apply_teams, teams_for
 from tests.k8s.test_backend import Team, wait_for
-from trainhub.backends.kubernetes import apply
+from trainhub.backends.kubernetes import apply, reconcile
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import FailureClass, JobState
 
@@ -75,7 +78,13 @@ def _ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
 
 
-def submit(team: Team, pool: str, datasets: tuple[str, ...] = (), **resources: Any) -> str:
+def submit(
+    team: Team,
+    pool: str,
+    datasets: tuple[str, ...] = (),
+    retry: dict[str, float] | None = None,
+    **resources: Any,
+) -> str:
     spec = {
         "datasets": list(datasets),
         "name": "stuck",
@@ -83,7 +92,7 @@ def submit(team: Team, pool: str, datasets: tuple[str, ...] = (), **resources: A
         "team": team.ns,
         "queue": pool,
         "resources": {"processes_per_worker": 1, "cpu": 1, "memory": "1Gi", **resources},
-        "retry": {"infrastructure": 0, "environment": 0},
+        "retry": retry or {"infrastructure": 0, "environment": 0},
     }
     return team.service.submit(spec, user="ada").id
 
@@ -218,3 +227,41 @@ def test_a_dataset_claim_that_does_not_exist_ends_the_job_as_an_environment_fail
     assert ended.verdict.failure_class == FailureClass.ENVIRONMENT
     assert "the volume claim ghost-claim does not exist" in ended.verdict.reason
     wait_for("the Job gone", lambda: jobs_in(team) == [])
+
+
+def test_a_cause_that_cannot_heal_waits_out_the_teams_grace_then_its_retry_policy(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This team's admin gives a stuck job 10 minutes (the fixture's teams file says 0).
+    monkeypatch.setattr(
+        team.backend, "team", team.backend.team.model_copy(update={"wait_grace_minutes": 10})
+    )
+    pool = f"{team.ns}-a100"
+    retry = {"environment": 1, "infrastructure": 0, "backoff_seconds": 0}
+    job_id = submit(team, pool, datasets=("ghost",), retry=retry)
+    sentence(team, job_id, "ghost-claim")
+    first_uid = client.BatchV1Api(team.api).read_namespaced_job(job_id, team.ns).metadata.uid
+    team.backend.reconcile()  # within the grace: it waits, saying why; reads end nothing
+    assert describe(team, job_id).state == JobState.STARTING and jobs_in(team) == [job_id]
+    # Ten minutes later, as the reconcile's clock reads it.
+    later = SimpleNamespace(time=lambda: time.time() + 601)
+    monkeypatch.setattr(reconcile, "time", later)
+    team.backend.reconcile()
+    # The environment class allows one retry: the failed attempt's Job makes way for the next.
+    (retried,) = [e for e in team.events(job_id) if e["type"] == "retry"]
+    assert retried["failure_class"] == FailureClass.ENVIRONMENT.value
+
+    def next_attempt() -> str | None:
+        team.backend.reconcile()  # the retry's Job replaces the failed one
+        jobs = client.BatchV1Api(team.api).list_namespaced_job(team.ns).items
+        return next((j.metadata.uid for j in jobs if j.metadata.uid != first_uid), None)
+
+    wait_for("the next attempt's Job", next_attempt)
+    sentence(team, job_id, "ghost-claim")
+    team.backend.reconcile()  # its retries spent: the job ends, its quota freed
+    ended = describe(team, job_id)
+    assert ended.state == JobState.FAILED and ended.verdict.attempt == 1
+    assert ended.verdict.failure_class == FailureClass.ENVIRONMENT
+    assert ended.verdict.reason.endswith("; ended after 10 min, as waiting cannot mend it")
+    wait_for("the Job gone", lambda: jobs_in(team) == [])
+    wait_for("the quota released", lambda: reserved(team, pool) == "0")
