@@ -143,6 +143,14 @@ def sentence(team: Team, job_id: str, words: str, timeout: float = 60) -> str:
     )
 
 
+def unschedulable_since(team: Team, job_id: str) -> float:
+    """When the scheduler reported the job's pod unschedulable (epoch seconds)."""
+    (pod,) = team.pods(job_id)
+    (cond,) = [c for c in pod.status.conditions if c.type == "PodScheduled"]
+    assert cond.reason == "Unschedulable"
+    return cond.last_transition_time.timestamp()
+
+
 def reserved(team: Team, pool: str) -> str:
     cq = client.CustomObjectsApi(team.api).get_cluster_custom_object(
         *KUEUE, "clusterqueues", team.ns
@@ -161,6 +169,8 @@ def test_an_untolerated_taint_is_explained_then_ends_the_job_and_frees_its_quota
     pool = f"{team.ns}-tainted"
     job_id = submit(team, pool)
     reason = sentence(team, job_id, "taint")
+    # A new cause shows within 5 s of the scheduler's report (its time is in whole seconds).
+    assert time.time() - unschedulable_since(team, job_id) < 5 + 1
     assert describe(team, job_id).state == JobState.STARTING
     # Kubernetes 1.35's scheduler leaves the taint unnamed ("untolerated taint(s)"), and
     # counts the other pools' nodes too: the pool's own nodes name it.
