@@ -6,6 +6,18 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
+# The run leaves the work tree as it found it (screenshots and the like go to the run's own
+# folders): what git sees is compared at the end, and any change fails the run, named.
+tree_before=$(git status --porcelain --untracked-files=all 2>/dev/null || true)
+tree_unchanged() {
+  local after
+  after=$(git status --porcelain --untracked-files=all 2>/dev/null || true)
+  [[ $after == "$tree_before" ]] && return 0
+  echo "=============== the test run changed the work tree ===============" >&2
+  diff <(printf '%s\n' "$tree_before") <(printf '%s\n' "$after") >&2 || true
+  return 1
+}
+
 venv=$(bash scripts/setup-env.sh | tail -n 1)
 export PATH="$venv/bin:$PATH" TRAINHUB_VENV="$venv"
 # Each tier's log and pytest directory, and the images' build log.
@@ -46,6 +58,7 @@ pytest=(python -m pytest -p no:cacheprovider -q -ra --durations=15)
 if (($#)); then
   bash images/build.sh >/dev/null || status=$?
   "${pytest[@]}" "$@" || status=$?
+  tree_unchanged || status=1
   exit "$status"
 fi
 
@@ -106,4 +119,5 @@ done
 echo "=============== tiers (logs and pytest directories: $runs) ==============="
 printf '%-10s %14s s\n' setup "$setup_took" lint "$lint_took"
 printf '%s\n' "${summary[@]}"
+tree_unchanged || status=1
 exit "$status"

@@ -114,8 +114,8 @@ export function useNow(source: Clock = clock): number {
  * only spelled out here when there is no reason.
  */
 export function waitExplanation(job: IJobSummary): string {
-  // A starting job (admitted, its pods not running yet) says why only when it waits on
-  // something: a pod the cluster cannot place, an image being pulled or not found.
+  // A starting job (admitted, its ranks not running yet) always says what it waits for: a pod
+  // the cluster cannot place, an image being pulled, or only that its pods are on their way.
   if (job.state === 'starting') {
     return job.wait_reason ?? '';
   }

@@ -1,13 +1,16 @@
 """On a real control plane (its scheduler, Kueue, kwok nodes): a pool that can never host a job
 is refused before anything is created; a job whose pods the scheduler cannot place says why,
-naming the worker and the cause; and one that cannot heal ends with a verdict that names it,
-its Job gone and its quota released."""
+naming the worker and the cause; and one that cannot heal ends, once the team's grace period
+is over and its class's retries are spent, with a verdict that names it, its Job gone and its
+quota released."""
 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,7 +19,7 @@ from kubernetes import client
 from tests.fixtures.k8s import _cluster_module
 from tests.k8s.test_admin_apply import KUEUE, apply_teams, teams_for
 from tests.k8s.test_backend import Team, wait_for
-from trainhub.backends.kubernetes import apply
+from trainhub.backends.kubernetes import apply, reconcile
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import FailureClass, JobState
 
@@ -75,7 +78,13 @@ def _ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
 
 
-def submit(team: Team, pool: str, datasets: tuple[str, ...] = (), **resources: Any) -> str:
+def submit(
+    team: Team,
+    pool: str,
+    datasets: tuple[str, ...] = (),
+    retry: dict[str, float] | None = None,
+    **resources: Any,
+) -> str:
     spec = {
         "datasets": list(datasets),
         "name": "stuck",
@@ -83,7 +92,7 @@ def submit(team: Team, pool: str, datasets: tuple[str, ...] = (), **resources: A
         "team": team.ns,
         "queue": pool,
         "resources": {"processes_per_worker": 1, "cpu": 1, "memory": "1Gi", **resources},
-        "retry": {"infrastructure": 0, "environment": 0},
+        "retry": retry or {"infrastructure": 0, "environment": 0},
     }
     return team.service.submit(spec, user="ada").id
 
@@ -118,6 +127,7 @@ def test_placements_that_can_never_run_are_refused_before_anything_is_created(
         w.startswith(f"pool {team.ns}-tainted: node kwok-tainted-") and "test-taint=yes" in w
         for w in warnings
     )
+    assert f"pool {team.ns}-nowhere: no node carries its node_labels; " in "\n".join(warnings)
 
 
 def describe(team: Team, job_id: str) -> Any:
@@ -131,6 +141,14 @@ def sentence(team: Team, job_id: str, words: str, timeout: float = 60) -> str:
         lambda: (r := describe(team, job_id).wait_reason) and words in r and r,
         timeout,
     )
+
+
+def unschedulable_since(team: Team, job_id: str) -> float:
+    """When the scheduler reported the job's pod unschedulable (epoch seconds)."""
+    (pod,) = team.pods(job_id)
+    (cond,) = [c for c in pod.status.conditions if c.type == "PodScheduled"]
+    assert cond.reason == "Unschedulable"
+    return cond.last_transition_time.timestamp()
 
 
 def reserved(team: Team, pool: str) -> str:
@@ -151,6 +169,8 @@ def test_an_untolerated_taint_is_explained_then_ends_the_job_and_frees_its_quota
     pool = f"{team.ns}-tainted"
     job_id = submit(team, pool)
     reason = sentence(team, job_id, "taint")
+    # A new cause shows within 5 s of the scheduler's report (its time is in whole seconds).
+    assert time.time() - unschedulable_since(team, job_id) < 5 + 1
     assert describe(team, job_id).state == JobState.STARTING
     # Kubernetes 1.35's scheduler leaves the taint unnamed ("untolerated taint(s)"), and
     # counts the other pools' nodes too: the pool's own nodes name it.
@@ -170,11 +190,13 @@ def test_an_untolerated_taint_is_explained_then_ends_the_job_and_frees_its_quota
     wait_for("the quota released", lambda: reserved(team, pool) == "0")
 
 
-def test_a_pool_whose_labels_select_no_node_says_so(team: Team) -> None:
+def test_a_pool_whose_labels_select_no_node_waits_for_one(team: Team) -> None:
     job_id = submit(team, f"{team.ns}-nowhere")  # no node listed: it could be autoscaled
     reason = sentence(team, job_id, "labels")
-    assert reason.startswith("worker 0 cannot be scheduled: none of the cluster's ")
-    assert "node(s) carries the labels its pool selects" in reason
+    assert reason.startswith("worker 0 waits for a node: none of the cluster's ")
+    assert "node(s) carries the labels its pool selects yet" in reason
+    team.backend.reconcile()  # a node coming up heals it: the grace (0 here) ends nothing
+    assert describe(team, job_id).state == JobState.STARTING and jobs_in(team) == [job_id]
 
 
 def test_a_request_larger_than_any_node_ends_at_once(
@@ -182,18 +204,22 @@ def test_a_request_larger_than_any_node_ends_at_once(
 ) -> None:
     # As if the pool's nodes shrank after the submit was checked.
     monkeypatch.setattr(team.backend, "check_fits", lambda record, placement: None)
-    job_id = submit(team, f"{team.ns}-small", cpu=4)
+    pool = f"{team.ns}-small"
+    job_id = submit(team, pool, cpu=4)
     reason = sentence(team, job_id, "asks for more")
     assert reason.startswith(
-        "worker 0 asks for more CPU (4 CPU, 1Gi memory) than any node of its pool has; "
-        "it can never be scheduled: ask for less"
+        "worker 0 asks for more CPU (4 CPU, 1Gi memory; its pool's nodes have at most 2 CPU "
+        "allocatable) than any node of its pool has; it can never be scheduled: ask for less"
     )
     assert "Insufficient cpu" in reason
+    wait_for("the quota reserved", lambda: reserved(team, pool) == "4")
     team.backend.reconcile()
     ended = describe(team, job_id)
     assert ended.state == JobState.FAILED
+    assert ended.verdict.failure_class == FailureClass.INFRASTRUCTURE
     assert ended.verdict.reason.endswith("; ended, as waiting cannot mend it")
     wait_for("the Job gone", lambda: jobs_in(team) == [])
+    wait_for("the quota released", lambda: reserved(team, pool) == "0")
 
 
 def test_a_dataset_claim_that_does_not_exist_ends_the_job_as_an_environment_failure(
@@ -211,3 +237,41 @@ def test_a_dataset_claim_that_does_not_exist_ends_the_job_as_an_environment_fail
     assert ended.verdict.failure_class == FailureClass.ENVIRONMENT
     assert "the volume claim ghost-claim does not exist" in ended.verdict.reason
     wait_for("the Job gone", lambda: jobs_in(team) == [])
+
+
+def test_a_cause_that_cannot_heal_waits_out_the_teams_grace_then_its_retry_policy(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This team's admin gives a stuck job 10 minutes (the fixture's teams file says 0).
+    monkeypatch.setattr(
+        team.backend, "team", team.backend.team.model_copy(update={"wait_grace_minutes": 10})
+    )
+    pool = f"{team.ns}-a100"
+    retry = {"environment": 1, "infrastructure": 0, "backoff_seconds": 0}
+    job_id = submit(team, pool, datasets=("ghost",), retry=retry)
+    sentence(team, job_id, "ghost-claim")
+    first_uid = client.BatchV1Api(team.api).read_namespaced_job(job_id, team.ns).metadata.uid
+    team.backend.reconcile()  # within the grace: it waits, saying why; reads end nothing
+    assert describe(team, job_id).state == JobState.STARTING and jobs_in(team) == [job_id]
+    # Ten minutes later, as the reconcile's clock reads it.
+    later = SimpleNamespace(time=lambda: time.time() + 601)
+    monkeypatch.setattr(reconcile, "time", later)
+    team.backend.reconcile()
+    # The environment class allows one retry: the failed attempt's Job makes way for the next.
+    (retried,) = [e for e in team.events(job_id) if e["type"] == "retry"]
+    assert retried["failure_class"] == FailureClass.ENVIRONMENT.value
+
+    def next_attempt() -> str | None:
+        team.backend.reconcile()  # the retry's Job replaces the failed one
+        jobs = client.BatchV1Api(team.api).list_namespaced_job(team.ns).items
+        return next((j.metadata.uid for j in jobs if j.metadata.uid != first_uid), None)
+
+    wait_for("the next attempt's Job", next_attempt)
+    sentence(team, job_id, "ghost-claim")
+    team.backend.reconcile()  # its retries spent: the job ends, its quota freed
+    ended = describe(team, job_id)
+    assert ended.state == JobState.FAILED and ended.verdict.attempt == 1
+    assert ended.verdict.failure_class == FailureClass.ENVIRONMENT
+    assert ended.verdict.reason.endswith("; ended after 10 min, as waiting cannot mend it")
+    wait_for("the Job gone", lambda: jobs_in(team) == [])
+    wait_for("the quota released", lambda: reserved(team, pool) == "0")

@@ -99,6 +99,11 @@ def test_admin_is_warned_of_pool_nodes_its_tolerations_do_not_match() -> None:
         "pool a100: node gpu-1 is tainted real=yes:NoSchedule, which the pool's tolerations do "
         "not match; its jobs' pods will never be scheduled there (add a toleration to the pool)"
     ]
+    # A pool whose labels select no node: its pods wait for one (an autoscaler's, or none).
+    assert placement.pool_warnings("a100", [], TOLERATE_GPU) == [
+        "pool a100: no node carries its node_labels; its jobs' pods wait until one comes up "
+        "(an autoscaler may add it), and for ever if none will"
+    ]
 
 
 def test_kubernetes_nodes_read_as_allocatable_figures_and_taints() -> None:

@@ -126,10 +126,15 @@ def test_a_taint_beside_unlabelled_nodes_is_told_apart_by_the_pools_nodes() -> N
         assert other is not None and other.cause == "unschedulable" and other.heals
 
 
-def test_no_node_with_the_pools_labels() -> None:
+def test_no_node_with_the_pools_labels_waits_for_one_to_come_up() -> None:
+    # A pool an autoscaler grows from zero has no node until a job asks for one.
     wait = waits.pod_wait(unschedulable(SELECTOR), [], NOW)
-    assert wait is not None and wait.cause == "selector" and not wait.heals
-    assert "none of the cluster's 4 node(s) carries the labels its pool selects" in wait.sentence
+    assert wait is not None and wait.cause == "selector" and wait.heals
+    assert wait.sentence.startswith(
+        "worker 0 waits for a node: none of the cluster's 4 node(s) carries the labels its "
+        "pool selects yet (one must come up, e.g. by an autoscaler"
+    )
+    assert not waits.overdue(wait, 0, NOW)
 
 
 def test_not_enough_room_heals_unless_no_node_could_ever_hold_it() -> None:
@@ -140,11 +145,24 @@ def test_not_enough_room_heals_unless_no_node_could_ever_hold_it() -> None:
         wait.sentence
     )
     big = Node("a", cpu=96, memory=1024 * GI, gpus=8)
-    assert waits.pod_wait(busy, [], NOW, [big]).heals  # it fits an empty node: room later
-    small = [Node("a", cpu=2, memory=8 * GI, gpus=0), Node("b", cpu=8, memory=4 * GI, gpus=0)]
+    later = waits.pod_wait(busy, [], NOW, [big])
+    assert later is not None and later.heals  # it fits an empty node: room later
+    assert "(4 CPU, 16Gi memory; its pool's nodes have at most 96 CPU, 1Ti memory allocatable)" in (
+        later.sentence
+    )
+    # The figures are the most of each that one node it may go to has (a tainted one not).
+    small = [
+        Node("a", cpu=2, memory=8 * GI, gpus=0),
+        Node("b", cpu=8, memory=4 * GI, gpus=0),
+        Node("c", cpu=64, memory=512 * GI, gpus=0, taints=(Taint("gpu"),)),
+    ]
     never = waits.pod_wait(busy, [], NOW, small)
     assert never is not None and never.cause == "too-large" and never.certain
-    assert "than any node of its pool has; it can never be scheduled" in never.sentence
+    assert never.sentence == (
+        "worker 0 asks for more CPU and memory (4 CPU, 16Gi memory; its pool's nodes have at "
+        "most 8 CPU, 8Gi memory allocatable) than any node of its pool has; it can never be "
+        "scheduled: ask for less"
+    )
     assert waits.overdue(never, 600, NOW)
 
 
@@ -224,7 +242,36 @@ def test_what_the_kubelet_reports_of_a_scheduled_pod() -> None:
     sandbox = event("FailedCreatePodSandBox", "failed to setup network for sandbox", T1)
     wait = waits.pod_wait(creating, [sandbox], NOW)
     assert wait is not None and wait.cause == "sandbox" and not wait.heals
-    assert waits.pod_wait(creating, [], NOW) is None  # it just starts: nothing to say
+
+
+def test_a_pod_on_its_way_says_so() -> None:
+    # Nothing holds it up, yet the researcher is told what happens: never a silent start.
+    unplaced = pod()
+    wait = waits.pod_wait(unplaced, [], NOW)
+    assert wait is not None and (wait.cause, wait.sentence) == (
+        "scheduling",
+        "worker 0 is being scheduled",
+    )
+    assert wait.heals and wait.routine and wait.text() == wait.sentence
+    creating = pod(waiting={"reason": "ContainerCreating"})
+    creating["spec"]["nodeName"] = "gpu-7"
+    pulled = event("Pulled", 'Successfully pulled image "registry.invalid/x:1"', T1)
+    for events in ([], [event("Scheduled", "ok", T0)], [pulled]):
+        wait = waits.pod_wait(creating, events, NOW)
+        assert (
+            wait is not None and wait.sentence == "worker 0's container is starting on node gpu-7"
+        )
+        assert wait.since == NOW - 600  # since the pod was made
+    # A cause of another worker comes first; a job with no pod yet says they are being made.
+    pulling = pod(1, waiting={"reason": "ContainerCreating"})
+    pulling_event = event("Pulling", 'Pulling image "registry.invalid/x:1"', T1)
+    wait = waits.job_wait([creating, pulling], {"uid-1": [pulling_event]}, NOW)
+    assert wait is not None and wait.worker == 1 and wait.cause == "pulling"
+    assert waits.job_wait([], {}, NOW) == waits.CREATING
+    assert waits.CREATING.sentence == "its pods are being created"
+    going = pod(phase="Running")
+    going["metadata"]["deletionTimestamp"] = T1
+    assert waits.job_wait([going], {}, NOW) == waits.CREATING  # its replacement is next
 
 
 def test_a_running_or_ended_pod_waits_for_nothing() -> None:

@@ -129,7 +129,12 @@ def pool_warnings(
     pool: str, nodes: Sequence[Node], tolerations: Sequence[Mapping[str, str]]
 ) -> list[str]:
     """For the admin: the pool's nodes whose taints its tolerations do not match (its jobs'
-    pods will never be scheduled there)."""
+    pods will never be scheduled there), or that it has no node (they wait for one)."""
+    if not nodes:
+        return [
+            f"pool {pool}: no node carries its node_labels; its jobs' pods wait until one "
+            "comes up (an autoscaler may add it), and for ever if none will"
+        ]
     out = []
     for node in nodes:
         if taints := untolerated(node, tolerations):

@@ -97,9 +97,17 @@ describe('waitExplanation', () => {
     expect(waitExplanation(job({ state: 'running', wait_reason: 'stale' }))).toBe('');
   });
 
-  it('says why a starting job waits on its pods, and nothing when it just starts', () => {
+  it('says why a starting job waits on its pods, or that they are on their way', () => {
     const untolerated = 'worker 0 cannot be scheduled: the nodes its pool selects are tainted x';
     expect(waitExplanation(job({ state: 'starting', wait_reason: untolerated }))).toBe(untolerated);
+    // A job that starts normally is not silent: the backend says what happens.
+    for (const onItsWay of [
+      'worker 0 is being scheduled',
+      "worker 1's container is starting on node gpu-7",
+      'starting its ranks'
+    ]) {
+      expect(waitExplanation(job({ state: 'starting', wait_reason: onItsWay }))).toBe(onItsWay);
+    }
     expect(waitExplanation(job({ state: 'starting', position: 0 }))).toBe('');
   });
 });

@@ -59,6 +59,18 @@ def node_of(obj: Obj) -> placement.Node:
     )
 
 
+def pod_request(pod: Obj) -> placement.Request:
+    """What one pod's containers ask for, together, as placement counts it."""
+    total = {"cpu": Decimal(0), "memory": Decimal(0), GPU: Decimal(0)}
+    for container in pod.get("spec", {}).get("containers") or []:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        for key in total:
+            total[key] += _quantity(requests.get(key))
+    return placement.Request(
+        workers=1, cpu=float(total["cpu"]), memory=int(total["memory"]), gpus=int(total[GPU])
+    )
+
+
 def tolerations(pool: Pool) -> list[dict[str, str]]:
     return [t.manifest() for t in pool.tolerations]
 

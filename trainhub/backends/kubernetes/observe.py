@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from trainhub import settings
-from trainhub.backends.kubernetes import manifests, nodes, status, waits
+from trainhub.backends.kubernetes import manifests, nodes, status, unschedulable, waits
 from trainhub.backends.kubernetes.cluster import (
     PAGE_WORKLOADS,
     Namespace,
@@ -29,6 +29,7 @@ from trainhub.backends.kubernetes.records import (
     RECORDS_KEPT,
     read_spec,
 )
+from trainhub.backends.kubernetes.wait import Wait
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs import ownership
 from trainhub.jobs.directory import JobDir
@@ -114,9 +115,10 @@ class Observing(Listing):
             self._waits[job_id] = (versions, said)
         return said
 
-    def _pod_waits(self, records: Sequence[JobRecord]) -> dict[str, waits.Wait]:
-        """What each job's pods wait for (those that wait), from the pods a list just read
-        (else one list of them) and one list of the namespace's events."""
+    def _pod_waits(self, records: Sequence[JobRecord]) -> dict[str, Wait]:
+        """What each job's pods wait for (at least that they are on their way), from the pods a
+        list just read (else one list of them) and, where a pod is pending, one list of the
+        namespace's events."""
         if not records:
             return {}
         shared = getattr(self._reading, "seen", None) or {}
@@ -125,26 +127,22 @@ class Observing(Listing):
             read = {records[0].id: self._pods(records[0].id)}
         elif read is None:
             read = self._read_namespace(None).pods
-        pending = {
-            r.id: read.get(r.id, [])
-            for r in records
-            if any(p.get("status", {}).get("phase") == "Pending" for p in read.get(r.id, []))
-        }
-        if not pending:
-            return {}
-        events = events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
+        starting = {r.id: read.get(r.id, []) for r in records}
+        events: dict[str, list[Obj]] = {}
+        if any(p.get("status", {}).get("phase") == "Pending" for v in starting.values() for p in v):
+            events = events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
         return {
             job_id: wait
-            for job_id, pods in pending.items()
+            for job_id, pods in starting.items()
             if (wait := self._job_wait(pods, events)) is not None
         }
 
-    def _job_wait(self, pods: list[Obj], events_of: dict[str, list[Obj]]) -> waits.Wait | None:
+    def _job_wait(self, pods: list[Obj], events_of: dict[str, list[Obj]]) -> Wait | None:
         """The job's wait; one the scheduler reports judged against the nodes its pods may go
         to (room later or never; a taint of its pool's nodes or of others')."""
         now = time.time()
         wait = waits.job_wait(pods, events_of, now)
-        if wait is not None and wait.cause in waits.NODE_CAUSES and pods:
+        if wait is not None and wait.cause in unschedulable.NODE_CAUSES and pods:
             found = self._nodes(nodes.pod_selector(pods[0]))
             wait = waits.job_wait(pods, events_of, now, found)
         return wait
