@@ -40,13 +40,15 @@ class MetricsSampler:
         first_gpu: int = 0,
         event_fields: Mapping[str, Any] | None = None,
         tensorboard_roots: Sequence[Path] = (),
+        tensorboard_from_now: bool = False,
         attempt: Callable[[], int] = lambda: 0,
     ) -> None:
         """``gpu_indices``: NVML's indices of the GPUs to sample, written as ``gpu`` numbers
         from ``first_gpu`` on (a job's pods each see their own GPUs from 0). ``event_fields``
         go into each ``metrics`` event (which pod's sampler says it). ``tensorboard_roots``:
         where the job's TensorBoard event files may be, read into its training scalars
-        (:mod:`trainhub.metrics.tensorboard`) as the job's ``attempt()``."""
+        (:mod:`trainhub.metrics.tensorboard`) as the job's ``attempt()``; with
+        ``tensorboard_from_now``, only the files begun after this sampler was made."""
         if not interval > 0:
             raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
         self.job_dir = job_dir
@@ -65,6 +67,7 @@ class MetricsSampler:
             lambda record: append_jsonl(scalars, record),
             attempt,
             lambda problem: self._report(reason=problem),
+            from_now=tensorboard_from_now,
         )
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None

@@ -19,7 +19,12 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from trainhub.bundle.layout import WORKSPACE
+
+if TYPE_CHECKING:
+    from trainhub.jobs.directory import JobDir
 
 EVENT_FILE_PREFIX = "events.out.tfevents."
 SCAN_SECONDS = 5.0  # how often the trees are walked for new event files
@@ -37,6 +42,12 @@ def event_files(roots: Iterable[Path]) -> Iterator[Path]:
             for name in files:
                 if name.startswith(EVENT_FILE_PREFIX):
                     yield Path(directory) / name
+
+
+def job_roots(jobdir: JobDir) -> list[Path]:
+    """Where a job's SummaryWriter writes: below the code's working tree (``runs/``,
+    ``lightning_logs/``) or its outputs."""
+    return [jobdir.bundle / WORKSPACE, jobdir.outputs]
 
 
 def scalars_of(event: Any) -> Iterator[tuple[str, float]]:
@@ -72,12 +83,17 @@ class TensorBoardReader:
         append: Callable[[dict[str, Any]], None],
         attempt: Callable[[], int],
         report: Callable[[str], None],
+        *,
+        from_now: bool = False,
     ) -> None:
+        """``from_now``: the event files already there are not read (a pod of a job's later
+        attempt: its earlier attempts' pods read their own files)."""
         self.roots = [Path(r) for r in roots]
         self._append = append
         self._attempt = attempt
         self._report = report
         self._loaders: dict[Path, Any] = {}
+        self._earlier = frozenset(event_files(self.roots)) if from_now else frozenset()
         self._last_scan = -math.inf
 
     def poll(self, *, rescan: bool = False) -> int:
@@ -96,7 +112,11 @@ class TensorBoardReader:
         return count
 
     def _find_files(self) -> None:
-        new = [path for path in event_files(self.roots) if path not in self._loaders]
+        new = [
+            path
+            for path in event_files(self.roots)
+            if path not in self._loaders and path not in self._earlier
+        ]
         if not new:
             return
         try:

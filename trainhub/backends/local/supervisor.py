@@ -25,7 +25,6 @@ from trainhub.backends.local.pip_install import install_job_requirements
 from trainhub.backends.local.plan import attempt_plan, resume_source_of, starts_from
 from trainhub.backends.local.startup import become_subreaper, start_plan
 from trainhub.backends.local.store import Store
-from trainhub.bundle.layout import WORKSPACE
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
@@ -161,6 +160,7 @@ class Supervisor:
     def _start_sampler(self):
         try:
             from trainhub.metrics.sampler import MetricsSampler
+            from trainhub.metrics.tensorboard import job_roots
         except ImportError:
             return None
         ranks = JobRanks(self.record.id, self.record.spec.resources.world_size)
@@ -168,9 +168,7 @@ class Supervisor:
             self.jobdir,
             list(self.record.assigned_gpus),
             ranks,
-            # Where a SummaryWriter writes: below the code's working tree (runs/, lightning_logs/)
-            # or its outputs.
-            tensorboard_roots=[self.jobdir.bundle / WORKSPACE, self.jobdir.outputs],
+            tensorboard_roots=job_roots(self.jobdir),
             attempt=lambda: self.record.attempt,
         )
         sampler.start()
