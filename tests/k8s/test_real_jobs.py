@@ -576,3 +576,30 @@ def test_an_oom_kill_by_the_memory_limit_and_a_code_error_get_their_own_verdicts
     assert broke.verdict.reason.startswith("ValueError in broken.py, line 2 (rank 0)")
     # Neither was retried: an OOM with its retries set to 0, a code error never.
     assert oomed.attempt == broke.attempt == 0
+
+
+def test_tensorboard_scalars_of_a_pods_rank_reach_the_jobs_scalars_once(
+    real_team: RealTeam,
+) -> None:
+    """A SummaryWriter in the job's code, as researchers already write, on a 2-worker job:
+    its scalars reach the job's own (charts, compare) through worker 0's pod, each once."""
+    t = real_team
+    (t.workspace / "tb.py").write_text(
+        "import os\n"
+        "from torch.utils.tensorboard import SummaryWriter\n"
+        "if os.environ['RANK'] == '0':\n"
+        "    writer = SummaryWriter()  # runs/<date>_<host>, below the working tree\n"
+        "    for step in range(3):\n"
+        "        writer.add_scalar('loss/train', 1.0 / (step + 1), step)\n"
+        "    writer.close()\n"
+    )
+    job_id = t.submit_spec(t.script_spec("tb.py", workers=2, retry={"infrastructure": 0}))
+    done = t.ended(job_id)
+    assert done.state == JobState.SUCCEEDED, (done.verdict, t.rank_log(job_id, 0)[-3000:])
+    scalars, _ = t.service.metrics(job_id, "scalars", user=t.user)
+    read = [(s["name"], s["step"], s["value"], s["source"]) for s in scalars]
+    assert sorted(read) == [
+        ("loss/train", 0, 1.0, "tensorboard"),
+        ("loss/train", 1, 0.5, "tensorboard"),
+        ("loss/train", 2, pytest.approx(1 / 3), "tensorboard"),
+    ], read
