@@ -2,7 +2,8 @@
 
 Cells are chosen by the submitted selection (all, indices, tags); ``trainhub:skip`` and
 nbclient's ``skip-execution`` always leave a cell out. The cell tagged ``parameters``
-(papermill's convention) gets the submitted overrides injected right after it.
+(papermill's convention) gets the submitted overrides injected right after it. A cell tagged
+``raises-exception`` (nbclient's) may raise: its error is its output and the run goes on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 SKIP_TAGS = ("trainhub:skip", "skip-execution")
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
+RAISES_TAG = "raises-exception"
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """A notebook's cells run in order in the rank's IPython shell (:mod:`trainhub.rank.shell`):
 each cell's ``cell`` events (``phase`` start, before it runs, and end), its start marker in the
-log, its place in the executed notebook, and the failure that stops the run: an exception,
-``sys.exit``/``exit()`` before the last cell, or ``os._exit`` in a cell (:class:`ExitGuard`
-writes the rank's status and the notebook first)."""
+log, its place in the executed notebook, and the failure that stops the run: an exception
+(except in a cell tagged ``raises-exception``, as nbclient allows), ``sys.exit``/``exit()``
+before the last cell, or ``os._exit`` in a cell (:class:`ExitGuard` writes the rank's status
+and the notebook first)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
+from trainhub.bundle.cells import RAISES_TAG
 from trainhub.bundle.layout import NOTEBOOK, WORKSPACE
 from trainhub.bundle.schema import BundleCell, BundleManifest, cell_label, read_cells, read_json
 from trainhub.jobs.directory import write_json_atomic
@@ -89,6 +91,10 @@ def _run_cells(
         if not cell.injected:
             ctx.emit("cell", cell_index=cell.cell_index, phase="end", seconds=elapsed, ok=ok)
         exc = _error(result)
+        if isinstance(exc, Exception) and RAISES_TAG in cell.tags:
+            # Its traceback is its output, in the log and the executed notebook.
+            say(f"{cell_label(cell.cell_index)} raised {type(exc).__name__}, as its tag allows")
+            continue
         if exc is not None:
             if exit_ok(exc) and last:
                 code = getattr(exc, "code", None)

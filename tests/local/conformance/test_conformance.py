@@ -12,6 +12,7 @@ To add a case, add a notebook; the keys of ``trainhub_conformance``:
 - ``log``: texts the log (of ``log_rank``, default 0) contains.
 - ``status``: each executed-notebook cell's ``metadata.trainhub.status`` (null: none, as
   for markdown and raw cells). ``first_output``: {cell position: its first output's text}.
+- ``output_types``: {cell position: the ``output_type`` of each of its outputs, in order}.
 - ``notebook``: {``state``: the executed notebook's ``metadata.trainhub.state``}.
 """
 
@@ -54,3 +55,5 @@ def test_conformance(trainhub_env: Trainhub, path: Path) -> None:
         assert statuses == expect["status"]
     for position, text in expect.get("first_output", {}).items():
         assert cells[int(position)]["outputs"][0]["text"] == text
+    for position, types in expect.get("output_types", {}).items():
+        assert [o["output_type"] for o in cells[int(position)]["outputs"]] == types
