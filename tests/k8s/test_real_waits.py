@@ -93,3 +93,31 @@ def test_pods_of_a_pool_without_the_nodes_toleration_are_explained(
         assert client.BatchV1Api(team.api).list_namespaced_job(team.ns).items == []
     finally:
         team.cleanup()
+
+
+def test_a_request_larger_than_the_node_ends_the_job_with_the_figures(
+    k8s_namespace: Any, k8s_real_node: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More CPU than the real node has (a quota that would admit it): the scheduler's
+    "Insufficient cpu", told with the request and the node's allocatable, then the end."""
+    pool = f"{k8s_namespace.name}-real"
+    team = RealTeam(
+        k8s_namespace,
+        k8s_real_node,
+        ABSENT,
+        tmp_path,
+        wait_grace_minutes=0,
+        quota={pool: {"gpus": 2, "cpu": "64", "memory": "6Gi"}},
+    )
+    try:
+        # As if the node shrank after the submit was checked (submit refuses it otherwise).
+        monkeypatch.setattr(team.backend, "check_fits", lambda record, placement: None)
+        spec = team.script_spec("train.py", workers=1, cpu=16, retry={"infrastructure": 0})
+        job_id = team.submit_spec(spec)
+        reason, ended = ends(team, job_id, "asks for more")
+        assert reason.startswith("worker 0 asks for more CPU (16 CPU, 1500Mi memory; its pool's")
+        assert "Insufficient cpu" in reason
+        assert ended.verdict.failure_class == FailureClass.INFRASTRUCTURE
+        assert ended.verdict.reason.endswith("; ended, as waiting cannot mend it")
+    finally:
+        team.cleanup()
