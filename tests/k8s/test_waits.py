@@ -400,8 +400,11 @@ def test_a_cause_that_cannot_heal_waits_out_the_teams_grace_then_its_retry_polic
     sentence(team, job_id, "ghost-claim")
     team.backend.reconcile()  # its retries spent: the job ends, its quota freed
     ended = describe(team, job_id)
-    assert ended.state == JobState.FAILED and ended.verdict.attempt == 1
+    assert ended.state == JobState.FAILED and ended.attempt == ended.verdict.attempt == 1
     assert ended.verdict.failure_class == FailureClass.ENVIRONMENT
     assert ended.verdict.reason.endswith("; ended after 10 min, as waiting cannot mend it")
     wait_for("the Job gone", lambda: jobs_in(team) == [])
     wait_for("the quota released", lambda: reserved(team, pool) == "0")
+    # Read from its directory now, the job still says which attempt it ended on.
+    gone = describe(team, job_id)
+    assert (gone.attempt, gone.retries, gone.verdict.attempt) == (1, {"environment": 1}, 1)
