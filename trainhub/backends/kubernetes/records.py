@@ -154,21 +154,25 @@ class Records(Cluster):
         last: dict[str, Any] = {}
         submitted: dict[str, Any] = {}
         retries: dict[str, int] = {}
-        preempted = 0
+        planned: dict[str, int] = {}
+        preempted = attempt = 0
         for event in jobdir.iter_events():
             kind = event.get("type")
             if kind == "state":
                 last = event
+                # The attempt whose Job there was and the retries it had used, as its
+                # annotations said: a retry's "retrying" names the next attempt, whose Job is
+                # not made yet.
+                if event.get("state") != JobState.RETRYING.value:
+                    attempt, retries = _count(event.get("attempt")), planned
             elif kind == "retry":  # the retries used, this one included
-                retries = _counts(event.get("retries"))
+                planned = _counts(event.get("retries"))
             elif kind == "preempted":  # Kueue's evictions (with_workload, while the Job lives)
                 preempted += 1
             elif kind == "submitted" and not submitted:
                 submitted = event
         if preempted:
             retries = count_retry(retries, FailureClass.PREEMPTED, used=preempted)
-        # What the Job's annotations said while it lived: the attempt its last state names.
-        attempt = _count(last.get("attempt"))
         state = JobState(last.get("state", JobState.CANCELLED.value))
         if not state.terminal:
             # No Job object and no final word in the directory: the Job was removed behind our back.
