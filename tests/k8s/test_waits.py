@@ -6,22 +6,31 @@ quota released."""
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
+from benchmarks.log_latency import JupyterServer
 from tests.fixtures.k8s import _cluster_module
-from tests.k8s.test_admin_apply import KUEUE, apply_teams, teams_for
+from tests.k8s.test_admin_apply import KUEUE, apply_teams, teams_data
 from tests.k8s.test_backend import Team, wait_for
 from trainhub.backends.kubernetes import apply, reconcile
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import FailureClass, JobState
+from trainhub.teams import parse_teams
 
 TAINT = {"key": "trainhub.io/test-taint", "value": "yes", "effect": "NoSchedule"}
 
@@ -32,10 +41,17 @@ def kwok_node(name: str, pool: str, cpu: str, memory: str, taints: list[dict[str
     return body
 
 
+class WaitsTeam(Team):
+    teams_file: Path  # the teams file, for a session's CLI and server
+    env: dict[str, str]  # what the spawner gives a session of the team
+
+
 @pytest.fixture
-def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
-    """A team with two pools of its own beside a100 and t4: ``tainted`` (one kwok node with a
-    taint the pool does not tolerate) and ``small`` (one kwok node of 2 CPUs and 4Gi)."""
+def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[WaitsTeam]:
+    """A team with pools of its own beside a100 and t4: ``tainted`` (one kwok node with a taint
+    the pool does not tolerate), ``small`` (one kwok node of 2 CPUs and 4Gi), ``nowhere`` (no
+    node) and ``gpu`` (the a100 nodes, for jobs that ask for GPUs only). Its teams file is
+    ``team.teams_file``, and ``team.env`` what a session's CLI and server are given."""
     ns = k8s_namespace.name
     core = client.CoreV1Api(k8s_namespace.api)
     suffix = secrets.token_hex(3)
@@ -51,6 +67,10 @@ def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
         )
         for name, (label, *_) in pools.items()
     }
+    more[f"{ns}-gpu"] = (
+        {"node_labels": {"trainhub.io/pool": "a100"}, "gpus_per_node": 8, "gpu_only": True},
+        {"gpus": 8, "cpu": "8", "memory": "32Gi"},
+    )
     nodes = [
         core.create_node(kwok_node(f"kwok-{label}", label, cpu, memory, taints)).metadata.name
         for label, cpu, memory, taints in pools.values()
@@ -58,9 +78,22 @@ def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
     ]
     # A dataset whose claim nobody made: the scheduler cannot place a pod that mounts it.
     ghost = {"ghost": {"claim": "ghost-claim"}}
-    teams = teams_for([ns], tmp_path, more_pools=more, wait_grace_minutes=0, datasets=ghost)
+    # 24 GPUs of a100 for the team: three workers of 8 are within its quota, not its nodes.
+    data = teams_data(
+        [ns], tmp_path, a100_gpus=24, more_pools=more, wait_grace_minutes=0, datasets=ghost
+    )
+    teams = parse_teams(data)
     apply_teams(k8s_namespace, teams)
-    t = Team(k8s_namespace, ns, teams, tmp_path)
+    t = WaitsTeam(k8s_namespace, ns, teams, tmp_path)
+    t.teams_file = tmp_path / "teams.yaml"
+    t.teams_file.write_text(yaml.safe_dump(data))
+    t.env = {
+        "TRAINHUB_BACKEND": "kubernetes",
+        "TRAINHUB_TEAMS_FILE": str(t.teams_file),
+        "TRAINHUB_TEAM": ns,
+        "KUBECONFIG": str(k8s_namespace.kubeconfig),
+        "TRAINHUB_WORKSPACE": str(tmp_path / "workspace"),
+    }
     for node in nodes:  # kwok marks them Ready (an unready node carries a taint of its own)
         wait_for(f"{node} Ready", lambda n=node: _ready(core.read_node(n)))
     # An unbound claim is a wait of its own (the grace here is 0): the shared one binds first.
@@ -101,10 +134,25 @@ def jobs_in(team: Team) -> list[str]:
     return [j.metadata.name for j in client.BatchV1Api(team.api).list_namespaced_job(team.ns).items]
 
 
+def workloads_in(team: Team) -> list[str]:
+    listed = client.CustomObjectsApi(team.api).list_namespaced_custom_object(
+        *KUEUE, team.ns, "workloads"
+    )
+    return [w["metadata"]["name"] for w in listed["items"]]
+
+
+def nothing_made(team: Team) -> None:
+    """No Job, no Workload, no job directory: the refusal came before anything was created."""
+    assert jobs_in(team) == []
+    assert workloads_in(team) == []
+    root = team.backend.jobs_root
+    assert not root.exists() or list(root.iterdir()) == []
+
+
 def refused(team: Team, pool: str, **resources: Any) -> tuple[str, str]:
     with pytest.raises(SpecError) as e:
         submit(team, pool, **resources)
-    assert jobs_in(team) == []  # nothing was created
+    nothing_made(team)
     (error,) = e.value.errors
     return error.field, error.message
 
@@ -121,6 +169,11 @@ def test_placements_that_can_never_run_are_refused_before_anything_is_created(
     # Two 96-CPU nodes hold two 64-CPU workers at once, not three.
     field, message = refused(team, f"{team.ns}-a100", workers=3, cpu=64)
     assert field == "resources.workers" and "hold at most 2 of them" in message
+    # Two nodes of 8 GPUs hold two workers of 8 GPUs, not three (the quota would allow 24).
+    field, message = refused(team, f"{team.ns}-a100", workers=3, gpus_per_worker=8)
+    assert field == "resources.workers" and "3 workers (3 x 8 GPUs)" in message
+    field, message = refused(team, f"{team.ns}-gpu")  # a CPU-only job on a GPU-only pool
+    assert field == "resources.gpus_per_worker" and "runs only jobs that ask for GPUs" in message
     # The admin is told too, when the teams file is applied.
     warnings = apply.pool_warnings(team.api, team.backend.teams)
     assert any(
@@ -128,6 +181,83 @@ def test_placements_that_can_never_run_are_refused_before_anything_is_created(
         for w in warnings
     )
     assert f"pool {team.ns}-nowhere: no node carries its node_labels; " in "\n".join(warnings)
+
+
+def never_hosted(ns: str) -> list[tuple[str, dict[str, Any], list[str], str, str]]:
+    """Jobs no pool placement could ever run: (pool, resources, the CLI's flags for them, the
+    field the refusal names, words of its sentence)."""
+    return [
+        (f"{ns}-tainted", {}, [], "queue", "tainted (trainhub.io/test-taint=yes:NoSchedule)"),
+        (f"{ns}-small", {"cpu": 4}, ["--cpu", "4"], "resources.cpu", "(at most 2, on its"),
+        (f"{ns}-a100", {"memory": "2Ti"}, ["--memory", "2Ti"], "resources.memory", "at most 1Ti"),
+        (
+            f"{ns}-a100",
+            {"workers": 3, "gpus_per_worker": 8},
+            ["--workers", "3", "--gpus", "8"],
+            "resources.workers",
+            "3 workers (3 x 8 GPUs) cannot all run at once",
+        ),
+        (f"{ns}-gpu", {}, [], "resources.gpus_per_worker", "runs only jobs that ask for GPUs"),
+    ]
+
+
+def post(server: JupyterServer, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    request = urllib.request.Request(
+        server.base + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"token {server.token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def test_the_rest_api_refuses_a_placement_that_can_never_run_naming_the_field(
+    team: WaitsTeam, tmp_path: Path
+) -> None:
+    home = tmp_path / "server-home"
+    home.mkdir()
+    server = JupyterServer(home, tmp_path / "workspace", reconcile_interval=0)
+    server.env_overrides = team.env
+    with server:
+        for pool, resources, _, field, words in never_hosted(team.ns):
+            body = {
+                "name": "never",
+                "source": {"path": "train.py"},
+                "team": team.ns,
+                "queue": pool,
+                "resources": {"processes_per_worker": 1, **resources},
+            }
+            # The dialog's "Check" (a dry run), then its submit: the same 400, naming the field.
+            for path in ("trainhub/api/jobs?dry_run=1", "trainhub/api/jobs"):
+                status, answer = post(server, path, body)
+                assert status == 400, (path, body, status, answer)
+                ((named, sentence),) = [(e["field"], e["message"]) for e in answer["errors"]]
+                assert named == field and words in sentence, (path, body, answer)
+                nothing_made(team)
+
+
+def test_the_cli_refuses_a_placement_that_can_never_run_naming_the_field(
+    team: WaitsTeam, tmp_path: Path
+) -> None:
+    home = tmp_path / "cli-home"
+    home.mkdir()
+    for pool, _, flags, field, words in never_hosted(team.ns):
+        proc = subprocess.run(
+            [sys.executable, "-m", "trainhub.cli", "submit", "train.py", "--queue", pool, *flags],
+            env={**os.environ, **team.env, "TRAINHUB_HOME": str(home)},
+            cwd=tmp_path / "workspace",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 2 and proc.stdout == "", (flags, proc)
+        assert proc.stderr.startswith(f"trainhub: {field}: "), (flags, proc.stderr)
+        assert words in proc.stderr, (flags, proc.stderr)
+        nothing_made(team)
 
 
 def describe(team: Team, job_id: str) -> Any:
@@ -270,8 +400,11 @@ def test_a_cause_that_cannot_heal_waits_out_the_teams_grace_then_its_retry_polic
     sentence(team, job_id, "ghost-claim")
     team.backend.reconcile()  # its retries spent: the job ends, its quota freed
     ended = describe(team, job_id)
-    assert ended.state == JobState.FAILED and ended.verdict.attempt == 1
+    assert ended.state == JobState.FAILED and ended.attempt == ended.verdict.attempt == 1
     assert ended.verdict.failure_class == FailureClass.ENVIRONMENT
     assert ended.verdict.reason.endswith("; ended after 10 min, as waiting cannot mend it")
     wait_for("the Job gone", lambda: jobs_in(team) == [])
     wait_for("the quota released", lambda: reserved(team, pool) == "0")
+    # Read from its directory now, the job still says which attempt it ended on.
+    gone = describe(team, job_id)
+    assert (gone.attempt, gone.retries, gone.verdict.attempt) == (1, {"environment": 1}, 1)

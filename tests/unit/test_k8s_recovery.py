@@ -3,15 +3,21 @@ attempt gets a next one, after how long, and how a failed Job marked for it read
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from trainhub.backends.kubernetes import recovery, status
+from trainhub.jobs.directory import JobDir, append_jsonl, write_json_atomic
 from trainhub.jobs.models import Verdict
+from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.specparts import RetryPolicy
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.lifecycle import retry
 from trainhub.lifecycle.results import Evidence
 from trainhub.rank.pod import exit_status, own_exit_status
+from trainhub.teams import load_teams
 
 POLICY = RetryPolicy(infrastructure=2, backoff_seconds=4, backoff_factor=3)
+GOLDEN = Path(__file__).parent / "golden"
 KILLED = Verdict(failure_class=FailureClass.INFRASTRUCTURE, reason="worker 1 was killed by SIGKILL")
 
 
@@ -119,3 +125,40 @@ def test_a_suspended_job_reads_as_suspended_once_its_pods_are_gone_and_is_no_pre
     assert status.preemptions(deactivated) == 0
     preempted = {"status": {"conditions": [{**evicted, "reason": "Preempted"}]}}
     assert status.preemptions(preempted) == 1
+
+
+def test_a_job_that_ended_on_a_later_attempt_keeps_it_once_its_job_is_gone(tmp_path: Path):
+    """Once its Job is gone, a job is read from its directory: the attempt it ended on and the
+    retries it used there, as the Job's annotations and Workload said them."""
+    from trainhub.backends.kubernetes.backend import KubernetesBackend
+
+    teams = load_teams(GOLDEN / "teams.yaml")
+    team = teams.teams[0].name
+    backend = KubernetesBackend(teams, team, api_client=object(), jobs_root=tmp_path)
+    spec = parse_spec({"name": "t", "source": {"path": "t.py", "kind": "script"}, "team": team})
+    jobdir = JobDir(tmp_path / "t-1").create()
+    write_json_atomic(jobdir.spec, {**spec.model_dump(mode="json"), "id": "t-1", "user": "ada"})
+    plan = retry.plan_retry(KILLED, POLICY, {}, attempt=0, now=1004.0)
+    assert plan is not None
+    ended = Verdict(failure_class=FailureClass.CODE, reason="ValueError in cell 3", attempt=1)
+    for event in (
+        {"time": 1000.0, "type": "submitted"},
+        {"time": 1001.0, "type": "state", "state": "running", "attempt": 0},
+        {"time": 1002.0, "type": "preempted", "count": 1},  # Kueue requeued it itself
+        {"time": 1003.0, "type": "state", "state": "queued", "attempt": 0},
+        {"time": 1004.0, "type": "retry", **retry.retry_event(plan, None)},
+        {"time": 1004.0, "type": "state", "state": "retrying", "attempt": 1},
+        {"time": 1010.0, "type": "state", "state": "failed", "attempt": 1,
+         "verdict": ended.model_dump(mode="json")},
+    ):  # fmt: skip
+        append_jsonl(jobdir.events, event)
+        record = backend._from_jobdir(jobdir.root)
+        assert record is not None
+        if event["type"] == "retry" or event.get("state") == "retrying":
+            # Its failed Job going, the next not made yet: still the attempt that failed.
+            assert (record.attempt, record.retries) == (0, {"preempted": 1}), event
+
+    assert record.state == JobState.FAILED
+    assert record.attempt == 1 and record.verdict is not None and record.verdict.attempt == 1
+    assert record.retries == {"infrastructure": 1, "preempted": 1}
+    assert record.created_at == 1000.0 and record.finished_at == 1010.0

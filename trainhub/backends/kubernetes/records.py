@@ -151,7 +151,28 @@ class Records(Cluster):
         spec = JobSpec.model_validate(data)
         if spec.team not in (None, self.team.name):
             return None
-        last = last_state(jobdir) or {}
+        last: dict[str, Any] = {}
+        submitted: dict[str, Any] = {}
+        retries: dict[str, int] = {}
+        planned: dict[str, int] = {}
+        preempted = attempt = 0
+        for event in jobdir.iter_events():
+            kind = event.get("type")
+            if kind == "state":
+                last = event
+                # The attempt whose Job there was and the retries it had used, as its
+                # annotations said: a retry's "retrying" names the next attempt, whose Job is
+                # not made yet.
+                if event.get("state") != JobState.RETRYING.value:
+                    attempt, retries = _count(event.get("attempt")), planned
+            elif kind == "retry":  # the retries used, this one included
+                planned = _counts(event.get("retries"))
+            elif kind == "preempted":  # Kueue's evictions (with_workload, while the Job lives)
+                preempted += 1
+            elif kind == "submitted" and not submitted:
+                submitted = event
+        if preempted:
+            retries = count_retry(retries, FailureClass.PREEMPTED, used=preempted)
         state = JobState(last.get("state", JobState.CANCELLED.value))
         if not state.terminal:
             # No Job object and no final word in the directory: the Job was removed behind our back.
@@ -162,7 +183,6 @@ class Records(Cluster):
                     "reason": "its Job object disappeared",
                 }
             }
-        submitted = next((e for e in jobdir.iter_events() if e.get("type") == "submitted"), {})
         created = float(submitted.get("time", os.stat(root, follow_symlinks=False).st_mtime))
         return JobRecord(
             seq=int(created * 1000),
@@ -177,6 +197,8 @@ class Records(Cluster):
             job_dir=str(root),
             gpus=spec.resources.total_gpus,
             created_at=created,
+            attempt=attempt,
+            retries=retries,
             admitted_at=_time_of(last, "admitted_at"),
             started_at=_time_of(last, "started_at"),
             finished_at=_time_of(last, "finished_at") or last.get("time"),
@@ -239,6 +261,18 @@ def last_state(jobdir: JobDir) -> dict[str, Any] | None:
         if e.get("type") == "state":
             last = e
     return last
+
+
+def _count(value: Any) -> int:
+    """A count an event keeps (0 when it keeps none, or no count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _counts(value: Any) -> dict[str, int]:
+    """The retries used by class that a ``retry`` event keeps ({} when it keeps none)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): _count(v) for k, v in value.items()}
 
 
 def _time_of(event: dict[str, Any], name: str) -> float | None:
