@@ -3,6 +3,7 @@ attempt gets a next one, after how long, and how a failed Job marked for it read
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from trainhub.backends.kubernetes import recovery, status
@@ -162,3 +163,36 @@ def test_a_job_that_ended_on_a_later_attempt_keeps_it_once_its_job_is_gone(tmp_p
     assert record.attempt == 1 and record.verdict is not None and record.verdict.attempt == 1
     assert record.retries == {"infrastructure": 1, "preempted": 1}
     assert record.created_at == 1000.0 and record.finished_at == 1010.0
+
+
+def test_a_retrying_job_whose_failed_job_is_gone_reads_as_retrying_while_it_is_replaced(
+    tmp_path: Path,
+):
+    """Between the failed Job's deletion and the next attempt's Job, the job is retrying, not
+    failed; a retrying job left with no Job long past its backoff did lose its Job."""
+    from trainhub.backends.kubernetes.backend import KubernetesBackend
+    from trainhub.backends.kubernetes.records import REPLACING_S
+
+    teams = load_teams(GOLDEN / "teams.yaml")
+    team = teams.teams[0].name
+    backend = KubernetesBackend(teams, team, api_client=object(), jobs_root=tmp_path)
+    spec = parse_spec({"name": "t", "source": {"path": "t.py", "kind": "script"}, "team": team})
+
+    def left_retrying(job_id: str, since: float):
+        jobdir = JobDir(tmp_path / job_id).create()
+        write_json_atomic(jobdir.spec, {**spec.model_dump(mode="json"), "id": job_id, "user": "a"})
+        plan = retry.plan_retry(KILLED, POLICY, {}, attempt=0, now=time.time() - since)
+        assert plan is not None
+        for event in (
+            {"time": time.time() - since - 5, "type": "submitted"},
+            {"time": time.time() - since, "type": "retry", **retry.retry_event(plan, None)},
+            {"time": time.time() - since, "type": "state", "state": "retrying", "attempt": 1},
+        ):
+            append_jsonl(jobdir.events, event)
+        return backend._from_jobdir(jobdir.root)
+
+    being_replaced = left_retrying("t-1", since=1.0)
+    assert being_replaced.state == JobState.RETRYING and being_replaced.verdict is None
+    lost = left_retrying("t-2", since=POLICY.backoff_seconds + REPLACING_S + 60)
+    assert lost.state == JobState.FAILED
+    assert lost.verdict.reason == "its Job object disappeared"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ from trainhub.usage.kueue import workload_times
 
 log = logging.getLogger(__name__)
 RECORDS_KEPT = 10_000  # records a backend keeps built (a few KiB each)
+# A retry replaces the failed Job by the next attempt's within seconds of its backoff; past
+# this, a retrying job with no Job was left so (its Job removed behind trainhub's back).
+REPLACING_S = 120.0
 
 
 class Records(Cluster):
@@ -156,6 +160,7 @@ class Records(Cluster):
         retries: dict[str, int] = {}
         planned: dict[str, int] = {}
         preempted = attempt = 0
+        backoff = 0.0
         for event in jobdir.iter_events():
             kind = event.get("type")
             if kind == "state":
@@ -167,6 +172,7 @@ class Records(Cluster):
                     attempt, retries = _count(event.get("attempt")), planned
             elif kind == "retry":  # the retries used, this one included
                 planned = _counts(event.get("retries"))
+                backoff = float(event.get("backoff_seconds") or 0.0)
             elif kind == "preempted":  # Kueue's evictions (with_workload, while the Job lives)
                 preempted += 1
             elif kind == "submitted" and not submitted:
@@ -174,7 +180,9 @@ class Records(Cluster):
         if preempted:
             retries = count_retry(retries, FailureClass.PREEMPTED, used=preempted)
         state = JobState(last.get("state", JobState.CANCELLED.value))
-        if not state.terminal:
+        # A retry deletes the failed Job, then makes the next attempt's (endings.py).
+        replacing = state == JobState.RETRYING and _replacing(last, backoff)
+        if not state.terminal and not replacing:
             # No Job object and no final word in the directory: the Job was removed behind our back.
             state = JobState.FAILED
             last = {
@@ -314,3 +322,9 @@ def job_times(
         )
         or ts(status.finished_at(status.failing_pod(job, pods or []))),
     }
+
+
+def _replacing(retrying: dict[str, Any], backoff: float) -> bool:
+    """Whether a retrying job with no Job is still within its replacement: the retry's
+    ``backoff`` from its ``retrying`` word, and the time to make the next Job."""
+    return time.time() - float(retrying.get("time", 0.0)) <= backoff + REPLACING_S
