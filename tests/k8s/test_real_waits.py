@@ -29,15 +29,15 @@ pytestmark = pytest.mark.usefixtures("open_umask")
 ABSENT = "registry.invalid/trainhub/absent:1"  # in no store, and no registry to pull it from
 
 
+def no_grace_team(k8s_namespace: Any, node: Any, tmp_path: Path, **team_extra: Any) -> RealTeam:
+    """A real-node team that ends a stuck job as soon as its cause is certain."""
+    return RealTeam(k8s_namespace, node, ABSENT, tmp_path, wait_grace_minutes=0, **team_extra)
+
+
 @pytest.fixture
 def stuck_team(k8s_namespace: Any, k8s_real_node: Any, tmp_path: Path) -> Iterator[RealTeam]:
-    team = RealTeam(
-        k8s_namespace,
-        k8s_real_node,
-        ABSENT,
-        tmp_path,
-        wait_grace_minutes=0,
-        datasets={"ghost": {"claim": "ghost-claim"}},
+    team = no_grace_team(
+        k8s_namespace, k8s_real_node, tmp_path, datasets={"ghost": {"claim": "ghost-claim"}}
     )
     yield team
     team.cleanup()
@@ -101,14 +101,8 @@ def test_a_request_larger_than_the_node_ends_the_job_with_the_figures(
     """More CPU than the real node has (a quota that would admit it): the scheduler's
     "Insufficient cpu", told with the request and the node's allocatable, then the end."""
     pool = f"{k8s_namespace.name}-real"
-    team = RealTeam(
-        k8s_namespace,
-        k8s_real_node,
-        ABSENT,
-        tmp_path,
-        wait_grace_minutes=0,
-        quota={pool: {"gpus": 2, "cpu": "64", "memory": "6Gi"}},
-    )
+    quota = {pool: {"gpus": 2, "cpu": "64", "memory": "6Gi"}}
+    team = no_grace_team(k8s_namespace, k8s_real_node, tmp_path, quota=quota)
     try:
         # As if the node shrank after the submit was checked (submit refuses it otherwise).
         monkeypatch.setattr(team.backend, "check_fits", lambda record, placement: None)

@@ -20,14 +20,21 @@ def notebook(th: Trainhub, name: str, cells: list[str]) -> str:
     return name
 
 
-def test_pip_installs_into_the_job_alone(trainhub_env: Trainhub) -> None:
-    write_wheel(trainhub_env.workspace / "dist" / "tinypkg-0.1-py3-none-any.whl")
-    pip = "%pip install --no-index --no-deps ./dist/tinypkg-0.1-py3-none-any.whl"
-    job_id = trainhub_env.submit(notebook(trainhub_env, "with.ipynb", [pip, IMPORT]))
-    job = trainhub_env.wait(job_id)
-    log = trainhub_env.logs(job_id)
+def installed_in_its_layer(th: Trainhub, name: str, options: str = "") -> str:
+    """The log of a job whose %pip installs the workspace's wheel, then imports it from the
+    job's own layer."""
+    write_wheel(th.workspace / "dist" / "tinypkg-0.1-py3-none-any.whl")
+    pip = f"%pip install {options}--no-index --no-deps ./dist/tinypkg-0.1-py3-none-any.whl"
+    job_id = th.submit(notebook(th, name, [pip, IMPORT]))
+    job = th.wait(job_id)
+    log = th.logs(job_id)
     assert job["state"] == "succeeded", log
     assert "tinypkg 7" in log and f"jobs/{job_id}/env/" in log  # from the job's own layer
+    return log
+
+
+def test_pip_installs_into_the_job_alone(trainhub_env: Trainhub) -> None:
+    log = installed_in_its_layer(trainhub_env, "with.ipynb")
     assert "Successfully installed tinypkg-0.1" in log  # pip's words where the job's are
 
     later = trainhub_env.submit(notebook(trainhub_env, "without.ipynb", [IMPORT]))
@@ -58,13 +65,7 @@ def test_pip_user_installs_into_the_job_alone(trainhub_env: Trainhub, tmp_path) 
     would find it: the job's layer takes it instead."""
     home = tmp_path / "user-home"
     trainhub_env.env["HOME"] = str(home)
-    write_wheel(trainhub_env.workspace / "dist" / "tinypkg-0.1-py3-none-any.whl")
-    pip = "%pip install --user --no-index --no-deps ./dist/tinypkg-0.1-py3-none-any.whl"
-    job_id = trainhub_env.submit(notebook(trainhub_env, "user.ipynb", [pip, IMPORT]))
-    job = trainhub_env.wait(job_id)
-    log = trainhub_env.logs(job_id)
-    assert job["state"] == "succeeded", log
-    assert "tinypkg 7" in log and f"jobs/{job_id}/env/" in log
+    installed_in_its_layer(trainhub_env, "user.ipynb", "--user ")
     assert not list(home.rglob("tinypkg*"))
 
 
