@@ -155,7 +155,10 @@ export function formatTime(epochSeconds: number | null | undefined): string {
   return new Date(epochSeconds * 1000).toLocaleString();
 }
 
-/** "cell 3" for 0-based index 2, as DESIGN.md wants human-facing text. */
+/**
+ * "cell 3" for 0-based index 2: cells are numbered from 1 wherever a person reads them
+ * (docs/architecture.md).
+ */
 export function cellLabel(index: number): string {
   return `cell ${index + 1}`;
 }

@@ -20,7 +20,11 @@ class Verdict(BaseModel):
     reason: str  # one sentence for people
     retriable: bool = False
     rank: int | None = None
-    cell_index: int | None = None
+    cell_index: int | None = Field(
+        None,
+        description="The cell's position in the notebook from 0, markdown and raw cells "
+        "counted; people read it as cell N from 1",
+    )
     line: int | None = None
     exception: str | None = None
     message: str | None = None
