@@ -335,6 +335,20 @@ class Buildah:
             raise BuildError(f"buildah {args[0]} failed ({proc.returncode}): {detail}")
         return proc
 
+    def drop_other_builds(self, name: str, keep: str) -> None:
+        """Leave ``keep`` the only build of image ``name`` in storage (what it shares with
+        others stays): each change of trainhub's sources makes a new build, and the PyTorch
+        ones are gigabytes. A build that cannot be removed now is said and left."""
+        listed = self.run("images", "--format", "{{.Name}}:{{.Tag}}", quiet=True).stdout.split()
+        own = re.compile(rf"localhost/trainhub/{re.escape(name)}:[0-9a-f]{{16}}")
+        old = sorted({ref for ref in listed if ref != keep and own.fullmatch(ref)})
+        try:
+            if old:
+                self.run("rmi", *old, quiet=True)
+            self.run("rmi", "--prune", quiet=True)  # the layers nothing else holds
+        except BuildError as e:
+            log(f"{name}: earlier builds left in storage: {e}")
+
     def has(self, ref: str) -> bool:
         return (
             subprocess.run(
@@ -459,6 +473,7 @@ class Builder:
             for old in self.paths.out.glob(f"{name}-*.tar"):
                 if old != archive and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{16}}", old.stem):
                     old.unlink()  # one archive per image: the PyTorch ones are gigabytes
+            self.buildah.drop_other_builds(name, image.local_ref(key))
             log(f"{name}: built in {time.monotonic() - started:.0f}s ({archive})")
         return index
 

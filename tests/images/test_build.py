@@ -352,3 +352,15 @@ def test_a_second_build_with_nothing_changed_builds_nothing(index: dict, checkou
     for name, archive in archives.items():
         st = archive.stat()
         assert (st.st_ino, st.st_mtime_ns) == (before[name].st_ino, before[name].st_mtime_ns)
+
+
+def test_one_build_of_each_image_stays_in_storage(index: dict) -> None:
+    """Each change of trainhub's sources makes a new build; the earlier ones leave buildah's
+    storage (gigabytes each, for the PyTorch images), as their archives leave the cache."""
+    buildah = build.Buildah(build.Paths.from_env())
+    listed = buildah.run("images", "--format", "{{.Name}}:{{.Tag}}", quiet=True).stdout.split()
+    for name in ("debian", *BUILT):
+        own = re.compile(rf"localhost/trainhub/{re.escape(name)}:[0-9a-f]{{16}}")
+        assert [ref for ref in listed if own.fullmatch(ref)] == [
+            index["images"][name]["local_reference"]
+        ], listed
