@@ -20,10 +20,13 @@ from trainhub.backends.base import Backend
 from trainhub.backends.capabilities import WatchFedReads
 from trainhub.jobs.models import JobSummary
 from trainhub.jobs.service import JobService
-from trainhub_server import routes, watch
+from trainhub_server import exit_guard, routes, watch
 from trainhub_server.calls import DEFAULT_TIME_LIMIT_S, ServiceCalls
 from trainhub_server.notices import Notices
 from trainhub_server.watch import JobsWatcher
+
+# What the server's own shutdown (kernels, terminals) gets after the extension has stopped.
+EXIT_GRACE_S = 30.0
 
 
 class TrainhubExtension(ExtensionApp):
@@ -145,6 +148,8 @@ class TrainhubExtension(ExtensionApp):
             await loop.run_in_executor(None, self.calls.shutdown)
             await loop.run_in_executor(None, self.service.backend.close)
             self.log.info("trainhub: stopped in %.1f s", time.monotonic() - started)
+        if getattr(self.serverapp, "_stopping", False):  # exiting, not a test's cleanup
+            exit_guard.arm(EXIT_GRACE_S, self.log)
 
     # --- identity -------------------------------------------------------------------------
     def job_owner(self, user: User) -> str:
