@@ -109,12 +109,16 @@ const text = async locator => ((await locator.count()) ? (await locator.first().
     await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
     await dialog.waitFor({ state: 'detached' });
 
-    // It waits, and the panel says why in Kueue's terms.
+    // It waits, and the panel says why in Kueue's terms (until Kueue has looked at it, only
+    // that it waits for Kueue).
     const row = panel.locator('.jp-trainhub-job').filter({ hasText: 'train-ddp' }).first();
     result.jobId = await until('the job in the panel', () => row.getAttribute('data-job-id'), 60000);
     result.waiting = await until(
       "Kueue's reason in the panel",
-      async () => (await row.getAttribute('data-state')) === 'queued' && text(row.locator('.jp-trainhub-job-wait')),
+      async () => {
+        const said = (await row.getAttribute('data-state')) === 'queued' && (await text(row.locator('.jp-trainhub-job-wait')));
+        return said && said.includes('ClusterQueue') ? said : '';
+      },
       120000
     );
     await shot(page, 'hub-waiting');
