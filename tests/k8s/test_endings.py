@@ -8,25 +8,16 @@ executed notebook closed with the verdict. The same with real pods: test_real_en
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.k8s.test_admin_apply import apply_teams, teams_for
+from tests.k8s import test_retries
 from tests.k8s.test_backend import Team, wait_for
 from tests.unit.test_k8s_endings import summary
 from trainhub.jobs.directory import JobDir, agent_log_name
 from trainhub.jobs.states import FailureClass, JobState
 
-
-@pytest.fixture
-def team(k8s_namespace: Any, tmp_path: Path) -> Any:
-    teams = teams_for([k8s_namespace.name], tmp_path)
-    apply_teams(k8s_namespace, teams)
-    t = Team(k8s_namespace, k8s_namespace.name, teams, tmp_path)
-    yield t
-    t.cleanup()
+# The fixture: a team on the test cluster (as the retry tests have it).
+team = test_retries.team
 
 
 def submit(team: Team, **fields: Any) -> str:
