@@ -93,6 +93,7 @@ def submit(
         jobdir.emit(
             "submitted",
             user=user,
+            created_at=record.created_at,
             host=socket.gethostname(),
             content_hash=manifest.content_hash,
         )
