@@ -46,6 +46,7 @@ from trainhub.experiments.sweep import MAX_TRIALS, CreateSweep, parse_sweep, tri
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.naming import MAX_NAME_LENGTH
+from trainhub.jobs.records import repair_claims
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
 from trainhub.lifecycle.verdict import stop_reason_of_rule
@@ -59,8 +60,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _TRIAL_SUFFIX = "-t{n}"  # a trial's job name: the sweep's name and its number
-# A claimed trial whose job never showed up (its submitter died mid-way) is given up after this.
-_CLAIM_SECONDS = 900.0
 
 
 @dataclass
@@ -343,16 +342,9 @@ class Sweeps:
 
 
 def _repair_claims(record: SweepRecord, jobs: Mapping[str, JobRecord]) -> None:
-    """Trials claimed whose submitter died before noting the job: the job, found by its trial
-    number; none after :data:`_CLAIM_SECONDS`: an error saying so."""
+    """Trials claimed whose submitter died before noting the job: matched by trial number."""
     by_trial = {j.spec.sweep.trial: j.id for j in jobs.values() if j.spec.sweep is not None}
-    for t in record.trials:
-        if t.job_id is not None or t.error is not None:
-            continue
-        if t.trial in by_trial:
-            t.job_id = by_trial[t.trial]
-        elif time.time() - (t.claimed_at or 0) > _CLAIM_SECONDS:
-            t.error = "its submit did not finish (the process submitting it ended)"
+    repair_claims(record.trials, lambda t: t.trial, by_trial)
 
 
 # Ended trials whose curves the rules compare running ones with.

@@ -220,7 +220,9 @@ def resubmit(
     if not sharing.is_owner(old, user):
         _check_teammate_source(service, old, overrides)
     data = old.spec.model_dump(mode="json")
-    data.pop("sweep", None)  # a trial run again is a job of its own, not one of the sweep's
+    # A trial or a step run again is a job of its own, not one of the sweep's or the run's.
+    data.pop("sweep", None)
+    data.pop("pipeline", None)
     data.update(overrides or {})
     if data.get("name") == old.name:  # told apart from the job it runs again
         data["name"] = _successor_name(service.backend, old, user)
