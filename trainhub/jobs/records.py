@@ -25,7 +25,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from trainhub.backends.capabilities import KeepsStore
+from trainhub.backends.capabilities import KeepsStore, TouchesAsOwner
 from trainhub.jobs import confined, ownership
 
 MAX_RECORD_BYTES = 4 * 2**20
@@ -276,3 +276,14 @@ def repair_claims(
             claim.job_id = submitted[key(claim)]
         elif now - (claim.claimed_at or 0) > CLAIM_SECONDS:
             claim.error = GAVE_UP
+
+
+def as_owner(
+    backend: Any, path: Path | None, user: str | None = None
+) -> contextlib.AbstractContextManager[None]:
+    """Touch a record's file as its owner (``user`` where given), where the backend keeps
+    several members' files (the cluster's controller); a record with no file of its own, or a
+    process of one member's, needs nothing."""
+    if path is None or not isinstance(backend, TouchesAsOwner):
+        return contextlib.nullcontext()
+    return backend.as_owner(path, user)

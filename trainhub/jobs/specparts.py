@@ -165,6 +165,7 @@ class PipelineRef(Model):
 
     run: str = Field(min_length=1, max_length=63, pattern=NAME_PATTERN)
     step: str = Field(min_length=1, max_length=63, pattern=NAME_PATTERN)
+    name: str | None = Field(None, max_length=63, description="The pipeline's name")
 
 
 class CheckpointRef(Model):

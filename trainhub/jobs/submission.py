@@ -119,8 +119,16 @@ def submit(
     return views.describe(backend, backend.get(job_id) or record)
 
 
-def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str | None) -> list[str]:
-    """Every check of :func:`submit`, the bundle compiled into a directory thrown away."""
+def validate(
+    service: JobService,
+    spec: JobSpec | dict[str, Any],
+    *,
+    user: str | None,
+    bundle: bool = True,
+) -> list[str]:
+    """Every check of :func:`submit`, the bundle compiled into a directory thrown away (but
+    without ``bundle``: a pipeline's quick check of many steps, whose notebooks' own checks
+    come when each step is submitted)."""
     from trainhub.bundle.compile import compile_bundle
 
     spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
@@ -131,6 +139,8 @@ def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str |
     start = _fork_start(service, spec, user)
     record = _new_record(spec, user, f"{spec.name}-validate", "", None)
     _place(service.backend, record, image, start)
+    if not bundle:
+        return []
     with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
         manifest = compile_bundle(
             spec,
