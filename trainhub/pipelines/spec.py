@@ -85,8 +85,8 @@ def refused(field: str, message: str) -> FieldError:
 class Step(Model):
     """One step: a notebook run as an ordinary trainhub job."""
 
-    notebook: Annotated[Text, Field(min_length=1, pattern=r"\.ipynb$")] = Field(
-        description="The notebook, relative to the workspace root"
+    notebook: Annotated[Text, Field(min_length=1, json_schema_extra={"pattern": r"\.ipynb$"})] = (
+        Field(description="The notebook, relative to the workspace root")
     )
     cells: CellSelection = Field(
         default_factory=CellSelection, description="Which cells run: all, by index or by tag"
@@ -125,6 +125,13 @@ class Step(Model):
     @classmethod
     def _duration(cls, v: Any) -> timedelta | None:
         return parse_duration(v)
+
+    @field_validator("notebook")
+    @classmethod
+    def _a_notebook(cls, v: str) -> str:
+        if not v.endswith(".ipynb"):
+            raise ValueError(f"{v!r} is not a notebook (.ipynb)")
+        return v
 
     @field_validator("outputs")
     @classmethod
