@@ -100,7 +100,7 @@ def test_schema_mistakes_name_the_step_and_field() -> None:
     assert mistakes({"steps": {}}) == [
         ("steps", "Dictionary should have at least 1 item after validation, not 0")
     ]
-    with pytest.raises(PipelineError, match="flow.pipeline.yaml: pipeline: is not valid YAML"):
+    with pytest.raises(PipelineError, match=r"flow\.pipeline\.yaml: pipeline: is not valid YAML"):
         read_pipeline("steps: [", "flow.pipeline.yaml")
 
 
