@@ -6,6 +6,8 @@ succeeded."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,13 @@ if flag and os.path.exists(flag):
 model = int(trainhub.datasets.path("model").read_text())
 (trainhub.outputs.path() / "score.txt").write_text(str(model + 1))
 print("evaluated", model)
+"""
+
+
+WAIT = """\
+import trainhub
+run = trainhub.PipelineRun("{run_id}").wait(timeout=240, interval=1)
+print(run.state.value, run.retries)
 """
 
 
@@ -172,7 +181,17 @@ def test_a_failed_step_stops_what_follows_and_a_retry_reruns_from_it(
     flag.unlink()  # what made it fail is gone
     retried = th.json("pipeline", "retry", run_id)
     assert retried["state"] == "running" and retried["retries"] == 1
-    done = steps_of(ended(th, run_id))
+    # The Python API follows it to its end (reconciling as the CLI does).
+    waited = subprocess.run(
+        [sys.executable, "-c", WAIT.format(run_id=run_id)],
+        cwd=th.workspace,
+        env=th.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert waited.returncode == 0 and waited.stdout.split() == ["succeeded", "1"], waited.stderr
+    done = steps_of(th.json("pipeline", "describe", run_id))
     assert {s: done[s]["job_id"] for s in ("prepare", "train")} == kept  # kept, not rerun
     assert done["evaluate"]["status"] == "succeeded"
     assert done["evaluate"]["job_id"] != views["evaluate"]["job_id"]

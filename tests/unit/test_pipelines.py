@@ -22,7 +22,7 @@ from trainhub.pipelines.cache import cache_key
 from trainhub.pipelines.checks import check
 from trainhub.pipelines.graph import dependencies, downstream, order, wiring_errors
 from trainhub.pipelines.plan import StepStatus, plan, statuses
-from trainhub.pipelines.records import PipelineRun, RunState, StepRun
+from trainhub.pipelines.records import RunRecord, RunState, StepRun
 from trainhub.pipelines.spec import PipelineError, parse_pipeline, read_pipeline
 from trainhub.pipelines.steps import job_name, step_spec
 
@@ -206,8 +206,8 @@ def job(job_id: str, step: str, state: JobState, reason: str | None = None) -> J
     )
 
 
-def run_of(**attempts: StepRun) -> PipelineRun:
-    return PipelineRun(
+def run_of(**attempts: StepRun) -> RunRecord:
+    return RunRecord(
         id="flow-1", user="ada", created_at=0.0, name="flow", pipeline=flow(), steps=attempts
     )
 

@@ -37,8 +37,8 @@ from trainhub.pipelines.graph import producer
 from trainhub.pipelines.models import DescribeRun, RunList, describe, summarize
 from trainhub.pipelines.plan import plan, statuses
 from trainhub.pipelines.records import (
-    PipelineRun,
-    PipelineRuns,
+    RunRecord,
+    RunRecords,
     RunState,
     StepRun,
     runs_for,
@@ -61,7 +61,7 @@ class Pipelines:
 
     def __init__(self, service: JobService):
         self.service = service
-        self.records: PipelineRuns = runs_for(service.backend)
+        self.records: RunRecords = runs_for(service.backend)
         self.home = runs_home(service.backend)  # the frozen workspaces, .pipelines/<id>/
 
     # --- front door -----------------------------------------------------------------------
@@ -88,7 +88,7 @@ class Pipelines:
             raise SpecError([checks.refused("name", "a pipeline sent as data needs its name")])
         given = dict(parameters or {})
         specs = checks.check(self.service, pipeline, given, user=user)
-        run = PipelineRun(
+        run = RunRecord(
             id=f"{pipeline.name[:56].rstrip('-')}-{secrets.token_hex(3)}",
             user=user,
             created_at=time.time(),
@@ -221,7 +221,7 @@ class Pipelines:
             if not self._start(run, claimed):  # none reused: the rest waits for jobs to end
                 return started
 
-    def _claim(self, run_id: str) -> tuple[list[str], PipelineRun | None]:
+    def _claim(self, run_id: str) -> tuple[list[str], RunRecord | None]:
         """Under the record's lock: the steps to start, claimed; the run ended when nothing
         is active or can start."""
         before = self.records.get(run_id)
@@ -248,7 +248,7 @@ class Pipelines:
                     snapshot.remove(self.home, run_id)
             return step.start, run
 
-    def _start(self, run: PipelineRun, names: list[str]) -> bool:
+    def _start(self, run: RunRecord, names: list[str]) -> bool:
         """Submit the claimed steps, compiled from the run's frozen workspace (thawed once), or
         reuse an earlier result; a step refused notes why. Whether any reused one."""
         reused = False
@@ -267,7 +267,7 @@ class Pipelines:
                     self._note(run.id, name, error=str(e))
         return reused
 
-    def _start_step(self, run: PipelineRun, name: str, source: Snapshot | None) -> bool:
+    def _start_step(self, run: RunRecord, name: str, source: Snapshot | None) -> bool:
         inputs, produced_by = self._inputs(run, name)
         data = step_spec(
             run.pipeline,
@@ -288,7 +288,7 @@ class Pipelines:
         self._note(run.id, name, job_id=job.id, cache_key=key)
         return False
 
-    def _inputs(self, run: PipelineRun, name: str) -> tuple[dict[str, str], dict[str, str]]:
+    def _inputs(self, run: RunRecord, name: str) -> tuple[dict[str, str], dict[str, str]]:
         """Each input's path (the producing job's outputs folder) and ``job/output`` (what the
         cache key says of it); a declared output its step did not write is refused."""
         paths: dict[str, str] = {}
@@ -375,7 +375,7 @@ class Pipelines:
                     return job.id
         return None
 
-    def _source(self, run: PipelineRun) -> contextlib.AbstractContextManager[Any]:
+    def _source(self, run: RunRecord) -> contextlib.AbstractContextManager[Any]:
         if run.source is None:
             return contextlib.nullcontext(None)
         return snapshot.thawed(self.home, run.id, run.source)
@@ -388,7 +388,7 @@ class Pipelines:
                 setattr(run.steps[name], key, value)
 
     # --- reads ------------------------------------------------------------------------------
-    def _readable(self, run: PipelineRun, user: str | None) -> bool:
+    def _readable(self, run: RunRecord, user: str | None) -> bool:
         """The owner's, or shared with the reader's team (the session's, where the backend
         has teams) — as a job is (trainhub.jobs.sharing)."""
         if user is None or run.user == user:
@@ -401,13 +401,13 @@ class Pipelines:
             and run.team == team
         )
 
-    def _record(self, run_id: str, user: str | None) -> PipelineRun:
+    def _record(self, run_id: str, user: str | None) -> RunRecord:
         run = self.records.get(run_id)
         if run is None or not self._readable(run, user):
             raise NotFound(f"No pipeline run {run_id}.")
         return run
 
-    def _owned(self, run_id: str, user: str | None, verb: str) -> PipelineRun:
+    def _owned(self, run_id: str, user: str | None, verb: str) -> RunRecord:
         run = self._record(run_id, user)
         if user is not None and run.user != user:
             raise ReadOnly(
@@ -416,7 +416,7 @@ class Pipelines:
             )
         return run
 
-    def _jobs(self, run: PipelineRun) -> dict[str, JobRecord]:
+    def _jobs(self, run: RunRecord) -> dict[str, JobRecord]:
         """The jobs of the run's steps (its own and those whose results it reuses), by id."""
         jobs = self._jobs_of_id(run.id, run.user)
         backend = self.service.backend
@@ -438,7 +438,7 @@ class Pipelines:
         return {j.id: j for j in found}
 
 
-def _job_ids(run: PipelineRun) -> Iterator[str]:
+def _job_ids(run: RunRecord) -> Iterator[str]:
     for attempt in [*run.steps.values(), *run.earlier]:
         if attempt.job_id is not None:
             yield attempt.job_id

@@ -13,7 +13,7 @@ from trainhub.jobs.sharing import Sharing
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.pipelines.graph import dependencies
 from trainhub.pipelines.plan import Status, StepStatus
-from trainhub.pipelines.records import PipelineRun, RunState
+from trainhub.pipelines.records import RunRecord, RunState
 from trainhub.pipelines.spec import Pipeline
 
 
@@ -72,11 +72,11 @@ class StartRun(BaseModel):
     cache: bool = Field(True, description="False: every step runs, none reuses a result")
 
 
-def summarize(run: PipelineRun, now: Mapping[str, Status]) -> RunSummary:
+def summarize(run: RunRecord, now: Mapping[str, Status]) -> RunSummary:
     return RunSummary(**_summary_fields(run, now))
 
 
-def _summary_fields(run: PipelineRun, now: Mapping[str, Status]) -> dict[str, Any]:
+def _summary_fields(run: RunRecord, now: Mapping[str, Status]) -> dict[str, Any]:
     return {
         "id": run.id,
         "name": run.name,
@@ -94,7 +94,7 @@ def _summary_fields(run: PipelineRun, now: Mapping[str, Status]) -> dict[str, An
     }
 
 
-def describe(run: PipelineRun, now: Mapping[str, Status]) -> DescribeRun:
+def describe(run: RunRecord, now: Mapping[str, Status]) -> DescribeRun:
     deps = dependencies(run.pipeline)
     views = []
     for name, status in now.items():

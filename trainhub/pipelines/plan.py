@@ -12,7 +12,7 @@ from enum import StrEnum
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.pipelines.graph import dependencies, order
-from trainhub.pipelines.records import PipelineRun, RunState
+from trainhub.pipelines.records import RunRecord, RunState
 
 
 class StepStatus(StrEnum):
@@ -49,7 +49,7 @@ class Advance:
     ended: RunState | None = None
 
 
-def statuses(run: PipelineRun, jobs: Mapping[str, JobRecord]) -> dict[str, Status]:
+def statuses(run: RunRecord, jobs: Mapping[str, JobRecord]) -> dict[str, Status]:
     """Each step's status in the order the steps can run, with the sentence a person reads:
     why it waits, how it failed, which step kept it from running."""
     deps = dependencies(run.pipeline)
@@ -95,7 +95,7 @@ def _of_attempt(
     return Status(StepStatus.ACTIVE, job=job)
 
 
-def plan(run: PipelineRun, jobs: Mapping[str, JobRecord]) -> Advance:
+def plan(run: RunRecord, jobs: Mapping[str, JobRecord]) -> Advance:
     """The steps to start now (every step whose upstream steps are done: they run side by
     side, the backend's queue and quota deciding when each starts), and the run's end once no
     step is active or can still start."""

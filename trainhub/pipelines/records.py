@@ -42,7 +42,7 @@ class StepRun(BaseModel):
     retry: int = 0  # the run's retry it belongs to (0: the first run)
 
 
-class PipelineRun(Record):
+class RunRecord(Record):
     name: str  # the pipeline's
     file: str | None = None  # the pipeline file, relative to the workspace, when run from one
     pipeline: Pipeline
@@ -59,7 +59,7 @@ class PipelineRun(Record):
     source: Frozen | None = None  # the workspace every step compiles from
 
 
-PipelineRuns = Records[PipelineRun]
+RunRecords = Records[RunRecord]
 
 
 def runs_home(backend: Any) -> Path:
@@ -68,5 +68,5 @@ def runs_home(backend: Any) -> Path:
     return records_home(backend, KIND)
 
 
-def runs_for(backend: Any) -> PipelineRuns:
-    return records_for(backend, KIND, PipelineRun)
+def runs_for(backend: Any) -> RunRecords:
+    return records_for(backend, KIND, RunRecord)
