@@ -13,6 +13,7 @@ pipeline runs (:mod:`trainhub.pipelines.controller`).
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 import threading
@@ -90,8 +91,6 @@ class JobService:
         self.max_workspace_bytes = max_workspace_bytes
         self.access = JobAccess(backend, self.jobs_root)
         self._summaries = views.Summaries()
-        self._sweeps: Sweeps | None = None
-        self._pipelines: Pipelines | None = None
 
     # --- submit -------------------------------------------------------------------------
     def submit(
@@ -121,8 +120,8 @@ class JobService:
     ) -> list[str]:
         """Every check a submit makes (spec, paths, fit, resume source, bundle), making no job.
         Returns what the bundle would note without refusing (cells left out, workspace links
-        skipped), for the researcher to read before submitting. Without ``bundle`` the
-        notebook's own checks (its parameters cell, ``%pip``) are left to the submit."""
+        skipped), for the researcher to read before submitting. ``bundle=False`` leaves the
+        notebook's own checks (its parameters cell, ``%pip``) to the submit."""
         return submission.validate(self, spec, user=user, bundle=bundle)
 
     def datasets(self) -> DatasetList:
@@ -391,20 +390,15 @@ class JobService:
         self.pipelines.advance_all()
 
     # --- sweeps ----------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def sweeps(self) -> Sweeps:
         """The sweeps of this service's backend (trainhub.experiments.controller)."""
-        if self._sweeps is None:
-            self._sweeps = Sweeps(self)
-        return self._sweeps
+        return Sweeps(self)
 
-    @property
+    @functools.cached_property
     def pipelines(self) -> Pipelines:
-        """The pipeline runs of this service's backend (trainhub.pipelines.controller): start,
-        list, describe, retry, cancel, share."""
-        if self._pipelines is None:
-            self._pipelines = Pipelines(self)
-        return self._pipelines
+        """The pipeline runs of this service's backend (trainhub.pipelines.controller)."""
+        return Pipelines(self)
 
     def create_sweep(
         self, request: CreateSweep | dict[str, Any], *, user: str | None = None

@@ -18,22 +18,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainhub import outputs
 from trainhub.bundle import snapshot
 from trainhub.errors import Conflict, NotFound, ReadOnly, TrainhubError
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.records import as_owner, repair_claims
 from trainhub.jobs.sharing import Sharing
 from trainhub.jobs.spec import SpecError, parse_spec
-from trainhub.pipelines import checks
-from trainhub.pipelines.cache import cache_key
-from trainhub.pipelines.graph import producer
+from trainhub.pipelines import checks, launch
 from trainhub.pipelines.models import DescribeRun, RunList, describe, summarize
 from trainhub.pipelines.plan import plan, statuses
 from trainhub.pipelines.records import (
@@ -268,7 +263,7 @@ class Pipelines:
         return reused
 
     def _start_step(self, run: RunRecord, name: str, source: Snapshot | None) -> bool:
-        inputs, produced_by = self._inputs(run, name)
+        inputs, produced_by = launch.inputs_of(self.service.backend, run, name)
         data = step_spec(
             run.pipeline,
             name,
@@ -278,102 +273,18 @@ class Pipelines:
             team=run.team,
         )
         spec = parse_spec(data)
-        key = self._key(spec, source, produced_by, run.pipeline.steps[name].outputs)
+        declared = run.pipeline.steps[name].outputs
+        key = launch.step_key(self.service, spec, source, produced_by, declared)
         if run.cache:
-            hit = self._cached(key, run.user, run.pipeline.steps[name].outputs)
+            hit = launch.earlier_result(
+                self.service.backend, self.records.list(run.user), key, declared
+            )
             if hit is not None:
                 self._note(run.id, name, reused_from=hit, cache_key=key)
                 return True
         job = self.service.submit(spec, user=run.user, source=source)
         self._note(run.id, name, job_id=job.id, cache_key=key)
         return False
-
-    def _inputs(self, run: RunRecord, name: str) -> tuple[dict[str, str], dict[str, str]]:
-        """Each input's path (the producing job's outputs folder) and ``job/output`` (what the
-        cache key says of it); a declared output its step did not write is refused."""
-        paths: dict[str, str] = {}
-        produced: dict[str, str] = {}
-        for input_name, ref in run.pipeline.steps[name].inputs.items():
-            found = producer(ref)
-            assert found is not None  # checked before the run started
-            step, output = found
-            attempt = run.steps[step]
-            job_id = attempt.reused_from or attempt.job_id
-            job = self.service.backend.get(job_id) if job_id else None
-            if job is None:
-                raise NotFound(f"input {input_name}: the job of step {step} is gone")
-            path = Path(job.job_dir) / outputs.FOLDER / output
-            if not path.exists():
-                raise NotFound(
-                    f"input {input_name}: step {step} (job {job.id}) did not write its output "
-                    f"{output!r} (trainhub.outputs.path() / {output!r})"
-                )
-            paths[input_name] = str(path)
-            produced[input_name] = f"{job.id}/{output}"
-        return paths, produced
-
-    def _key(
-        self,
-        spec: Any,
-        source: Snapshot | None,
-        produced_by: Mapping[str, str],
-        declared: list[str],
-    ) -> str:
-        """The step's cache key (trainhub.pipelines.cache), from the facts a submit of
-        ``spec`` would record: its bundle's content hash, image, datasets' fingerprints."""
-        from trainhub.bundle.compile import compile_bundle
-        from trainhub.jobs.lineage import dataset_fingerprint
-
-        service = self.service
-        workspace = source.root if source is not None else service.workspace_root
-        assert workspace is not None
-        with tempfile.TemporaryDirectory(prefix="trainhub-cachekey-") as tmp:
-            manifest = compile_bundle(
-                spec,
-                workspace,
-                Path(tmp) / "bundle",
-                pip_refused=service.pip_refused,
-                max_workspace_bytes=service.max_workspace_bytes,
-                frozen=source is not None,
-            )
-        resolved, named = service.backend.dataset_catalog().resolve(spec)
-        fingerprints = [
-            dataset_fingerprint(
-                d,
-                view_path=named[d.name].view_path if d.name in named else None,
-                with_hash=bool(named[d.name].entry.content_hash) if d.name in named else False,
-            )
-            for d in resolved.datasets
-            if d.name not in produced_by  # an input is known by its producer, not its bytes
-        ]
-        image = {
-            "reference": service.backend.check_image(spec.image).reference,
-            "ran": service.backend.ran_image(),
-        }
-        return cache_key(
-            code=manifest.content_hash,
-            parameters=spec.parameters,
-            image=image,
-            datasets=fingerprints,
-            inputs=produced_by,
-            outputs=declared,
-        )
-
-    def _cached(self, key: str, user: str, declared: list[str]) -> str | None:
-        """The job whose outputs an earlier step of ``key`` made, of ``user``'s runs: one that
-        succeeded and still has every declared output (retention may have removed them)."""
-        for run in self.records.list(user):
-            for attempt in [*run.steps.values(), *run.earlier]:
-                if attempt.cache_key != key:
-                    continue
-                job_id = attempt.reused_from or attempt.job_id
-                job = self.service.backend.get(job_id) if job_id else None
-                if job is None or job.state.value != "succeeded":
-                    continue
-                made = Path(job.job_dir) / outputs.FOLDER
-                if all((made / name).exists() for name in declared):
-                    return job.id
-        return None
 
     def _source(self, run: RunRecord) -> contextlib.AbstractContextManager[Any]:
         if run.source is None:
