@@ -270,7 +270,6 @@ class Pipelines:
             run_id=run.id,
             values=run.parameters,
             inputs=inputs,
-            team=run.team,
         )
         spec = parse_spec(data)
         declared = run.pipeline.steps[name].outputs

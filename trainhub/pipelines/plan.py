@@ -82,8 +82,8 @@ def _of_attempt(
     if job_id is None:
         return Status(StepStatus.ACTIVE, "being submitted")
     job = jobs.get(job_id)
-    if job is None:
-        return Status(StepStatus.FAILED, f"its job {job_id} is gone")
+    if job is None:  # submitted, not listed yet (a cluster's cache): as a sweep's trial counts
+        return Status(StepStatus.ACTIVE, f"job {job_id} submitted")
     if job.state == JobState.SUCCEEDED:
         return Status(StepStatus.SUCCEEDED, job=job)
     if job.state == JobState.FAILED:

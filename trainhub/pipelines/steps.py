@@ -30,7 +30,6 @@ def step_spec(
     run_id: str,
     values: Mapping[str, Any],
     inputs: Mapping[str, str],
-    team: str | None = None,
 ) -> dict[str, Any]:
     """The job spec (as data, for :func:`trainhub.jobs.spec.parse_spec`) of ``step`` in run
     ``run_id``: ``values`` the run's pipeline parameters, ``inputs`` each input's path (an
@@ -57,7 +56,6 @@ def step_spec(
     optional = {
         "image": spec.image,
         "queue": spec.queue,
-        "team": team,
         "max_runtime": spec.max_runtime.total_seconds() if spec.max_runtime else None,
     }
     data.update({k: v for k, v in optional.items() if v is not None})
