@@ -1,7 +1,8 @@
 """A pipeline run on a cluster runs to its end with nobody logged in: a session starts it (it
 sees the workspace, and freezes it beside the jobs), then the controller alone starts the next
 step from that frozen workspace once the first has ended, passing the first step's output to
-it. kwok plays the pods; the test writes what the first step's rank would have written."""
+it. kwok plays the pods; the test writes what the first step's rank would have written. Shared
+with the team, a teammate reads the run and cannot change it."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import shutil
 from typing import Any
 
 import nbformat
+import pytest
 
 from tests.k8s import test_controller as controller
 from tests.k8s.test_backend import Team, wait_for
 from trainhub.backends.kubernetes.manifests import PIPELINE_RUN_LABEL
+from trainhub.errors import NotFound, ReadOnly
+from trainhub.jobs.sharing import Sharing
 from trainhub.jobs.states import JobState
 from trainhub.pipelines.records import RunState, runs_home
 
@@ -86,3 +90,14 @@ def test_with_nobody_logged_in_a_two_step_run_runs_to_its_end(
     assert data.path == str(team.backend.jobs_root / prepare.job_id / "outputs" / "data")
     assert described.spec.pipeline is not None and described.spec.pipeline.step == "train"
     assert not (home / started.id).exists()  # the frozen workspace went with the run
+
+    # Shared with the team, a teammate reads the run and its steps' jobs, and changes nothing.
+    with pytest.raises(NotFound):
+        team.service.pipelines.describe(started.id, user="bo")
+    team.service.pipelines.share(started.id, Sharing.TEAM, user="ada")
+    seen = team.service.pipelines.describe(started.id, user="bo")
+    assert seen.shared == Sharing.TEAM and seen.state == RunState.SUCCEEDED
+    assert team.service.readable(train.job_id, "bo").shared == Sharing.TEAM
+    with pytest.raises(ReadOnly, match="only ada can retry it"):
+        team.service.pipelines.retry(started.id, user="bo")
+    assert started.id in [r.id for r in team.service.pipelines.list(user="bo").runs]
