@@ -20,8 +20,6 @@ from trainhub.pipelines.steps import step_spec
 if TYPE_CHECKING:
     from trainhub.jobs.service import JobService
 
-__all__ = ["check", "read_workspace_file", "refused"]
-
 # A job spec's fields as a step spells them.
 _STEP_FIELDS = {"source.path": "notebook", "source.cells": "cells", "source": "notebook"}
 _CHECK_RUN = "check"  # the run id of the specs built to check the steps

@@ -39,7 +39,7 @@ from trainhub.pipelines.records import (
     runs_for,
     runs_home,
 )
-from trainhub.pipelines.spec import Pipeline, parse_pipeline
+from trainhub.pipelines.spec import Pipeline, parse_pipeline, refused
 from trainhub.pipelines.steps import step_spec
 
 if TYPE_CHECKING:
@@ -75,12 +75,12 @@ class Pipelines:
         one is refused), the workspace frozen, the record kept, the first steps started."""
         if pipeline is None:
             if file is None:
-                raise SpecError([checks.refused("file", "name a pipeline file or send one")])
+                raise SpecError([refused("file", "name a pipeline file or send one")])
             pipeline = checks.read_workspace_file(self.service, file)
         elif not isinstance(pipeline, Pipeline):
             pipeline = parse_pipeline(pipeline)
         if pipeline.name is None:
-            raise SpecError([checks.refused("name", "a pipeline sent as data needs its name")])
+            raise SpecError([refused("name", "a pipeline sent as data needs its name")])
         given = dict(parameters or {})
         specs = checks.check(self.service, pipeline, given, user=user)
         run = RunRecord(
@@ -255,6 +255,13 @@ class Pipelines:
                     self._note(run.id, name, error=str(e))
                 return False
             for name in names:
+                current = self.records.get(run.id)
+                if current is None or current.state != RunState.RUNNING:
+                    if current is not None:  # cancelled meanwhile: this step does not start
+                        self._note(
+                            run.id, name, error=f"not started: the run ended ({current.state})"
+                        )
+                    continue
                 try:
                     reused |= self._start_step(run, name, source)
                 except (SpecError, TrainhubError, ValueError, OSError) as e:
