@@ -102,6 +102,10 @@ def test_schema_mistakes_name_the_step_and_field() -> None:
     ]
     with pytest.raises(PipelineError, match=r"flow\.pipeline\.yaml: pipeline: is not valid YAML"):
         read_pipeline("steps: [", "flow.pipeline.yaml")
+    # YAML keeps the last of a key given twice: a step written twice is refused, not lost.
+    with pytest.raises(PipelineError, match="'train' is given twice") as e:
+        read_pipeline(FLOW + "  train:\n    notebook: other.ipynb\n", "flow.pipeline.yaml")
+    assert str(e.value).endswith("'train' is given twice (line 20, column 3)")
 
 
 def test_wiring_mistakes_name_the_step_and_field() -> None:

@@ -64,9 +64,26 @@ MAX_FILE_BYTES = 1 << 20
 # A step's name is part of its jobs' names (trainhub.pipelines.steps), which fit a label.
 MAX_STEP_NAME = 30
 OUTPUT = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # a file or folder name, no path
-# libyaml's safe loader where PyYAML was built with it: ~7x faster than the pure-Python one,
-# which alone would take most of a 200-step file's 200 ms check (benchmarks/pipelines.py).
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader where PyYAML was built with it (~7x faster than the pure-Python
+    one, which alone would take most of a 200-step file's 200 ms check: benchmarks/
+    pipelines.py), refusing a key given twice: YAML keeps the last, and a step written twice
+    would be lost without a word."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)  # type: ignore[no-untyped-call,no-any-return]
+
+
 StepName = Annotated[str, Field(min_length=1, max_length=MAX_STEP_NAME, pattern=NAME_PATTERN)]
 OutputName = Annotated[str, Field(pattern=OUTPUT)]
 
@@ -188,13 +205,23 @@ def read_pipeline(text: str, source: str) -> Pipeline:
     if len(text.encode()) > MAX_FILE_BYTES:
         raise PipelineError([refused("pipeline", "is larger than 1 MiB")], source)
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
-        raise PipelineError([refused("pipeline", f"is not valid YAML: {e}")], source) from None
+        raise PipelineError(
+            [refused("pipeline", f"is not valid YAML: {_said(e)}")], source
+        ) from None
     pipeline = parse_pipeline(data, source)
     if pipeline.name is None:
         pipeline.name = default_name(source)
     return pipeline
+
+
+def _said(error: yaml.YAMLError) -> str:
+    """The parser's sentence and where, without its name for the text (``<unicode string>``)."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        return f"{error.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(error)
 
 
 def default_name(source: str) -> str:
