@@ -133,8 +133,13 @@ class Step(Model):
         default_factory=list, description="The pipeline's parameters this step is given"
     )
     resources: Resources = Field(default_factory=Resources)
-    image: Text | None = None
-    queue: str | None = Field(None, pattern=NAME_PATTERN, max_length=63)
+    image: Text | None = Field(None, description="Container image, as the team's policy allows")
+    queue: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        max_length=63,
+        description="The pool to run in (on a cluster its queue); default: one that fits",
+    )
     priority: Priority = Priority.NORMAL
     max_runtime: Annotated[
         timedelta | None, WithJsonSchema(MAX_RUNTIME_SCHEMA, mode="validation")
