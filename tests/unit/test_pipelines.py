@@ -1,7 +1,7 @@
 """Pipelines as pure functions: the file's schema and its refusals naming step and field, the
 wiring (cycles, missing outputs, unknown steps and parameters), the order, where a run stands
-and what it starts next, the cache key; and the checks before a run against a real local
-backend (an unknown notebook, a request over the machine)."""
+and what it starts next, the cache key, the claims; and the checks before a run against a real
+local backend (an unknown notebook, a request over the machine)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from trainhub.backends.local.backend import LocalBackend
 from trainhub.jobs.models import JobRecord, Verdict
+from trainhub.jobs.records import CLAIM_SECONDS, GAVE_UP, repair_claims
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import FailureClass, JobState
@@ -326,3 +327,17 @@ def test_every_step_is_checked_as_its_job_before_anything_runs(tmp_path, monkeyp
         "evaluate",
         "report",
     ]
+
+
+# --- claims -----------------------------------------------------------------------------------
+def test_a_claim_whose_submitter_died_is_matched_to_its_job_or_given_up() -> None:
+    now = time.time()
+    found = StepRun(step="prepare", claimed_at=now)
+    fresh = StepRun(step="train", claimed_at=now)
+    stale = StepRun(step="evaluate", claimed_at=now - CLAIM_SECONDS - 1)
+    noted = StepRun(step="report", job_id="r1", claimed_at=now - CLAIM_SECONDS - 1)
+    repair_claims([found, fresh, stale, noted], lambda a: a.step, {"prepare": "p1", "report": "x"})
+    assert found.job_id == "p1" and found.error is None
+    assert fresh.job_id is None and fresh.error is None  # its submit may still be going on
+    assert stale.job_id is None and stale.error == GAVE_UP
+    assert noted.job_id == "r1"  # a noted job is never replaced
