@@ -25,6 +25,9 @@ _LAZY = {
     "outputs": ("trainhub.outputs", None),
     "datasets_available": ("trainhub.api", "datasets_available"),
     "JobSpec": ("trainhub.jobs.spec", "JobSpec"),
+    "run_pipeline": ("trainhub.api", "run_pipeline"),
+    "pipeline_runs": ("trainhub.api", "pipeline_runs"),
+    "PipelineRun": ("trainhub.api", "PipelineRun"),
 }
 
 __all__ = [  # noqa: RUF022 - the order of _LAZY
@@ -41,13 +44,26 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
     "outputs",
     "datasets_available",
     "JobSpec",
+    "run_pipeline",
+    "pipeline_runs",
+    "PipelineRun",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
     from trainhub import checkpoint, datasets, distributed, outputs
-    from trainhub.api import Job, compare, datasets_available, get_job, jobs, submit
+    from trainhub.api import (
+        Job,
+        PipelineRun,
+        compare,
+        datasets_available,
+        get_job,
+        jobs,
+        pipeline_runs,
+        run_pipeline,
+        submit,
+    )
     from trainhub.jobs.spec import JobSpec
     from trainhub.metrics.scalars import log
 

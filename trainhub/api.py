@@ -3,6 +3,8 @@
 job = trainhub.submit("train.ipynb", processes_per_worker=2)
 job.logs(follow=True)
 job.checkpoints()
+
+run = trainhub.run_pipeline("train.pipeline.yaml", parameters={"epochs": 5}, wait=True)
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from trainhub.jobs.models import DescribeJob, JobPage, ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import default_name, explain
 from trainhub.jobs.states import JobState
+from trainhub.pipelines.models import DescribeRun, RunList
 from trainhub.reprs import CheckpointList, jobs_html, jobs_repr
 from trainhub.usage.models import UsageQuery, UsageReport
 
@@ -290,3 +293,82 @@ class Job:
         from IPython.display import display
 
         display(JobWidget(self))
+
+
+# --- pipelines ---------------------------------------------------------------------------------
+def run_pipeline(
+    file: str,
+    *,
+    parameters: dict[str, Any] | None = None,
+    cache: bool = True,
+    wait: bool = False,
+) -> PipelineRun:
+    """Start a run of the pipeline file ``file`` (``*.pipeline.yaml``, relative to the
+    workspace) with ``parameters`` over its defaults; ``cache=False`` runs every step."""
+    import getpass
+
+    run = service().pipelines.start(
+        user=getpass.getuser(), file=file, parameters=parameters, cache=cache
+    )
+    handle = PipelineRun(run.id, run)
+    if wait:
+        handle.wait()
+    return handle
+
+
+def pipeline_runs() -> RunList:
+    """The pipeline runs, newest first."""
+    return service().pipelines.list(user=None)
+
+
+class PipelineRun:
+    """A pipeline run: its steps' statuses, and the verbs of ``trainhub pipeline``."""
+
+    def __init__(self, run_id: str, described: DescribeRun | None = None):
+        self.id = run_id
+        self._described = described
+
+    def describe(self) -> DescribeRun:
+        self._described = service().pipelines.describe(self.id, user=None)
+        return self._described
+
+    @property
+    def state(self) -> str:
+        return self.describe().state.value
+
+    def wait(self, timeout: float | None = None, interval: float = 2.0) -> DescribeRun:
+        """Until the run ended, reconciling as the CLI does (which advances it)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            service().reconcile()
+            run = self.describe()
+            if run.state.value != "running":
+                return run
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"pipeline run {self.id} still running after {timeout}s")
+            time.sleep(interval)
+
+    def retry(self) -> DescribeRun:
+        self._described = service().pipelines.retry(self.id, user=None)
+        return self._described
+
+    def cancel(self, reason: str | None = None) -> DescribeRun:
+        self._described = service().pipelines.cancel(self.id, user=None, reason=reason)
+        return self._described
+
+    def jobs(self) -> list[Job]:
+        """The jobs of its steps (those it ran, and the earlier ones whose results it reuses)."""
+        run = self._described or self.describe()
+        return [
+            Job(v.job_id or v.reused_from or "")
+            for v in run.step_views
+            if v.job_id or v.reused_from
+        ]
+
+    def __repr__(self) -> str:
+        d = self._described
+        return (
+            f"<trainhub.PipelineRun {self.id} {d.state.value}>"
+            if d
+            else f"<trainhub.PipelineRun {self.id}>"
+        )

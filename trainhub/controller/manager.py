@@ -2,9 +2,9 @@
 submitted, whoever is logged in. Watches feed the cache and queue the namespace that changed;
 while this replica leads, a few workers reconcile the queued namespaces, never one namespace
 in two workers at once: the backend records what the cluster did (states, verdicts,
-Kubernetes events, retries, preemptions, alerts) and the sweeps advance. A periodic resync
-queues every namespace as a safety net, and a pending retry queues its namespace for when its
-backoff ends.
+Kubernetes events, retries, preemptions, alerts) and the sweeps and pipeline runs advance. A
+periodic resync queues every namespace as a safety net, and a pending retry queues its
+namespace for when its backoff ends.
 """
 
 from __future__ import annotations
@@ -73,10 +73,11 @@ class TeamWork:
 
     def _prepare_volume(self) -> None:
         """Where members own their files: the places on the team's volume where each makes
-        their own (job directories, sweeps, alert channels) open to all and sticky, the
-        outbox the controller's alone. What cannot be made so is logged, for an admin."""
+        their own (job directories, sweeps, pipeline runs, alert channels) open to all and
+        sticky, the outbox the controller's alone. What cannot be made so is
+        logged, for an admin."""
         jobs = self.backend.jobs_root
-        places = [jobs, jobs / ".sweeps", self.root / ".trainhub" / "users"]
+        places = [jobs, jobs / ".sweeps", jobs / ".pipelines", self.root / ".trainhub" / "users"]
         problems = ownership.prepare_team_volume(
             self.root, [str(p.relative_to(self.root)) for p in places]
         )
@@ -115,6 +116,7 @@ class TeamWork:
         """One pass; returns in how many seconds a pending retry wants the next one."""
         self.backend.reconcile()
         self.service.sweeps.advance_all()
+        self.service.pipelines.advance_all()
         return self._next_retry()
 
     def _next_retry(self) -> float | None:

@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trainhub.backends.capabilities import TouchesAsOwner
 from trainhub.bundle import snapshot
 from trainhub.errors import Conflict, NotFound, TrainhubError
 from trainhub.experiments import early_stop
@@ -46,21 +45,17 @@ from trainhub.experiments.sweep import MAX_TRIALS, CreateSweep, parse_sweep, tri
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.naming import MAX_NAME_LENGTH
+from trainhub.jobs.records import as_owner, repair_claims
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
 from trainhub.lifecycle.verdict import stop_reason_of_rule
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from trainhub.backends.base import Backend
     from trainhub.jobs.service import JobService
 
 log = logging.getLogger(__name__)
 
 _TRIAL_SUFFIX = "-t{n}"  # a trial's job name: the sweep's name and its number
-# A claimed trial whose job never showed up (its submitter died mid-way) is given up after this.
-_CLAIM_SECONDS = 900.0
 
 
 @dataclass
@@ -203,11 +198,11 @@ class Sweeps:
         for sweep_id in self.records.active_ids():
             path = self.records.path(sweep_id)
             try:
-                with _as_owner(backend, path):
+                with as_owner(backend, path):
                     record = self.records.get(sweep_id)
                     if record is None or record.state != SweepState.RUNNING:
                         continue
-                    with _as_owner(backend, path, record.user):
+                    with as_owner(backend, path, record.user):
                         self.advance(sweep_id)
             except Exception:
                 log.exception("trainhub: sweep %s could not advance", sweep_id)
@@ -343,28 +338,10 @@ class Sweeps:
 
 
 def _repair_claims(record: SweepRecord, jobs: Mapping[str, JobRecord]) -> None:
-    """Trials claimed whose submitter died before noting the job: the job, found by its trial
-    number; none after :data:`_CLAIM_SECONDS`: an error saying so."""
+    """Trials claimed whose submitter died before noting the job: matched by trial number."""
     by_trial = {j.spec.sweep.trial: j.id for j in jobs.values() if j.spec.sweep is not None}
-    for t in record.trials:
-        if t.job_id is not None or t.error is not None:
-            continue
-        if t.trial in by_trial:
-            t.job_id = by_trial[t.trial]
-        elif time.time() - (t.claimed_at or 0) > _CLAIM_SECONDS:
-            t.error = "its submit did not finish (the process submitting it ended)"
+    repair_claims(record.trials, lambda t: t.trial, by_trial)
 
 
 # Ended trials whose curves the rules compare running ones with.
 _ENDED_WITH_CURVES = (JobState.SUCCEEDED, JobState.CANCELLED, JobState.FAILED)
-
-
-def _as_owner(
-    backend: Backend, path: Path | None, user: str | None = None
-) -> contextlib.AbstractContextManager[None]:
-    """Touch a sweep's record file as its owner (``user`` where given), where the backend keeps
-    several members' files; a record with no file of its own, or a process of one member's,
-    needs nothing."""
-    if path is None or not isinstance(backend, TouchesAsOwner):
-        return contextlib.nullcontext()
-    return backend.as_owner(path, user)

@@ -120,8 +120,16 @@ def submit(
     return views.describe(backend, backend.get(job_id) or record)
 
 
-def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str | None) -> list[str]:
-    """Every check of :func:`submit`, the bundle compiled into a directory thrown away."""
+def validate(
+    service: JobService,
+    spec: JobSpec | dict[str, Any],
+    *,
+    user: str | None,
+    bundle: bool = True,
+) -> list[str]:
+    """Every check of :func:`submit`, the bundle compiled into a directory thrown away (but
+    without ``bundle``: a pipeline's quick check of many steps, whose notebooks' own checks
+    come when each step is submitted)."""
     from trainhub.bundle.compile import compile_bundle
 
     spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
@@ -132,6 +140,8 @@ def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str |
     start = _fork_start(service, spec, user)
     record = _new_record(spec, user, f"{spec.name}-validate", "", None)
     _place(service.backend, record, image, start)
+    if not bundle:
+        return []
     with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
         manifest = compile_bundle(
             spec,
@@ -221,7 +231,9 @@ def resubmit(
     if not sharing.is_owner(old, user):
         _check_teammate_source(service, old, overrides)
     data = old.spec.model_dump(mode="json")
-    data.pop("sweep", None)  # a trial run again is a job of its own, not one of the sweep's
+    # A trial or a step run again is a job of its own, not one of the sweep's or the run's.
+    data.pop("sweep", None)
+    data.pop("pipeline", None)
     data.update(overrides or {})
     if data.get("name") == old.name:  # told apart from the job it runs again
         data["name"] = _successor_name(service.backend, old, user)
