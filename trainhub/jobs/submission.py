@@ -39,6 +39,7 @@ from trainhub.jobs.states import JobState
 from trainhub.lifecycle.resume import fork_source
 
 if TYPE_CHECKING:
+    from trainhub.bundle.schema import BundleManifest
     from trainhub.bundle.snapshot import Snapshot
     from trainhub.jobs.service import JobService
 
@@ -130,8 +131,6 @@ def validate(
     """Every check of :func:`submit`, the bundle compiled into a directory thrown away (but
     without ``bundle``: a pipeline's quick check of many steps, whose notebooks' own checks
     come when each step is submitted)."""
-    from trainhub.bundle.compile import compile_bundle
-
     spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
     user = user or getpass.getuser()
     workspace = _workspace(service, None)
@@ -142,15 +141,25 @@ def validate(
     _place(service.backend, record, image, start)
     if not bundle:
         return []
-    with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
-        manifest = compile_bundle(
+    return list(trial_manifest(service, spec, workspace).warnings)
+
+
+def trial_manifest(
+    service: JobService, spec: JobSpec, workspace: Path, *, frozen: bool = False
+) -> BundleManifest:
+    """The manifest a submit of ``spec`` would compile, its bundle written into a folder that
+    is removed at once (a check, a pipeline step's cache key)."""
+    from trainhub.bundle.compile import compile_bundle
+
+    with tempfile.TemporaryDirectory(prefix="trainhub-trial-bundle-") as tmp:
+        return compile_bundle(
             spec,
             workspace,
             Path(tmp) / "bundle",
             pip_refused=service.pip_refused,
             max_workspace_bytes=service.max_workspace_bytes,
+            frozen=frozen,
         )
-    return list(manifest.warnings)
 
 
 def _new_record(

@@ -5,17 +5,16 @@ steps before it), its cache key from what a submit of it would record
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainhub import outputs
-from trainhub.bundle.compile import compile_bundle
 from trainhub.errors import NotFound
 from trainhub.jobs.lineage import dataset_fingerprint
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import JobState
+from trainhub.jobs.submission import trial_manifest
 from trainhub.pipelines.cache import cache_key
 from trainhub.pipelines.graph import producer
 from trainhub.pipelines.records import RunRecord
@@ -62,15 +61,7 @@ def step_key(
     ``spec`` would record: its bundle's content hash, image, datasets' fingerprints."""
     workspace = source.root if source is not None else service.workspace_root
     assert workspace is not None
-    with tempfile.TemporaryDirectory(prefix="trainhub-cachekey-") as tmp:
-        manifest = compile_bundle(
-            spec,
-            workspace,
-            Path(tmp) / "bundle",
-            pip_refused=service.pip_refused,
-            max_workspace_bytes=service.max_workspace_bytes,
-            frozen=source is not None,
-        )
+    manifest = trial_manifest(service, spec, workspace, frozen=source is not None)
     resolved, named = service.backend.dataset_catalog().resolve(spec)
     fingerprints = [
         dataset_fingerprint(
