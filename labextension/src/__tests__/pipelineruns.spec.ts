@@ -1,0 +1,87 @@
+import {
+  IRunSummary,
+  IStepView,
+  runDuration,
+  runEdges,
+  runOutcome,
+  runsOfFile,
+  stepDetail,
+  stepJob,
+  stepStateLabel
+} from '../pipelineruns';
+
+const view = (over: Partial<IStepView>): IStepView => ({
+  step: 's',
+  status: 'waiting',
+  depends_on: [],
+  retry: 0,
+  ...over
+});
+
+const summary = (over: Partial<IRunSummary>): IRunSummary => ({
+  id: 'p-1',
+  name: 'train-eval',
+  user: 'alice',
+  file: 'a.pipeline.yaml',
+  state: 'succeeded',
+  created_at: 100,
+  finished_at: 190,
+  steps: 3,
+  succeeded: 3,
+  reused: [],
+  failed: [],
+  retries: 0,
+  shared: 'private',
+  ...over
+});
+
+describe('a step of the run graph', () => {
+  it('says its state in a word', () => {
+    expect(stepStateLabel(view({ status: 'active', job_id: 'j', job_state: 'queued' }))).toBe(
+      'queued'
+    );
+    expect(stepStateLabel(view({ status: 'active', job_id: 'j', job_state: 'running' }))).toBe(
+      'running'
+    );
+    expect(stepStateLabel(view({ status: 'active' }))).toBe('submitting');
+    expect(stepStateLabel(view({ status: 'not_run' }))).toBe('not run');
+    expect(stepStateLabel(view({ status: 'reused' }))).toBe('reused');
+  });
+
+  it('says why it waits, how it failed, whose result it reuses', () => {
+    expect(stepDetail(view({ reason: 'waits for prepare' }))).toBe('waits for prepare');
+    expect(
+      stepDetail(view({ status: 'failed', failure_class: 'code', reason: 'NameError in cell 2' }))
+    ).toBe('code: NameError in cell 2');
+    expect(stepDetail(view({ status: 'reused', reused_from: 'train-1a2b' }))).toBe(
+      'reused from train-1a2b'
+    );
+  });
+
+  it('opens its own job, or the one it reuses', () => {
+    expect(stepJob(view({ job_id: 'a' }))).toBe('a');
+    expect(stepJob(view({ reused_from: 'b' }))).toBe('b');
+    expect(stepJob(view({}))).toBeNull();
+  });
+
+  it('draws the dependencies as edges', () => {
+    expect(
+      runEdges({ step_views: [view({ step: 'a' }), view({ step: 'b', depends_on: ['a'] })] })
+    ).toEqual([{ from: 'a', to: 'b', inputs: [], explicit: true }]);
+  });
+});
+
+describe('the runs list', () => {
+  it('says duration and outcome', () => {
+    expect(runDuration(summary({}), 1000)).toBe('1m 30s');
+    expect(runDuration(summary({ finished_at: null }), 110)).toBe('10s');
+    expect(runOutcome(summary({ reused: ['prepare'] }))).toBe('succeeded, 1 of 3 reused');
+    expect(runOutcome(summary({ state: 'failed', failed: ['train'] }))).toBe('failed at train');
+    expect(runOutcome(summary({ state: 'running', succeeded: 1 }))).toBe('running, 1 of 3 done');
+  });
+
+  it('keeps the runs of one file', () => {
+    const runs = [summary({ id: 'a' }), summary({ id: 'b', file: 'other.pipeline.yaml' })];
+    expect(runsOfFile(runs, 'a.pipeline.yaml').map(r => r.id)).toEqual(['a']);
+  });
+});
