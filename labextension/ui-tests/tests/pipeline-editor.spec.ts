@@ -1,0 +1,136 @@
+/**
+ * The pipeline editor: a two-step `.pipeline.yaml` opens as a canvas; a third notebook dragged
+ * from the file browser becomes a step, a drag from a step's output port connects it, a
+ * parameter is set in the side form, and the saved file says so in YAML a person reads (its
+ * comment kept). Run starts the pipeline and the run graph follows it until every step has
+ * succeeded. Tiny CPU notebooks. Screenshots: pipeline-editor.png, pipeline-run.png
+ * (tests/screenshots.ts).
+ */
+import { IJupyterLabPageFixture } from '@jupyterlab/galata';
+import * as path from 'path';
+
+import { expect, test } from './fixtures';
+import { cell } from './notebooks';
+import { SCREENSHOTS } from './screenshots';
+
+const DIR = 'pipelinetest';
+const FILE = `${DIR}/tiny.pipeline.yaml`;
+
+async function putNotebook(page: IJupyterLabPageFixture, file: string, cells: unknown[]) {
+  const content = {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+    cells
+  };
+  const put = await page.request.put(`/api/contents/${file}`, {
+    data: { type: 'notebook', format: 'json', content }
+  });
+  expect(put.ok()).toBe(true);
+}
+
+async function fileText(page: IJupyterLabPageFixture, file: string): Promise<string> {
+  const got = await page.request.get(`/api/contents/${file}?content=1&type=file&format=text`);
+  expect(got.ok()).toBe(true);
+  return ((await got.json()) as { content: string }).content;
+}
+
+test('draw a pipeline, save it as YAML, run it and follow its graph', async ({ page }) => {
+  test.setTimeout(300 * 1000);
+  const missing = page.locator('.jp-Dialog').filter({ hasText: 'Could not find path' });
+  if (await missing.isVisible()) {
+    await missing.getByRole('button').last().click();
+  }
+  const made = await page.request.put(`/api/contents/${DIR}`, { data: { type: 'directory' } });
+  expect(made.ok()).toBe(true);
+  await putNotebook(page, `${DIR}/prep.ipynb`, [cell('code', "print('prepared')")]);
+  await putNotebook(page, `${DIR}/train.ipynb`, [cell('code', "print('trained')")]);
+  await putNotebook(page, `${DIR}/report.ipynb`, [
+    { ...cell('code', "greeting = 'hello'"), metadata: { tags: ['parameters'] } },
+    cell('code', 'print(greeting)')
+  ]);
+  const yaml = [
+    '# two tiny steps',
+    'steps:',
+    '  prep:',
+    `    notebook: ${DIR}/prep.ipynb`,
+    '  train:',
+    `    notebook: ${DIR}/train.ipynb`,
+    '    depends_on: [prep]',
+    ''
+  ].join('\n');
+  const put = await page.request.put(`/api/contents/${FILE}`, {
+    data: { type: 'file', format: 'text', content: yaml }
+  });
+  expect(put.ok()).toBe(true);
+
+  // A double click opens the canvas (the default for *.pipeline.yaml).
+  await page.filebrowser.openDirectory(DIR);
+  await page.filebrowser.open('tiny.pipeline.yaml');
+  const editor = page.locator('.jp-trainhub-pipeline-editor');
+  await expect(editor).toBeVisible();
+  const node = (name: string) => editor.locator(`.jp-trainhub-pipeline-node[data-step="${name}"]`);
+  await expect(node('prep')).toBeVisible();
+  await expect(node('train')).toBeVisible();
+  await expect(editor.locator('path[data-from="prep"][data-to="train"]')).toHaveCount(1);
+
+  // Drag report.ipynb from the file browser onto the canvas.
+  const item = page.locator('.jp-DirListing-item', { hasText: 'report.ipynb' });
+  const from = (await item.boundingBox())!;
+  const canvas = (await editor.locator('.jp-trainhub-pipeline-canvas').boundingBox())!;
+  await page.mouse.move(from.x + 30, from.y + from.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(from.x + 60, from.y + from.height / 2, { steps: 5 });
+  await page.mouse.move(canvas.x + canvas.width / 2, canvas.y + canvas.height - 40, {
+    steps: 20
+  });
+  await page.mouse.up();
+  await expect(node('report')).toBeVisible();
+
+  // Connect train -> report: from train's output port onto report.
+  const port = (await node('train')
+    .locator('.jp-trainhub-pipeline-port.jp-mod-out')
+    .boundingBox())!;
+  const target = (await node('report').boundingBox())!;
+  await page.mouse.move(port.x + port.width / 2, port.y + port.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(target.x + target.width / 2, target.y + target.height / 2, { steps: 10 });
+  await page.mouse.up();
+  await expect(editor.locator('path[data-from="train"][data-to="report"]')).toHaveCount(1);
+
+  // The side form: the notebook's parameter, set for this step.
+  await node('report').click();
+  const form = editor.locator('.jp-trainhub-pipeline-form[data-step="report"]');
+  const greeting = form.locator('input[name="param-greeting"]');
+  await expect(greeting).toHaveValue("'hello'");
+  await greeting.fill("'from the pipeline'");
+  await editor.getByRole('button', { name: 'Save', exact: true }).click();
+  // Saved through the document's context: the file on disk says it, its comment kept.
+  const report = [
+    '  report:',
+    `    notebook: ${DIR}/report.ipynb`,
+    '    depends_on: [train]',
+    '    parameters:',
+    '      greeting: from the pipeline',
+    ''
+  ].join('\n');
+  await expect.poll(() => fileText(page, FILE), { timeout: 15 * 1000 }).toContain(report);
+  expect(await fileText(page, FILE)).toContain('# two tiny steps\nsteps:\n  prep:');
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'pipeline-editor.png') });
+
+  // Run: the run graph opens and follows every step to its end.
+  await editor.getByRole('button', { name: 'Run', exact: true }).click();
+  const run = page.locator('.jp-trainhub-pipeline-runview[data-run-id]');
+  await expect(run).toBeVisible({ timeout: 30 * 1000 });
+  await expect(run).toHaveAttribute('data-state', 'succeeded', { timeout: 240 * 1000 });
+  for (const step of ['prep', 'train', 'report']) {
+    await expect(run.locator(`[data-step="${step}"]`)).toHaveAttribute('data-state', 'succeeded');
+  }
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'pipeline-run.png') });
+
+  // The runs list of the editor shows the run, and a click on a step opens its job.
+  await page.locator(`.lm-TabBar-tab`, { hasText: 'tiny.pipeline.yaml' }).click();
+  await editor.getByRole('button', { name: 'Runs', exact: true }).click();
+  const runId = await run.getAttribute('data-run-id');
+  await expect(editor.locator(`tr[data-run="${runId}"]`)).toContainText('succeeded');
+});
