@@ -127,10 +127,33 @@ test('draw a pipeline, save it as YAML, run it and follow its graph', async ({ p
     await expect(run.locator(`[data-step="${step}"]`)).toHaveAttribute('data-state', 'succeeded');
   }
   await page.screenshot({ path: path.join(SCREENSHOTS, 'pipeline-run.png') });
+  // A click on a step opens its job's view.
+  await run.locator('[data-step="train"]').click();
+  await expect(page.locator('.jp-trainhub-jobview')).toBeVisible();
+  await expect(page.locator('.jp-trainhub-jobview')).toContainText('tiny-train');
 
   // The runs list of the editor shows the run, and a click on a step opens its job.
   await page.locator(`.lm-TabBar-tab`, { hasText: 'tiny.pipeline.yaml' }).click();
   await editor.getByRole('button', { name: 'Runs', exact: true }).click();
   const runId = await run.getAttribute('data-run-id');
   await expect(editor.locator(`tr[data-run="${runId}"]`)).toContainText('succeeded');
+
+  // The same file opened as text is the same document: a change on either side shows on the
+  // other before anything is saved.
+  await page.evaluate(async file => {
+    await window.jupyterapp.commands.execute('docmanager:open', { path: file, factory: 'Editor' });
+  }, FILE);
+  const text = page.locator('.jp-FileEditor .cm-content');
+  await expect(text).toContainText('greeting: from the pipeline');
+  await page.locator('.lm-TabBar-tab', { hasText: 'tiny.pipeline.yaml' }).first().click();
+  await node('report').click();
+  await form.locator('input[name="param-greeting"]').fill("'from the canvas'");
+  await page.locator('.lm-TabBar-tab', { hasText: 'tiny.pipeline.yaml' }).last().click();
+  await expect(text).toContainText('greeting: from the canvas');
+  await text.click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type(`  extra: {notebook: ${DIR}/prep.ipynb, depends_on: [prep]}`);
+  await page.locator('.lm-TabBar-tab', { hasText: 'tiny.pipeline.yaml' }).first().click();
+  await expect(node('extra')).toBeVisible();
+  await expect(editor.locator('path[data-from="prep"][data-to="extra"]')).toHaveCount(1);
 });
