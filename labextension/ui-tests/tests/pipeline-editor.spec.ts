@@ -138,6 +138,23 @@ test('draw a pipeline, save it as YAML, run it and follow its graph', async ({ p
   const runId = await run.getAttribute('data-run-id');
   await expect(editor.locator(`tr[data-run="${runId}"]`)).toContainText('succeeded');
 
+  // Run again, nothing changed: every step reuses the first run's result (the cache), and
+  // the runs list says so.
+  await editor.getByRole('button', { name: 'Run', exact: true }).click();
+  const again = page.locator(
+    `.jp-trainhub-pipeline-runview[data-run-id]:not([data-run-id="${runId}"])`
+  );
+  await expect(again).toHaveAttribute('data-state', 'succeeded', { timeout: 60 * 1000 });
+  for (const step of ['prep', 'train', 'report']) {
+    const box = again.locator(`[data-step="${step}"]`);
+    await expect(box).toHaveAttribute('data-state', 'reused');
+    await expect(box).toContainText('reused from tiny-');
+  }
+  await page.locator('.lm-TabBar-tab', { hasText: 'tiny.pipeline.yaml' }).click();
+  const second = await again.getAttribute('data-run-id');
+  await expect(editor.locator(`tr[data-run="${second}"]`)).toContainText('3 of 3 reused');
+  await expect(editor.locator(`tr[data-run="${second}"]`)).toContainText('prep, train, report');
+
   // The same file opened as text is the same document: a change on either side shows on the
   // other before anything is saved.
   await page.evaluate(async file => {
