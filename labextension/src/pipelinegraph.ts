@@ -444,29 +444,33 @@ export function localChecks(pipeline: PipelineDocument): IFieldError[] {
         message: `'${s.notebook}' is not a notebook (.ipynb)`
       });
     }
-    for (const d of s.dependsOn) {
-      if (!byName.has(d)) {
-        errors.push({ field: `${at}.depends_on`, message: `no step ${d}` });
+    s.dependsOn.forEach((d, i) => {
+      if (d === s.name) {
+        errors.push({ field: `${at}.depends_on.${i}`, message: 'a step cannot depend on itself' });
+      } else if (!byName.has(d)) {
+        errors.push({ field: `${at}.depends_on.${i}`, message: `no step '${d}'` });
       }
-    }
+    });
     for (const [input, ref] of Object.entries(s.inputs)) {
       const src = inputSource(ref);
       const field = `${at}.inputs.${input}`;
       if (!src) {
         errors.push({ field, message: `'${ref}' is not '<step>.<output>'` });
+      } else if (src[0] === s.name) {
+        errors.push({ field, message: 'a step cannot take its own output' });
       } else if (!byName.has(src[0])) {
-        errors.push({ field, message: `no step ${src[0]}` });
+        errors.push({ field, message: `no step '${src[0]}'` });
       } else if (!byName.get(src[0])!.outputs.includes(src[1])) {
         const declared = byName.get(src[0])!.outputs;
-        errors.push({
-          field,
-          message: `step '${src[0]}' has no output '${src[1]}'; it declares ${declared.join(', ') || 'none'}`
-        });
+        const has = declared.length
+          ? `it declares ${declared.join(', ')}`
+          : 'it declares no outputs';
+        errors.push({ field, message: `step '${src[0]}' has no output '${src[1]}'; ${has}` });
       }
     }
   }
   for (const s of steps) {
-    if (pipeline.dependsOn(s.name, s.name)) {
+    if (!s.dependsOn.includes(s.name) && pipeline.dependsOn(s.name, s.name)) {
       errors.push({ field: `steps.${s.name}.depends_on`, message: 'is part of a cycle' });
     }
   }
@@ -497,4 +501,13 @@ export function errorsByStep(
     (out[key] ??= []).push({ field, message: e.message });
   }
   return out;
+}
+
+/**
+ * The editor's own findings and the server's last answer in one list: where the server named
+ * a field, its sentence stands for the editor's on that field (the same mistake said once).
+ */
+export function mergeErrors(local: IFieldError[], server: IFieldError[]): IFieldError[] {
+  const named = new Set(server.map(e => e.field));
+  return [...local.filter(e => !named.has(e.field)), ...server];
 }

@@ -1,6 +1,13 @@
 import { IConfig } from '../models';
 import { formChanges, stepFormErrors, stepToForm } from '../pipelineform';
-import { errorsByStep, layout, localChecks, PipelineDocument, stepNameFor } from '../pipelinegraph';
+import {
+  errorsByStep,
+  layout,
+  localChecks,
+  mergeErrors,
+  PipelineDocument,
+  stepNameFor
+} from '../pipelinegraph';
 
 const TEXT = `# nightly training
 name: train-eval
@@ -164,10 +171,10 @@ describe('localChecks', () => {
     );
     expect(localChecks(p)).toEqual([
       { field: 'steps.a.notebook', message: "'a.py' is not a notebook (.ipynb)" },
-      { field: 'steps.b.depends_on', message: 'no step zz' },
+      { field: 'steps.b.depends_on.0', message: "no step 'zz'" },
       { field: 'steps.b.inputs.d', message: "step 'a' has no output 'y'; it declares x" },
       { field: 'steps.b.inputs.e', message: "'nope' is not '<step>.<output>'" },
-      { field: 'steps.b.inputs.f', message: 'no step q' },
+      { field: 'steps.b.inputs.f', message: "no step 'q'" },
       { field: 'steps.c.notebook', message: 'Field required' },
       { field: 'steps.c.depends_on', message: 'is part of a cycle' },
       { field: 'steps.d.depends_on', message: 'is part of a cycle' }
@@ -178,6 +185,18 @@ describe('localChecks', () => {
     const errors = localChecks(new PipelineDocument('steps:\n  a: [\n'));
     expect(errors[0].field).toBe('pipeline');
     expect(errors[0].message).toMatch(/^is not valid YAML: .*line \d+/);
+  });
+
+  it("lets the server's sentence stand for the editor's on the same field", () => {
+    const local = [
+      { field: 'steps.b.inputs.d', message: 'no output y' },
+      { field: 'steps.b.depends_on.0', message: "no step 'zz'" }
+    ];
+    const server = [
+      { field: 'steps.b.inputs.d', message: "step 'a' has no output 'y'; it declares x" },
+      { field: 'steps.a.notebook', message: 'no such notebook' }
+    ];
+    expect(mergeErrors(local, server)).toEqual([local[1], ...server]);
   });
 
   it('groups errors by step', () => {

@@ -18,7 +18,13 @@ import { formatTime } from '../format';
 import { IConfig, IFieldError } from '../models';
 import { IParameter, parameterErrors } from '../parameters';
 import { formChanges, stepFormErrors, stepToForm } from '../pipelineform';
-import { errorsByStep, IStepNode, localChecks, PipelineDocument } from '../pipelinegraph';
+import {
+  errorsByStep,
+  IStepNode,
+  localChecks,
+  mergeErrors,
+  PipelineDocument
+} from '../pipelinegraph';
 import {
   checkPipeline,
   IRunSummary,
@@ -362,7 +368,7 @@ export class PipelineEditorBody extends ReactWidget {
     const p = this.pipeline;
     const names = p.stepNames();
     const local = localChecks(p);
-    const errors = errorsByStep([...local, ...this.serverErrors], names);
+    const errors = errorsByStep(mergeErrors(local, this.serverErrors), names);
     const selected = this.selected ? p.step(this.selected) : undefined;
     const general = errors[''] ?? [];
     return (

@@ -174,3 +174,46 @@ test('draw a pipeline, save it as YAML, run it and follow its graph', async ({ p
   await expect(node('extra')).toBeVisible();
   await expect(editor.locator('path[data-from="prep"][data-to="extra"]')).toHaveCount(1);
 });
+
+test('mistakes show on their steps: the wiring at once, the rest on Check', async ({ page }) => {
+  const missing = page.locator('.jp-Dialog').filter({ hasText: 'Could not find path' });
+  if (await missing.isVisible()) {
+    await missing.getByRole('button').last().click();
+  }
+  const dir = 'pipelinemistakes';
+  const made = await page.request.put(`/api/contents/${dir}`, { data: { type: 'directory' } });
+  expect(made.ok()).toBe(true);
+  await putNotebook(page, `${dir}/train.ipynb`, [cell('code', "print('trained')")]);
+  const yaml = [
+    'steps:',
+    '  prep:',
+    `    notebook: ${dir}/gone.ipynb`,
+    '  train:',
+    `    notebook: ${dir}/train.ipynb`,
+    '    inputs: {data: prep.data}',
+    ''
+  ].join('\n');
+  const put = await page.request.put(`/api/contents/${dir}/bad.pipeline.yaml`, {
+    data: { type: 'file', format: 'text', content: yaml }
+  });
+  expect(put.ok()).toBe(true);
+  await page.filebrowser.openDirectory(dir);
+  await page.filebrowser.open('bad.pipeline.yaml');
+  const editor = page.locator('.jp-trainhub-pipeline-editor');
+  const node = (name: string) => editor.locator(`.jp-trainhub-pipeline-node[data-step="${name}"]`);
+
+  // The wiring is checked as the file is read: Run waits until it is fixed.
+  await expect(node('train')).toHaveClass(/jp-mod-error/);
+  await expect(node('train')).toContainText('1 mistake');
+  await expect(editor.getByRole('button', { name: 'Run', exact: true })).toBeDisabled();
+
+  // Check asks the server, which finds the notebook that is not there.
+  await editor.getByRole('button', { name: 'Check', exact: true }).click();
+  await expect(editor.locator('.jp-trainhub-pipeline-message')).toContainText('mistakes found');
+  await expect(node('prep')).toHaveClass(/jp-mod-error/);
+  // the wiring's mistake said once, in the server's words
+  await expect(node('train')).toContainText('1 mistake');
+  await node('prep').click();
+  const form = editor.locator('.jp-trainhub-pipeline-form[data-step="prep"]');
+  await expect(form.locator('.jp-trainhub-field-error')).toContainText('gone.ipynb');
+});
