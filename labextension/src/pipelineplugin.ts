@@ -39,7 +39,7 @@ export const pipelinePlugin: JupyterFrontEndPlugin<void> = {
         let view = runs.get(runId);
         if (!view || view.isDisposed) {
           const openJob = (id: string) => void app.commands.execute(CommandIDs.openJob, { id });
-          view = new PipelineRunView(runId, settings, openJob);
+          view = new PipelineRunView(runId, settings, openJob, api);
           runs.set(runId, view);
           app.shell.add(view, 'main');
         }

@@ -5,8 +5,8 @@
  */
 import { ServerConnection } from '@jupyterlab/services';
 
-import { formatDuration } from './format';
-import { FailureClass, JobState } from './models';
+import { formatDuration, formatElapsed, waitExplanation } from './format';
+import { FailureClass, IJobSummary, JobState } from './models';
 import { IEdge } from './pipelinegraph';
 import { requestAPI } from './request';
 
@@ -110,8 +110,21 @@ export function stepStateLabel(view: IStepView): string {
   }
 }
 
-/** The sentence under a step: why it waits, how it failed, whose result it reuses. */
-export function stepDetail(view: IStepView): string {
+/**
+ * The sentence under a step: why it waits, how it failed, whose result it reuses; for an
+ * active step with its job's summary at hand, why the job waits in the queue or how long it
+ * has run.
+ */
+export function stepDetail(view: IStepView, job?: IJobSummary, now?: number): string {
+  if (view.status === 'active' && job) {
+    const waits = waitExplanation(job);
+    if (waits) {
+      return waits;
+    }
+    if (job.state === 'running' && now !== undefined) {
+      return `running for ${formatElapsed(job, now)}`;
+    }
+  }
   if (view.status === 'reused') {
     return view.reused_from ? `reused from ${view.reused_from}` : (view.reason ?? 'reused');
   }

@@ -58,6 +58,26 @@ describe('a step of the run graph', () => {
     );
   });
 
+  it('says why its job waits in the queue, or how long it has run', () => {
+    const job = {
+      id: 'j',
+      name: 'tiny-train',
+      user: 'alice',
+      priority: 'normal',
+      gpus: 0,
+      world_size: 1,
+      created_at: 100,
+      attempt: 1,
+      source: 'train.ipynb'
+    };
+    const active = view({ status: 'active', job_id: 'j' });
+    expect(stepDetail(active, { ...job, state: 'queued', position: 2 }, 200)).toBe('2 jobs ahead');
+    expect(stepDetail(active, { ...job, state: 'running', started_at: 130 }, 200)).toBe(
+      'running for 1m 10s'
+    );
+    expect(stepDetail(active)).toBe('');
+  });
+
   it('opens its own job, or the one it reuses', () => {
     expect(stepJob(view({ job_id: 'a' }))).toBe('a');
     expect(stepJob(view({ reused_from: 'b' }))).toBe('b');

@@ -10,7 +10,9 @@ import { ServerConnection } from '@jupyterlab/services';
 import * as React from 'react';
 
 import { CommandIDs } from '../commandids';
+import { TrainHubAPI } from '../api';
 import { formatTime } from '../format';
+import { IJobSummary } from '../models';
 import {
   cancelRun,
   getRun,
@@ -30,6 +32,8 @@ const REFRESH_MS = 2000;
 
 class RunBody extends ReactWidget {
   run: IDescribeRun | null = null;
+  /** The run's steps' jobs, by id, while it runs (why each waits, how long it has run). */
+  jobs = new Map<string, IJobSummary>();
   error = '';
 
   constructor(
@@ -46,6 +50,7 @@ class RunBody extends ReactWidget {
       return <div className="jp-trainhub-pipeline-runview">{this.error || 'Loading…'}</div>;
     }
     const views = new Map(run.step_views.map(v => [v.step, v]));
+    const now = Date.now() / 1000;
     const names = run.step_views.map(v => v.step);
     return (
       <div className="jp-trainhub-pipeline-runview" data-run-id={run.id} data-state={run.state}>
@@ -56,7 +61,7 @@ class RunBody extends ReactWidget {
         <div className="jp-trainhub-pipeline-facts">
           <span>{run.file ?? 'sent as is'}</span>
           <span>started {formatTime(run.created_at)}</span>
-          <span>{runDuration(run, Date.now() / 1000)}</span>
+          <span>{runDuration(run, now)}</span>
           <span className="jp-trainhub-pipeline-outcome">{runOutcome(run)}</span>
           {Object.keys(run.parameters).length ? (
             <span className="jp-trainhub-mono">
@@ -93,7 +98,7 @@ class RunBody extends ReactWidget {
               subtitle: run.pipeline.steps[name]?.notebook ?? '',
               state: label,
               stateClass: v.status === 'active' ? (v.job_state ?? 'running') : v.status,
-              detail: stepDetail(v)
+              detail: stepDetail(v, v.job_id ? this.jobs.get(v.job_id) : undefined, now)
             };
           }}
           onSelect={name => {
@@ -114,7 +119,8 @@ export class PipelineRunView extends MainAreaWidget<RunBody> {
   constructor(
     readonly runId: string,
     private readonly settings: ServerConnection.ISettings,
-    openJob: (id: string) => void
+    openJob: (id: string) => void,
+    private readonly api: TrainHubAPI = new TrainHubAPI(settings)
   ) {
     super({ content: new RunBody(openJob, what => void this.act(what)) });
     this.id = `trainhub-pipeline-run-${runId}`;
@@ -128,6 +134,10 @@ export class PipelineRunView extends MainAreaWidget<RunBody> {
     window.clearTimeout(this.timer);
     try {
       this.content.run = await getRun(this.settings, this.runId);
+      if (this.content.run.state === 'running') {
+        const page = await this.api.listJobs({ pipelineRun: this.runId, limit: 500 });
+        this.content.jobs = new Map(page.jobs.map(j => [j.id, j]));
+      }
       this.content.error = '';
       this.title.label = `${this.content.run.name} ${this.runId}`;
     } catch (e) {
