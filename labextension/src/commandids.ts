@@ -17,5 +17,8 @@ export const CommandIDs = {
   compare: 'trainhub:compare',
   openSweep: 'trainhub:open-sweep',
   /** Registered by the pipelines plugin (args `{runId}`). */
-  openPipelineRun: 'trainhub:open-pipeline-run'
+  openPipelineRun: 'trainhub:open-pipeline-run',
+  /** Registered by the pipelines plugin (args `{ids: [a, b]}`, two runs). */
+  comparePipelineRuns: 'trainhub:compare-pipeline-runs',
+  newPipeline: 'trainhub:new-pipeline'
 } as const;

@@ -172,3 +172,55 @@ export function runOutcome(run: IRunSummary): string {
       return `${run.state}${reused}`;
   }
 }
+
+/** One run's side of a step in the comparison of two runs. */
+export interface IStepSide {
+  state: string;
+  detail: string;
+  /** How long its job ran ('' when it did not run, or runs still). */
+  duration: string;
+  /** Its job, or the one whose result it reused. */
+  job: string | null;
+}
+
+export interface IStepComparison {
+  step: string;
+  a: IStepSide | null;
+  b: IStepSide | null;
+  /** The two runs' steps stand on the same job (one reused the other's, or both one's). */
+  sameResult: boolean;
+}
+
+function side(view: IStepView | undefined): IStepSide | null {
+  if (!view) {
+    return null;
+  }
+  const ran =
+    view.started_at && view.finished_at && view.status !== 'reused'
+      ? formatDuration(view.finished_at - view.started_at)
+      : '';
+  return {
+    state: stepStateLabel(view),
+    detail: stepDetail(view),
+    duration: ran,
+    job: stepJob(view)
+  };
+}
+
+/**
+ * Two runs of a pipeline step by step: each step of either run (in the first run's order,
+ * then the second's new ones) with its state, duration and job in each.
+ */
+export function compareRuns(
+  a: Pick<IDescribeRun, 'step_views'>,
+  b: Pick<IDescribeRun, 'step_views'>
+): IStepComparison[] {
+  const inA = new Map(a.step_views.map(v => [v.step, v]));
+  const inB = new Map(b.step_views.map(v => [v.step, v]));
+  const names = [...inA.keys(), ...[...inB.keys()].filter(n => !inA.has(n))];
+  return names.map(step => {
+    const sa = side(inA.get(step));
+    const sb = side(inB.get(step));
+    return { step, a: sa, b: sb, sameResult: !!sa?.job && sa.job === sb?.job };
+  });
+}

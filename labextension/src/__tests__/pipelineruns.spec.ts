@@ -1,4 +1,5 @@
 import {
+  compareRuns,
   IRunSummary,
   IStepView,
   runDuration,
@@ -103,5 +104,39 @@ describe('the runs list', () => {
   it('keeps the runs of one file', () => {
     const runs = [summary({ id: 'a' }), summary({ id: 'b', file: 'other.pipeline.yaml' })];
     expect(runsOfFile(runs, 'a.pipeline.yaml').map(r => r.id)).toEqual(['a']);
+  });
+});
+
+describe('two runs side by side', () => {
+  it('pairs their steps, says which stand on the same job', () => {
+    const first = {
+      step_views: [
+        view({ step: 'prep', status: 'succeeded', job_id: 'p1', started_at: 10, finished_at: 25 }),
+        view({ step: 'train', status: 'failed', job_id: 't1', failure_class: 'code', reason: 'x' })
+      ]
+    };
+    const second = {
+      step_views: [
+        view({
+          step: 'prep',
+          status: 'reused',
+          reused_from: 'p1',
+          started_at: 10,
+          finished_at: 25
+        }),
+        view({ step: 'train', status: 'succeeded', job_id: 't2', started_at: 30, finished_at: 90 }),
+        view({ step: 'report', status: 'not_run', reason: 'not run: step train failed' })
+      ]
+    };
+    const rows = compareRuns(first, second);
+    expect(rows.map(r => [r.step, r.a?.state ?? null, r.b?.state ?? null, r.sameResult])).toEqual([
+      ['prep', 'succeeded', 'reused', true],
+      ['train', 'failed', 'succeeded', false],
+      ['report', null, 'not run', false]
+    ]);
+    expect(rows[0].a!.duration).toBe('15s');
+    expect(rows[0].b!.duration).toBe('');
+    expect(rows[1].b).toMatchObject({ duration: '1m 00s', job: 't2' });
+    expect(rows[1].a!.detail).toBe('code: x');
   });
 });

@@ -53,6 +53,7 @@ export interface IPipelineEditorHost {
   settings: ServerConnection.ISettings;
   config: () => Promise<IConfig>;
   openRun: (runId: string) => void;
+  compareRuns: (ids: string[]) => void;
   openNotebook: (path: string) => void;
 }
 
@@ -177,18 +178,42 @@ function RunsList(props: {
   runs: IRunSummary[] | null;
   error: string;
   openRun: (id: string) => void;
+  compare: (ids: string[]) => void;
 }): JSX.Element {
   const now = Date.now() / 1000;
+  const [picked, setPicked] = React.useState<string[]>([]);
+  const pick = (id: string, on: boolean) =>
+    setPicked(p => (on ? [...p.filter(x => x !== id), id].slice(-2) : p.filter(x => x !== id)));
   if (!props.runs) {
     return <div className="jp-trainhub-pipeline-runs">{props.error || 'Loading runs…'}</div>;
   }
   return (
     <div className="jp-trainhub-pipeline-runs">
-      <h3>Runs of this pipeline</h3>
+      <h3>
+        Runs of this pipeline{' '}
+        <button
+          type="button"
+          className="jp-mod-styled jp-trainhub-pipeline-compare-runs"
+          disabled={picked.length !== 2}
+          title="Pick two runs to compare them step by step"
+          onClick={() =>
+            // the older run first: the list is newest first
+            props.compare(
+              (props.runs ?? [])
+                .filter(r => picked.includes(r.id))
+                .map(r => r.id)
+                .reverse()
+            )
+          }
+        >
+          Compare two runs
+        </button>
+      </h3>
       {props.runs.length ? (
         <table className="jp-trainhub-pipeline-runs-table">
           <thead>
             <tr>
+              <th aria-label="pick" />
               <th>run</th>
               <th>started</th>
               <th>duration</th>
@@ -199,6 +224,14 @@ function RunsList(props: {
           <tbody>
             {props.runs.map(r => (
               <tr key={r.id} data-run={r.id} data-state={r.state}>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`pick run ${r.id}`}
+                    checked={picked.includes(r.id)}
+                    onChange={e => pick(r.id, e.target.checked)}
+                  />
+                </td>
                 <td>
                   <button
                     type="button"
@@ -488,7 +521,12 @@ export class PipelineEditorBody extends ReactWidget {
           ) : null}
         </div>
         {this.showRuns ? (
-          <RunsList runs={this.runs} error={this.runsError} openRun={this.host.openRun} />
+          <RunsList
+            runs={this.runs}
+            error={this.runsError}
+            openRun={this.host.openRun}
+            compare={this.host.compareRuns}
+          />
         ) : null}
       </div>
     );

@@ -155,6 +155,19 @@ test('draw a pipeline, save it as YAML, run it and follow its graph', async ({ p
   await expect(editor.locator(`tr[data-run="${second}"]`)).toContainText('3 of 3 reused');
   await expect(editor.locator(`tr[data-run="${second}"]`)).toContainText('prep, train, report');
 
+  // The two runs step by step: every step of the second stands on the first's job.
+  await editor.getByRole('checkbox', { name: `pick run ${runId}` }).check();
+  await editor.getByRole('checkbox', { name: `pick run ${second}` }).check();
+  await editor.getByRole('button', { name: 'Compare two runs' }).click();
+  const compare = page.locator('.jp-trainhub-pipeline-compare-table');
+  await expect(compare.locator('tbody tr')).toHaveCount(3);
+  for (const step of ['prep', 'train', 'report']) {
+    await expect(compare.locator(`tr[data-step="${step}"]`)).toContainText('succeeded');
+    await expect(compare.locator(`tr[data-step="${step}"]`)).toContainText('reused');
+    await expect(compare.locator(`tr[data-step="${step}"]`)).toContainText('the same result');
+  }
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'pipeline-compare.png') });
+
   // The same file opened as text is the same document: a change on either side shows on the
   // other before anything is saved.
   await page.evaluate(async file => {
