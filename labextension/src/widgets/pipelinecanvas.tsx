@@ -34,8 +34,10 @@ export interface IPipelineCanvasProps {
   /** Editable canvases: a drag from an output port to a step. */
   onConnect?: (from: string, to: string) => void;
   onDisconnect?: (from: string, to: string) => void;
-  /** A double click (the editor) or a click (the run graph) on a step. */
+  /** A double click or Enter on a step. */
   onOpen?: (name: string) => void;
+  /** Delete or Backspace on a step (the editor). */
+  onRemove?: (name: string) => void;
   empty?: React.ReactNode;
 }
 
@@ -161,6 +163,9 @@ export function PipelineCanvas(props: IPipelineCanvasProps): JSX.Element {
             onKeyDown={e => {
               if (e.key === 'Enter') {
                 props.onOpen?.(name);
+              } else if ((e.key === 'Delete' || e.key === 'Backspace') && props.onRemove) {
+                e.preventDefault();
+                props.onRemove(name);
               }
             }}
           >

@@ -475,6 +475,11 @@ export class PipelineEditorBody extends ReactWidget {
             }}
             onConnect={(from, to) => this.edit(doc => doc.connect(from, to))}
             onDisconnect={(from, to) => this.edit(doc => doc.disconnect(from, to))}
+            onRemove={name => {
+              this.edit(doc => doc.removeStep(name));
+              this.selected = null;
+              this.update();
+            }}
             onOpen={name => {
               const nb = p.step(name)?.notebook;
               if (nb) {

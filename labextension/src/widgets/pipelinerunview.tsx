@@ -17,6 +17,7 @@ import {
   cancelRun,
   getRun,
   IDescribeRun,
+  IStepView,
   retryRun,
   runDuration,
   runEdges,
@@ -42,6 +43,13 @@ class RunBody extends ReactWidget {
   ) {
     super();
     this.addClass('jp-trainhub-pipeline-run-body');
+  }
+
+  private openStep(view: IStepView | null | undefined): void {
+    const job = view ? stepJob(view) : null;
+    if (job) {
+      this.openJob(job);
+    }
   }
 
   render(): JSX.Element {
@@ -101,12 +109,8 @@ class RunBody extends ReactWidget {
               detail: stepDetail(v, v.job_id ? this.jobs.get(v.job_id) : undefined, now)
             };
           }}
-          onSelect={name => {
-            const job = name ? stepJob(views.get(name)!) : null;
-            if (job) {
-              this.openJob(job);
-            }
-          }}
+          onSelect={name => this.openStep(name ? views.get(name) : null)}
+          onOpen={name => this.openStep(views.get(name))}
         />
       </div>
     );
@@ -139,7 +143,6 @@ export class PipelineRunView extends MainAreaWidget<RunBody> {
         this.content.jobs = new Map(page.jobs.map(j => [j.id, j]));
       }
       this.content.error = '';
-      this.title.label = `${this.content.run.name} ${this.runId}`;
     } catch (e) {
       this.content.error = (e as Error).message ?? String(e);
     }

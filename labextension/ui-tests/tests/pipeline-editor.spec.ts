@@ -229,4 +229,11 @@ test('mistakes show on their steps: the wiring at once, the rest on Check', asyn
   await node('prep').click();
   const form = editor.locator('.jp-trainhub-pipeline-form[data-step="prep"]');
   await expect(form.locator('.jp-trainhub-field-error')).toContainText('gone.ipynb');
+
+  // Delete on the step removes it and its wiring: nothing is left to fix.
+  await node('prep').focus();
+  await page.keyboard.press('Delete');
+  await expect(node('prep')).toHaveCount(0);
+  await expect(node('train')).not.toHaveClass(/jp-mod-error/);
+  await expect(editor.getByRole('button', { name: 'Run', exact: true })).toBeEnabled();
 });
