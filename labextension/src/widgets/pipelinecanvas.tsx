@@ -8,7 +8,7 @@ import * as React from 'react';
 
 import { IEdge, layout } from '../pipelinegraph';
 
-const W = 190;
+const W = 220;
 const H = 66;
 const GAP_X = 70;
 const GAP_Y = 30;

@@ -237,3 +237,45 @@ test('mistakes show on their steps: the wiring at once, the rest on Check', asyn
   await expect(node('train')).not.toHaveClass(/jp-mod-error/);
   await expect(editor.getByRole('button', { name: 'Run', exact: true })).toBeEnabled();
 });
+
+test('a failed step in the run graph: its verdict, and the step after it not run', async ({
+  page
+}) => {
+  test.setTimeout(180 * 1000);
+  const missing = page.locator('.jp-Dialog').filter({ hasText: 'Could not find path' });
+  if (await missing.isVisible()) {
+    await missing.getByRole('button').last().click();
+  }
+  const dir = 'pipelinefails';
+  const made = await page.request.put(`/api/contents/${dir}`, { data: { type: 'directory' } });
+  expect(made.ok()).toBe(true);
+  await putNotebook(page, `${dir}/boom.ipynb`, [cell('code', "raise ValueError('boom')")]);
+  await putNotebook(page, `${dir}/after.ipynb`, [cell('code', "print('after')")]);
+  const yaml = [
+    'steps:',
+    '  boom:',
+    `    notebook: ${dir}/boom.ipynb`,
+    '  after:',
+    `    notebook: ${dir}/after.ipynb`,
+    '    depends_on: [boom]',
+    ''
+  ].join('\n');
+  const put = await page.request.put(`/api/contents/${dir}/fails.pipeline.yaml`, {
+    data: { type: 'file', format: 'text', content: yaml }
+  });
+  expect(put.ok()).toBe(true);
+  await page.filebrowser.openDirectory(dir);
+  await page.filebrowser.open('fails.pipeline.yaml');
+  const editor = page.locator('.jp-trainhub-pipeline-editor');
+  await editor.getByRole('button', { name: 'Run', exact: true }).click();
+
+  const run = page.locator('.jp-trainhub-pipeline-runview[data-run-id]');
+  await expect(run).toHaveAttribute('data-state', 'failed', { timeout: 150 * 1000 });
+  const boom = run.locator('[data-step="boom"]');
+  await expect(boom).toHaveAttribute('data-state', 'failed');
+  await expect(boom).toContainText('code:');
+  await expect(run.locator('[data-step="after"]')).toHaveAttribute('data-state', 'not_run');
+  await expect(run.locator('[data-step="after"]')).toContainText('not run: step boom failed');
+  await expect(run.getByRole('button', { name: 'Retry failed steps' })).toBeVisible();
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'pipeline-run-failed.png') });
+});
