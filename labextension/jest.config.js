@@ -10,5 +10,7 @@ module.exports = {
     '^.+\\.tsx?$': ['ts-jest', { tsconfig: path.join(__dirname, '..', 'tsconfig.test.json') }]
   },
   // JupyterLab ships ES modules; the pure modules under test import only types from them.
-  transformIgnorePatterns: ['/node_modules/']
+  transformIgnorePatterns: ['/node_modules/'],
+  // jsdom picks the `browser` build of yaml, an ES module; its CommonJS build is the same code.
+  moduleNameMapper: { '^yaml$': require.resolve('yaml') }
 };

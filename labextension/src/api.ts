@@ -27,6 +27,8 @@ export interface IListOptions {
   limit?: number;
   before?: number | null;
   sweep?: string;
+  /** Only the steps of this pipeline run. */
+  pipelineRun?: string;
   q?: string;
   /** Add each job's latest value of this training scalar. */
   scalar?: string;
@@ -63,6 +65,7 @@ export class TrainHubAPI {
         limit: options.limit ?? 50,
         before: options.before,
         sweep: options.sweep || undefined,
+        pipeline_run: options.pipelineRun || undefined,
         q: options.q || undefined,
         scalar: options.scalar || undefined
       }

@@ -15,5 +15,10 @@ export const CommandIDs = {
   cancelJob: 'trainhub:cancel-job',
   /** Registered by the compare view (args `{ids}`) and the sweep view (args `{sweepId}`). */
   compare: 'trainhub:compare',
-  openSweep: 'trainhub:open-sweep'
+  openSweep: 'trainhub:open-sweep',
+  /** Registered by the pipelines plugin (args `{runId}`). */
+  openPipelineRun: 'trainhub:open-pipeline-run',
+  /** Registered by the pipelines plugin (args `{ids: [a, b]}`, two runs). */
+  comparePipelineRuns: 'trainhub:compare-pipeline-runs',
+  newPipeline: 'trainhub:new-pipeline'
 } as const;

@@ -37,6 +37,7 @@ import { executedNotebookPlugin } from './widgets/notebooktab';
 import { NoticeWatch, toastOf } from './notices';
 import { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
 import { registerSubmitCommands } from './submitcommands';
+import { pipelinePlugin } from './pipelineplugin';
 
 export { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
 
@@ -283,4 +284,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, executedNotebookPlugin];
+export default [plugin, executedNotebookPlugin, pipelinePlugin];

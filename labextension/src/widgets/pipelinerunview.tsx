@@ -1,0 +1,175 @@
+/**
+ * The run graph (command `trainhub:open-pipeline-run` with `{runId}`): a pipeline run's DAG,
+ * each step with its live state (waiting and why, queued or running, succeeded, failed with
+ * its verdict, reused from JOB, not run), followed while the run goes on as the sweep view
+ * follows a sweep. A click on a step opens its job's view (a reused step: the job whose
+ * outputs it reuses).
+ */
+import { MainAreaWidget, ReactWidget } from '@jupyterlab/apputils';
+import { ServerConnection } from '@jupyterlab/services';
+import * as React from 'react';
+
+import { CommandIDs } from '../commandids';
+import { TrainHubAPI } from '../api';
+import { formatTime } from '../format';
+import { IJobSummary } from '../models';
+import {
+  cancelRun,
+  getRun,
+  IDescribeRun,
+  IStepView,
+  retryRun,
+  runDuration,
+  runEdges,
+  runOutcome,
+  stepDetail,
+  stepJob,
+  stepStateLabel
+} from '../pipelineruns';
+import { PipelineCanvas } from './pipelinecanvas';
+
+export const OPEN_PIPELINE_RUN_COMMAND = CommandIDs.openPipelineRun;
+const REFRESH_MS = 2000;
+
+class RunBody extends ReactWidget {
+  run: IDescribeRun | null = null;
+  /** The run's steps' jobs, by id, while it runs (why each waits, how long it has run). */
+  jobs = new Map<string, IJobSummary>();
+  error = '';
+
+  constructor(
+    private readonly openJob: (id: string) => void,
+    private readonly act: (what: 'cancel' | 'retry') => void
+  ) {
+    super();
+    this.addClass('jp-trainhub-pipeline-run-body');
+  }
+
+  private openStep(view: IStepView | null | undefined): void {
+    const job = view ? stepJob(view) : null;
+    if (job) {
+      this.openJob(job);
+    }
+  }
+
+  render(): JSX.Element {
+    const run = this.run;
+    if (!run) {
+      return <div className="jp-trainhub-pipeline-runview">{this.error || 'Loading…'}</div>;
+    }
+    const views = new Map(run.step_views.map(v => [v.step, v]));
+    const now = Date.now() / 1000;
+    const names = run.step_views.map(v => v.step);
+    return (
+      <div className="jp-trainhub-pipeline-runview" data-run-id={run.id} data-state={run.state}>
+        <h2>
+          Pipeline {run.name}, run {run.id}{' '}
+          <span className={`jp-trainhub-state jp-trainhub-state-${run.state}`}>{run.state}</span>
+        </h2>
+        <div className="jp-trainhub-pipeline-facts">
+          <span>{run.file ?? 'sent as is'}</span>
+          <span>started {formatTime(run.created_at)}</span>
+          <span>{runDuration(run, now)}</span>
+          <span className="jp-trainhub-pipeline-outcome">{runOutcome(run)}</span>
+          {Object.keys(run.parameters).length ? (
+            <span className="jp-trainhub-mono">
+              {Object.entries(run.parameters)
+                .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+                .join(' ')}
+            </span>
+          ) : null}
+          {run.cache ? null : <span>no cache</span>}
+          {run.state === 'running' ? (
+            <button
+              type="button"
+              className="jp-mod-styled jp-mod-warn"
+              onClick={() => this.act('cancel')}
+            >
+              Cancel run
+            </button>
+          ) : null}
+          {run.state === 'failed' || run.state === 'cancelled' ? (
+            <button type="button" className="jp-mod-styled" onClick={() => this.act('retry')}>
+              Retry failed steps
+            </button>
+          ) : null}
+        </div>
+        {run.cancel_reason ? <div className="jp-trainhub-muted">{run.cancel_reason}</div> : null}
+        {this.error ? <div className="jp-trainhub-error">{this.error}</div> : null}
+        <PipelineCanvas
+          names={names}
+          edges={runEdges(run)}
+          info={name => {
+            const v = views.get(name)!;
+            const label = stepStateLabel(v);
+            return {
+              subtitle: run.pipeline.steps[name]?.notebook ?? '',
+              state: label,
+              stateClass: v.status === 'active' ? (v.job_state ?? 'running') : v.status,
+              detail: stepDetail(v, v.job_id ? this.jobs.get(v.job_id) : undefined, now)
+            };
+          }}
+          onSelect={name => this.openStep(name ? views.get(name) : null)}
+          onOpen={name => this.openStep(views.get(name))}
+        />
+      </div>
+    );
+  }
+}
+
+export class PipelineRunView extends MainAreaWidget<RunBody> {
+  private timer = 0;
+
+  constructor(
+    readonly runId: string,
+    private readonly settings: ServerConnection.ISettings,
+    openJob: (id: string) => void,
+    private readonly api: TrainHubAPI = new TrainHubAPI(settings)
+  ) {
+    super({ content: new RunBody(openJob, what => void this.act(what)) });
+    this.id = `trainhub-pipeline-run-${runId}`;
+    this.addClass('jp-trainhub-pipeline-runview-widget');
+    this.title.label = `Run ${runId}`;
+    this.title.closable = true;
+    void this.refresh();
+  }
+
+  async refresh(): Promise<void> {
+    window.clearTimeout(this.timer);
+    try {
+      this.content.run = await getRun(this.settings, this.runId);
+      if (this.content.run.state === 'running') {
+        const page = await this.api.listJobs({ pipelineRun: this.runId, limit: 500 });
+        this.content.jobs = new Map(page.jobs.map(j => [j.id, j]));
+      }
+      this.content.error = '';
+    } catch (e) {
+      this.content.error = (e as Error).message ?? String(e);
+    }
+    this.content.update();
+    if (!this.isDisposed && (!this.content.run || this.content.run.state === 'running')) {
+      this.timer = window.setTimeout(() => void this.refresh(), REFRESH_MS);
+    }
+  }
+
+  private async act(what: 'cancel' | 'retry'): Promise<void> {
+    try {
+      this.content.run = await (what === 'cancel' ? cancelRun : retryRun)(
+        this.settings,
+        this.runId
+      );
+      this.content.error = '';
+    } catch (e) {
+      this.content.error = (e as Error).message ?? String(e);
+    }
+    this.content.update();
+    if (what === 'retry') {
+      void this.refresh();
+    }
+  }
+
+  dispose(): void {
+    window.clearTimeout(this.timer);
+    super.dispose();
+  }
+}
