@@ -1,0 +1,438 @@
+"""Zero-to-JupyterHub 4.4.0 installed for real: the vendored chart (used from
+../shared/vendor/zero-to-jupyterhub-4.4.0, see test_z2jh_values.py), hub_config/values.yaml,
+the hub and proxy images built here (images/hub, images/proxy), `helm install` into the test
+cluster, and the hub and proxy running as pods on the real node.
+
+What cannot run here is switched off or supplied in this test's values, not in the product's:
+no image puller, no ingress; the chart's pods select the real node and tolerate its taint; the
+hub's database claim binds a hostPath volume this test makes (its storage class names no
+provisioner); a test authenticator (DummyAuthenticator) and a test service's token; the images
+are imported into the node's containerd (their references are the product's).
+
+Before the chart, what hub_config/values.yaml's header tells an admin to run: `trainhub admin
+apply` of the teams file and the hub's objects in the team namespaces (hub_objects).
+
+Through the proxy's Service (its ClusterIP, reached from the host through kube-proxy's rules):
+the hub's API answers with the chart's services beside trainhub's, a user logs in, the hub
+starts the team's one profile, and TrainHubSpawner's session pod (the curated ``base`` image)
+runs in the team's namespace on the real node, reaches the hub's API across namespaces and
+answers through the proxy (its API, trainhub's server extension, JupyterLab).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+from kubernetes import client
+
+from tests.fixtures.k8s import shared_claim
+from tests.hub.conftest import real_node_pool, wait_for
+from tests.hub.test_z2jh_values import HUB_CONFIG, TEST_VALUES, vendored_chart
+from tests.k8s.test_real_jobs import RUN_AS, import_built_image
+
+pytestmark = pytest.mark.timeout(1200)
+
+ROOT = Path(__file__).resolve().parents[2]
+USER = "dee"
+PASSWORD = "correct horse"
+TEAM = "lab"
+POOL = "real"
+SESSION_IMAGE = "base"
+DB_CLASS = "trainhub-test-hub-db"  # the hub database's volume: hostPath, made by the test
+
+
+@dataclass
+class Release:
+    namespace: str
+    api: Any
+    url: str  # the proxy's public Service, as the host reaches it
+    admin_token: str
+    team_namespace: str
+    helm: Callable[..., subprocess.CompletedProcess[str]]
+
+    @property
+    def core(self) -> Any:
+        return client.CoreV1Api(self.api)
+
+    def hub_api(self, method: str, path: str, token: str | None = None, **kw: Any) -> Any:
+        headers = {"Authorization": f"token {token or self.admin_token}"}
+        return requests.request(
+            method, f"{self.url}/hub/api{path}", headers=headers, timeout=60, **kw
+        )
+
+    def pods_report(self, *namespaces: str) -> str:
+        """Each pod of these namespaces: its phase, conditions, events and logs' tail."""
+        out = []
+        for ns in namespaces or (self.namespace,):
+            for pod in self.core.list_namespaced_pod(ns).items:
+                name = pod.metadata.name
+                conds = [f"{c.type}={c.status}" for c in pod.status.conditions or []]
+                out.append(
+                    f"--- pod {ns}/{name} on {pod.spec.node_name}: {pod.status.phase} {conds}"
+                )
+                for s in pod.status.container_statuses or []:
+                    out.append(f"    container {s.name}: ready={s.ready} state={s.state}")
+                events = self.core.list_namespaced_event(
+                    ns, field_selector=f"involvedObject.name={name}"
+                ).items
+                out += [f"    event {e.reason}: {e.message}" for e in events]
+                for c in pod.spec.containers:
+                    try:
+                        log = self.core.read_namespaced_pod_log(
+                            name, ns, container=c.name, tail_lines=80
+                        )
+                    except client.ApiException as e:
+                        log = f"(no log: {e.reason})"
+                    out.append(f"    log of {c.name}:\n{log}")
+        return "\n".join(out)
+
+
+def teams_data(suffix: str, node: Any, image: str, shared: Path) -> dict[str, Any]:
+    return {
+        "pools": [real_node_pool(node, POOL)],
+        "images": [{"name": SESSION_IMAGE, "image": image}],
+        "teams": [
+            {
+                "name": TEAM,
+                "groups": [TEAM],
+                "namespace": f"hub-{TEAM}-{suffix}",
+                "quota": {POOL: {"gpus": 2, "cpu": "2", "memory": "4Gi"}},
+                "images": [SESSION_IMAGE],
+                "session_gpus": [0, 1],
+                "shared_volume": {"claim": "shared", "mount_path": str(shared)},
+            }
+        ],
+    }
+
+
+def image_values(reference: str) -> dict[str, str]:
+    name, _, tag = reference.rpartition(":")
+    return {"name": name, "tag": tag}
+
+
+def install_values(node: Any, hub_image: str, proxy_image: str, admin_token: str) -> dict[str, Any]:
+    """What this test adds to hub_config/values.yaml: what cannot run here switched off, the
+    real node, the hub database's volume, the images built here, a test authenticator."""
+    on_node = {"nodeSelector": {"type": node.labels["type"]}}
+    return {
+        **TEST_VALUES,
+        "scheduling": {"corePods": {"tolerations": [node.toleration]}},
+        "hub": {
+            **on_node,
+            "image": image_values(hub_image),
+            "db": {"pvc": {"storageClassName": DB_CLASS}},
+            "config": {
+                "JupyterHub": {"authenticator_class": "dummy"},
+                "DummyAuthenticator": {"password": PASSWORD},
+                "Authenticator": {"allowed_users": [USER]},
+            },
+            "services": {"test-admin": {"apiToken": admin_token}},
+            "loadRoles": {
+                "test-admin": {
+                    "scopes": [
+                        "admin:users",
+                        "admin:servers",
+                        "tokens",
+                        "list:users",
+                        "list:services",
+                        "read:services",
+                    ],
+                    "services": ["test-admin"],
+                }
+            },
+            "extraFiles": {
+                "members": {
+                    "mountPath": "/usr/local/etc/trainhub/members.yaml",
+                    "stringData": yaml.safe_dump({TEAM: [USER]}),
+                }
+            },
+            "extraEnv": {
+                "TRAINHUB_GROUP_MEMBERS": "/usr/local/etc/trainhub/members.yaml",
+                "TRAINHUB_SESSION_CPU": "0.25",
+                "TRAINHUB_SESSION_MEMORY": "512M",
+            },
+        },
+        "proxy": {"chp": {**on_node, "image": image_values(proxy_image)}},
+    }
+
+
+@pytest.fixture(scope="module")
+def release(
+    k8s_cluster: Any,
+    k8s_real_node: Any,
+    built_tool: Callable[[str], Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Release]:
+    from trainhub.backends.kubernetes.apply import apply_objects
+    from trainhub.teams import parse_teams
+    from trainhub_spawner.hub_objects import hub_objects
+
+    tmp = tmp_path_factory.mktemp("z2jh")
+    helm_bin = built_tool("helm")
+    started = time.monotonic()
+    images = {
+        name: import_built_image(k8s_real_node, name) for name in ("hub", "proxy", SESSION_IMAGE)
+    }
+    print(f"images in the node in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+    suffix = secrets.token_hex(3)
+    hub_ns = f"jhub-{suffix}"
+    shared = tmp / "shared" / TEAM
+    shared.mkdir(parents=True)
+    os.chown(shared, RUN_AS, 100)  # hostPath volumes get no fsGroup: the session user's own
+    data = teams_data(suffix, k8s_real_node, images[SESSION_IMAGE], shared)
+    teams_file = tmp / "teams.yaml"
+    teams_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    teams = parse_teams(data)
+    team_ns = teams.teams[0].namespace
+
+    api = k8s_cluster.api_client()
+    core = client.CoreV1Api(api)
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(k8s_cluster.kubeconfig),
+        **{f"HELM_{d}_HOME": str(tmp / "helm" / d.lower()) for d in ("CONFIG", "CACHE", "DATA")},
+    }
+
+    def helm(*args: Any, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(helm_bin), *map(str, args)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    # What an admin runs before the chart (hub_config/values.yaml's header): the team objects,
+    # and the hub's rights and network access in the team namespaces.
+    applied = subprocess.run(
+        [sys.executable, "-m", "trainhub.cli", "admin", "apply", str(teams_file)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert applied.returncode == 0, applied.stderr
+    core.create_namespace({"metadata": {"name": hub_ns}})
+    apply_objects(api, hub_objects(teams, hub_ns))
+    shared_claim(core, team_ns, shared)
+    # The hub database's volume: the chart's claim (hub.db.pvc) binds it by its class.
+    db_dir = tmp / "hub-db"
+    db_dir.mkdir()
+    os.chown(db_dir, 1000, 1000)  # the hub's user; hostPath volumes get no fsGroup
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": f"{hub_ns}-hub-db"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": DB_CLASS,
+                "hostPath": {"path": str(db_dir)},
+                "claimRef": {"namespace": hub_ns, "name": "hub-db-dir"},
+            },
+        }
+    )
+
+    # The vendored chart, with the values.schema.json its release generates.
+    chart = tmp / "jupyterhub"
+    shutil.copytree(vendored_chart(), chart)
+    schema = yaml.safe_load((chart / "values.schema.yaml").read_text())
+    (chart / "values.schema.json").write_text(json.dumps(schema))
+    admin_token = secrets.token_hex(16)
+    values = tmp / "test-values.yaml"
+    values.write_text(
+        yaml.safe_dump(install_values(k8s_real_node, images["hub"], images["proxy"], admin_token))
+    )
+    started = time.monotonic()
+    files = [HUB_CONFIG / "values.yaml", values]
+    hub_files = {"teams": teams_file, "config": HUB_CONFIG / "jupyterhub_config.py"}
+    installed = helm(
+        "install",
+        "jhub",
+        chart,
+        "--namespace",
+        hub_ns,
+        *(a for f in files for a in ("-f", f)),
+        *(
+            a
+            for k, f in hub_files.items()
+            for a in ("--set-file", f"hub.extraFiles.{k}.stringData={f}")
+        ),
+    )
+    assert installed.returncode == 0, installed.stderr
+    service = core.read_namespaced_service("proxy-public", hub_ns)
+    world = Release(
+        namespace=hub_ns,
+        api=api,
+        url=f"http://{service.spec.cluster_ip}:{service.spec.ports[0].port}",
+        admin_token=admin_token,
+        team_namespace=team_ns,
+        helm=helm,
+    )
+    try:
+        yield world
+    finally:
+        print(world.pods_report(hub_ns, team_ns), file=sys.stderr)
+        helm("uninstall", "jhub", "--namespace", hub_ns, "--wait", timeout=300)
+        for ns in (team_ns, hub_ns):
+            core.delete_namespace(ns, propagation_policy="Background")
+        for pv in (f"{hub_ns}-hub-db", f"{team_ns}-shared"):
+            core.delete_persistent_volume(pv)
+        custom = client.CustomObjectsApi(api)
+        for plural, names in (
+            ("clusterqueues", [t.name for t in teams.teams]),
+            ("resourceflavors", [p.name for p in teams.pools]),
+        ):
+            for name in names:
+                try:
+                    custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, name)
+                except client.ApiException as e:
+                    if e.status != 404:
+                        raise
+        api.close()
+
+
+def ready_pods(world: Release, component: str) -> list[Any]:
+    pods = world.core.list_namespaced_pod(
+        world.namespace, label_selector=f"component={component}"
+    ).items
+    return [
+        p
+        for p in pods
+        if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+    ]
+
+
+def wait_or_report(world: Release, what: str, fn: Callable[[], Any], timeout: float) -> Any:
+    """Wait for ``fn``; else fail with the pods of the release and the team."""
+    try:
+        return wait_for(what, fn, timeout=timeout, interval=1)
+    except AssertionError as e:
+        report = world.pods_report(world.namespace, world.team_namespace)
+        raise AssertionError(f"{e}\n{report}") from None
+
+
+def session_pods(world: Release) -> list[Any]:
+    return [
+        p
+        for p in world.core.list_namespaced_pod(world.team_namespace).items
+        if (p.metadata.annotations or {}).get("hub.jupyter.org/username") == USER
+    ]
+
+
+def login(world: Release, user: str) -> requests.Session:
+    s = requests.Session()
+    assert s.get(f"{world.url}/hub/login", timeout=30).status_code == 200
+    r = s.post(
+        f"{world.url}/hub/login?next=",
+        data={"username": user, "password": PASSWORD, "_xsrf": s.cookies.get("_xsrf", "")},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text[-2000:]
+    assert any(c.name == "jupyterhub-session-id" for c in s.cookies), s.cookies
+    return s
+
+
+def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through_it(
+    release: Release, k8s_real_node: Any
+) -> None:
+    world = release
+    started = time.monotonic()
+    for component in ("hub", "proxy"):
+        [pod] = wait_or_report(
+            world, f"the {component} pod Ready", lambda c=component: ready_pods(world, c), 300
+        )
+        assert pod.spec.node_name == k8s_real_node.name
+    print(f"hub and proxy Ready in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+    # The hub, through the proxy's Service.
+    def hub_answers() -> Any:
+        r = requests.get(f"{world.url}/hub/api/", timeout=10)
+        return r if r.status_code == 200 else None
+
+    info = wait_or_report(world, "the hub's API through the proxy", hub_answers, 120)
+    assert info.json()["version"].startswith("5.")
+    # The chart's services (its idle culler, hub.services) beside trainhub's.
+    services = world.hub_api("GET", "/services")
+    assert services.status_code == 200, services.text
+    assert set(services.json()) >= {
+        "jupyterhub-idle-culler",
+        "test-admin",
+        "trainhub-idle-gpu",
+        "trainhub-metrics",
+    }, services.json()
+    login_page = requests.get(f"{world.url}/hub/login", timeout=30)
+    assert login_page.status_code == 200 and 'name="username"' in login_page.text
+
+    # Log in: the user's team has one profile, which the hub starts at once (KubeSpawner shows
+    # no form for a single profile): the team's pool, its image, no GPU.
+    started = time.monotonic()
+    s = login(world, USER)
+    pending = s.get(f"{world.url}/hub/spawn/{USER}", timeout=60)
+    assert pending.status_code == 200 and f"/hub/spawn-pending/{USER}" in pending.url, pending.url
+
+    session_logs: dict[str, str] = {}  # the hub deletes a pod that failed to start
+
+    def server_ready() -> Any:
+        for p in session_pods(world):
+            with contextlib.suppress(client.ApiException):
+                session_logs[p.metadata.name] = world.core.read_namespaced_pod_log(
+                    p.metadata.name, world.team_namespace, tail_lines=40
+                )
+        user = world.hub_api("GET", f"/users/{USER}").json()
+        server = (user.get("servers") or {}).get("")
+        if server is None:
+            return "the hub gave up on it"  # the spawn failed: the hub's log says why
+        return server if server.get("ready") else None
+
+    try:
+        server = wait_for(f"{USER}'s server ready", server_ready, timeout=180, interval=1)
+        if not isinstance(server, dict):
+            raise AssertionError(f"{USER}'s server did not start: {server}")
+    except AssertionError as e:
+        report = world.pods_report(world.namespace, world.team_namespace)
+        logs = "".join(f"--- log of session pod {k}:\n{v}" for k, v in session_logs.items())
+        raise AssertionError(f"{e}\n{report}\n{logs}") from None
+    print(f"session ready in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    [pod] = session_pods(world)
+    assert pod.spec.node_name == k8s_real_node.name
+    assert pod.spec.service_account_name == "trainhub-notebook"
+
+    # The session answers through the proxy, as the user.
+    token = world.hub_api(
+        "POST", f"/users/{USER}/tokens", json={"note": "test", "expires_in": 600}
+    ).json()["token"]
+    headers = {"Authorization": f"token {token}"}
+    status = requests.get(f"{world.url}/user/{USER}/api/status", headers=headers, timeout=60)
+    assert status.status_code == 200, f"{status.status_code} {status.text[-500:]}"
+    config = requests.get(
+        f"{world.url}/user/{USER}/trainhub/api/config", headers=headers, timeout=60
+    )
+    assert config.status_code == 200, config.text[-500:]
+    assert config.json()["user"] == USER
+    assert [t["name"] for t in config.json()["teams"]] == [TEAM]
+    lab = s.get(f"{world.url}/user/{USER}/lab", timeout=60)
+    assert lab.status_code == 200 and "jupyter-config-data" in lab.text
+
+    # Stopping the server removes the pod.
+    r = world.hub_api("DELETE", f"/users/{USER}/server")
+    assert r.status_code in (202, 204), r.text
+    wait_or_report(
+        world,
+        "the session pod to go",
+        lambda: not session_pods(world),
+        180,
+    )
