@@ -16,7 +16,10 @@ Through the proxy's Service (its ClusterIP, reached from the host through kube-p
 the hub's API answers with the chart's services beside trainhub's, a user logs in, the hub
 starts the team's one profile, and TrainHubSpawner's session pod (the curated ``base`` image)
 runs in the team's namespace on the real node, reaches the hub's API across namespaces and
-answers through the proxy (its API, trainhub's server extension, JupyterLab).
+answers through the proxy (its API, trainhub's server extension, JupyterLab). The node's CNI
+enforces no NetworkPolicy, so the policies the cluster then holds (the chart's and trainhub's)
+are evaluated for those very pods: hub, proxy and session reach each other where they must, a
+job's worker and a stranger do not.
 """
 
 from __future__ import annotations
@@ -325,6 +328,96 @@ def wait_or_report(world: Release, what: str, fn: Callable[[], Any], timeout: fl
         raise AssertionError(f"{e}\n{report}") from None
 
 
+# --- network policies --------------------------------------------------------------------------
+# The test node's CNI (bridge) enforces no NetworkPolicy, so the policies the cluster holds are
+# evaluated here, as the API defines them, for the pods the install made. By selectors only:
+# ipBlock rules are not taken to match pods (CNIs such as Cilium never match pod IPs with them).
+@dataclass
+class Peer:
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    ports: dict[str, int]  # its containers' named ports
+
+
+def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    if selector is None:
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e["key"], e["operator"], e.get("values") or []
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _admits(
+    world: Release, subject: Peer, other: Peer, direction: str, port: int, target: Peer
+) -> bool:
+    """Whether the policies of ``subject``'s namespace let it take traffic from (Ingress) or
+    send it to (Egress) ``other`` on ``port`` of ``target``'s containers."""
+    policies = client.NetworkingV1Api(world.api).list_namespaced_network_policy(subject.namespace)
+    namespaces = {}
+    selecting = []
+    for policy in policies.items:
+        spec = world.api.sanitize_for_serialization(policy.spec)
+        types = spec.get("policyTypes") or ["Ingress"] + (["Egress"] if "egress" in spec else [])
+        if direction in types and _selects(spec.get("podSelector", {}), subject.labels):
+            selecting.append(spec)
+    if not selecting:
+        return True
+    for spec in selecting:
+        for rule in spec.get(direction.lower()) or []:
+            ports = rule.get("ports") or []
+            if ports and not any(
+                p.get("port") in (None, port) or target.ports.get(str(p.get("port"))) == port
+                for p in ports
+            ):
+                continue
+            peers = rule.get("from" if direction == "Ingress" else "to")
+            if peers is None:
+                return True
+            for peer in peers:
+                if "ipBlock" in peer:
+                    continue
+                if "namespaceSelector" in peer:
+                    if other.namespace not in namespaces:
+                        ns = world.core.read_namespace(other.namespace)
+                        namespaces[other.namespace] = ns.metadata.labels or {}
+                    if not _selects(peer["namespaceSelector"], namespaces[other.namespace]):
+                        continue
+                elif other.namespace != subject.namespace:
+                    continue
+                if _selects(peer.get("podSelector", {}), other.labels):
+                    return True
+    return False
+
+
+def may_connect(world: Release, source: Peer, destination: Peer, port: int) -> bool:
+    return _admits(world, source, destination, "Egress", port, destination) and _admits(
+        world, destination, source, "Ingress", port, destination
+    )
+
+
+def peer_of(pod: Any) -> Peer:
+    return Peer(
+        name=pod.metadata.name,
+        namespace=pod.metadata.namespace,
+        labels=dict(pod.metadata.labels or {}),
+        ports={
+            p.name: p.container_port for c in pod.spec.containers for p in c.ports or [] if p.name
+        },
+    )
+
+
 def session_pods(world: Release) -> list[Any]:
     return [
         p
@@ -410,6 +503,32 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     [pod] = session_pods(world)
     assert pod.spec.node_name == k8s_real_node.name
     assert pod.spec.service_account_name == "trainhub-notebook"
+
+    # What the network policies of the chart and of trainhub let through, and what not.
+    [hub_pod], [proxy_pod] = ready_pods(world, "hub"), ready_pods(world, "proxy")
+    hub, proxy, session = peer_of(hub_pod), peer_of(proxy_pod), peer_of(pod)
+    job = Peer("a job's worker", world.team_namespace, {"trainhub.io/role": "worker"}, {})
+    stranger = Peer("a pod of the hub's namespace", world.namespace, {}, {})
+    allowed = [
+        (proxy, hub, 8081),
+        (hub, proxy, 8001),  # the proxy's API
+        (hub, proxy, 8000),  # the idle-GPU service's notices, through proxy-public
+        (proxy, session, 8888),
+        (hub, session, 8888),
+        (session, hub, 8081),  # jupyterhub-singleuser and the server extension, to the hub's API
+    ]
+    denied = [(job, hub, 8081), (stranger, session, 8888), (job, session, 8888)]
+    wrong = [
+        f"{a.name} -> {b.name}:{port} denied"
+        for a, b, port in allowed
+        if not may_connect(world, a, b, port)
+    ]
+    wrong += [
+        f"{a.name} -> {b.name}:{port} allowed"
+        for a, b, port in denied
+        if may_connect(world, a, b, port)
+    ]
+    assert not wrong, wrong
 
     # The session answers through the proxy, as the user.
     token = world.hub_api(
