@@ -65,6 +65,7 @@ class Release:
     url: str  # the proxy's public Service, as the host reaches it
     admin_token: str
     team_namespace: str
+    images: dict[str, str]  # hub, proxy, the session's: their references in the node
     helm: Callable[..., subprocess.CompletedProcess[str]]
 
     @property
@@ -283,6 +284,7 @@ def release(
         url=f"http://{service.spec.cluster_ip}:{service.spec.ports[0].port}",
         admin_token=admin_token,
         team_namespace=team_ns,
+        images=images,
         helm=helm,
     )
     try:
@@ -449,6 +451,7 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
             world, f"the {component} pod Ready", lambda c=component: ready_pods(world, c), 300
         )
         assert pod.spec.node_name == k8s_real_node.name
+        assert pod.spec.containers[0].image == world.images[component]
     print(f"hub and proxy Ready in {time.monotonic() - started:.0f} s", file=sys.stderr)
 
     # The hub, through the proxy's Service.
@@ -503,6 +506,14 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     [pod] = session_pods(world)
     assert pod.spec.node_name == k8s_real_node.name
     assert pod.spec.service_account_name == "trainhub-notebook"
+    assert pod.spec.containers[0].image == world.images[SESSION_IMAGE]
+
+    # Under the team's quota: the session's requests are counted there.
+    def counted() -> Any:
+        quota = world.core.read_namespaced_resource_quota("trainhub-quota", world.team_namespace)
+        return (quota.status.used or {}).get("requests.cpu") == "250m" and quota.status
+
+    wait_or_report(world, "the session counted in the team's quota", counted, 30)
 
     # What the network policies of the chart and of trainhub let through, and what not.
     [hub_pod], [proxy_pod] = ready_pods(world, "hub"), ready_pods(world, "proxy")
