@@ -39,6 +39,10 @@ teams = load_teams(teams_file)  # a broken teams file stops the hub here, naming
 c.JupyterHub.spawner_class = "trainhub_spawner.spawner.TrainHubSpawner"
 c.TrainHubSpawner.teams_file = teams_file
 c.TrainHubSpawner.enable_user_namespaces = False  # each session runs in its team's namespace
+# The profiles are the teams file's (TrainHubSpawner's own list). Zero-to-JupyterHub sets
+# KubeSpawner.profile_list from singleuser.profileList, [] by default, which would hide them:
+# no spawn form, every user started with their first team's defaults.
+c.KubeSpawner.pop("profile_list", None)
 c.KubeSpawner.cmd = ["jupyterhub-singleuser"]
 c.KubeSpawner.default_url = "/lab"
 c.KubeSpawner.cpu_guarantee = float(os.environ.get("TRAINHUB_SESSION_CPU", "1"))

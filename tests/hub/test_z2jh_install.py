@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parents[2]
 USER = "dee"
 PASSWORD = "correct horse"
 TEAM = "lab"
+OTHER_TEAM = "vision"
 POOL = "real"
 SESSION_IMAGE = "base"
 DB_CLASS = "trainhub-test-hub-db"  # the hub database's volume: hostPath, made by the test
@@ -106,20 +107,24 @@ class Release:
 
 
 def teams_data(suffix: str, node: Any, image: str, shared: Path) -> dict[str, Any]:
+    """Two teams on the real node's pool, the user in both: the spawn form offers two profiles
+    (with one, KubeSpawner shows no form and starts it)."""
+
+    def team(name: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "groups": [name],
+            "namespace": f"hub-{name}-{suffix}",
+            "quota": {POOL: {"gpus": 2, "cpu": "2", "memory": "4Gi"}},
+            "images": [SESSION_IMAGE],
+            "session_gpus": [0, 1],
+            "shared_volume": {"claim": "shared", "mount_path": str(shared / name)},
+        }
+
     return {
         "pools": [real_node_pool(node, POOL)],
         "images": [{"name": SESSION_IMAGE, "image": image}],
-        "teams": [
-            {
-                "name": TEAM,
-                "groups": [TEAM],
-                "namespace": f"hub-{TEAM}-{suffix}",
-                "quota": {POOL: {"gpus": 2, "cpu": "2", "memory": "4Gi"}},
-                "images": [SESSION_IMAGE],
-                "session_gpus": [0, 1],
-                "shared_volume": {"claim": "shared", "mount_path": str(shared)},
-            }
-        ],
+        "teams": [team(TEAM), team(OTHER_TEAM)],
     }
 
 
@@ -161,7 +166,7 @@ def install_values(node: Any, hub_image: str, proxy_image: str, admin_token: str
             "extraFiles": {
                 "members": {
                     "mountPath": "/usr/local/etc/trainhub/members.yaml",
-                    "stringData": yaml.safe_dump({TEAM: [USER]}),
+                    "stringData": yaml.safe_dump({TEAM: [USER], OTHER_TEAM: [USER]}),
                 }
             },
             "extraEnv": {
@@ -195,14 +200,16 @@ def release(
 
     suffix = secrets.token_hex(3)
     hub_ns = f"jhub-{suffix}"
-    shared = tmp / "shared" / TEAM
-    shared.mkdir(parents=True)
-    os.chown(shared, RUN_AS, 100)  # hostPath volumes get no fsGroup: the session user's own
+    shared = tmp / "shared"
+    for name in (TEAM, OTHER_TEAM):
+        (shared / name).mkdir(parents=True)
+        os.chown(shared / name, RUN_AS, 100)  # hostPath volumes get no fsGroup
     data = teams_data(suffix, k8s_real_node, images[SESSION_IMAGE], shared)
     teams_file = tmp / "teams.yaml"
     teams_file.write_text(yaml.safe_dump(data, sort_keys=False))
     teams = parse_teams(data)
     team_ns = teams.teams[0].namespace
+    team_namespaces = [t.namespace for t in teams.teams]
 
     api = k8s_cluster.api_client()
     core = client.CoreV1Api(api)
@@ -232,7 +239,8 @@ def release(
     assert applied.returncode == 0, applied.stderr
     core.create_namespace({"metadata": {"name": hub_ns}})
     apply_objects(api, hub_objects(teams, hub_ns))
-    shared_claim(core, team_ns, shared)
+    for t in teams.teams:
+        shared_claim(core, t.namespace, Path(t.shared_volume.mount_path))
     # The hub database's volume: the chart's claim (hub.db.pvc) binds it by its class.
     db_dir = tmp / "hub-db"
     db_dir.mkdir()
@@ -292,9 +300,9 @@ def release(
     finally:
         print(world.pods_report(hub_ns, team_ns), file=sys.stderr)
         helm("uninstall", "jhub", "--namespace", hub_ns, "--wait", timeout=300)
-        for ns in (team_ns, hub_ns):
+        for ns in (*team_namespaces, hub_ns):
             core.delete_namespace(ns, propagation_policy="Background")
-        for pv in (f"{hub_ns}-hub-db", f"{team_ns}-shared"):
+        for pv in (f"{hub_ns}-hub-db", *(f"{ns}-shared" for ns in team_namespaces)):
             core.delete_persistent_volume(pv)
         custom = client.CustomObjectsApi(api)
         for plural, names in (
@@ -473,12 +481,24 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     login_page = requests.get(f"{world.url}/hub/login", timeout=30)
     assert login_page.status_code == 200 and 'name="username"' in login_page.text
 
-    # Log in: the user's team has one profile, which the hub starts at once (KubeSpawner shows
-    # no form for a single profile): the team's pool, its image, no GPU.
-    started = time.monotonic()
+    # Log in, and pick a profile in the spawn form: team lab on the real pool, with 1 GPU.
     s = login(world, USER)
-    pending = s.get(f"{world.url}/hub/spawn/{USER}", timeout=60)
-    assert pending.status_code == 200 and f"/hub/spawn-pending/{USER}" in pending.url, pending.url
+    form = s.get(f"{world.url}/hub/spawn/{USER}", timeout=60)
+    slug = f"{TEAM}.{POOL}"
+    assert form.status_code == 200, form.text[-2000:]
+    assert slug in form.text and f"{OTHER_TEAM}.{POOL}" in form.text, form.text[-3000:]
+    started = time.monotonic()
+    r = s.post(
+        f"{world.url}/hub/spawn/{USER}",
+        data={
+            "profile": slug,
+            f"profile-option-{slug}--image": SESSION_IMAGE,
+            f"profile-option-{slug}--gpus": "1",
+            "_xsrf": s.cookies.get("_xsrf", ""),
+        },
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text[-2000:]
 
     session_logs: dict[str, str] = {}  # the hub deletes a pod that failed to start
 
@@ -508,10 +528,13 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     assert pod.spec.service_account_name == "trainhub-notebook"
     assert pod.spec.containers[0].image == world.images[SESSION_IMAGE]
 
+    assert pod.spec.containers[0].resources.limits["nvidia.com/gpu"] == "1"
+
     # Under the team's quota: the session's requests are counted there.
     def counted() -> Any:
         quota = world.core.read_namespaced_resource_quota("trainhub-quota", world.team_namespace)
-        return (quota.status.used or {}).get("requests.cpu") == "250m" and quota.status
+        used = quota.status.used or {}
+        return used.get("requests.cpu") == "250m" and used.get("requests.nvidia.com/gpu") == "1"
 
     wait_or_report(world, "the session counted in the team's quota", counted, 30)
 
@@ -556,6 +579,24 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     assert [t["name"] for t in config.json()["teams"]] == [TEAM]
     lab = s.get(f"{world.url}/user/{USER}/lab", timeout=60)
     assert lab.status_code == 200 and "jupyter-config-data" in lab.text
+
+    # The hub's pod is replaced (an upgrade, a drained node): the session's pod runs on, and the
+    # new hub finds it again (JupyterHub's resume; the chart keeps cleanup_servers off).
+    world.core.delete_namespaced_pod(hub_pod.metadata.name, world.namespace)
+    wait_or_report(
+        world,
+        "a new hub pod Ready",
+        lambda: [p for p in ready_pods(world, "hub") if p.metadata.uid != hub_pod.metadata.uid],
+        180,
+    )
+    wait_or_report(world, "the new hub's API through the proxy", hub_answers, 120)
+    resumed = world.hub_api("GET", f"/users/{USER}").json()["servers"][""]
+    assert resumed["ready"], resumed
+    [after] = session_pods(world)
+    assert after.metadata.uid == pod.metadata.uid  # the same pod, never restarted
+    assert after.status.container_statuses[0].restart_count == 0
+    status = requests.get(f"{world.url}/user/{USER}/api/status", headers=headers, timeout=60)
+    assert status.status_code == 200, f"{status.status_code} {status.text[-500:]}"
 
     # Stopping the server removes the pod.
     r = world.hub_api("DELETE", f"/users/{USER}/server")
