@@ -13,13 +13,15 @@ Before the chart, what hub_config/values.yaml's header tells an admin to run: `t
 apply` of the teams file and the hub's objects in the team namespaces (hub_objects).
 
 Through the proxy's Service (its ClusterIP, reached from the host through kube-proxy's rules):
-the hub's API answers with the chart's services beside trainhub's, a user logs in, the hub
-starts the team's one profile, and TrainHubSpawner's session pod (the curated ``base`` image)
-runs in the team's namespace on the real node, reaches the hub's API across namespaces and
-answers through the proxy (its API, trainhub's server extension, JupyterLab). The node's CNI
-enforces no NetworkPolicy, so the policies the cluster then holds (the chart's and trainhub's)
-are evaluated for those very pods: hub, proxy and session reach each other where they must, a
-job's worker and a stranger do not.
+the hub's API answers with the chart's services beside trainhub's; a user of two teams logs in
+and picks one team's profile with 1 GPU in the spawn form; TrainHubSpawner's session pod (the
+curated ``base`` image) runs in the team's namespace on the real node under its quota, reaches
+the hub's API across namespaces and answers through the proxy (its API, trainhub's server
+extension, JupyterLab); a job submitted through the session's REST API runs on the node in
+``pytorch-cpu`` and its log reaches the session; the hub's pod is replaced and the session runs
+on. The node's CNI enforces no NetworkPolicy, so the policies the cluster then holds (the
+chart's and trainhub's) are evaluated for those very pods: hub, proxy and session reach each
+other where they must, a job's worker and a stranger do not.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ TEAM = "lab"
 OTHER_TEAM = "vision"
 POOL = "real"
 SESSION_IMAGE = "base"
+JOB_IMAGE = "pytorch-cpu"  # the curated image jobs run in
+JOB = """\
+import os
+print(f"hello from rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']}", flush=True)
+"""
 DB_CLASS = "trainhub-test-hub-db"  # the hub database's volume: hostPath, made by the test
 
 
@@ -106,7 +113,7 @@ class Release:
         return "\n".join(out)
 
 
-def teams_data(suffix: str, node: Any, image: str, shared: Path) -> dict[str, Any]:
+def teams_data(suffix: str, node: Any, images: dict[str, str], shared: Path) -> dict[str, Any]:
     """Two teams on the real node's pool, the user in both: the spawn form offers two profiles
     (with one, KubeSpawner shows no form and starts it)."""
 
@@ -116,14 +123,14 @@ def teams_data(suffix: str, node: Any, image: str, shared: Path) -> dict[str, An
             "groups": [name],
             "namespace": f"hub-{name}-{suffix}",
             "quota": {POOL: {"gpus": 2, "cpu": "2", "memory": "4Gi"}},
-            "images": [SESSION_IMAGE],
+            "images": [SESSION_IMAGE, JOB_IMAGE],
             "session_gpus": [0, 1],
             "shared_volume": {"claim": "shared", "mount_path": str(shared / name)},
         }
 
     return {
         "pools": [real_node_pool(node, POOL)],
-        "images": [{"name": SESSION_IMAGE, "image": image}],
+        "images": [{"name": n, "image": ref} for n, ref in images.items()],
         "teams": [team(TEAM), team(OTHER_TEAM)],
     }
 
@@ -194,7 +201,8 @@ def release(
     helm_bin = built_tool("helm")
     started = time.monotonic()
     images = {
-        name: import_built_image(k8s_real_node, name) for name in ("hub", "proxy", SESSION_IMAGE)
+        name: import_built_image(k8s_real_node, name)
+        for name in ("hub", "proxy", SESSION_IMAGE, JOB_IMAGE)
     }
     print(f"images in the node in {time.monotonic() - started:.0f} s", file=sys.stderr)
 
@@ -204,7 +212,9 @@ def release(
     for name in (TEAM, OTHER_TEAM):
         (shared / name).mkdir(parents=True)
         os.chown(shared / name, RUN_AS, 100)  # hostPath volumes get no fsGroup
-    data = teams_data(suffix, k8s_real_node, images[SESSION_IMAGE], shared)
+    data = teams_data(
+        suffix, k8s_real_node, {n: images[n] for n in (SESSION_IMAGE, JOB_IMAGE)}, shared
+    )
     teams_file = tmp / "teams.yaml"
     teams_file.write_text(yaml.safe_dump(data, sort_keys=False))
     teams = parse_teams(data)
@@ -579,6 +589,42 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     assert [t["name"] for t in config.json()["teams"]] == [TEAM]
     lab = s.get(f"{world.url}/user/{USER}/lab", timeout=60)
     assert lab.status_code == 200 and "jupyter-config-data" in lab.text
+
+    # Submit as job, through the session's REST API: the job runs on the real node, in the
+    # team's namespace, and its log reaches the session.
+    jobs = f"{world.url}/user/{USER}/trainhub/api/jobs"
+    body = {"type": "file", "format": "text", "content": JOB}
+    saved = requests.put(
+        f"{world.url}/user/{USER}/api/contents/hello.py", json=body, headers=headers, timeout=60
+    )
+    assert saved.status_code in (200, 201), saved.text
+    spec = {
+        "name": "hello",
+        "source": {"path": "hello.py"},
+        "image": JOB_IMAGE,
+        "resources": {"workers": 1, "processes_per_worker": 1, "cpu": 0.5, "memory": "1Gi"},
+    }
+    made = requests.post(jobs, json=spec, headers=headers, timeout=120)
+    assert made.status_code == 201, made.text
+    job_id = made.json()["id"]
+    started = time.monotonic()
+
+    nodes_of_job: set[str] = set()
+
+    def job_ended() -> Any:
+        for p in world.core.list_namespaced_pod(
+            world.team_namespace, label_selector=f"job-name={job_id}"
+        ).items:
+            nodes_of_job.add(p.spec.node_name)
+        job = requests.get(f"{jobs}/{job_id}", headers=headers, timeout=60).json()
+        return job if job["state"] in ("succeeded", "failed", "cancelled") else None
+
+    ended = wait_or_report(world, f"job {job_id} to end", job_ended, 300)
+    print(f"job ended in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    log = requests.get(f"{jobs}/{job_id}/logs/0", headers=headers, timeout=60)
+    assert ended["state"] == "succeeded", (ended, log.text[-2000:])
+    assert "hello from rank 0 of 1" in log.json()["text"], log.text[-2000:]
+    assert nodes_of_job == {k8s_real_node.name}, nodes_of_job
 
     # The hub's pod is replaced (an upgrade, a drained node): the session's pod runs on, and the
     # new hub finds it again (JupyterHub's resume; the chart keeps cleanup_servers off).
