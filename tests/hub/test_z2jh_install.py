@@ -51,11 +51,11 @@ from tests.k8s.test_real_jobs import RUN_AS, import_built_image
 
 pytestmark = pytest.mark.timeout(1200)
 
-ROOT = Path(__file__).resolve().parents[2]
 USER = "dee"
 PASSWORD = "correct horse"
-TEAM = "lab"
-OTHER_TEAM = "vision"
+# Names no other test's teams use: a team's ClusterQueue is cluster-wide.
+TEAM = "physics"
+OTHER_TEAM = "chemistry"
 POOL = "real"
 SESSION_IMAGE = "base"
 JOB_IMAGE = "pytorch-cpu"  # the curated image jobs run in
@@ -74,7 +74,6 @@ class Release:
     admin_token: str
     team_namespace: str
     images: dict[str, str]  # hub, proxy, the session's: their references in the node
-    helm: Callable[..., subprocess.CompletedProcess[str]]
 
     @property
     def core(self) -> Any:
@@ -238,93 +237,105 @@ def release(
             timeout=timeout,
         )
 
-    # What an admin runs before the chart (hub_config/values.yaml's header): the team objects,
-    # and the hub's rights and network access in the team namespaces.
-    applied = subprocess.run(
-        [sys.executable, "-m", "trainhub.cli", "admin", "apply", str(teams_file)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert applied.returncode == 0, applied.stderr
-    core.create_namespace({"metadata": {"name": hub_ns}})
-    apply_objects(api, hub_objects(teams, hub_ns))
-    for t in teams.teams:
-        shared_claim(core, t.namespace, Path(t.shared_volume.mount_path))
-    # The hub database's volume: the chart's claim (hub.db.pvc) binds it by its class.
-    db_dir = tmp / "hub-db"
-    db_dir.mkdir()
-    os.chown(db_dir, 1000, 1000)  # the hub's user; hostPath volumes get no fsGroup
-    core.create_persistent_volume(
-        {
-            "metadata": {"name": f"{hub_ns}-hub-db"},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": DB_CLASS,
-                "hostPath": {"path": str(db_dir)},
-                "claimRef": {"namespace": hub_ns, "name": "hub-db-dir"},
-            },
-        }
-    )
-
-    # The vendored chart, with the values.schema.json its release generates.
-    chart = tmp / "jupyterhub"
-    shutil.copytree(vendored_chart(), chart)
-    schema = yaml.safe_load((chart / "values.schema.yaml").read_text())
-    (chart / "values.schema.json").write_text(json.dumps(schema))
-    admin_token = secrets.token_hex(16)
-    values = tmp / "test-values.yaml"
-    values.write_text(
-        yaml.safe_dump(install_values(k8s_real_node, images["hub"], images["proxy"], admin_token))
-    )
-    started = time.monotonic()
-    files = [HUB_CONFIG / "values.yaml", values]
-    hub_files = {"teams": teams_file, "config": HUB_CONFIG / "jupyterhub_config.py"}
-    installed = helm(
-        "install",
-        "jhub",
-        chart,
-        "--namespace",
-        hub_ns,
-        *(a for f in files for a in ("-f", f)),
-        *(
-            a
-            for k, f in hub_files.items()
-            for a in ("--set-file", f"hub.extraFiles.{k}.stringData={f}")
-        ),
-    )
-    assert installed.returncode == 0, installed.stderr
-    service = core.read_namespaced_service("proxy-public", hub_ns)
-    world = Release(
-        namespace=hub_ns,
-        api=api,
-        url=f"http://{service.spec.cluster_ip}:{service.spec.ports[0].port}",
-        admin_token=admin_token,
-        team_namespace=team_ns,
-        images=images,
-        helm=helm,
-    )
+    world: Release | None = None
     try:
+        # What an admin runs before the chart (hub_config/values.yaml's header): the team objects,
+        # and the hub's rights and network access in the team namespaces.
+        applied = subprocess.run(
+            [sys.executable, "-m", "trainhub.cli", "admin", "apply", str(teams_file)],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert applied.returncode == 0, applied.stderr
+        core.create_namespace({"metadata": {"name": hub_ns}})
+        apply_objects(api, hub_objects(teams, hub_ns))
+        for t in teams.teams:
+            shared_claim(core, t.namespace, Path(t.shared_volume.mount_path))
+        # The hub database's volume: the chart's claim (hub.db.pvc) binds it by its class.
+        db_dir = tmp / "hub-db"
+        db_dir.mkdir()
+        os.chown(db_dir, 1000, 1000)  # the hub's user; hostPath volumes get no fsGroup
+        core.create_persistent_volume(
+            {
+                "metadata": {"name": f"{hub_ns}-hub-db"},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": DB_CLASS,
+                    "hostPath": {"path": str(db_dir)},
+                    "claimRef": {"namespace": hub_ns, "name": "hub-db-dir"},
+                },
+            }
+        )
+
+        # The vendored chart, with the values.schema.json its release generates.
+        chart = tmp / "jupyterhub"
+        shutil.copytree(vendored_chart(), chart)
+        schema = yaml.safe_load((chart / "values.schema.yaml").read_text())
+        (chart / "values.schema.json").write_text(json.dumps(schema))
+        admin_token = secrets.token_hex(16)
+        values = tmp / "test-values.yaml"
+        values.write_text(
+            yaml.safe_dump(
+                install_values(k8s_real_node, images["hub"], images["proxy"], admin_token)
+            )
+        )
+        files = [HUB_CONFIG / "values.yaml", values]
+        hub_files = {"teams": teams_file, "config": HUB_CONFIG / "jupyterhub_config.py"}
+        installed = helm(
+            "install",
+            "jhub",
+            chart,
+            "--namespace",
+            hub_ns,
+            *(a for f in files for a in ("-f", f)),
+            *(
+                a
+                for k, f in hub_files.items()
+                for a in ("--set-file", f"hub.extraFiles.{k}.stringData={f}")
+            ),
+        )
+        assert installed.returncode == 0, installed.stderr
+        service = core.read_namespaced_service("proxy-public", hub_ns)
+        world = Release(
+            namespace=hub_ns,
+            api=api,
+            url=f"http://{service.spec.cluster_ip}:{service.spec.ports[0].port}",
+            admin_token=admin_token,
+            team_namespace=team_ns,
+            images=images,
+        )
         yield world
     finally:
-        print(world.pods_report(hub_ns, team_ns), file=sys.stderr)
+        if world is not None:
+            print(world.pods_report(hub_ns, team_ns), file=sys.stderr)
         helm("uninstall", "jhub", "--namespace", hub_ns, "--wait", timeout=300)
-        for ns in (*team_namespaces, hub_ns):
-            core.delete_namespace(ns, propagation_policy="Background")
-        for pv in (f"{hub_ns}-hub-db", *(f"{ns}-shared" for ns in team_namespaces)):
-            core.delete_persistent_volume(pv)
+        gone = [
+            lambda ns=ns: core.delete_namespace(ns, propagation_policy="Background")
+            for ns in (*team_namespaces, hub_ns)
+        ]
+        gone += [
+            lambda pv=pv: core.delete_persistent_volume(pv)
+            for pv in (f"{hub_ns}-hub-db", *(f"{ns}-shared" for ns in team_namespaces))
+        ]
         custom = client.CustomObjectsApi(api)
         for plural, names in (
             ("clusterqueues", [t.name for t in teams.teams]),
             ("resourceflavors", [p.name for p in teams.pools]),
         ):
-            for name in names:
-                try:
-                    custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, name)
-                except client.ApiException as e:
-                    if e.status != 404:
-                        raise
+            gone += [
+                lambda plural=plural, name=name: custom.delete_cluster_custom_object(
+                    "kueue.x-k8s.io", "v1beta2", plural, name
+                )
+                for name in names
+            ]
+        for delete in gone:  # whatever the setup got to make
+            try:
+                delete()
+            except client.ApiException as e:
+                if e.status != 404:
+                    raise
         api.close()
 
 
