@@ -24,6 +24,7 @@ Zero-to-JupyterHub, from ``hub.extraConfig`` (see values.yaml). Everything it re
 import os
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -38,11 +39,25 @@ teams = load_teams(teams_file)  # a broken teams file stops the hub here, naming
 c.JupyterHub.spawner_class = "trainhub_spawner.spawner.TrainHubSpawner"
 c.TrainHubSpawner.teams_file = teams_file
 c.TrainHubSpawner.enable_user_namespaces = False  # each session runs in its team's namespace
+# The profiles are the teams file's (TrainHubSpawner's own list). Zero-to-JupyterHub sets
+# KubeSpawner.profile_list from singleuser.profileList, [] by default, which would hide them:
+# no spawn form, every user started with their first team's defaults.
+c.KubeSpawner.pop("profile_list", None)
 c.KubeSpawner.cmd = ["jupyterhub-singleuser"]
 c.KubeSpawner.default_url = "/lab"
 c.KubeSpawner.cpu_guarantee = float(os.environ.get("TRAINHUB_SESSION_CPU", "1"))
 c.KubeSpawner.mem_guarantee = os.environ.get("TRAINHUB_SESSION_MEMORY", "4G")
 c.KubeSpawner.start_timeout = 600  # a GPU node may need to be found and an image pulled
+# Zero-to-JupyterHub gives the hub's URL by its Service's short name (http://hub:8081), which
+# resolves in the hub's own namespace only: sessions run in their team's namespace, so they
+# get it qualified by the hub's namespace (the chart sets POD_NAMESPACE).
+hub_namespace = os.environ.get("POD_NAMESPACE")
+chart_hub_url = urlsplit(str(c.JupyterHub.get("hub_connect_url", "")))
+if hub_namespace and chart_hub_url.hostname and "." not in chart_hub_url.hostname:
+    port = f":{chart_hub_url.port}" if chart_hub_url.port else ""
+    c.KubeSpawner.hub_connect_url = chart_hub_url._replace(
+        netloc=f"{chart_hub_url.hostname}.{hub_namespace}.svc{port}"
+    ).geturl()
 
 # --- groups ------------------------------------------------------------------------------------
 members_file = os.environ.get("TRAINHUB_GROUP_MEMBERS")

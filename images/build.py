@@ -47,6 +47,12 @@ from trainhub_spawner.images import (  # noqa: E402
 DEBIAN = "debian"
 DEBIAN_REF = "localhost/trainhub/debian:12"
 DEFAULT_IMAGES = ("base", "pytorch-cpu")
+# Images that are not sessions' (not in catalog.yaml), built only when named: the hub, and the
+# proxy that tests installing Zero-to-JupyterHub run (configurable-http-proxy from npm).
+OTHER_IMAGES = {
+    "hub": "ghcr.io/trainhub/hub:0.1.0",
+    "proxy": "ghcr.io/trainhub/configurable-http-proxy:5.2.0",
+}
 INDEX_FORMAT = 1
 # What every curated image needs from Debian; the rest comes from PyPI inside the Dockerfiles.
 DEBIAN_PACKAGES = ("python3", "python3-venv", "ca-certificates", "git", "tini")
@@ -124,15 +130,19 @@ class Image:
     uses_wheel: bool  # dist/trainhub-<version>-py3-none-any.whl from the build context
     uses_wheels: bool  # the cached PyTorch wheels, as the build context "wheels"
     declares: frozenset[str]  # its build arguments
+    files: tuple[Path, ...] = ()  # the other files of its folder, copied into the build context
 
     def local_ref(self, key: str) -> str:
         return f"localhost/trainhub/{self.name}:{key[:16]}"
 
 
 def images_of(images_dir: Path = IMAGES) -> dict[str, Image]:
-    """Every image buildable from ``images_dir``: the catalog's, the hub's and the Debian root."""
+    """Every image buildable from ``images_dir``: the catalog's, the hub's, the proxy's and the
+    Debian root."""
     refs = {i.name: i.image for i in load_catalog(images_dir / "catalog.yaml")}
-    refs.setdefault("hub", "ghcr.io/trainhub/hub:0.1.0")
+    for name, ref in OTHER_IMAGES.items():
+        if (images_dir / name / "Dockerfile").is_file():
+            refs.setdefault(name, ref)
     by_ref = {ref: name for name, ref in refs.items()} | {DEBIAN_REF: DEBIAN}
     out = {DEBIAN: _image(images_dir, DEBIAN, DEBIAN_REF, by_ref)}
     for name, ref in refs.items():
@@ -163,6 +173,9 @@ def _image(images_dir: Path, name: str, reference: str, by_ref: dict[str, str]) 
         uses_wheel="dist/trainhub-" in text,
         uses_wheels="from=wheels" in text,
         declares=declared,
+        files=tuple(
+            sorted(p for p in dockerfile.parent.iterdir() if p.is_file() and p != dockerfile)
+        ),
     )
 
 
@@ -404,6 +417,8 @@ class Builder:
 
     def inputs(self, image: Image) -> dict[str, str]:
         out = {}
+        for path in image.files:
+            out[f"file {path.name}"] = hashlib.sha256(path.read_bytes()).hexdigest()
         if image.name == DEBIAN:
             out["mmdebstrap"] = json.dumps(mmdebstrap_argv(Path("rootfs.tar"), self.sources()))
         if image.uses_wheel:
@@ -497,6 +512,8 @@ class Builder:
         try:
             if image.name == DEBIAN:
                 self.rootfs(context / "rootfs.tar")
+            for path in image.files:
+                shutil.copyfile(path, context / path.name)
             if image.uses_wheel:
                 (context / "dist").mkdir()
                 wheel = self.wheel()
@@ -609,10 +626,10 @@ class Builder:
 
 def requested(argv_names: list[str], everything: bool, images: dict[str, Image]) -> list[str]:
     if everything:
-        return [n for n in images if n not in {DEBIAN, "hub"}]
+        return [n for n in images if n != DEBIAN and n not in OTHER_IMAGES]
     names = argv_names or os.environ.get("TRAINHUB_IMAGES", "").replace(",", " ").split()
     if names == ["all"]:
-        return [n for n in images if n not in {DEBIAN, "hub"}]
+        return [n for n in images if n != DEBIAN and n not in OTHER_IMAGES]
     return names or list(DEFAULT_IMAGES)
 
 

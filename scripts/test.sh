@@ -20,6 +20,9 @@ tree_unchanged() {
 
 venv=$(bash scripts/setup-env.sh | tail -n 1)
 export PATH="$venv/bin:$PATH" TRAINHUB_VENV="$venv"
+# The images the tests run: the curated ones, and the hub and proxy that
+# tests/hub/test_z2jh_install.py installs with Zero-to-JupyterHub's chart.
+export TRAINHUB_IMAGES=${TRAINHUB_IMAGES:-base pytorch-cpu hub proxy}
 # Each tier's log and pytest directory, and the images' build log.
 runs=${TMPDIR:-/tmp}/trainhub-tests
 # A run cut short can leave the real node's mounts below it: unmounted first, or the directory

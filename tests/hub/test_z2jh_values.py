@@ -83,7 +83,8 @@ def test_the_hub_values_render_with_chart_4_4_0(z2jh: Callable[..., Any]) -> Non
     files |= secret.get("stringData", {})
     assert (HUB_CONFIG / "teams.yaml").read_text() in files.values()
     config = yaml.safe_load(files["values.yaml"])
-    assert "load_subconfig" in config["hub"]["extraConfig"]["trainhub"]
+    # on the chart's own config object (test_z2jh_install.py: the chart's services stay)
+    assert "runpy.run_path(" in config["hub"]["extraConfig"]["trainhub"]
 
 
 def test_the_chart_schema_refuses_a_misspelt_key(z2jh: Callable[..., Any], tmp_path: Path) -> None:
@@ -91,3 +92,14 @@ def test_the_chart_schema_refuses_a_misspelt_key(z2jh: Callable[..., Any], tmp_p
     typo.write_text(yaml.safe_dump({"hub": {"extraEnvv": {"A": "1"}}}))
     proc = z2jh(typo)
     assert proc.returncode != 0 and "extraEnvv" in proc.stderr, proc.stderr
+
+
+def test_the_hub_and_proxy_images_build_the_software_of_chart_4_4_0s() -> None:
+    """images/hub installs the pinned requirements of the chart's hub image, unchanged, and
+    images/proxy the configurable-http-proxy its values name."""
+    vendored = vendored_chart().parent
+    ours = ROOT / "images" / "hub" / "requirements.txt"
+    assert ours.read_text() == (vendored / "images" / "hub" / "requirements.txt").read_text()
+    chp = yaml.safe_load((vendored_chart() / "values.yaml").read_text())["proxy"]["chp"]["image"]
+    dockerfile = (ROOT / "images" / "proxy" / "Dockerfile").read_text()
+    assert f"ARG CHP_VERSION={chp['tag']}\n" in dockerfile, chp

@@ -123,6 +123,30 @@ def test_each_image_is_built_after_its_parent() -> None:
         build.with_parents(["jax"], images)
 
 
+def test_the_hub_and_proxy_start_from_the_debian_root_and_are_built_only_when_named(
+    tmp_path: Path,
+) -> None:
+    images = build.images_of(IMAGES)
+    assert images["hub"].parent == images["proxy"].parent == build.DEBIAN
+    assert images["hub"].reference == "ghcr.io/trainhub/hub:0.1.0"
+    assert images["proxy"].reference == "ghcr.io/trainhub/configurable-http-proxy:5.2.0"
+    assert images["hub"].uses_wheel and not images["proxy"].uses_wheel
+    assert [p.name for p in images["hub"].files] == ["requirements.txt"]
+    assert not {"hub", "proxy"} & set(build.requested([], True, images))
+    assert build.requested(["hub", "proxy"], False, images) == ["hub", "proxy"]
+    # The files beside a Dockerfile are part of its image's content hash.
+    shutil.copytree(IMAGES, tmp_path / "images")
+    paths = build.Paths(tmp_path, tmp_path / "wheels")
+
+    def pins_digest() -> str:
+        builder = build.Builder(paths, build.images_of(tmp_path / "images"))
+        return builder.inputs(builder.images["hub"])["file requirements.txt"]
+
+    before = pins_digest()
+    (tmp_path / "images" / "hub" / "requirements.txt").write_text("jupyterhub==5.5.1\n")
+    assert pins_digest() != before
+
+
 def test_the_content_hash_follows_every_input(tmp_path: Path) -> None:
     shutil.copytree(IMAGES, tmp_path / "images")
     image = build.images_of(tmp_path / "images")["pytorch-cpu"]
