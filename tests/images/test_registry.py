@@ -11,12 +11,8 @@ import io
 import json
 import secrets
 import shutil
-import socket
-import subprocess
 import tarfile
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,50 +23,6 @@ MANIFEST_TYPES = (
     "application/vnd.oci.image.manifest.v1+json",
     "application/vnd.docker.distribution.manifest.v2+json",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def registry(built_tool: Callable[[str], Path], tmp_path: Path) -> Iterator[str]:
-    """distribution's registry on 127.0.0.1 (plain HTTP), storing into tmp_path."""
-    address = f"127.0.0.1:{free_port()}"
-    config = tmp_path / "registry.yml"
-    config.write_text(
-        json.dumps(
-            {
-                "version": 0.1,
-                "log": {"level": "warn"},
-                "storage": {"filesystem": {"rootdirectory": str(tmp_path / "registry")}},
-                "http": {"addr": address},
-            }
-        )
-    )
-    log = (tmp_path / "registry.log").open("w")
-    proc = subprocess.Popen(
-        [str(built_tool("registry")), "serve", str(config)], stdout=log, stderr=log
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://{address}/v2/", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None, (tmp_path / "registry.log").read_text()
-            assert time.monotonic() < deadline, "the registry did not answer /v2/"
-            time.sleep(0.2)
-        yield address
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def registry_get(url: str, accept: tuple[str, ...] = ()) -> tuple[bytes, dict[str, str]]:

@@ -8,6 +8,7 @@ import io
 import json
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kubernetes import client
 
+from images import build
 from tests.fixtures.k8s import CLUSTER_PY, _cluster_module
 from tests.k8s.test_cluster import KUEUE, _condition, _workloads, wait_for
 
@@ -346,6 +348,58 @@ def test_an_image_archive_imported_with_cluster_py_runs_on_the_node(
         timeout=60,
     )
     assert missing.returncode == 1 and "no real node running" in missing.stderr
+
+
+def test_the_node_pulls_an_image_pushed_to_a_registry(
+    k8s_real_node: RealNode,
+    k8s_namespace: K8sNamespace,
+    registry: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """images/build.py --push puts an image into a registry (distribution's, on loopback, plain
+    HTTP) and the kubelet pulls it from there by digest, as a cluster's nodes pull the curated
+    images: nothing is imported into the node's store. The image is the chain's root made from
+    busybox and a token instead of mmdebstrap's Debian (seconds, no network; a new digest each
+    run, so the pull cannot be skipped)."""
+    if k8s_real_node.cluster is None:
+        pytest.skip("the cluster was given (TRAINHUB_TEST_KUBECONFIG): its node is not ours")
+    token = secrets.token_hex(8)
+
+    def busybox_rootfs(self: build.Builder, target: Path) -> None:
+        with tarfile.open(target, "w") as tar:
+            tar.add(shutil.which("busybox") or "/bin/busybox", "bin/busybox")
+            link = tarfile.TarInfo("bin/sh")
+            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
+            tar.addfile(link)
+            info = tarfile.TarInfo("token")
+            info.size = len(token)
+            tar.addfile(info, io.BytesIO(token.encode()))
+
+    monkeypatch.setattr(build.Builder, "rootfs", busybox_rootfs)
+    monkeypatch.setenv("TRAINHUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRAINHUB_IMAGES_STORAGE_DRIVER", "vfs")
+    target = f"{registry}/trainhub"
+    assert build.main(["debian", "--push", target, "--insecure-registry"]) == 0
+    pinned = json.loads(build.Paths.from_env().index.read_text())["images"]["debian"]["pushed"]
+    image = pinned[target]  # <registry>/trainhub/debian@sha256:...
+
+    node = _cluster_module()._load_node()
+    node.trust_registry(k8s_real_node.cluster.dir / "node", registry)
+    core = client.CoreV1Api(k8s_namespace.api)
+    body = real_pod(k8s_real_node, "pulled", "cat /token")
+    body["spec"]["containers"][0].update(image=image, imagePullPolicy="IfNotPresent")
+    core.create_namespaced_pod(k8s_namespace.name, body)
+    pod, log = finished(core, k8s_namespace.name, "pulled")
+    assert log == token
+    (status,) = pod.status.container_statuses
+    assert status.image_id.endswith(image.split("@")[1]), status.image_id
+    pulled = core.list_namespaced_event(
+        k8s_namespace.name, field_selector="involvedObject.name=pulled,reason=Pulled"
+    ).items
+    assert pulled and "Successfully pulled" in (pulled[0].message or ""), [
+        e.message for e in pulled
+    ]
 
 
 def retagged(source: Path, archive: Path, ref: str, cmd: list[str] | None = None) -> Path:

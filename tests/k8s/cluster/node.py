@@ -117,6 +117,22 @@ def archive_images(archive: Path) -> dict[str, str]:
     }
 
 
+def registry_hosts(node_dir: Path) -> Path:
+    """The node's containerd hosts directory (``<host:port>/hosts.toml`` per registry)."""
+    return node_dir / "containerd" / "certs.d"
+
+
+def trust_registry(node_dir: Path, address: str) -> None:
+    """Let the node's kubelet pull from the registry at ``address`` over plain HTTP (a registry
+    on loopback has no certificate), as a cluster's admin configures a private registry."""
+    hosts = registry_hosts(node_dir) / address
+    hosts.mkdir(parents=True, exist_ok=True)
+    hosts.joinpath("hosts.toml").write_text(
+        f'server = "http://{address}"\n\n[host."http://{address}"]\n'
+        '  capabilities = ["pull", "resolve"]\n'
+    )
+
+
 class NodeError(RuntimeError):
     """The real node could not be started or cleaned up; the message says which part."""
 
@@ -361,6 +377,9 @@ class RealNode:
                 },
             },
             "cni": {"bin_dir": str(CNI_BIN), "conf_dir": str(self.dir / "cni" / "net.d")},
+            # Registries as containerd's hosts directory describes them, read at each pull:
+            # trust_registry adds one (a test's registry on loopback, plain HTTP).
+            "registry": {"config_path": str(registry_hosts(self.dir))},
         }
         pause_version = (self.cluster.base / "pause.version").read_text().strip()
         archive, ref = images.pause_image(
