@@ -76,6 +76,7 @@ WHEEL_SOURCES = (
     "spawner/trainhub_spawner",
     "package.json",
     "yarn.lock",
+    ".yarnrc.yml",  # node_modules, not Plug'n'Play: the extension's build needs them
     "tsconfig.json",
     "labextension/src",
     "labextension/style",
