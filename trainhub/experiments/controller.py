@@ -17,7 +17,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ from trainhub.experiments.records import (
     sweeps_home,
 )
 from trainhub.experiments.sweep import MAX_TRIALS, CreateSweep, parse_sweep, trial_parameters
+from trainhub.jobs import claims
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.naming import MAX_NAME_LENGTH
@@ -59,8 +60,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _TRIAL_SUFFIX = "-t{n}"  # a trial's job name: the sweep's name and its number
-# A claimed trial whose job never showed up (its submitter died mid-way) is given up after this.
-_CLAIM_SECONDS = 900.0
 
 
 @dataclass
@@ -200,7 +199,7 @@ class Sweeps:
         frozen workspace the owner's files, and a record in another member's name is left);
         one sweep's trouble never stops the others."""
         backend = self.service.backend
-        for sweep_id in self.records.active_ids():
+        for sweep_id in self.records.ids({SweepState.RUNNING}):
             path = self.records.path(sweep_id)
             try:
                 with _as_owner(backend, path):
@@ -231,7 +230,7 @@ class Sweeps:
         with self.records.change(sweep_id) as current:
             if current is None or current.state != SweepState.RUNNING:
                 return step
-            _repair_claims(current, jobs)
+            _repair_claims(current, lambda: self._jobs(current))
             taken = {t.trial for t in current.trials}
             again = plan(current, jobs, curves)
             claim = [n for n in again.submit if n not in taken]
@@ -241,6 +240,7 @@ class Sweeps:
                         trial=n,
                         parameters=trial_parameters(current.sweep, n, current.seed),
                         claimed_at=time.time(),
+                        claimed_by=claims.claimer(),
                     )
                 )
             if again.finished:
@@ -342,16 +342,22 @@ class Sweeps:
             return []
 
 
-def _repair_claims(record: SweepRecord, jobs: Mapping[str, JobRecord]) -> None:
-    """Trials claimed whose submitter died before noting the job: the job, found by its trial
-    number; none after :data:`_CLAIM_SECONDS`: an error saying so."""
-    by_trial = {j.spec.sweep.trial: j.id for j in jobs.values() if j.spec.sweep is not None}
+def _repair_claims(record: SweepRecord, jobs_now: Callable[[], Mapping[str, JobRecord]]) -> None:
+    """Trials claimed whose submitter died before noting the job (trainhub.jobs.claims): the
+    job, found by its trial number in a listing made now; none: an error saying so."""
+    now = time.time()
+
+    def find(n: int) -> str | None:
+        jobs = jobs_now().values()
+        return next((j.id for j in jobs if j.spec.sweep and j.spec.sweep.trial == n), None)
+
     for t in record.trials:
         if t.job_id is not None or t.error is not None:
             continue
-        if t.trial in by_trial:
-            t.job_id = by_trial[t.trial]
-        elif time.time() - (t.claimed_at or 0) > _CLAIM_SECONDS:
+        settled = claims.settle(t.claimed_at, t.claimed_by, now, lambda n=t.trial: find(n))
+        if settled.job_id is not None:
+            t.job_id = settled.job_id
+        elif settled.stale:
             t.error = "its submit did not finish (the process submitting it ended)"
 
 

@@ -1,11 +1,10 @@
 """Durable sweep records: what a sweep asked for (space, sampler, seed, limits, rule) and
 which trial became which job.
 
-Two homes, one interface: the local backend keeps them in its SQLite store (a ``sweeps``
-table beside the jobs); a cluster keeps them as small JSON files in the team's jobs root
-(``.sweeps/<id>.json``), read without following links (the volume is writable by jobs). Every
-change is a read-modify-write under an exclusive lock, so two reconciles (the CLI's and the
-server's) never submit the same trial twice.
+Kept as trainhub.jobs.documents keeps a team's documents: a ``sweeps`` table in the local
+store, ``.sweeps/<id>.json`` in a cluster team's jobs root; every change is a read-modify-write
+under an exclusive lock, so two reconciles (the CLI's and the server's) never submit the same
+trial twice.
 
 Either way the workspace a sweep's trials compile from is frozen beside the jobs, in
 ``.sweeps/<id>/`` (trainhub.bundle.snapshot), and the record keeps its digest.
@@ -13,25 +12,16 @@ Either way the workspace a sweep's trials compile from is frozen beside the jobs
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
-from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from trainhub.backends.capabilities import KeepsStore
 from trainhub.bundle.snapshot import Frozen
 from trainhub.experiments.sweep import SweepSpec
-from trainhub.jobs import confined, ownership
+from trainhub.jobs.documents import Documents, documents_for
 from trainhub.jobs.spec import JobSpec
-
-MAX_RECORD_BYTES = 4 * 2**20
 
 
 class SweepState(StrEnum):
@@ -49,6 +39,7 @@ class Trial(BaseModel):
     error: str | None = None  # the submit was refused: this sentence, and no job
     stopped_early: str | None = None  # why the rule stopped it
     claimed_at: float | None = None  # when a controller step took it to submit
+    claimed_by: str | None = None  # which process did (trainhub.jobs.claims)
 
 
 class SweepRecord(BaseModel):
@@ -71,186 +62,9 @@ class SweepRecord(BaseModel):
         return self.sweep.seed or 0
 
 
-class SweepRecords(ABC):
-    @abstractmethod
-    def create(self, record: SweepRecord) -> None: ...
-
-    @abstractmethod
-    def get(self, sweep_id: str) -> SweepRecord | None: ...
-
-    @abstractmethod
-    def list(self, user: str | None = None) -> list[SweepRecord]:
-        """Newest first."""
-
-    @abstractmethod
-    @contextmanager
-    def change(self, sweep_id: str) -> Iterator[SweepRecord | None]:
-        """The record, held exclusively; what the block leaves in it is saved."""
-
-    @abstractmethod
-    def active_ids(self) -> list[str]:
-        """The sweeps that may still be running (each advance looks again)."""
-
-    def path(self, sweep_id: str) -> Path | None:
-        """The file that keeps the record, where one does (its owner is the sweep's)."""
-        return None
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sweeps (
-    id          TEXT PRIMARY KEY,
-    user        TEXT NOT NULL,
-    state       TEXT NOT NULL,
-    created_at  REAL NOT NULL,
-    doc         TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS sweeps_by_user ON sweeps (user, created_at DESC);
-"""
-
-
-class StoreSweeps(SweepRecords):
-    """Sweeps in the local backend's SQLite store (its ``transaction()`` and ``connection()``)."""
-
-    def __init__(self, store: Any):
-        self.store = store
-        with store.transaction() as conn:
-            for statement in _SCHEMA.strip().split(";\n"):
-                conn.execute(statement)
-
-    @staticmethod
-    def _load(doc: str) -> SweepRecord:
-        return SweepRecord.model_validate_json(doc)
-
-    def create(self, record: SweepRecord) -> None:
-        with self.store.transaction() as conn:
-            conn.execute(
-                "INSERT INTO sweeps (id, user, state, created_at, doc) VALUES (?, ?, ?, ?, ?)",
-                (record.id, record.user, record.state.value, record.created_at, _doc(record)),
-            )
-
-    def get(self, sweep_id: str) -> SweepRecord | None:
-        row = (
-            self.store.connection()
-            .execute("SELECT doc FROM sweeps WHERE id = ?", (sweep_id,))
-            .fetchone()
-        )
-        return None if row is None else self._load(row[0])
-
-    def list(self, user: str | None = None) -> list[SweepRecord]:
-        sql, args = "SELECT doc FROM sweeps", []
-        if user is not None:
-            sql, args = sql + " WHERE user = ?", [user]
-        rows = self.store.connection().execute(sql + " ORDER BY created_at DESC", args)
-        return [self._load(r[0]) for r in rows]
-
-    def active_ids(self) -> list[str]:
-        rows = self.store.connection().execute("SELECT id FROM sweeps WHERE state = 'running'")
-        return [r[0] for r in rows]
-
-    @contextmanager
-    def change(self, sweep_id: str) -> Iterator[SweepRecord | None]:
-        with self.store.transaction() as conn:
-            row = conn.execute("SELECT doc FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
-            record = None if row is None else self._load(row[0])
-            yield record
-            if record is not None:
-                conn.execute(
-                    "UPDATE sweeps SET state = ?, doc = ? WHERE id = ?",
-                    (record.state.value, _doc(record), sweep_id),
-                )
-
-
-class FileSweeps(SweepRecords):
-    """Sweeps as ``<root>/<id>.json``, changed under an exclusive lock on ``<root>/.lock``."""
-
-    def __init__(self, root: Path):
-        self.root = Path(root)
-
-    def _read(self, name: str) -> SweepRecord | None:
-        try:
-            data = confined.read_bytes(self.root, name, limit=MAX_RECORD_BYTES)
-        except FileNotFoundError:
-            return None
-        return SweepRecord.model_validate_json(data)
-
-    def path(self, sweep_id: str) -> Path | None:
-        return self.root / f"{sweep_id}.json"
-
-    @property
-    def _mode(self) -> int:
-        """A record is its owner's where members own their files (the controller acts on it
-        as its owner); else as any file of the jobs root."""
-        return 0o600 if ownership.guarded(self.root) else 0o644
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        # Read-only is enough to hold the lock, and any member may open the file whoever made it.
-        fd = os.open(self.root / ".lock", os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # releases the lock
-
-    def create(self, record: SweepRecord) -> None:
-        with self._locked():
-            confined.replace(self.root, f"{record.id}.json", _doc(record).encode(), mode=self._mode)
-
-    def get(self, sweep_id: str) -> SweepRecord | None:
-        if "/" in sweep_id or sweep_id.startswith("."):
-            return None
-        return self._read(f"{sweep_id}.json")
-
-    def _names(self) -> list[str]:
-        """The records' file names."""
-        if not self.root.is_dir():
-            return []
-        return [
-            name
-            for name, is_dir in confined.entries(self.root)
-            if not is_dir and name.endswith(".json") and not name.startswith(".")
-        ]
-
-    def list(self, user: str | None = None) -> list[SweepRecord]:
-        records = []
-        for name in self._names():
-            with contextlib.suppress(ValueError, OSError):  # a broken file is no sweep
-                record = self._read(name)
-                if record is not None and (user is None or record.user == user):
-                    records.append(record)
-        return sorted(records, key=lambda r: r.created_at, reverse=True)
-
-    def active_ids(self) -> list[str]:
-        """The running sweeps', and those this process may not read: where members own their
-        records only the owner reads whether one runs (the controller reads each as its owner,
-        and advances only those that run)."""
-        ids = []
-        for name in self._names():
-            try:
-                record = self._read(name)
-            except PermissionError:
-                ids.append(name[: -len(".json")])
-                continue
-            except (ValueError, OSError):
-                continue  # a broken file is no sweep
-            if record is not None and record.state == SweepState.RUNNING:
-                ids.append(record.id)
-        return sorted(ids)
-
-    @contextmanager
-    def change(self, sweep_id: str) -> Iterator[SweepRecord | None]:
-        with self._locked():
-            record = self.get(sweep_id)
-            yield record
-            if record is not None:
-                confined.replace(
-                    self.root, f"{sweep_id}.json", _doc(record).encode(), mode=self._mode
-                )
-
-
-def _doc(record: SweepRecord) -> str:
-    return record.model_dump_json()
+# Changed under the record's lock (trainhub.jobs.documents): two reconciles never submit one
+# trial twice.
+SweepRecords = Documents[SweepRecord]
 
 
 def sweeps_home(backend: Any) -> Path:
@@ -260,7 +74,6 @@ def sweeps_home(backend: Any) -> Path:
 
 
 def records_for(backend: Any) -> SweepRecords:
-    """Where ``backend`` keeps sweeps: its SQLite store when it has one, else its jobs root."""
-    if isinstance(backend, KeepsStore):
-        return StoreSweeps(backend.store)
-    return FileSweeps(sweeps_home(backend))
+    """Where ``backend`` keeps sweeps: a ``sweeps`` table in its SQLite store when it has one,
+    else ``.sweeps/<id>.json`` in its jobs root."""
+    return documents_for(backend, "sweeps", SweepRecord, sweeps_home(backend))
