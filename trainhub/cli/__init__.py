@@ -12,6 +12,7 @@ from trainhub.controller.serve import add_parser as add_controller_parser
 from trainhub.errors import TrainhubError
 from trainhub.experiments.cli import add_parsers as add_sweep_parsers
 from trainhub.jobs.spec import SpecError
+from trainhub.schedules.cli import add_parsers as add_schedule_parsers
 
 
 def parser() -> argparse.ArgumentParser:
@@ -20,6 +21,7 @@ def parser() -> argparse.ArgumentParser:
     for group in (submit, jobs, control, logs, artifacts, admin):
         group.add_parsers(sub)
     add_sweep_parsers(sub)
+    add_schedule_parsers(sub)
     add_controller_parser(sub)
     return p
 
@@ -41,7 +43,8 @@ def _main(argv: list[str] | None) -> int:
     try:
         from trainhub.api import service
 
-        if args.verb not in ("admin", "controller"):  # these work on a teams file, not on jobs
+        # admin and controller work on a teams file, not on jobs; the scheduler reconciles
+        if args.verb not in ("admin", "controller", "scheduler"):
             service().reconcile()
         return int(args.func(args) or 0)
     except SpecError as e:

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trainhub.backends.capabilities import TouchesAsOwner
 from trainhub.bundle import snapshot
 from trainhub.errors import Conflict, NotFound, TrainhubError
 from trainhub.experiments import early_stop
@@ -45,6 +44,7 @@ from trainhub.experiments.records import (
 from trainhub.experiments.sweep import MAX_TRIALS, CreateSweep, parse_sweep, trial_parameters
 from trainhub.jobs import claims
 from trainhub.jobs.directory import JobDir
+from trainhub.jobs.documents import as_owner
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.naming import MAX_NAME_LENGTH
 from trainhub.jobs.spec import SpecError
@@ -52,9 +52,6 @@ from trainhub.jobs.states import JobState
 from trainhub.lifecycle.verdict import stop_reason_of_rule
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from trainhub.backends.base import Backend
     from trainhub.jobs.service import JobService
 
 log = logging.getLogger(__name__)
@@ -202,11 +199,11 @@ class Sweeps:
         for sweep_id in self.records.ids({SweepState.RUNNING}):
             path = self.records.path(sweep_id)
             try:
-                with _as_owner(backend, path):
+                with as_owner(backend, path):
                     record = self.records.get(sweep_id)
                     if record is None or record.state != SweepState.RUNNING:
                         continue
-                    with _as_owner(backend, path, record.user):
+                    with as_owner(backend, path, record.user):
                         self.advance(sweep_id)
             except Exception:
                 log.exception("trainhub: sweep %s could not advance", sweep_id)
@@ -363,14 +360,3 @@ def _repair_claims(record: SweepRecord, jobs_now: Callable[[], Mapping[str, JobR
 
 # Ended trials whose curves the rules compare running ones with.
 _ENDED_WITH_CURVES = (JobState.SUCCEEDED, JobState.CANCELLED, JobState.FAILED)
-
-
-def _as_owner(
-    backend: Backend, path: Path | None, user: str | None = None
-) -> contextlib.AbstractContextManager[None]:
-    """Touch a sweep's record file as its owner (``user`` where given), where the backend keeps
-    several members' files; a record with no file of its own, or a process of one member's,
-    needs nothing."""
-    if path is None or not isinstance(backend, TouchesAsOwner):
-        return contextlib.nullcontext()
-    return backend.as_owner(path, user)

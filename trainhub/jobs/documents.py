@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from trainhub.backends.capabilities import KeepsStore
+from trainhub.backends.capabilities import KeepsStore, TouchesAsOwner
 from trainhub.jobs import confined, ownership
 
 MAX_DOCUMENT_BYTES = 4 * 2**20
@@ -222,3 +222,14 @@ def documents_for(backend: Any, table: str, model: type[T], home: Path) -> Docum
     if isinstance(backend, KeepsStore):
         return StoreDocuments(backend.store, table, model)
     return FileDocuments(home, model)
+
+
+def as_owner(
+    backend: Any, path: Path | None, user: str | None = None
+) -> contextlib.AbstractContextManager[None]:
+    """Touch a document's file as its owner (``user`` where given), where the backend keeps
+    several members' files (the cluster's controller acts on each as its owner); a document
+    with no file of its own, or a process of one member's, needs nothing."""
+    if path is None or not isinstance(backend, TouchesAsOwner):
+        return contextlib.nullcontext()
+    return backend.as_owner(path, user)

@@ -54,6 +54,7 @@ from trainhub.jobs.spec import JobSpec, field_error
 from trainhub.jobs.states import JobState
 from trainhub.outputs.cleanup import CleanupReport
 from trainhub.outputs.files import OutputList, list_outputs, open_output
+from trainhub.schedules.service import Schedules
 from trainhub.usage import queries
 from trainhub.usage.compute import JobUsage, job_usage
 from trainhub.usage.models import UsageQuery, UsageReport
@@ -89,6 +90,7 @@ class JobService:
         self.access = JobAccess(backend, self.jobs_root)
         self._summaries = views.Summaries()
         self._sweeps: Sweeps | None = None
+        self._schedules: Schedules | None = None
 
     # --- submit -------------------------------------------------------------------------
     def submit(
@@ -380,6 +382,15 @@ class JobService:
             return
         self.backend.reconcile()
         self.sweeps.advance_all()  # after the backend's view is current
+        self.schedules.tick_all()
+
+    # --- schedules -------------------------------------------------------------------------
+    @property
+    def schedules(self) -> Schedules:
+        """The schedules of this service's backend (trainhub.schedules.service)."""
+        if self._schedules is None:
+            self._schedules = Schedules(self)
+        return self._schedules
 
     # --- sweeps ----------------------------------------------------------------------------
     @property
