@@ -205,7 +205,7 @@ def ended_process_claimer() -> str:
 
 def claim_as(s: Schedules, sid: str, at_time: float, claimed_by: str) -> Run:
     """A claim as a scheduler leaves it when it dies between claiming and noting the job."""
-    run = Run(at=at_time, state=RunState.CLAIMED, claimed_at=at_time, claimed_by=claimed_by)
+    run = Run(at=at_time, state=RunState.CLAIMED, claimed_at=s.clock(), claimed_by=claimed_by)
     with s.records.change(sid) as record:
         assert record is not None
         record.runs.append(run)
@@ -215,10 +215,11 @@ def claim_as(s: Schedules, sid: str, at_time: float, claimed_by: str) -> Run:
 
 def test_a_dead_submitters_claim_is_fired_again_once_or_matched_to_its_job(env: Env):
     s = env.schedules()
-    lost = s.create(request(), user="ada").id
+    lost = s.create(request(cron="0 * * * *"), user="ada").id
     made = s.create(request(name="made"), user="ada").id
     live = s.create(request(name="live"), user="ada").id
     dead = ended_process_claimer()
+    env.clock.now = at(2, 2) + 1
     claim_as(s, lost, at(2, 2), dead)  # died before submitting
     run = claim_as(s, made, at(2, 2), dead)  # died after submitting, before noting
     record = s.records.get(made)
@@ -230,8 +231,10 @@ def test_a_dead_submitters_claim_is_fired_again_once_or_matched_to_its_job(env: 
     )
     try:
         claim_as(s, live, at(2, 2), sleeper.stdout.readline().strip())
-        env.clock.now = at(2, 2) + 30
-        restarted = env.schedules()  # a scheduler started again
+        # Started again when the next hour is due too: the lost claim and 03:00 both fire.
+        env.clock.now = at(2, 3) + 30
+        restarted = env.schedules()
+        assert restarted.tick(live) == env.clock.now + 10  # looks again soon at a live claim
         restarted.tick_all()
         restarted.tick_all()
         runs = restarted.describe(live, user="ada").runs
@@ -241,12 +244,15 @@ def test_a_dead_submitters_claim_is_fired_again_once_or_matched_to_its_job(env: 
         sleeper.wait()
 
     runs = restarted.describe(lost, user="ada").runs
-    assert [(r.at, r.state) for r in runs] == [(at(2, 2), RunState.SUBMITTED)]
+    assert [(r.at, r.state) for r in runs] == [
+        (at(2, 3), RunState.SUBMITTED),
+        (at(2, 2), RunState.SUBMITTED),
+    ]
     runs = restarted.describe(made, user="ada").runs
     assert [(r.at, r.state, r.job_id) for r in runs] == [(at(2, 2), RunState.SUBMITTED, job.id)]
     # Exactly one job each: the matched claim was not submitted again.
-    for sid in (lost, made):
-        tag = run_tag(sid, Run(at=at(2, 2), state=RunState.SUBMITTED))
+    for sid, due in ((lost, at(2, 2)), (lost, at(2, 3)), (made, at(2, 2))):
+        tag = run_tag(sid, Run(at=due, state=RunState.SUBMITTED))
         found = s.service.backend.list_jobs(
             user="ada", states=None, limit=10, before_seq=None, search=tag
         )

@@ -21,10 +21,11 @@ def claim_of_a_process_that_ended() -> str:
     return out.stdout.strip()
 
 
-def test_a_live_submitter_keeps_its_claim():
+def test_a_live_submitter_keeps_its_claim_however_old():
     now = time.time()
-    settled = claims.settle(now, claims.claimer(), now, lambda: None)
-    assert settled == claims.PENDING
+    assert claims.settle(now, claims.claimer(), now, lambda: None) == claims.PENDING
+    old = now - claims.CLAIM_SECONDS * 4
+    assert claims.settle(old, claims.claimer(), now, lambda: None) == claims.PENDING
 
 
 def test_a_dead_submitter_leaves_a_stale_claim_unless_its_job_is_found():

@@ -7,9 +7,9 @@ is released and then notes the job. Another step that meets the claim submits no
 
 A claim with no job noted may belong to a submitter that died mid-way. :func:`settle` tells
 which: the claiming process still at work (pending), the job it made found by the key the job
-carries (matched), or no job and a submitter known to be gone — dead on this machine, or
-silent past :data:`CLAIM_SECONDS` elsewhere — (stale: the caller gives the work up or claims
-it again, as its own rules say).
+carries (matched), or no job and a submitter known to be gone — ended, on this machine where
+that is known; past :data:`CLAIM_SECONDS` for one of another machine — (stale: the caller
+gives the work up or claims it again, as its own rules say).
 """
 
 from __future__ import annotations
@@ -30,16 +30,18 @@ def claimer() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{psutil.Process().create_time():.3f}"
 
 
-def _gone(claimed_by: str | None) -> bool:
-    """Whether the claiming process is known to have ended (only a process of this host can
-    be known to have)."""
-    if not claimed_by:
-        return False
-    parts = claimed_by.rsplit(":", 2)
+def _gone(claimed_by: str | None) -> bool | None:
+    """Whether the claiming process has ended; None where that cannot be known (a process of
+    another host)."""
+    parts = (claimed_by or "").rsplit(":", 2)
     if len(parts) != 3 or parts[0] != socket.gethostname():
-        return False
+        return None
     try:
-        return f"{psutil.Process(int(parts[1])).create_time():.3f}" != parts[2]
+        process = psutil.Process(int(parts[1]))
+        # A zombie has ended; it stays listed until its parent (often init) reaps it.
+        return (
+            f"{process.create_time():.3f}" != parts[2] or process.status() == psutil.STATUS_ZOMBIE
+        )
     except (psutil.NoSuchProcess, ValueError):
         return True
 
@@ -58,7 +60,9 @@ def settle(
 ) -> Settled:
     """What became of a claim with no job noted; ``find`` looks for its job by its key. It is
     asked after the submitter is judged gone, so a job that submitter made is seen."""
-    gone = _gone(claimed_by) or now - (claimed_at or 0) > CLAIM_SECONDS
+    gone = _gone(claimed_by)
+    if gone is None:
+        gone = now - (claimed_at or 0) > CLAIM_SECONDS
     job_id = find()
     if job_id is not None:
         return Settled(job_id=job_id)

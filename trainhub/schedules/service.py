@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_RUNS_KEPT = 200  # the history a record keeps, newest last
+CLAIM_RECHECK_SECONDS = 10.0  # how soon a claim another process holds is looked at again
 
 
 def schedules_home(backend: Any) -> Path:
@@ -151,8 +152,8 @@ class Schedules:
         return soonest
 
     def tick(self, schedule_id: str) -> float | None:
-        """Fire what is due in one schedule; returns when the next time is due."""
-        for _ in range(1000):  # each pass fires or skips one time, or waits
+        """Fire what is due in one schedule; returns when it wants the next tick."""
+        for _ in range(1000):  # each step fires or skips one time, or waits
             record = self.records.get(schedule_id)
             if record is None:
                 return None
@@ -160,29 +161,32 @@ class Schedules:
             with self.records.change(schedule_id) as current:
                 if current is None:
                     return None
-                again = self._settle_claims(current)
+                claimed, pending = self._settle_claims(current)
                 decision = firing.decide(current.request, current.since, self.clock(), active)
                 if isinstance(decision, firing.Skip):
                     current.last_at = decision.at
-                    self._append(
-                        current, Run(at=decision.at, state=RunState.SKIPPED, reason=decision.reason)
-                    )
+                    skipped = Run(at=decision.at, state=RunState.SKIPPED, reason=decision.reason)
+                    self._append(current, skipped)
                 elif isinstance(decision, firing.Fire):
-                    run = self._claim(current, decision.at)
+                    fired = self._claim(current, decision.at)
                     if decision.missed_since is not None:
-                        run.reason = "fired once for the times missed before it"
+                        fired.reason = "fired once for the times missed before it"
+                    claimed.append(fired)
                 record = current
-            for run in again:
-                self._submit(record, run)
-            if isinstance(decision, firing.Wait):
-                return decision.until
+            # The claims are saved: submit each once, after the lock.
             if isinstance(decision, firing.Fire):
                 for job_id in decision.replace:
                     with contextlib.suppress(Conflict, NotFound):  # it ended meanwhile
                         self.service.backend.cancel(
                             job_id, f"replaced by the run of schedule {record.id} due now"
                         )
+            for run in claimed:
                 self._submit(record, run)
+            if isinstance(decision, firing.Wait):
+                if pending:  # a claim of a live process elsewhere: look again soon
+                    soon = self.clock() + CLAIM_RECHECK_SECONDS
+                    return soon if decision.until is None else min(decision.until, soon)
+                return decision.until
         raise RuntimeError(f"schedule {schedule_id} did not settle")
 
     # --- parts --------------------------------------------------------------------------------
@@ -213,10 +217,11 @@ class Schedules:
         record.runs.append(run)
         del record.runs[:-MAX_RUNS_KEPT]
 
-    def _settle_claims(self, record: ScheduleRecord) -> list[Run]:
+    def _settle_claims(self, record: ScheduleRecord) -> tuple[list[Run], bool]:
         """Claims whose submitter died: matched to their job by the run's tag; those with no
-        job are claimed again by this process (returned, to submit)."""
-        again = []
+        job are claimed again by this process (returned, to submit). True with them when a
+        claim of a process still at work is left."""
+        again, pending = [], False
         now = self.clock()
         for run in record.runs:
             if run.state != RunState.CLAIMED or run.claimed_by == claims.claimer():
@@ -229,7 +234,9 @@ class Schedules:
             elif settled.stale:
                 run.claimed_at, run.claimed_by = now, claims.claimer()
                 again.append(run)
-        return again
+            else:
+                pending = True
+        return again, pending
 
     def _find(self, record: ScheduleRecord, run: Run) -> str | None:
         found = self.service.backend.list_jobs(

@@ -1,0 +1,101 @@
+"""The local scheduler as real processes, on the real clock: created by the CLI, it runs on
+after the CLI has gone, in a session of its own; killed mid-way and started again it fires
+every minute once — none twice, none lost — and each fired job runs under torchrun."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+
+from tests.local.conftest import Trainhub, wait_for
+from trainhub.backends.local.backend import LocalBackend
+from trainhub.jobs.documents import documents_for
+from trainhub.schedules.model import RunState, ScheduleRecord, run_tag
+from trainhub.schedules.service import schedules_home
+
+pytestmark = pytest.mark.slow
+
+
+def scheduler_pid(home: Path) -> int | None:
+    try:
+        text = (home / "scheduler" / "lock").read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text and psutil.pid_exists(int(text)) else None
+
+
+def test_the_scheduler_outlives_the_cli_and_a_killed_one_loses_and_doubles_nothing(
+    trainhub_env: Trainhub,
+):
+    th = trainhub_env
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import os\nprint('rank', os.environ['RANK'])")]
+    nbformat.write(nb, th.workspace / "tiny.ipynb")
+    created = th.json(
+        "schedule", "create", "tiny.ipynb", "--cron", "* * * * *", "--tz", "Asia/Kolkata"
+    )
+    sid = created["id"]  # the CLI process has ended; the scheduler it started has not
+    pid = wait_for(lambda: scheduler_pid(th.home), timeout=20, what="the scheduler")
+    assert os.getsid(pid) == pid != os.getsid(0)  # a session of its own: no terminal holds it
+
+    backend = LocalBackend(th.home)  # reads the record without ticking it (the CLI would)
+    records = documents_for(backend, "schedules", ScheduleRecord, schedules_home(backend))
+
+    def runs() -> list:
+        record = records.get(sid)
+        assert record is not None
+        return record.runs
+
+    try:
+        first = wait_for(lambda: runs(), timeout=75, what="the first run")[0]
+        assert first.claimed_by is not None and f":{pid}:" in first.claimed_by  # the scheduler's
+
+        # Kill it the moment it claims the next minute (before it notes the job, when caught).
+        def claimed_next():
+            found = [r for r in runs() if r.at is not None and r.at > first.at]
+            return found[0] if found else None
+
+        deadline = time.time() + 75
+        while time.time() < deadline and not claimed_next():
+            time.sleep(0.005)
+        os.kill(pid, signal.SIGKILL)
+        caught = claimed_next()
+        assert caught is not None, "the scheduler fired nothing in the second minute"
+
+        th.run("scheduler", "--detach")
+        again = wait_for(lambda: scheduler_pid(th.home), timeout=20, what="the new scheduler")
+        assert again != pid
+        assert th.run("scheduler", timeout=30).returncode == 0  # a second one leaves at once
+        assert scheduler_pid(th.home) == again
+        settled = wait_for(
+            lambda: (
+                any(r.at > caught.at for r in runs())
+                and all(r.state == RunState.SUBMITTED for r in runs())
+                and runs()
+            ),
+            timeout=75,
+            what="a run after the restart, and every run noted with its job",
+        )
+    finally:
+        for p in (scheduler_pid(th.home),):
+            if p is not None:
+                os.kill(p, signal.SIGKILL)
+
+    times = [r.at for r in settled]
+    assert times == sorted(set(times)), times  # none twice
+    assert all(b - a == 60 for a, b in itertools.pairwise(times)), times  # none lost
+    for run in settled:
+        found = backend.list_jobs(
+            user=None, states=None, limit=10, before_seq=None, search=run_tag(sid, run)
+        )
+        assert [j.id for j in found] == [run.job_id], (run, [j.id for j in found])
+        assert th.wait(run.job_id)["state"] == "succeeded"
+        assert "rank 0" in th.logs(run.job_id)
+        assert run.claimed_at - run.at < 5  # fired on time (the benchmark measures it closely)
