@@ -18,6 +18,8 @@ _LAZY = {
     "jobs": ("trainhub.api", "jobs"),
     "compare": ("trainhub.api", "compare"),
     "Job": ("trainhub.api", "Job"),
+    "schedule": ("trainhub.api", "schedule"),
+    "schedules": ("trainhub.api", "schedules"),
     "log": ("trainhub.metrics.scalars", "log"),
     "checkpoint": ("trainhub.checkpoint", None),
     "distributed": ("trainhub.rank.distributed", None),
@@ -34,6 +36,8 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
     "jobs",
     "compare",
     "Job",
+    "schedule",
+    "schedules",
     "log",
     "checkpoint",
     "distributed",
@@ -47,7 +51,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
     from trainhub import checkpoint, datasets, distributed, outputs
-    from trainhub.api import Job, compare, datasets_available, get_job, jobs, submit
+    from trainhub.api import (
+        Job,
+        compare,
+        datasets_available,
+        get_job,
+        jobs,
+        schedule,
+        schedules,
+        submit,
+    )
     from trainhub.jobs.spec import JobSpec
     from trainhub.metrics.scalars import log
 

@@ -10,7 +10,15 @@ from tornado.web import RequestHandler
 from tornado.websocket import WebSocketHandler
 
 from trainhub_server import websockets as ws
-from trainhub_server.handlers import checkpoints, experiments, job_files, jobs, server, usage
+from trainhub_server.handlers import (
+    checkpoints,
+    experiments,
+    job_files,
+    jobs,
+    schedules,
+    server,
+    usage,
+)
 from trainhub_server.openapi_handler import OpenAPIHandler
 
 API_PREFIX = "trainhub/api"
@@ -22,6 +30,7 @@ PARAMETERS = {
     "step": r"[^/]+",
     "name": r"[^/]+",
     "sweep_id": r"[^/]+",
+    "schedule_id": r"[^/]+",
 }
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 
@@ -64,6 +73,11 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("sweeps/{sweep_id}", experiments.SweepHandler),
     ("sweeps/{sweep_id}/cancel", experiments.SweepCancelHandler),
     ("compare", experiments.CompareHandler),
+    ("schedules", schedules.SchedulesHandler),
+    ("schedules/{schedule_id}", schedules.ScheduleHandler),
+    ("schedules/{schedule_id}/pause", schedules.SchedulePauseHandler),
+    ("schedules/{schedule_id}/resume", schedules.ScheduleResumeHandler),
+    ("schedules/{schedule_id}/run-now", schedules.ScheduleRunNowHandler),
 ]
 
 

@@ -98,4 +98,5 @@ def test_the_scheduler_outlives_the_cli_and_a_killed_one_loses_and_doubles_nothi
         assert [j.id for j in found] == [run.job_id], (run, [j.id for j in found])
         assert th.wait(run.job_id)["state"] == "succeeded"
         assert "rank 0" in th.logs(run.job_id)
-        assert run.claimed_at - run.at < 5  # fired on time (the benchmark measures it closely)
+    for run in (settled[0], settled[-1]):  # those no restart delayed fired on time
+        assert run.claimed_at - run.at < 5  # (the benchmark measures it closely)

@@ -84,6 +84,13 @@ def attach(service: JobService, home: Path) -> None:
         service.schedules.on_change = lambda: ensure(home)
 
 
+def start_if_scheduled(service: JobService, home: Path) -> None:
+    """Start the scheduler where ``service`` runs jobs on this machine and has schedules (a
+    server starting: the machine may have restarted since)."""
+    if isinstance(service.backend, KeepsStore) and service.schedules.records.ids():
+        ensure(home)
+
+
 def start(home: Path) -> subprocess.Popen[bytes]:
     where = folder(home)
     where.mkdir(parents=True, exist_ok=True)
