@@ -61,7 +61,7 @@ def show(view: ScheduleView) -> str:
 def history(runs: list[RunView]) -> str:
     rows: list[tuple[str, ...]] = [("SCHEDULED", "STATE", "JOB", "DETAIL")]
     for r in runs:
-        state = r.outcome or r.state.value
+        state = r.job_state or r.state.value
         rows.append((r.at_local or "run now", state, r.job_id or "-", r.reason or ""))
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(row, _widths(rows), strict=False)) for row in rows
@@ -93,7 +93,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
             return 0
         rows: list[tuple[str, ...]] = [("ID", "CRON", "ZONE", "NEXT", "LAST", "AGE")]
         for v in listed.schedules:
-            last = v.runs[0].outcome or v.runs[0].state.value if v.runs else "-"
+            last = v.runs[0].job_state or v.runs[0].state.value if v.runs else "-"
             rows.append((v.id, v.cron, v.timezone, _when(v), last, ago(v.created_at)))
         print_columns(rows)
         return 0

@@ -28,6 +28,7 @@ from trainhub.errors import Conflict, NotFound, TrainhubError
 from trainhub.jobs import claims
 from trainhub.jobs.documents import Documents, as_owner, documents_for
 from trainhub.jobs.spec import SpecError
+from trainhub.jobs.states import JobState
 from trainhub.schedules import firing
 from trainhub.schedules.model import (
     CreateSchedule,
@@ -45,7 +46,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_RUNS_KEPT = 200  # the history a record keeps, newest last
-CLAIM_RECHECK_SECONDS = 10.0  # how soon a claim another process holds is looked at again
+CLAIM_RECHECK_SECONDS = 10.0
+_ENDED = {
+    *(s.value for s in JobState if s.terminal),
+    "gone",
+}  # how soon a claim another process holds is looked at again
 
 
 def schedules_home(backend: Any) -> Path:
@@ -98,10 +103,12 @@ class Schedules:
         return self.describe(record.id, user=user)
 
     def list(self, *, user: str | None) -> ScheduleList:
-        return ScheduleList(schedules=[view(r, limit=5) for r in self.records.list(user)])
+        records = self.records.list(user)
+        return ScheduleList(schedules=[view(r, self._job_states(r), limit=5) for r in records])
 
     def describe(self, schedule_id: str, *, user: str | None) -> ScheduleView:
-        return view(self._record(schedule_id, user))
+        record = self._record(schedule_id, user)
+        return view(record, self._job_states(record))
 
     def pause(self, schedule_id: str, *, user: str | None) -> ScheduleView:
         return self._set_paused(schedule_id, user, True)
@@ -244,17 +251,20 @@ class Schedules:
         )
         return found[0].id if found else None
 
+    def _job_states(self, record: ScheduleRecord) -> dict[str, str]:
+        """The state now of each run's job whose outcome is not noted yet ("gone": deleted)."""
+        states = {}
+        for run in record.runs:
+            if run.job_id is not None and run.outcome is None:
+                job = self.service.backend.get(run.job_id)
+                states[run.job_id] = job.state.value if job is not None else "gone"
+        return states
+
     def _active(self, record: ScheduleRecord) -> list[str]:
         """The schedule's runs whose job has not ended (their outcomes noted as they end)."""
-        active, ended = [], {}
-        for run in record.runs:
-            if run.job_id is None or run.outcome is not None:
-                continue
-            job = self.service.backend.get(run.job_id)
-            if job is None or job.state.terminal:
-                ended[run.job_id] = job.state.value if job is not None else "gone"
-            else:
-                active.append(run.job_id)
+        states = self._job_states(record)
+        active = [j for j, state in states.items() if state not in _ENDED]
+        ended = {j: state for j, state in states.items() if state in _ENDED}
         if ended:
             with self.records.change(record.id) as current:
                 for run in current.runs if current else []:

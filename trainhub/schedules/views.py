@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from pydantic import BaseModel
 
+from trainhub.jobs.states import JobState
 from trainhub.schedules import cron
 from trainhub.schedules.model import Run, RunState, ScheduleRecord, Target
 
@@ -15,6 +17,7 @@ class RunView(BaseModel):
     at_local: str | None  # the same, in the schedule's zone (ISO 8601)
     claimed_at: float | None
     state: RunState
+    job_state: str | None  # the job's state now ("gone" once deleted)
     outcome: str | None  # the job's final state, once it ended
     job_id: str | None
     reason: str | None
@@ -48,20 +51,26 @@ def _local(t: float | None, tz: str) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, cron.zone(tz)).isoformat()
 
 
-def run_view(run: Run, tz: str) -> RunView:
+def run_view(run: Run, tz: str, job_states: Mapping[str, str]) -> RunView:
+    now = job_states.get(run.job_id) if run.job_id else None
+    ended = now if now is not None and (now == "gone" or JobState(now).terminal) else None
     return RunView(
         at=run.at,
         at_local=_local(run.at, tz),
         claimed_at=run.claimed_at,
         state=run.state,
-        outcome=run.outcome,
+        job_state=run.outcome or now,
+        outcome=run.outcome or ended,
         job_id=run.job_id,
         reason=run.reason,
     )
 
 
-def view(record: ScheduleRecord, limit: int | None = None) -> ScheduleView:
-    """The schedule, with its ``limit`` newest runs (all when None)."""
+def view(
+    record: ScheduleRecord, job_states: Mapping[str, str], limit: int | None = None
+) -> ScheduleView:
+    """The schedule, with its ``limit`` newest runs (all when None); ``job_states``: the state
+    now of the runs' jobs whose outcome is not noted yet."""
     r = record.request
     nxt = None if r.paused else cron.next_after(r.cron, r.timezone, record.since)
     runs = list(reversed(record.runs))[:limit]
@@ -82,5 +91,5 @@ def view(record: ScheduleRecord, limit: int | None = None) -> ScheduleView:
         notify_failure=r.notify_failure,
         next_at=nxt,
         next_at_local=_local(nxt, r.timezone),
-        runs=[run_view(run, r.timezone) for run in runs],
+        runs=[run_view(run, r.timezone, job_states) for run in runs],
     )
