@@ -124,12 +124,12 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
     from trainhub import settings
-    from trainhub.schedules import local
+    from trainhub.schedules import local, process
 
     if args.detach:
         local.ensure(settings.home())
         return 0
-    return local.main()
+    return process.main()
 
 
 def add_parsers(sub: Any) -> None:

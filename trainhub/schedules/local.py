@@ -22,10 +22,10 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trainhub import settings
 from trainhub.backends.capabilities import KeepsStore
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def start(home: Path) -> subprocess.Popen[bytes]:
     where.mkdir(parents=True, exist_ok=True)
     with open(where / "scheduler.log", "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "trainhub.schedules.local"],
+            [sys.executable, "-m", "trainhub.schedules.process"],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
@@ -106,7 +106,7 @@ def start(home: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def serve(home: Path) -> int:
+def serve(home: Path, make_service: Callable[[], JobService]) -> int:
     """Fire schedules until none is left; 0 at once when another scheduler runs."""
     where = folder(home)
     where.mkdir(parents=True, exist_ok=True)
@@ -121,8 +121,6 @@ def serve(home: Path) -> int:
         os.mkfifo(where / "wake", 0o600)
     # Read and write: the FIFO never reads as closed between writers.
     fifo = os.open(where / "wake", os.O_RDWR | os.O_NONBLOCK)
-    from trainhub.backends.factory import make_service
-
     service = make_service()
     schedules = service.schedules
     log.info("trainhub scheduler %d serving %s", os.getpid(), home)
@@ -143,11 +141,3 @@ def serve(home: Path) -> int:
         sleep = MAX_SLEEP_SECONDS if due is None else due - time.time()
         select.select([fifo], [], [], min(max(sleep, 0.0), MAX_SLEEP_SECONDS))
 
-
-def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    return serve(settings.home())
-
-
-if __name__ == "__main__":
-    sys.exit(main())
