@@ -21,6 +21,7 @@ from tests.local.test_alerts import Receiver
 from trainhub.backends.local.backend import LocalBackend
 from trainhub.jobs.service import JobService
 from trainhub.schedules.model import Run, RunState, run_tag
+from trainhub.schedules.notify import announcer
 from trainhub.schedules.service import Schedules
 
 pytestmark = pytest.mark.slow
@@ -274,7 +275,9 @@ def test_schedulers_ticking_at_once_fire_each_time_once(env: Env):
     env.job(tickers[0], runs[0].job_id)
 
 
-def test_a_failed_run_is_announced_through_the_owners_alerts(env: Env, monkeypatch):
+def test_a_failed_run_and_a_refused_one_are_announced_through_the_owners_alerts(
+    env: Env, monkeypatch
+):
     receiver = Receiver()
     try:
         alerts = env.home / "alerts.yaml"
@@ -282,13 +285,23 @@ def test_a_failed_run_is_announced_through_the_owners_alerts(env: Env, monkeypat
         alerts.write_text(json.dumps({"webhooks": [receiver.url]}))
         monkeypatch.setenv("TRAINHUB_ALERTS_FILE", str(alerts))
         s = env.schedules()
-        sid = s.create(request(source="fail.ipynb"), user="ada").id
+        s.on_refused = announcer(env.home)  # as local.attach sets it
+        failing = s.create(request(source="fail.ipynb"), user="ada").id
+        tampered = s.create(request(name="tampered"), user="ada").id
+        # Job code could write the frozen folder: a changed file refuses the run.
+        (env.home / "jobs" / ".schedules" / tampered / "source" / "say.ipynb").write_text("{}")
         env.clock.now = at(2, 2) + 1
-        s.tick(sid)
-        job_id = s.describe(sid, user="ada").runs[0].job_id
+        s.tick_all()
+        job_id = s.describe(failing, user="ada").runs[0].job_id
         env.job(s, job_id, states=("failed",))
-        wait_for(lambda: receiver.posts, timeout=60, what="the failure alert")
-        text = receiver.posts[0][1]["text"]
-        assert job_id in text and "failed" in text and "nightly data is missing" in text
+        refused = s.describe(tampered, user="ada").runs[0]
+        assert refused.state == RunState.REFUSED and "changed after it was frozen" in refused.reason
+        wait_for(lambda: len(receiver.posts) >= 2, timeout=60, what="both alerts")
+        texts = sorted(body["text"] for _, body in receiver.posts)
+        assert len(texts) == 2, texts
+        failed = next(t for t in texts if job_id in t)
+        assert "failed" in failed and "nightly data is missing" in failed
+        refusal = next(t for t in texts if tampered in t)
+        assert "was refused" in refusal and "changed after it was frozen" in refusal
     finally:
         receiver.close()

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainhub.alerts.channels import Channels, TeamAlerts, user_alerts_file, user_channels
-from trainhub.alerts.message import job_alert, secret_values, team_alert
+from trainhub.alerts.message import Alert, job_alert, secret_values, team_alert
 from trainhub.alerts.outbox import enqueue
 from trainhub.jobs.models import JobRecord
 from trainhub.teams import load_teams
@@ -32,10 +32,15 @@ def outbox_dir(home: Path) -> Path:
     return Path(os.environ.get("TRAINHUB_ALERTS_OUTBOX") or home / "alerts" / "outbox")
 
 
+def with_team(owner: Channels, team: str | None) -> Channels:
+    """The owner's channels and the team's."""
+    alerts = team_alerts(team)
+    return owner + Channels(webhooks=alerts.webhooks, email=alerts.email) if alerts else owner
+
+
 def job_channels(owner: Channels, record: JobRecord) -> Channels:
     """The owner's channels and the job's team's."""
-    team = team_alerts(record.team or record.spec.team)
-    return owner + Channels(webhooks=team.webhooks, email=team.email) if team else owner
+    return with_team(owner, record.team or record.spec.team)
 
 
 def announce_job(
@@ -78,4 +83,15 @@ def announce_team(home: Path, team: str, kind: str, sentence: str) -> str | None
         enqueue(outbox_dir(home), team_alert(kind, team, sentence), alerts)
     except Exception as error:
         return f"The {kind} alert of team {team} could not be queued: {error}"
+    return None
+
+
+def announce_own(home: Path, alert: Alert, team: str | None, *, key: str) -> str | None:
+    """Queue an alert about something of the home's user (a schedule's refused run) to their
+    channels and their team's, once per ``key``; returns why it could not be, else None."""
+    try:
+        channels = with_team(user_channels(user_alerts_file(home)), team)
+        enqueue(outbox_dir(home), alert, channels, key=key)
+    except Exception as error:  # an alert never stands in the way
+        return f"The {alert.kind} alert could not be queued: {error}"
     return None

@@ -1,4 +1,5 @@
-"""A workspace frozen for later compiles: the code every trial of a sweep runs.
+"""A workspace frozen for later compiles: the code every trial of a sweep, and every run of a
+schedule, runs.
 
 :func:`freeze` takes, once, what the bundle compiler takes from the workspace for an entry —
 the entry and the files next to it, by the same walk, ignore rules and size cap
@@ -126,9 +127,9 @@ def thawed(base: Path, folder: str, frozen: Frozen) -> Iterator[Snapshot]:
         if not hashes or _digest(hashes, lineage) != frozen.digest:
             raise BundleError(
                 f"the workspace frozen in {folder} is missing or was changed after it was "
-                "frozen; its files are not the ones the sweep was created with"
+                "frozen; its files are not the ones taken when it was created"
             )
-        # A trial's lineage says its code is the frozen workspace of this digest.
+        # A trial's or run's lineage says its code is the frozen workspace of this digest.
         yield Snapshot(root=root, lineage={**lineage, "frozen_workspace": frozen.digest})
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainhub.backends.capabilities import KeepsStore
+from trainhub.schedules.notify import announcer
 
 if TYPE_CHECKING:
     from trainhub.jobs.service import JobService
@@ -79,9 +80,11 @@ def ensure(home: Path) -> None:
 
 def attach(service: JobService, home: Path) -> None:
     """Where ``service``'s backend runs jobs on this machine, every change of a schedule
-    starts or wakes this data directory's scheduler (a cluster's controller needs no word)."""
+    starts or wakes this data directory's scheduler (a cluster's controller needs no word),
+    and a refused run is announced through the user's alerts."""
     if isinstance(service.backend, KeepsStore):
         service.schedules.on_change = lambda: ensure(home)
+        service.schedules.on_refused = announcer(home)
 
 
 def start_if_scheduled(service: JobService, home: Path) -> None:
@@ -140,4 +143,3 @@ def serve(home: Path, make_service: Callable[[], JobService]) -> int:
             return 0
         sleep = MAX_SLEEP_SECONDS if due is None else due - time.time()
         select.select([fifo], [], [], min(max(sleep, 0.0), MAX_SLEEP_SECONDS))
-

@@ -69,6 +69,9 @@ class Schedules:
         self.clock = clock
         # Told after every change a scheduler should see now (the local one wakes).
         self.on_change: Callable[[], None] = lambda: None
+        # Told of a run refused (no job made) of a schedule that alerts on failure; a run's
+        # job that fails is announced by the job's own notify (trainhub.alerts).
+        self.on_refused: Callable[[ScheduleRecord, Run], None] = lambda record, run: None
 
     # --- front door ---------------------------------------------------------------------------
     def create(self, request: CreateSchedule | dict[str, Any], *, user: str) -> ScheduleView:
@@ -291,6 +294,8 @@ class Schedules:
         except (SpecError, TrainhubError, ValueError, OSError) as e:
             log.warning("trainhub: schedule %s: a run was refused: %s", record.id, e)
             fields = {"state": RunState.REFUSED, "reason": str(e)}
+            if record.request.notify_failure:
+                self.on_refused(record, run.model_copy(update=fields))
         else:
             fields = {"state": RunState.SUBMITTED, "job_id": job.id}
         with self.records.change(record.id) as current:
