@@ -14,6 +14,7 @@ submit them: the controller sees no workspace.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import secrets
 import time
@@ -351,7 +352,7 @@ def _repair_claims(record: SweepRecord, jobs_now: Callable[[], Mapping[str, JobR
     for t in record.trials:
         if t.job_id is not None or t.error is not None:
             continue
-        settled = claims.settle(t.claimed_at, t.claimed_by, now, lambda n=t.trial: find(n))
+        settled = claims.settle(t.claimed_at, t.claimed_by, now, functools.partial(find, t.trial))
         if settled.job_id is not None:
             t.job_id = settled.job_id
         elif settled.stale:

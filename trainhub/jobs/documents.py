@@ -13,6 +13,7 @@ string) that the store indexes.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import fcntl
 import os
@@ -52,7 +53,7 @@ class Documents(ABC, Generic[T]):
     def delete(self, doc_id: str) -> None: ...
 
     @abstractmethod
-    def ids(self, states: Collection[str] | None = None) -> list[str]:
+    def ids(self, states: Collection[str] | None = None) -> builtins.list[str]:
         """The documents in one of ``states`` (all when None), and those this process may not
         read: where members own their files only the owner reads what state one is in (the
         cluster's controller reads each as its owner, and looks again)."""
@@ -104,7 +105,7 @@ class StoreDocuments(Documents[T]):
         rows = self.store.connection().execute(sql + " ORDER BY created_at DESC", args)
         return [self.model.model_validate_json(r[0]) for r in rows]
 
-    def ids(self, states: Collection[str] | None = None) -> list[str]:
+    def ids(self, states: Collection[str] | None = None) -> builtins.list[str]:
         rows = self.store.connection().execute(f"SELECT id, state FROM {self.table} ORDER BY id")
         return [r[0] for r in rows if states is None or r[1] in states]
 
@@ -171,7 +172,7 @@ class FileDocuments(Documents[T]):
             return None
         return self._read(f"{doc_id}.json")
 
-    def _names(self) -> list[str]:
+    def _names(self) -> builtins.list[str]:
         if not self.root.is_dir():
             return []
         return [
@@ -189,7 +190,7 @@ class FileDocuments(Documents[T]):
                     docs.append(doc)
         return sorted(docs, key=lambda d: d.created_at, reverse=True)  # type: ignore[attr-defined]
 
-    def ids(self, states: Collection[str] | None = None) -> list[str]:
+    def ids(self, states: Collection[str] | None = None) -> builtins.list[str]:
         ids = []
         for name in self._names():
             try:

@@ -15,7 +15,9 @@ the local scheduler process (trainhub.schedules.local).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import functools
 import logging
 import secrets
 import time
@@ -227,7 +229,7 @@ class Schedules:
         record.runs.append(run)
         del record.runs[:-MAX_RUNS_KEPT]
 
-    def _settle_claims(self, record: ScheduleRecord) -> tuple[list[Run], bool]:
+    def _settle_claims(self, record: ScheduleRecord) -> tuple[builtins.list[Run], bool]:
         """Claims whose submitter died: matched to their job by the run's tag; those with no
         job are claimed again by this process (returned, to submit). True with them when a
         claim of a process still at work is left."""
@@ -236,9 +238,8 @@ class Schedules:
         for run in record.runs:
             if run.state != RunState.CLAIMED or run.claimed_by == claims.claimer():
                 continue
-            settled = claims.settle(
-                run.claimed_at, run.claimed_by, now, lambda r=run: self._find(record, r)
-            )
+            find = functools.partial(self._find, record, run)
+            settled = claims.settle(run.claimed_at, run.claimed_by, now, find)
             if settled.job_id is not None:
                 run.state, run.job_id = RunState.SUBMITTED, settled.job_id
             elif settled.stale:
@@ -263,7 +264,7 @@ class Schedules:
                 states[run.job_id] = job.state.value if job is not None else "gone"
         return states
 
-    def _active(self, record: ScheduleRecord) -> list[str]:
+    def _active(self, record: ScheduleRecord) -> builtins.list[str]:
         """The schedule's runs whose job has not ended (their outcomes noted as they end)."""
         states = self._job_states(record)
         active = [j for j, state in states.items() if state not in _ENDED]
