@@ -83,8 +83,10 @@ def attach(service: JobService, home: Path) -> None:
     starts or wakes this data directory's scheduler (a cluster's controller needs no word),
     and a refused run is announced through the user's alerts."""
     if isinstance(service.backend, KeepsStore):
-        service.schedules.on_change = lambda: ensure(home)
-        service.schedules.on_refused = announcer(home)
+        schedules = service.schedules
+        # With none left (the last deleted) a running scheduler is told, and leaves.
+        schedules.on_change = lambda: ensure(home) if schedules.records.ids() else wake(home)
+        schedules.on_refused = announcer(home)
 
 
 def start_if_scheduled(service: JobService, home: Path) -> None:
