@@ -305,3 +305,22 @@ def test_a_failed_run_and_a_refused_one_are_announced_through_the_owners_alerts(
         assert "was refused" in refusal and "changed after it was frozen" in refusal
     finally:
         receiver.close()
+
+
+def test_a_members_own_process_fires_only_the_members_schedules(env: Env):
+    """On a cluster a session's tick fires its member's schedules alone; the controller
+    (fires_for None) fires everyone's."""
+    s = env.schedules()
+    mine = s.create(request(), user="ada").id
+    theirs = s.create(request(name="theirs"), user="bo").id
+    env.clock.now = at(2, 2) + 1
+    s.fires_for = "ada"
+    s.tick_all()
+    assert [r.at for r in s.describe(mine, user="ada").runs] == [at(2, 2)]
+    assert s.describe(theirs, user="bo").runs == []
+    s.fires_for = None
+    s.tick_all()
+    runs = s.describe(theirs, user="bo").runs
+    assert [r.at for r in runs] == [at(2, 2)]
+    for sid, user in ((mine, "ada"), (theirs, "bo")):
+        env.job(s, s.describe(sid, user=user).runs[0].job_id)

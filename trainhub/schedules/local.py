@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import getpass
 import logging
 import os
 import select
@@ -80,13 +81,16 @@ def ensure(home: Path) -> None:
 
 def attach(service: JobService, home: Path) -> None:
     """Where ``service``'s backend runs jobs on this machine, every change of a schedule
-    starts or wakes this data directory's scheduler (a cluster's controller needs no word),
-    and a refused run is announced through the user's alerts."""
-    if isinstance(service.backend, KeepsStore):
-        schedules = service.schedules
-        # With none left (the last deleted) a running scheduler is told, and leaves.
-        schedules.on_change = lambda: ensure(home) if schedules.records.ids() else wake(home)
-        schedules.on_refused = announcer(home)
+    starts or wakes this data directory's scheduler, and a refused run is announced through
+    the user's alerts; on a cluster (a member's session or CLI: the controller builds its own
+    service) its ticks fire the member's schedules only."""
+    schedules = service.schedules
+    if not isinstance(service.backend, KeepsStore):  # a member's session on a cluster
+        schedules.fires_for = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+        return
+    # With none left (the last deleted) a running scheduler is told, and leaves.
+    schedules.on_change = lambda: ensure(home) if schedules.records.ids() else wake(home)
+    schedules.on_refused = announcer(home)
 
 
 def start_if_scheduled(service: JobService, home: Path) -> None:

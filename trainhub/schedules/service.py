@@ -74,6 +74,10 @@ class Schedules:
         # Told of a run refused (no job made) of a schedule that alerts on failure; a run's
         # job that fails is announced by the job's own notify (trainhub.alerts).
         self.on_refused: Callable[[ScheduleRecord, Run], None] = lambda record, run: None
+        # Whose schedules a tick fires: everyone's (None) where one process fires a whole data
+        # directory (the local scheduler) or team (the controller, as each owner); one member's
+        # session on a cluster fires its member's only (as it announces only their jobs).
+        self.fires_for: str | None = None
 
     # --- front door ---------------------------------------------------------------------------
     def create(self, request: CreateSchedule | dict[str, Any], *, user: str) -> ScheduleView:
@@ -152,10 +156,14 @@ class Schedules:
             try:
                 with as_owner(backend, path):
                     record = self.records.get(schedule_id)
-                    if record is None:
+                    if record is None or self.fires_for not in (None, record.user):
                         continue
                     with as_owner(backend, path, record.user):
                         due = self.tick(schedule_id)
+            except PermissionError:
+                if self.fires_for is None:
+                    log.exception("trainhub: schedule %s could not be read", schedule_id)
+                continue  # a member's own process reads only the member's records
             except Exception:
                 log.exception("trainhub: schedule %s could not fire", schedule_id)
                 continue
