@@ -329,10 +329,15 @@ def schedule(
     return Schedule(view.id)
 
 
-def schedules() -> list[Schedule]:
-    """Your schedules, newest first."""
+def list_schedules() -> list[Schedule]:
+    """Your schedules, newest first. (Not ``schedules``: that is the package's name, which
+    an import of it would put in its place.)"""
     listed = service().schedules.list(user=getpass.getuser())
     return [Schedule(v.id) for v in listed.schedules]
+
+
+def get_schedule(schedule_id: str) -> Schedule:
+    return Schedule(schedule_id)
 
 
 class Schedule:

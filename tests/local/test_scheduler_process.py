@@ -1,12 +1,16 @@
 """The local scheduler as real processes, on the real clock: created by the CLI, it runs on
 after the CLI has gone, in a session of its own; killed mid-way and started again it fires
-every minute once — none twice, none lost — and each fired job runs under torchrun."""
+every minute once — none twice, none lost — and each fired job runs under torchrun. The
+Python API's schedule verbs, in a process of their own."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -100,3 +104,42 @@ def test_the_scheduler_outlives_the_cli_and_a_killed_one_loses_and_doubles_nothi
         assert "rank 0" in th.logs(run.job_id)
     for run in (settled[0], settled[-1]):  # those no restart delayed fired on time
         assert run.claimed_at - run.at < 5  # (the benchmark measures it closely)
+
+
+API_SCRIPT = """
+import json, trainhub
+s = trainhub.schedule("tiny.ipynb", cron="0 2 * * *", timezone="Europe/Berlin",
+                      concurrency="replace", parameters={"word": "api"})
+view = s.pause()
+assert trainhub.get_schedule(s.id).describe().paused
+job = s.run_now()
+state = job.wait(timeout=120)
+history = s.history()
+listed = [x.id for x in trainhub.list_schedules()]
+print(json.dumps({"id": s.id, "paused": view.paused, "listed": listed,
+                  "state": state.value, "job": job.id, "run_job": history[0].job_id,
+                  "concurrency": s.describe().concurrency}))
+s.delete()
+print(json.dumps([x.id for x in trainhub.list_schedules()]))
+"""
+
+
+def test_the_python_api_creates_runs_and_deletes_a_schedule(trainhub_env: Trainhub):
+    th = trainhub_env
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("word = 'default'")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell("print('said', word)")]
+    nbformat.write(nb, th.workspace / "tiny.ipynb")
+    out = subprocess.run(
+        [sys.executable, "-c", API_SCRIPT],
+        cwd=th.workspace, env=th.env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    first, after = (json.loads(line) for line in out.stdout.splitlines()[-2:])
+    assert first["paused"] and first["listed"] == [first["id"]]
+    assert first["state"] == "succeeded" and first["run_job"] == first["job"]
+    assert first["concurrency"] == "replace" and after == []
+    assert "said api" in th.logs(first["job"])
+    # The schedule's change started the scheduler; with none left it has gone.
+    wait_for(lambda: scheduler_pid(th.home) is None, timeout=20, what="the scheduler to leave")
