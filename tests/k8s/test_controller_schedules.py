@@ -1,7 +1,7 @@
 """A schedule on a cluster fires with nobody logged in: a session creates it (it sees the
 workspace, and freezes it beside the jobs), then the controller alone fires each due minute
-from that frozen workspace, once; the session's workspace is gone by then. kwok plays the
-pods."""
+from that frozen workspace, once; the session's workspace is gone by then. A run refused (a
+frozen workspace changed since) is announced to the owner's channels. kwok plays the pods."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 from tests.k8s import test_controller as controller
 from tests.k8s.test_backend import Team, wait_for
 from tests.k8s.test_controller_sweeps import notebook
+from tests.local.test_alerts import Receiver
 from trainhub.jobs.states import JobState
 from trainhub.schedules.model import RunState, run_tag
 from trainhub.schedules.service import schedules_home
@@ -25,29 +26,34 @@ def test_with_nobody_logged_in_the_controller_fires_each_minute_once(
 ) -> None:
     team, deployment = world
     notebook(team)
-    created = team.service.schedules.create(
-        {
-            "name": "nightly",
-            "target": {
-                "kind": "notebook",
-                "job": {
-                    "name": "nightly",
-                    "source": {"path": "train.ipynb"},
-                    "team": team.ns,
-                    "parameters": {"lr": 0.5},
-                    "resources": {"workers": 1, "gpus_per_worker": 1},
-                },
+    hook = Receiver()
+    controller.member_webhook(team, "ada", hook.url)
+
+    def create(name: str) -> Any:
+        job = {
+            "name": name,
+            "source": {"path": "train.ipynb"},
+            "team": team.ns,
+            "parameters": {"lr": 0.5},
+            "resources": {"workers": 1, "gpus_per_worker": 1},
+        }
+        return team.service.schedules.create(
+            {
+                "name": name,
+                "target": {"kind": "notebook", "job": job},
+                "cron": "* * * * *",
+                "timezone": "America/New_York",
             },
-            "cron": "* * * * *",
-            "timezone": "America/New_York",
-        },
-        user="ada",
-    )
+            user="ada",
+        )
+
+    created, tampered = create("nightly"), create("tampered")
     started = time.time()
     shutil.rmtree(team.service.workspace_root)  # type: ignore[arg-type]
     home = schedules_home(team.backend)
     assert (home / f"{created.id}.json").is_file()  # the record, on the team's volume
     assert (home / created.id / "source" / "train.ipynb").is_file()
+    (home / tampered.id / "source" / "train.ipynb").write_text("{}")  # as job code could
     deployment.start("solo")
 
     ended: set[str] = set()
@@ -80,5 +86,15 @@ def test_with_nobody_logged_in_the_controller_fires_each_minute_once(
             user="ada", states=None, limit=10, before_seq=None, search=run_tag(created.id, run)
         )
         assert [j.id for j in found] == [run.job_id]
-    team.service.schedules.delete(created.id, user="ada")
-    assert not (home / created.id).exists()
+    try:
+        wait_for("the refusal's alert", lambda: hook.posts, 60)
+        refused = team.service.schedules.records.get(tampered.id)
+        assert refused is not None and refused.runs[0].state == RunState.REFUSED
+        text = hook.posts[0][1]["text"]
+        assert tampered.id in text and "was refused" in text and "changed after" in text
+        assert all(tampered.id in body["text"] for _, body in hook.posts)  # none for the jobs
+    finally:
+        hook.close()
+    for schedule in (created, tampered):
+        team.service.schedules.delete(schedule.id, user="ada")
+        assert not (home / schedule.id).exists()

@@ -86,12 +86,23 @@ def announce_team(home: Path, team: str, kind: str, sentence: str) -> str | None
     return None
 
 
-def announce_own(home: Path, alert: Alert, team: str | None, *, key: str) -> str | None:
-    """Queue an alert about something of the home's user (a schedule's refused run) to their
-    channels and their team's, once per ``key``; returns why it could not be, else None."""
+def announce_own(
+    home: Path,
+    alert: Alert,
+    team: str | None,
+    *,
+    key: str,
+    owner: Callable[[], Channels] | None = None,
+    outbox: Path | None = None,
+    start_sender: bool = True,
+) -> str | None:
+    """Queue an alert about something of a user's that is not a job (a schedule's refused
+    run) to their channels (``owner()``, else the home's alerts file) and their team's, once
+    per ``key``; returns why it could not be, else None."""
     try:
-        channels = with_team(user_channels(user_alerts_file(home)), team)
-        enqueue(outbox_dir(home), alert, channels, key=key)
+        mine = owner() if owner is not None else user_channels(user_alerts_file(home))
+        channels = with_team(mine, team)
+        enqueue(outbox or outbox_dir(home), alert, channels, start_sender=start_sender, key=key)
     except Exception as error:  # an alert never stands in the way
         return f"The {alert.kind} alert could not be queued: {error}"
     return None

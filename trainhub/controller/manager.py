@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainhub.alerts.announce import announce_job
+from trainhub.alerts.announce import announce_job, announce_own
 from trainhub.alerts.channels import member_channels
 from trainhub.alerts.outbox import deliver_due
 from trainhub.backends.kubernetes import recovery
@@ -29,6 +29,8 @@ from trainhub.controller.workqueue import WorkQueue
 from trainhub.jobs import ownership
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.service import JobService
+from trainhub.schedules.model import Run, ScheduleRecord
+from trainhub.schedules.notify import refusal
 from trainhub.teams import Teams
 from trainhub.usage.kept import USAGE_DIR
 
@@ -67,6 +69,7 @@ class TeamWork:
             announcer=self.announce,
         )
         self.service = JobService(self.backend, jobs_root=self.backend.jobs_root)
+        self.service.schedules.on_refused = self.announce_refused
         self.errors = 0
         if teams.controller is not None and teams.controller.per_user_ids:
             self._prepare_volume()
@@ -110,6 +113,29 @@ class TeamWork:
                 key=key,
                 start_sender=False,
             )
+
+    def announce_refused(self, record: ScheduleRecord, run: Run) -> None:
+        """A schedule's run that made no job, to its owner's channels (read as the owner,
+        as :meth:`announce` reads them) and the team's."""
+        owner = ownership.current().user if self.backend.acts_as_owners else None
+        alert, key = refusal(record, run)
+        try:
+            mine = member_channels(self.root, record.user, owner_id=owner)
+        except Exception:  # an alert never stands in the way of a schedule
+            log.exception("trainhub: the channels of %s could not be read", record.user)
+            return
+        with ownership.acting_as_itself():
+            problem = announce_own(
+                self.root,
+                alert,
+                record.team,
+                key=key,
+                owner=lambda: mine,
+                outbox=self.outbox,
+                start_sender=False,
+            )
+        if problem:
+            log.warning("trainhub: schedule %s: %s", record.id, problem)
 
     def reconcile(self) -> float | None:
         """One pass; returns in how many seconds a pending retry or a schedule's next time
