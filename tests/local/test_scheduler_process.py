@@ -131,10 +131,16 @@ def test_the_python_api_creates_runs_and_deletes_a_schedule(trainhub_env: Trainh
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell("print('said', word)")]
     nbformat.write(nb, th.workspace / "tiny.ipynb")
-    out = subprocess.run(
-        [sys.executable, "-c", API_SCRIPT],
-        cwd=th.workspace, env=th.env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+    out = None
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", API_SCRIPT],
+            cwd=th.workspace, env=th.env, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    finally:
+        failed = out is None or out.returncode != 0
+        if failed and (pid := scheduler_pid(th.home)) is not None:
+            os.kill(pid, signal.SIGKILL)  # the script never deleted its schedule
     assert out.returncode == 0, out.stderr
     first, after = (json.loads(line) for line in out.stdout.splitlines()[-2:])
     assert first["paused"] and first["listed"] == [first["id"]]

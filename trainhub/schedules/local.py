@@ -144,8 +144,8 @@ def serve(home: Path, make_service: Callable[[], JobService]) -> int:
         except Exception:
             log.exception("trainhub scheduler: a pass failed")
             due = time.time() + 5
-        if not schedules.records.ids():
-            log.info("trainhub scheduler: no schedule left")
+        if not schedules.records.ids() or not (where / "lock").exists():
+            log.info("trainhub scheduler: no schedule left")  # or its data directory went
             return 0
         sleep = MAX_SLEEP_SECONDS if due is None else due - time.time()
         select.select([fifo], [], [], min(max(sleep, 0.0), MAX_SLEEP_SECONDS))
