@@ -18,9 +18,9 @@ _LAZY = {
     "jobs": ("trainhub.api", "jobs"),
     "compare": ("trainhub.api", "compare"),
     "Job": ("trainhub.api", "Job"),
-    "schedule": ("trainhub.api", "schedule"),
-    "list_schedules": ("trainhub.api", "list_schedules"),
-    "get_schedule": ("trainhub.api", "get_schedule"),
+    "schedule": ("trainhub.schedules.api", "schedule"),
+    "list_schedules": ("trainhub.schedules.api", "list_schedules"),
+    "get_schedule": ("trainhub.schedules.api", "get_schedule"),
     "log": ("trainhub.metrics.scalars", "log"),
     "checkpoint": ("trainhub.checkpoint", None),
     "distributed": ("trainhub.rank.distributed", None),
@@ -28,6 +28,9 @@ _LAZY = {
     "outputs": ("trainhub.outputs", None),
     "datasets_available": ("trainhub.api", "datasets_available"),
     "JobSpec": ("trainhub.jobs.spec", "JobSpec"),
+    "run_pipeline": ("trainhub.api", "run_pipeline"),
+    "pipeline_runs": ("trainhub.api", "pipeline_runs"),
+    "PipelineRun": ("trainhub.api", "PipelineRun"),
 }
 
 __all__ = [  # noqa: RUF022 - the order of _LAZY
@@ -47,6 +50,9 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
     "outputs",
     "datasets_available",
     "JobSpec",
+    "run_pipeline",
+    "pipeline_runs",
+    "PipelineRun",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,17 +61,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainhub import checkpoint, datasets, distributed, outputs
     from trainhub.api import (
         Job,
+        PipelineRun,
         compare,
         datasets_available,
         get_job,
-        get_schedule,
         jobs,
-        list_schedules,
-        schedule,
+        pipeline_runs,
+        run_pipeline,
         submit,
     )
     from trainhub.jobs.spec import JobSpec
     from trainhub.metrics.scalars import log
+    from trainhub.schedules.api import get_schedule, list_schedules, schedule
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

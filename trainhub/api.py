@@ -3,11 +3,12 @@
 job = trainhub.submit("train.ipynb", processes_per_worker=2)
 job.logs(follow=True)
 job.checkpoints()
+
+run = trainhub.run_pipeline("train.pipeline.yaml", parameters={"epochs": 5}, wait=True)
 """
 
 from __future__ import annotations
 
-import getpass
 import os
 import sys
 import time
@@ -23,8 +24,8 @@ from trainhub.jobs.models import DescribeJob, JobPage, ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import default_name, explain
 from trainhub.jobs.states import JobState
+from trainhub.pipelines.models import DescribeRun, RunList
 from trainhub.reprs import CheckpointList, jobs_html, jobs_repr
-from trainhub.schedules.views import RunView, ScheduleView
 from trainhub.usage.models import UsageQuery, UsageReport
 
 
@@ -294,82 +295,80 @@ class Job:
         display(JobWidget(self))
 
 
-def schedule(
-    source: str | None = None,
+# --- pipelines ---------------------------------------------------------------------------------
+def run_pipeline(
+    file: str,
     *,
-    cron: str,
-    timezone: str = "UTC",
-    schedule_name: str | None = None,
-    concurrency: str = "forbid",
-    missed: str = "run-once",
-    starting_deadline: str | float | None = None,
-    paused: bool = False,
-    notify_failure: bool = True,
-    **fields: Any,
-) -> Schedule:
-    """Run a notebook (default: the one this kernel belongs to) on ``cron`` in ``timezone``;
-    each run is a job of the spec ``fields`` describe, as :func:`submit` takes them. The
-    workspace is frozen now: every run compiles from it."""
-    source = source or _current_notebook()
-    if source is None:
-        raise ValueError("source: name the notebook to schedule")
-    job = build_spec(source, **fields)
-    request = {
-        "name": schedule_name or job["name"][:32].rstrip("-"),
-        "target": {"kind": "notebook", "job": job},
-        "cron": cron,
-        "timezone": timezone,
-        "concurrency": concurrency,
-        "missed": missed,
-        "starting_deadline": starting_deadline,
-        "paused": paused,
-        "notify_failure": notify_failure,
-    }
-    view = service().schedules.create(request, user=getpass.getuser())
-    return Schedule(view.id)
+    parameters: dict[str, Any] | None = None,
+    cache: bool = True,
+    wait: bool = False,
+) -> PipelineRun:
+    """Start a run of the pipeline file ``file`` (``*.pipeline.yaml``, relative to the
+    workspace) with ``parameters`` over its defaults; ``cache=False`` runs every step."""
+    import getpass
+
+    run = service().pipelines.start(
+        user=getpass.getuser(), file=file, parameters=parameters, cache=cache
+    )
+    handle = PipelineRun(run.id, run)
+    if wait:
+        handle.wait()
+    return handle
 
 
-def list_schedules() -> list[Schedule]:
-    """Your schedules, newest first. (Not ``schedules``: that is the package's name, which
-    an import of it would put in its place.)"""
-    listed = service().schedules.list(user=getpass.getuser())
-    return [Schedule(v.id) for v in listed.schedules]
+def pipeline_runs() -> RunList:
+    """The pipeline runs, newest first."""
+    return service().pipelines.list(user=None)
 
 
-def get_schedule(schedule_id: str) -> Schedule:
-    return Schedule(schedule_id)
+class PipelineRun:
+    """A pipeline run: its steps' statuses, and the verbs of ``trainhub pipeline``."""
 
+    def __init__(self, run_id: str, described: DescribeRun | None = None):
+        self.id = run_id
+        self._described = described
 
-class Schedule:
-    """One of your schedules: read it, pause, resume, run it now, delete it."""
+    def describe(self) -> DescribeRun:
+        self._described = service().pipelines.describe(self.id, user=None)
+        return self._described
 
-    def __init__(self, schedule_id: str):
-        self.id = schedule_id
+    @property
+    def state(self) -> str:
+        return self.describe().state.value
 
-    def _call(self, verb: str) -> ScheduleView:
-        return getattr(service().schedules, verb)(self.id, user=getpass.getuser())
+    def wait(self, timeout: float | None = None, interval: float = 2.0) -> DescribeRun:
+        """Until the run ended, reconciling as the CLI does (which advances it)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            service().reconcile()
+            run = self.describe()
+            if run.state.value != "running":
+                return run
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"pipeline run {self.id} still running after {timeout}s")
+            time.sleep(interval)
 
-    def describe(self) -> ScheduleView:
-        return self._call("describe")
+    def retry(self) -> DescribeRun:
+        self._described = service().pipelines.retry(self.id, user=None)
+        return self._described
 
-    def history(self) -> list[RunView]:
-        """Its runs, newest first: scheduled time, job, outcome."""
-        return self.describe().runs
+    def cancel(self, reason: str | None = None) -> DescribeRun:
+        self._described = service().pipelines.cancel(self.id, user=None, reason=reason)
+        return self._described
 
-    def pause(self) -> ScheduleView:
-        return self._call("pause")
-
-    def resume(self) -> ScheduleView:
-        return self._call("resume")
-
-    def run_now(self) -> Job:
-        run = self._call("run_now").runs[0]
-        if run.job_id is None:
-            raise ValueError(f"schedule {self.id}: the run was refused: {run.reason}")
-        return Job(run.job_id)
-
-    def delete(self) -> None:
-        service().schedules.delete(self.id, user=getpass.getuser())
+    def jobs(self) -> list[Job]:
+        """The jobs of its steps (those it ran, and the earlier ones whose results it reuses)."""
+        run = self._described or self.describe()
+        return [
+            Job(v.job_id or v.reused_from or "")
+            for v in run.step_views
+            if v.job_id or v.reused_from
+        ]
 
     def __repr__(self) -> str:
-        return f"Schedule({self.id!r})"
+        d = self._described
+        return (
+            f"<trainhub.PipelineRun {self.id} {d.state.value}>"
+            if d
+            else f"<trainhub.PipelineRun {self.id}>"
+        )

@@ -21,6 +21,8 @@ from trainhub.jobs.directory import METRIC_KINDS
 from trainhub.jobs.models import DescribeJob, JobEdit, JobPage, JobSummary
 from trainhub.jobs.spec import JobSpec
 from trainhub.outputs.files import OutputList
+from trainhub.pipelines.models import DescribeRun, RunList, StartRun
+from trainhub.pipelines.spec import Pipeline
 from trainhub.schedules.model import CreateSchedule
 from trainhub.schedules.views import ScheduleList, ScheduleView
 from trainhub.usage.compute import JobUsage
@@ -48,6 +50,7 @@ from trainhub_server.payloads import (
     Query,
     RecordsParams,
     ServerConfig,
+    ShareRequest,
     StreamParams,
     SubmitParams,
     UsageParams,
@@ -61,6 +64,7 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "name": {"type": "string", "minLength": 1, "description": "A file of the checkpoint"},
     "sweep_id": {"type": "string", "minLength": 1},
     "schedule_id": {"type": "string", "minLength": 1},
+    "run_id": {"type": "string", "minLength": 1},
 }
 
 ERRORS = {
@@ -363,5 +367,52 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Run the schedule's target once now, whatever its concurrency policy",
         ScheduleView,
         errors=(400, 403, 404, 409),
+    ),
+    ("/pipelines/runs", "get"): Operation(
+        "The pipeline runs the user may read (their own, and those their team shared), newest "
+        "first, with which steps reused earlier results",
+        RunList,
+    ),
+    ("/pipelines/runs", "post"): Operation(
+        "Start a run of a pipeline (a *.pipeline.yaml of the workspace, or the pipeline itself) "
+        "with parameters over its defaults; every step is checked first, each mistake named "
+        "by step and field",
+        DescribeRun,
+        status=201,
+        body=StartRun,
+        body_required=True,
+        errors=(400, 403, 404, 409, 413),
+    ),
+    ("/pipelines/check", "post"): Operation(
+        "Check a pipeline as a run would, starting nothing; the pipeline as read",
+        Pipeline,
+        body=StartRun,
+        body_required=True,
+        errors=(400, 403, 404, 409, 413),
+    ),
+    ("/pipelines/runs/{run_id}", "get"): Operation(
+        "One pipeline run: each step's status, job or reused result, and why it waits, failed "
+        "or did not run",
+        DescribeRun,
+        errors=(400, 404),
+    ),
+    ("/pipelines/runs/{run_id}", "patch"): Operation(
+        "Share a run and its steps' jobs with the owner's team to read, or make them private "
+        "(the owner alone; a hub with teams)",
+        DescribeRun,
+        body=ShareRequest,
+        body_required=True,
+        errors=(400, 403, 404, 409, 413),
+    ),
+    ("/pipelines/runs/{run_id}/retry", "post"): Operation(
+        "Run a failed or cancelled run again from the steps that did not succeed, keeping what did",
+        DescribeRun,
+        errors=(400, 403, 404, 409),
+    ),
+    ("/pipelines/runs/{run_id}/cancel", "post"): Operation(
+        "Cancel a run: no step starts any more, and every active step is cancelled",
+        DescribeRun,
+        body=CancelRequest,
+        errors=(400, 403, 404, 409, 413),
     ),
 }

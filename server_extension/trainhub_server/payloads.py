@@ -14,6 +14,7 @@ from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.jobs import limits as job_limits
 from trainhub.jobs.search import MAX_SEARCH_CHARS
 from trainhub.jobs.service import JobService
+from trainhub.jobs.sharing import Sharing
 from trainhub.jobs.spec import FieldError
 from trainhub.jobs.specparts import Resources
 from trainhub.jobs.states import JobState
@@ -50,6 +51,9 @@ class ListJobsParams(Query):
         None, max_length=200, description="Add each job's latest value of this training scalar"
     )
     sweep: str | None = Field(None, max_length=63, description="Only the trials of this sweep")
+    pipeline_run: str | None = Field(
+        None, max_length=63, description="Only the steps of this pipeline run"
+    )
 
 
 class UsageParams(Query):
@@ -154,6 +158,14 @@ class CancelRequest(BaseModel):
         if v is not None and len(v) > most:
             raise ValueError(f"must be at most {most} characters")
         return v
+
+
+class ShareRequest(BaseModel):
+    """The body of a pipeline run's change: whether the owner's team may read it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    shared: Sharing = Field(description="'team': the owner's team may read it; 'private'")
 
 
 class ChangeRequest(BaseModel):

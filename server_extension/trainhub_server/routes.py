@@ -15,6 +15,7 @@ from trainhub_server.handlers import (
     experiments,
     job_files,
     jobs,
+    pipelines,
     schedules,
     server,
     usage,
@@ -31,6 +32,7 @@ PARAMETERS = {
     "name": r"[^/]+",
     "sweep_id": r"[^/]+",
     "schedule_id": r"[^/]+",
+    "run_id": r"[^/]+",
 }
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 
@@ -78,6 +80,11 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("schedules/{schedule_id}/pause", schedules.SchedulePauseHandler),
     ("schedules/{schedule_id}/resume", schedules.ScheduleResumeHandler),
     ("schedules/{schedule_id}/run-now", schedules.ScheduleRunNowHandler),
+    ("pipelines/runs", pipelines.PipelineRunsHandler),
+    ("pipelines/check", pipelines.PipelineCheckHandler),
+    ("pipelines/runs/{run_id}", pipelines.PipelineRunHandler),
+    ("pipelines/runs/{run_id}/retry", pipelines.PipelineRetryHandler),
+    ("pipelines/runs/{run_id}/cancel", pipelines.PipelineCancelHandler),
 ]
 
 

@@ -87,3 +87,9 @@ def test_a_controller_with_no_ready_replica_and_an_unbound_claim_is_named() -> N
     assert any(
         f.startswith("controller: its claim trainhub-system/vision-vision-shared") for f in found
     )
+    # No node yet is a finding for a pool of fixed nodes (a100), not for one an autoscaler
+    # grows (t4, so marked in the file).
+    assert "pool a100: no node has the labels" in "\n".join(found)
+    assert not any(f.startswith("pool t4:") for f in found)
+    data["pools"][1]["autoscaled"] = False
+    assert "pool t4: no node has the labels" in "\n".join(findings(parse_teams(data), seen))

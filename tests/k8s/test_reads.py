@@ -13,15 +13,18 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from tests.k8s.apiproxy import ApiProxy
 from tests.k8s.test_admin_apply import apply_teams, teams_for
 from tests.k8s.test_backend import Team, wait_for
 from trainhub.backends.kubernetes.backend import KubernetesBackend
 from trainhub.errors import BackendUnavailable
+from trainhub.jobs import submission
 from trainhub.jobs.models import ListJobsQuery
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
@@ -138,6 +141,37 @@ def test_where_a_controller_runs_a_page_asks_the_api_server_nothing(
         assert proxy.requests == []
     finally:
         backend.close()  # type: ignore[attr-defined]
+
+
+def test_jobs_submitted_in_one_millisecond_are_each_on_one_page_once(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages are cut by a job's seq: jobs submitted together must each keep a seq of their own,
+    the same whether its Job object is there or gone (read from its directory)."""
+    start = time.time()
+    clock = iter([start, start + 0.0002, start + 0.0004])
+    monkeypatch.setattr(submission, "time", SimpleNamespace(time=lambda: next(clock)))
+    ids = [team.submit(f"together-{i}", gpus=1) for i in range(3)]
+    monkeypatch.undo()
+
+    def paged() -> list[str]:
+        seen: list[str] = []
+        before = None
+        while True:
+            page = team.service.list_jobs(ListJobsQuery(limit=1, before=before), user="ada")
+            seen += [j.id for j in page.jobs]
+            if page.next_before is None:
+                return seen
+            before = page.next_before
+
+    assert paged() == ids[::-1]
+    batch = client.BatchV1Api(team.api)
+    batch.delete_namespaced_job(ids[1], team.ns, propagation_policy="Background")
+    wait_for(
+        "the Job gone",
+        lambda: ids[1] not in {j.metadata.name for j in batch.list_namespaced_job(team.ns).items},
+    )
+    assert paged() == ids[::-1]
 
 
 def test_a_read_writes_nothing_and_reconcile_records_what_happened(team: Team) -> None:

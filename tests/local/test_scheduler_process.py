@@ -20,9 +20,9 @@ import pytest
 
 from tests.local.conftest import Trainhub, wait_for
 from trainhub.backends.local.backend import LocalBackend
-from trainhub.jobs.documents import documents_for
+from trainhub.jobs.records import records_for
 from trainhub.schedules.model import RunState, ScheduleRecord, run_tag
-from trainhub.schedules.service import schedules_home
+from trainhub.schedules.service import KIND
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +50,7 @@ def test_the_scheduler_outlives_the_cli_and_a_killed_one_loses_and_doubles_nothi
     assert os.getsid(pid) == pid != os.getsid(0)  # a session of its own: no terminal holds it
 
     backend = LocalBackend(th.home)  # reads the record without ticking it (the CLI would)
-    records = documents_for(backend, "schedules", ScheduleRecord, schedules_home(backend))
+    records = records_for(backend, KIND, ScheduleRecord)
 
     def runs() -> list:
         record = records.get(sid)

@@ -27,6 +27,7 @@ SAMPLE = {
     "name": "state.pt",
     "sweep_id": "some-sweep",
     "schedule_id": "some-schedule",
+    "run_id": "some-run",
 }
 
 

@@ -86,14 +86,24 @@ def test_an_admins_caps_travel_with_every_job(monkeypatch):
 
 
 MARKER = b"[trainhub] cell 2 started at 2025-01-01T00:00:00.000Z\n"
+FINISHED = b"[trainhub] finished\n"
 
 
-def test_a_cell_marker_starts_a_line_after_output_that_did_not_end_one():
+def test_trainhubs_lines_start_a_line_after_output_that_did_not_end_one():
     """Python's own writes end their line before a marker (logmarks.own_line); what C code or a
     child wrote straight to the descriptor only the copier sees, read in one chunk or several
     (a marker is one write of the rank's: it arrives whole)."""
-    writes = [b"raw write", MARKER, b"out\n", MARKER, b"progress\r", MARKER]
-    want = b"raw write\n" + MARKER + b"out\n" + MARKER + b"progress\r\n" + MARKER
+    writes = [b"raw write", MARKER, b"out\n", MARKER, b"progress\r", MARKER, b"last", FINISHED]
+    want = (
+        b"raw write\n"
+        + MARKER
+        + b"out\n"
+        + MARKER
+        + b"progress\r\n"
+        + MARKER
+        + b"last\n"
+        + FINISHED
+    )
     for per_read in (1, 2, 3, len(writes)):
         cap = LogCap(line_bytes=1000, file_bytes=1 << 20)
         reads = [b"".join(writes[i : i + per_read]) for i in range(0, len(writes), per_read)]

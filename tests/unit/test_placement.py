@@ -104,6 +104,9 @@ def test_admin_is_warned_of_pool_nodes_its_tolerations_do_not_match() -> None:
         "pool a100: no node carries its node_labels; its jobs' pods wait until one comes up "
         "(an autoscaler may add it), and for ever if none will"
     ]
+    # Unless its nodes come with demand: none now is what the admin expects.
+    assert placement.pool_warnings("a100", [], TOLERATE_GPU, autoscaled=True) == []
+    assert placement.pool_warnings("a100", found, TOLERATE_GPU, autoscaled=True) == warnings
 
 
 def test_kubernetes_nodes_read_as_allocatable_figures_and_taints() -> None:

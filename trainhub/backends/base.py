@@ -83,10 +83,12 @@ class Backend(ABC):
         limit: int,
         before_seq: int | None,
         sweep_id: str | None = None,
+        pipeline_run: str | None = None,
         search: str | None = None,
         with_shared: bool = False,
     ) -> list[JobRecord]:
-        """Newest first; only the trials of sweep ``sweep_id`` when given; only jobs that
+        """Newest first; only the trials of sweep ``sweep_id``, the steps of pipeline run
+        ``pipeline_run``, when given; only jobs that
         ``search`` finds (:mod:`trainhub.jobs.search`) when given; with ``with_shared`` (a
         backend with :attr:`Feature.TEAM_SHARING`) also the jobs other members of the team
         shared with it."""
@@ -98,6 +100,7 @@ class Backend(ABC):
         user: str | None,
         states: Sequence[JobState] | None,
         sweep_id: str | None = None,
+        pipeline_run: str | None = None,
         search: str | None = None,
         with_shared: bool = False,
     ) -> int: ...

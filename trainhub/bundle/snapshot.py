@@ -1,7 +1,7 @@
-"""A workspace frozen for later compiles: the code every trial of a sweep, and every run of a
-schedule, runs.
+"""A workspace frozen for later compiles: the code every trial of a sweep, every step of a
+pipeline run and every run of a schedule runs.
 
-:func:`freeze` takes, once, what the bundle compiler takes from the workspace for an entry —
+:func:`freeze` takes, once, what the bundle compiler takes from the workspace for each entry —
 the entry and the files next to it, by the same walk, ignore rules and size cap
 (:func:`trainhub.bundle.compile.bundle_files`) — and the lineage read from the workspace (its
 git state), and writes them into a new folder on the jobs' volume::
@@ -26,7 +26,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +47,8 @@ _MAX_LINEAGE_BYTES = 4 * 2**20  # a git diff is cut at 1 MiB (trainhub.jobs.line
 
 @dataclass(frozen=True)
 class Frozen:
-    """What was frozen, kept with whoever owns the folder (a sweep's record): a thaw finds
+    """What was frozen, kept with whoever owns the folder (a sweep's or a pipeline run's
+    record): a thaw finds
     exactly these files and bytes, or refuses."""
 
     digest: str  # sha256 over the files' paths and hashes and the lineage
@@ -66,17 +67,30 @@ class Snapshot:
 
 
 def freeze(
-    spec: JobSpec, workspace_root: Path, base: Path, folder: str, *, max_workspace_bytes: int
+    specs: JobSpec | Sequence[JobSpec],
+    workspace_root: Path,
+    base: Path,
+    folder: str,
+    *,
+    max_workspace_bytes: int,
 ) -> Frozen:
-    """Freeze what a bundle of ``spec`` takes from ``workspace_root`` into ``base/folder``, a
-    new folder (``base`` is made when missing; its parent is trusted). Nothing is left behind
-    when it fails."""
+    """Freeze what the bundles of ``specs`` (a sweep's one, a pipeline's steps) take from
+    ``workspace_root`` into ``base/folder``, a new folder (``base`` is made when missing; its
+    parent is trusted); the lineage is read beside the first one's entry. Each entry's files
+    are held to the size cap, as its compile will be. Nothing is left behind when it fails."""
+    specs = [specs] if isinstance(specs, JobSpec) else list(specs)
     root = Path(workspace_root).resolve()
-    entry = resolve_entry(root, spec.source.path)
-    files = bundle_files(spec, root, entry, warnings=[])
-    check_size(files, max_workspace_bytes, entry.parent.relative_to(root).as_posix())
-    files[entry.relative_to(root).as_posix()] = entry  # a notebook too: trials inject into it
-    lineage = workspace_lineage(entry.parent)
+    files: dict[str, Path] = {}
+    lineage_dir = None
+    for spec in specs:
+        entry = resolve_entry(root, spec.source.path)
+        taken = bundle_files(spec, root, entry, warnings=[])
+        check_size(taken, max_workspace_bytes, entry.parent.relative_to(root).as_posix())
+        taken[entry.relative_to(root).as_posix()] = entry  # a notebook too: trials inject into it
+        files.update(taken)
+        lineage_dir = lineage_dir or entry.parent
+    assert lineage_dir is not None, "nothing to freeze"
+    lineage = workspace_lineage(lineage_dir)
     base.mkdir(parents=True, exist_ok=True)
     confined.make_dir(base, folder)  # refused when anything is there already
     if ownership.guarded(base):  # a team volume where members own their files: the code is theirs
@@ -127,7 +141,7 @@ def thawed(base: Path, folder: str, frozen: Frozen) -> Iterator[Snapshot]:
         if not hashes or _digest(hashes, lineage) != frozen.digest:
             raise BundleError(
                 f"the workspace frozen in {folder} is missing or was changed after it was "
-                "frozen; its files are not the ones taken when it was created"
+                "frozen; its files are not the ones it was created with"
             )
         # A trial's or run's lineage says its code is the frozen workspace of this digest.
         yield Snapshot(root=root, lineage={**lineage, "frozen_workspace": frozen.digest})

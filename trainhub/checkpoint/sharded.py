@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,28 @@ def failed_ranks(error: BaseException) -> dict[int, str] | None:
     if not isinstance(error, CheckpointException):
         return None
     return {int(r): f"{type(e).__name__}: {e}" for r, e in error.failures.items()}
+
+
+def release_frames(error: BaseException) -> None:
+    """Clear the locals of the finished frames ``error`` holds, through its chain and the
+    per-rank failures of DCP's exception: DCP's frames hold the checkpoint's process group in
+    reference cycles, so a failed save kept the group alive past ``destroy_process_group()``
+    until a garbage collection, or into interpreter exit, where gloo's destructor aborts the
+    rank ("terminate called without an active exception"). What is printed of the error
+    stays whole."""
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        e = pending.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)
+        pending += [e.__cause__, e.__context__]
+        if isinstance(e, CheckpointException):
+            pending += [wrapped[0] for wrapped in e.failures.values()]
 
 
 def describe_files(directory: Path) -> list[CheckpointFile]:

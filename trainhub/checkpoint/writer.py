@@ -127,6 +127,7 @@ def _write_sharded(plan: Plan, payload: Any) -> CheckpointInfo | None:
     except BaseException as e:  # DCP's CheckpointException derives from BaseException
         if not isinstance(e, Exception) and sharded.failed_ranks(e) is None:
             raise
+        sharded.release_frames(e)
         write_error = e
     verdicts = gather(ranks, None if write_error is None else _describe(write_error))
     failures = [(r, v) for r, v in enumerate(verdicts) if v is not None]

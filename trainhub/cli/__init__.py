@@ -12,6 +12,7 @@ from trainhub.controller.serve import add_parser as add_controller_parser
 from trainhub.errors import TrainhubError
 from trainhub.experiments.cli import add_parsers as add_sweep_parsers
 from trainhub.jobs.spec import SpecError
+from trainhub.pipelines.cli import add_parsers as add_pipeline_parsers
 from trainhub.schedules.cli import add_parsers as add_schedule_parsers
 
 
@@ -22,6 +23,7 @@ def parser() -> argparse.ArgumentParser:
         group.add_parsers(sub)
     add_sweep_parsers(sub)
     add_schedule_parsers(sub)
+    add_pipeline_parsers(sub)
     add_controller_parser(sub)
     return p
 

@@ -2,9 +2,9 @@
 submitted, whoever is logged in. Watches feed the cache and queue the namespace that changed;
 while this replica leads, a few workers reconcile the queued namespaces, never one namespace
 in two workers at once: the backend records what the cluster did (states, verdicts,
-Kubernetes events, retries, preemptions, alerts), the sweeps advance and the schedules fire
-what is due. A periodic resync queues every namespace as a safety net, and a pending retry or
-a schedule's next time queues its namespace for when it is due.
+Kubernetes events, retries, preemptions, alerts), the sweeps and pipeline runs advance and
+the schedules fire what is due. A periodic resync queues every namespace as a safety net, and
+a pending retry or a schedule's next time queues its namespace for when it is due.
 """
 
 from __future__ import annotations
@@ -76,10 +76,12 @@ class TeamWork:
 
     def _prepare_volume(self) -> None:
         """Where members own their files: the places on the team's volume where each makes
-        their own (job directories, sweeps, schedules, alert channels) open to all and sticky, the
-        outbox the controller's alone. What cannot be made so is logged, for an admin."""
+        their own (job directories, sweeps, pipeline runs, schedules, alert channels) open to
+        all and sticky, the outbox the controller's alone. What cannot be made so is logged,
+        for an admin."""
         jobs = self.backend.jobs_root
-        places = [jobs, jobs / ".sweeps", jobs / ".schedules", self.root / ".trainhub" / "users"]
+        kinds = (".sweeps", ".pipelines", ".schedules")
+        places = [jobs, *(jobs / kind for kind in kinds), self.root / ".trainhub" / "users"]
         problems = ownership.prepare_team_volume(
             self.root, [str(p.relative_to(self.root)) for p in places]
         )
@@ -142,6 +144,7 @@ class TeamWork:
         wants the next one."""
         self.backend.reconcile()
         self.service.sweeps.advance_all()
+        self.service.pipelines.advance_all()
         due = self.service.schedules.tick_all()
         waits = [self._next_retry(), None if due is None else max(0.0, due - time.time())]
         return min((w for w in waits if w is not None), default=None)

@@ -14,11 +14,10 @@ submit them: the controller sees no workspace.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +42,10 @@ from trainhub.experiments.records import (
     sweeps_home,
 )
 from trainhub.experiments.sweep import MAX_TRIALS, CreateSweep, parse_sweep, trial_parameters
-from trainhub.jobs import claims
 from trainhub.jobs.directory import JobDir
-from trainhub.jobs.documents import as_owner
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.naming import MAX_NAME_LENGTH
+from trainhub.jobs.records import as_owner, repair_claims
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
 from trainhub.lifecycle.verdict import stop_reason_of_rule
@@ -197,7 +195,7 @@ class Sweeps:
         frozen workspace the owner's files, and a record in another member's name is left);
         one sweep's trouble never stops the others."""
         backend = self.service.backend
-        for sweep_id in self.records.ids({SweepState.RUNNING}):
+        for sweep_id in self.records.active_ids():
             path = self.records.path(sweep_id)
             try:
                 with as_owner(backend, path):
@@ -228,7 +226,7 @@ class Sweeps:
         with self.records.change(sweep_id) as current:
             if current is None or current.state != SweepState.RUNNING:
                 return step
-            _repair_claims(current, lambda: self._jobs(current))
+            _repair_claims(current, jobs)
             taken = {t.trial for t in current.trials}
             again = plan(current, jobs, curves)
             claim = [n for n in again.submit if n not in taken]
@@ -238,7 +236,6 @@ class Sweeps:
                         trial=n,
                         parameters=trial_parameters(current.sweep, n, current.seed),
                         claimed_at=time.time(),
-                        claimed_by=claims.claimer(),
                     )
                 )
             if again.finished:
@@ -340,23 +337,10 @@ class Sweeps:
             return []
 
 
-def _repair_claims(record: SweepRecord, jobs_now: Callable[[], Mapping[str, JobRecord]]) -> None:
-    """Trials claimed whose submitter died before noting the job (trainhub.jobs.claims): the
-    job, found by its trial number in a listing made now; none: an error saying so."""
-    now = time.time()
-
-    def find(n: int) -> str | None:
-        jobs = jobs_now().values()
-        return next((j.id for j in jobs if j.spec.sweep and j.spec.sweep.trial == n), None)
-
-    for t in record.trials:
-        if t.job_id is not None or t.error is not None:
-            continue
-        settled = claims.settle(t.claimed_at, t.claimed_by, now, functools.partial(find, t.trial))
-        if settled.job_id is not None:
-            t.job_id = settled.job_id
-        elif settled.stale:
-            t.error = "its submit did not finish (the process submitting it ended)"
+def _repair_claims(record: SweepRecord, jobs: Mapping[str, JobRecord]) -> None:
+    """Trials claimed whose submitter died before noting the job: matched by trial number."""
+    by_trial = {j.spec.sweep.trial: j.id for j in jobs.values() if j.spec.sweep is not None}
+    repair_claims(record.trials, lambda t: t.trial, by_trial)
 
 
 # Ended trials whose curves the rules compare running ones with.

@@ -1,10 +1,9 @@
 """Durable sweep records: what a sweep asked for (space, sampler, seed, limits, rule) and
 which trial became which job.
 
-Kept as trainhub.jobs.documents keeps a team's documents: a ``sweeps`` table in the local
-store, ``.sweeps/<id>.json`` in a cluster team's jobs root; every change is a read-modify-write
-under an exclusive lock, so two reconciles (the CLI's and the server's) never submit the same
-trial twice.
+Kept as every driver of many jobs keeps its records (trainhub.jobs.records): a ``sweeps``
+table in the local store, ``.sweeps/<id>.json`` in a cluster team's jobs root; every change
+under an exclusive lock, so two reconciles never submit the same trial twice.
 
 Either way the workspace a sweep's trials compile from is frozen beside the jobs, in
 ``.sweeps/<id>/`` (trainhub.bundle.snapshot), and the record keeps its digest.
@@ -20,8 +19,11 @@ from pydantic import BaseModel, Field
 
 from trainhub.bundle.snapshot import Frozen
 from trainhub.experiments.sweep import SweepSpec
-from trainhub.jobs.documents import Documents, documents_for
+from trainhub.jobs.records import FileRecords, Record, Records, StoreRecords, records_home
+from trainhub.jobs.records import records_for as generic_records_for
 from trainhub.jobs.spec import JobSpec
+
+KIND = "sweeps"  # the store's table; the folder .sweeps in a jobs root
 
 
 class SweepState(StrEnum):
@@ -39,14 +41,10 @@ class Trial(BaseModel):
     error: str | None = None  # the submit was refused: this sentence, and no job
     stopped_early: str | None = None  # why the rule stopped it
     claimed_at: float | None = None  # when a controller step took it to submit
-    claimed_by: str | None = None  # which process did (trainhub.jobs.claims)
 
 
-class SweepRecord(BaseModel):
-    id: str
+class SweepRecord(Record):
     name: str
-    user: str
-    created_at: float
     job: JobSpec  # what each trial runs, before its parameters are set
     sweep: SweepSpec  # with the seed fixed at creation
     state: SweepState = SweepState.RUNNING
@@ -62,18 +60,29 @@ class SweepRecord(BaseModel):
         return self.sweep.seed or 0
 
 
-# Changed under the record's lock (trainhub.jobs.documents): two reconciles never submit one
-# trial twice.
-SweepRecords = Documents[SweepRecord]
+SweepRecords = Records[SweepRecord]
+
+
+class StoreSweeps(StoreRecords[SweepRecord]):
+    """Sweeps in the local backend's SQLite store, its ``sweeps`` table."""
+
+    def __init__(self, store: Any):
+        super().__init__(store, KIND, SweepRecord)
+
+
+class FileSweeps(FileRecords[SweepRecord]):
+    """Sweeps as ``<root>/<id>.json``, changed under an exclusive lock on ``<root>/.lock``."""
+
+    def __init__(self, root: Path):
+        super().__init__(root, SweepRecord)
 
 
 def sweeps_home(backend: Any) -> Path:
     """The folder of the sweeps in ``backend``'s jobs root: their frozen workspaces, and on a
     cluster their records."""
-    return Path(backend.jobs_root) / ".sweeps"
+    return records_home(backend, KIND)
 
 
 def records_for(backend: Any) -> SweepRecords:
-    """Where ``backend`` keeps sweeps: a ``sweeps`` table in its SQLite store when it has one,
-    else ``.sweeps/<id>.json`` in its jobs root."""
-    return documents_for(backend, "sweeps", SweepRecord, sweeps_home(backend))
+    """Where ``backend`` keeps sweeps: its SQLite store when it has one, else its jobs root."""
+    return generic_records_for(backend, KIND, SweepRecord)

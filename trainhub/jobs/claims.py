@@ -2,7 +2,7 @@
 
 A step that is about to submit a job for a piece of work (a sweep's trial, a schedule's run)
 first claims it in the work's document under that document's lock
-(trainhub.jobs.documents), stamped with when and by which process; it submits after the lock
+(trainhub.jobs.records), stamped with when and by which process; it submits after the lock
 is released and then notes the job. Another step that meets the claim submits nothing.
 
 A claim with no job noted may belong to a submitter that died mid-way. :func:`settle` tells

@@ -74,6 +74,8 @@ def collect_lineage(
             "selection": manifest.selection,
         },
         "parameters": spec.parameters,
+        # Which pipeline and run made this job's outputs (trainhub.pipelines).
+        **({"pipeline": spec.pipeline.model_dump(mode="json")} if spec.pipeline else {}),
         "notebook_sha256": manifest.notebook_sha256,
         "content_hash": manifest.content_hash,
         **workspace_facts,

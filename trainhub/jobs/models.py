@@ -50,6 +50,7 @@ class JobBase(BaseModel):
     attempt: int = 0
     seq: int | None = None  # submission order; page with ListJobsQuery.before
     sweep_id: str | None = None  # the sweep this job is a trial of (spec.sweep.id)
+    pipeline_run: str | None = None  # the pipeline run this job is a step of (spec.pipeline.run)
     # Editable after submission (JobEdit); the spec keeps the tags it was submitted with.
     tags: list[str] = Field(default_factory=list)
     note: str = ""
@@ -105,6 +106,7 @@ class JobRecord(JobDetails, JobBase):
     def _sweep_of_spec(self) -> JobRecord:
         # Derived, so every backend's record says it alike and the store can index it.
         self.sweep_id = self.spec.sweep.id if self.spec.sweep is not None else None
+        self.pipeline_run = self.spec.pipeline.run if self.spec.pipeline is not None else None
         return self
 
 
@@ -153,6 +155,7 @@ class ListJobsQuery(BaseModel):
     limit: int = Field(50, ge=1, le=500)
     before: int | None = Field(None, description="Return jobs submitted before this seq (paging)")
     sweep: str | None = Field(None, description="Only the trials of this sweep")
+    pipeline_run: str | None = Field(None, description="Only the steps of this pipeline run")
     search: str | None = Field(
         None, max_length=MAX_SEARCH_CHARS, description="Words found in name, tags, note, parameters"
     )

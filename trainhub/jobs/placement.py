@@ -126,15 +126,24 @@ def refusal(
 
 
 def pool_warnings(
-    pool: str, nodes: Sequence[Node], tolerations: Sequence[Mapping[str, str]]
+    pool: str,
+    nodes: Sequence[Node],
+    tolerations: Sequence[Mapping[str, str]],
+    *,
+    autoscaled: bool = False,
 ) -> list[str]:
     """For the admin: the pool's nodes whose taints its tolerations do not match (its jobs'
-    pods will never be scheduled there), or that it has no node (they wait for one)."""
+    pods will never be scheduled there), or that it has no node (they wait for one), unless an
+    autoscaler adds its nodes on demand."""
     if not nodes:
-        return [
-            f"pool {pool}: no node carries its node_labels; its jobs' pods wait until one "
-            "comes up (an autoscaler may add it), and for ever if none will"
-        ]
+        return (
+            []
+            if autoscaled
+            else [
+                f"pool {pool}: no node carries its node_labels; its jobs' pods wait until one "
+                "comes up (an autoscaler may add it), and for ever if none will"
+            ]
+        )
     out = []
     for node in nodes:
         if taints := untolerated(node, tolerations):

@@ -7,11 +7,14 @@ answers reads from the job directory. Another user's job is reported as not foun
 The front door of its parts: who may read or change a job (:mod:`trainhub.jobs.access`),
 making one (:mod:`trainhub.jobs.submission`), what a job reads as (:mod:`trainhub.jobs.views`)
 and what a rank left (:mod:`trainhub.jobs.rankfiles`); comparing runs
-(:mod:`trainhub.experiments.compare`) and sweeps (:mod:`trainhub.experiments.controller`).
+(:mod:`trainhub.experiments.compare`), sweeps (:mod:`trainhub.experiments.controller`),
+pipeline runs (:mod:`trainhub.pipelines.controller`) and schedules
+(:mod:`trainhub.schedules.service`).
 """
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 import threading
@@ -54,6 +57,7 @@ from trainhub.jobs.spec import JobSpec, field_error
 from trainhub.jobs.states import JobState
 from trainhub.outputs.cleanup import CleanupReport
 from trainhub.outputs.files import OutputList, list_outputs, open_output
+from trainhub.pipelines.controller import Pipelines
 from trainhub.schedules.service import Schedules
 from trainhub.usage import queries
 from trainhub.usage.compute import JobUsage, job_usage
@@ -89,8 +93,6 @@ class JobService:
         self.max_workspace_bytes = max_workspace_bytes
         self.access = JobAccess(backend, self.jobs_root)
         self._summaries = views.Summaries()
-        self._sweeps: Sweeps | None = None
-        self._schedules: Schedules | None = None
 
     # --- submit -------------------------------------------------------------------------
     def submit(
@@ -115,22 +117,27 @@ class JobService:
             source=source,
         )
 
-    def validate(self, spec: JobSpec | dict[str, Any], *, user: str | None = None) -> list[str]:
+    def validate(
+        self, spec: JobSpec | dict[str, Any], *, user: str | None = None, bundle: bool = True
+    ) -> list[str]:
         """Every check a submit makes (spec, paths, fit, resume source, bundle), making no job.
         Returns what the bundle would note without refusing (cells left out, workspace links
-        skipped), for the researcher to read before submitting."""
-        return submission.validate(self, spec, user=user)
+        skipped), for the researcher to read before submitting. ``bundle=False`` leaves the
+        notebook's own checks (its parameters cell, ``%pip``) to the submit."""
+        return submission.validate(self, spec, user=user, bundle=bundle)
 
     def datasets(self) -> DatasetList:
         """The datasets the user's team may ask for by name."""
         return DatasetList(datasets=self.backend.dataset_catalog().infos())
 
     def dataset_roots(self) -> list[Path]:
-        """The workspace first, then the admin's roots, then those the backend mounts."""
+        """The workspace first, then the admin's roots, then those the backend mounts, then
+        the jobs root: a pipeline step reads an earlier step's outputs as a dataset (on a
+        cluster the jobs root lies on the team's volume, a root already)."""
         backend = self.backend
         extra = backend.dataset_roots() if isinstance(backend, MountsDatasets) else []
         workspace = [self.workspace_root] if self.workspace_root is not None else []
-        return [*workspace, *settings.dataset_roots(), *extra]
+        return [*workspace, *settings.dataset_roots(), *extra, self.jobs_root]
 
     def resubmit(
         self,
@@ -382,23 +389,15 @@ class JobService:
             return
         self.backend.reconcile()
         self.sweeps.advance_all()  # after the backend's view is current
+        self.pipelines.advance_all()
         self.schedules.tick_all()
 
-    # --- schedules -------------------------------------------------------------------------
-    @property
-    def schedules(self) -> Schedules:
-        """The schedules of this service's backend (trainhub.schedules.service)."""
-        if self._schedules is None:
-            self._schedules = Schedules(self)
-        return self._schedules
+    # --- what drives many jobs, on this service's backend, each made on first use ----------
+    sweeps = functools.cached_property(Sweeps)  # trainhub.experiments.controller
+    pipelines = functools.cached_property(Pipelines)  # trainhub.pipelines.controller
+    schedules = functools.cached_property(Schedules)  # trainhub.schedules.service
 
     # --- sweeps ----------------------------------------------------------------------------
-    @property
-    def sweeps(self) -> Sweeps:
-        """The sweeps of this service's backend (trainhub.experiments.controller)."""
-        if self._sweeps is None:
-            self._sweeps = Sweeps(self)
-        return self._sweeps
 
     def create_sweep(
         self, request: CreateSweep | dict[str, Any], *, user: str | None = None

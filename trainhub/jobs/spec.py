@@ -34,6 +34,7 @@ from trainhub.jobs.specparts import (
     Dataset,
     Model,
     NotifyOn,
+    PipelineRef,
     Priority,
     Resources,
     RetryPolicy,
@@ -105,6 +106,7 @@ class JobSpec(Model):
         "shared with it); `resume_from` is accepted for it",
     )
     sweep: SweepRef | None = Field(None, description="The sweep this job is a trial of")
+    pipeline: PipelineRef | None = Field(None, description="The pipeline run this job is a step of")
 
     @field_validator("max_runtime", mode="before")
     @classmethod
@@ -220,7 +222,10 @@ def explain(error: ValidationError) -> SpecError:
         elif (
             item["type"] == "string_pattern_mismatch"
             and loc
-            and (loc[-1] in ("name", "team", "queue") or loc[-2:] == ["sweep", "id"])
+            and (
+                loc[-1] in ("name", "team", "queue")
+                or loc[-2:] in (["sweep", "id"], ["pipeline", "run"], ["pipeline", "step"])
+            )
         ):
             message = (
                 "use lower-case letters, digits and '-', starting and ending with a letter or digit"

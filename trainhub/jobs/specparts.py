@@ -1,7 +1,7 @@
 """The parts a job spec is made of, each validated on its own: the base model and the text
 rule every spec model shares, the resources a job asks for, its retry policy, the datasets it
-reads, the sweep and checkpoint it refers to, its priority and what it asks to be announced
-on. :class:`trainhub.jobs.spec.JobSpec` puts them together.
+reads, the sweep, pipeline run and checkpoint it refers to, its priority and what it asks to be
+announced on. :class:`trainhub.jobs.spec.JobSpec` puts them together.
 """
 
 from __future__ import annotations
@@ -157,6 +157,15 @@ class SweepRef(Model):
 
     id: str = Field(min_length=1, max_length=63, pattern=NAME_PATTERN)
     trial: int = Field(ge=0, le=100_000, description="The trial's number in its sweep, from 0")
+
+
+class PipelineRef(Model):
+    """The pipeline run a job is a step of (set by the pipeline controller; a step run again
+    on its own is a job of its own)."""
+
+    run: str = Field(min_length=1, max_length=63, pattern=NAME_PATTERN)
+    step: str = Field(min_length=1, max_length=63, pattern=NAME_PATTERN)
+    name: str | None = Field(None, max_length=63, description="The pipeline's name")
 
 
 class CheckpointRef(Model):

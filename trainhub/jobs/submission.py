@@ -39,6 +39,7 @@ from trainhub.jobs.states import JobState
 from trainhub.lifecycle.resume import fork_source
 
 if TYPE_CHECKING:
+    from trainhub.bundle.schema import BundleManifest
     from trainhub.bundle.snapshot import Snapshot
     from trainhub.jobs.service import JobService
 
@@ -93,6 +94,7 @@ def submit(
         jobdir.emit(
             "submitted",
             user=user,
+            created_at=record.created_at,
             host=socket.gethostname(),
             content_hash=manifest.content_hash,
         )
@@ -119,10 +121,16 @@ def submit(
     return views.describe(backend, backend.get(job_id) or record)
 
 
-def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str | None) -> list[str]:
-    """Every check of :func:`submit`, the bundle compiled into a directory thrown away."""
-    from trainhub.bundle.compile import compile_bundle
-
+def validate(
+    service: JobService,
+    spec: JobSpec | dict[str, Any],
+    *,
+    user: str | None,
+    bundle: bool = True,
+) -> list[str]:
+    """Every check of :func:`submit`, the bundle compiled into a directory thrown away (but
+    without ``bundle``: a pipeline's quick check of many steps, whose notebooks' own checks
+    come when each step is submitted)."""
     spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
     user = user or getpass.getuser()
     workspace = _workspace(service, None)
@@ -131,15 +139,27 @@ def validate(service: JobService, spec: JobSpec | dict[str, Any], *, user: str |
     start = _fork_start(service, spec, user)
     record = _new_record(spec, user, f"{spec.name}-validate", "", None)
     _place(service.backend, record, image, start)
-    with tempfile.TemporaryDirectory(prefix="trainhub-validate-") as tmp:
-        manifest = compile_bundle(
+    if not bundle:
+        return []
+    return list(trial_manifest(service, spec, workspace).warnings)
+
+
+def trial_manifest(
+    service: JobService, spec: JobSpec, workspace: Path, *, frozen: bool = False
+) -> BundleManifest:
+    """The manifest a submit of ``spec`` would compile, its bundle written into a folder that
+    is removed at once (a check, a pipeline step's cache key)."""
+    from trainhub.bundle.compile import compile_bundle
+
+    with tempfile.TemporaryDirectory(prefix="trainhub-trial-bundle-") as tmp:
+        return compile_bundle(
             spec,
             workspace,
             Path(tmp) / "bundle",
             pip_refused=service.pip_refused,
             max_workspace_bytes=service.max_workspace_bytes,
+            frozen=frozen,
         )
-    return list(manifest.warnings)
 
 
 def _new_record(
@@ -220,7 +240,9 @@ def resubmit(
     if not sharing.is_owner(old, user):
         _check_teammate_source(service, old, overrides)
     data = old.spec.model_dump(mode="json")
-    data.pop("sweep", None)  # a trial run again is a job of its own, not one of the sweep's
+    # A trial or a step run again is a job of its own, not one of the sweep's or the run's.
+    data.pop("sweep", None)
+    data.pop("pipeline", None)
     data.update(overrides or {})
     if data.get("name") == old.name:  # told apart from the job it runs again
         data["name"] = _successor_name(service.backend, old, user)

@@ -182,6 +182,7 @@ def job_page(
             limit=query.limit,
             before_seq=query.before,
             sweep_id=query.sweep,
+            pipeline_run=query.pipeline_run,
             search=query.search,
             **shared,
         )
@@ -189,6 +190,7 @@ def job_page(
             user=user,
             states=query.states,
             sweep_id=query.sweep,
+            pipeline_run=query.pipeline_run,
             search=query.search,
             **shared,
         )

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from trainhub.jobs import limits
-from trainhub.rank.logmarks import CELL_START
+from trainhub.rank.logmarks import OWN_LINE
 
 READ_BYTES = 64 * 1024
 # After the rank has exited, what its leftover children still print is taken for this long,
@@ -56,15 +56,16 @@ def _char_boundary(data: bytes, end: int) -> int:
 
 
 def markers_on_own_lines(data: bytes, line_open: bool) -> bytes:
-    """``data`` with a newline put before each cell start marker that would continue a line
+    """``data`` with a newline put before each of trainhub's lines that would continue one
     (``line_open``: what came before ``data`` did not end its line), so the log's cell
-    boundaries hold after ``os.write(1, b"no newline")`` or a child's ``printf``.
+    boundaries and the runner's last word hold after ``os.write(1, b"no newline")`` or a
+    child's ``printf``.
 
     A marker is one write of the rank's, so it reaches the copier whole unless the pipe
     held more than :data:`READ_BYTES` when it was read (then a read may end inside it)."""
     out: list[bytes] = []
     pos = 0
-    for m in CELL_START.finditer(data):
+    for m in OWN_LINE.finditer(data):
         start = m.start()
         if data[start - 1 : start] != b"\n" if start else line_open:
             out += (data[pos:start], b"\n")

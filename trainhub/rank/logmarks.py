@@ -15,7 +15,7 @@ trainhub's lines (:func:`say`, :func:`to_log`) always start a line of their own:
 last wrote ended a line, and :func:`own_line` puts a newline before a marker when it did not
 (``print(x, end="")``, a progress bar's ``\r``). What C code or a child process writes straight
 to the descriptors Python does not see; the rank's copier does (:mod:`trainhub.rank.logcap`),
-and puts a newline before a cell's start marker (:data:`CELL_START`) that would continue it.
+and puts a newline before any of trainhub's lines (:data:`OWN_LINE`) that would continue one.
 
 The Logs tab reads the same forms (labextension/src/loglines.ts). Standard library only.
 """
@@ -30,8 +30,9 @@ import time
 
 PREFIX = "[trainhub] "
 _CELL = re.compile(r"^\[trainhub\] cell (\d+) started at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)$")
-# The beginning of a cell's start marker, as bytes anywhere in a rank's output (logcap).
-CELL_START = re.compile(re.escape(PREFIX.encode()) + rb"cell \d+ started at ")
+# The beginning of one of trainhub's lines (a cell's start marker, "finished", ...), as bytes
+# anywhere in a rank's output (logcap).
+OWN_LINE = re.compile(re.escape(PREFIX.encode()))
 
 
 def internal(message: str) -> str:

@@ -89,14 +89,14 @@ def attach(service: JobService, home: Path) -> None:
         schedules.fires_for = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
         return
     # With none left (the last deleted) a running scheduler is told, and leaves.
-    schedules.on_change = lambda: ensure(home) if schedules.records.ids() else wake(home)
+    schedules.on_change = lambda: ensure(home) if schedules.records.active_ids() else wake(home)
     schedules.on_refused = announcer(home)
 
 
 def start_if_scheduled(service: JobService, home: Path) -> None:
     """Start the scheduler where ``service`` runs jobs on this machine and has schedules (a
     server starting: the machine may have restarted since)."""
-    if isinstance(service.backend, KeepsStore) and service.schedules.records.ids():
+    if isinstance(service.backend, KeepsStore) and service.schedules.records.active_ids():
         ensure(home)
 
 
@@ -144,7 +144,7 @@ def serve(home: Path, make_service: Callable[[], JobService]) -> int:
         except Exception:
             log.exception("trainhub scheduler: a pass failed")
             due = time.time() + 5
-        if not schedules.records.ids() or not (where / "lock").exists():
+        if not schedules.records.active_ids() or not (where / "lock").exists():
             log.info("trainhub scheduler: no schedule left")  # or its data directory went
             return 0
         sleep = MAX_SLEEP_SECONDS if due is None else due - time.time()

@@ -11,11 +11,12 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from trainhub.bundle.snapshot import Frozen
 from trainhub.jobs.naming import MAX_NAME_LENGTH
 from trainhub.jobs.quantities import parse_duration
+from trainhub.jobs.records import RUNNING, Record
 from trainhub.jobs.spec import JobSpec, explain
 from trainhub.jobs.specparts import NAME_PATTERN, Model
 from trainhub.schedules import cron
@@ -122,20 +123,19 @@ class Run(Model):
     announced: bool = False  # its failure went to the alerts
 
 
-class ScheduleRecord(Model):
-    id: str
-    user: str
+class ScheduleRecord(Record):
+    """A schedule as kept (trainhub.jobs.records): a record of a kind that is deleted, never
+    ends, so always in the state that may act (``running``; paused is the request's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     team: str | None = None
-    created_at: float
     request: CreateSchedule
+    state: Literal["running"] = RUNNING
     # The last scheduled time dealt with (fired, claimed or skipped); the next is after it.
     last_at: float | None = None
     runs: list[Run] = Field(default_factory=list)
     source: Frozen | None = None  # the workspace frozen at creation
-
-    @property
-    def state(self) -> str:
-        return "paused" if self.request.paused else "active"
 
     @property
     def since(self) -> float:

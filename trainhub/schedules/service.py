@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from trainhub.bundle import snapshot
 from trainhub.errors import Conflict, NotFound, TrainhubError
 from trainhub.jobs import claims
-from trainhub.jobs.documents import Documents, as_owner, documents_for
+from trainhub.jobs.records import Records, as_owner, records_for, records_home
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
 from trainhub.schedules import firing
@@ -55,18 +55,19 @@ _ENDED = {
 }  # how soon a claim another process holds is looked at again
 
 
+KIND = "schedules"  # the store's table, and .schedules/ in the jobs root
+
+
 def schedules_home(backend: Any) -> Path:
     """The folder of the schedules in ``backend``'s jobs root: their frozen workspaces, and on
     a cluster their records."""
-    return Path(backend.jobs_root) / ".schedules"
+    return records_home(backend, KIND)
 
 
 class Schedules:
     def __init__(self, service: JobService, *, clock: Callable[[], float] = time.time):
         self.service = service
-        self.records: Documents[ScheduleRecord] = documents_for(
-            service.backend, "schedules", ScheduleRecord, schedules_home(service.backend)
-        )
+        self.records: Records[ScheduleRecord] = records_for(service.backend, KIND, ScheduleRecord)
         self.home = schedules_home(service.backend)
         self.clock = clock
         # Told after every change a scheduler should see now (the local one wakes).
@@ -151,7 +152,7 @@ class Schedules:
         earliest time anything is due next (None: nothing)."""
         backend = self.service.backend
         soonest: float | None = None
-        for schedule_id in self.records.ids():
+        for schedule_id in self.records.active_ids():
             path = self.records.path(schedule_id)
             try:
                 with as_owner(backend, path):

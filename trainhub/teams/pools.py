@@ -36,6 +36,11 @@ class Pool(FileModel):
     gpu_only: bool = Field(
         False, description="Only jobs that ask for GPUs run here; a CPU-only job is refused"
     )
+    autoscaled: bool = Field(
+        False,
+        description="A cluster autoscaler adds its nodes on demand: no node now is expected, "
+        "not a mistake to warn of",
+    )
     description: str = ""
 
     @field_validator("node_labels")

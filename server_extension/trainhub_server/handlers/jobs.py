@@ -28,6 +28,7 @@ class JobsHandler(TrainhubAPIHandler):
             limit=params.limit,
             before=params.before,
             sweep=params.sweep,
+            pipeline_run=params.pipeline_run,
             search=params.q,
             scalar=params.scalar,
         )

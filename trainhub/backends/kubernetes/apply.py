@@ -83,5 +83,7 @@ def pool_warnings(api_client: Any, teams: Teams) -> list[str]:
             core.list_node(label_selector=nodes.selector(pool)).items
         )
         found = [nodes.node_of(n) for n in listed]
-        out += placement.pool_warnings(pool.name, found, nodes.tolerations(pool))
+        out += placement.pool_warnings(
+            pool.name, found, nodes.tolerations(pool), autoscaled=pool.autoscaled
+        )
     return out

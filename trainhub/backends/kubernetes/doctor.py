@@ -43,7 +43,8 @@ def findings(teams: Teams, seen: Seen) -> list[str]:
         nodes = [gpus for labels, gpus in seen.nodes if wanted(labels)]
         labels = ", ".join(f"{k}={v}" for k, v in pool.node_labels.items())
         if not nodes:
-            found.append(f"pool {pool.name}: no node has the labels {labels}")
+            if not pool.autoscaled:  # its autoscaler adds nodes when jobs ask
+                found.append(f"pool {pool.name}: no node has the labels {labels}")
         elif pool.gpus_per_node and not any(nodes):
             found.append(
                 f"pool {pool.name}: its nodes ({labels}) offer no {GPU}: is the GPU device "

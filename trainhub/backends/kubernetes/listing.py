@@ -49,6 +49,7 @@ class Listing(Records):
         limit: int,
         before_seq: int | None,
         sweep_id: str | None = None,
+        pipeline_run: str | None = None,
         search: str | None = None,
         with_shared: bool = False,
     ) -> list[JobRecord]:
@@ -57,7 +58,7 @@ class Listing(Records):
             if len(page) == limit:
                 break
             record = self._record(entry)
-            if record is not None and _wanted(record, sweep_id, search):
+            if record is not None and _wanted(record, sweep_id, pipeline_run, search):
                 page.append((entry, record))
         # Kueue's side of the page alone: its Workloads, in one request by their Jobs' uids.
         workloads = self._workloads_of([e.job for e, _ in page if e.job is not None])
@@ -72,17 +73,20 @@ class Listing(Records):
         user: str | None,
         states: Sequence[JobState] | None,
         sweep_id: str | None = None,
+        pipeline_run: str | None = None,
         search: str | None = None,
         with_shared: bool = False,
     ) -> int:
-        if sweep_id is None and not search:
+        if sweep_id is None and pipeline_run is None and not search:
             # state, user and order come from the objects and the directories: no record built
             asked = _Asked(user, states, None, with_shared)
             index = self._index(asked.owner)
             return self._counted(index, asked) + len(self._gone(index, asked))
         listed = self._listed(_Asked(user, states, None, with_shared))
         return sum(
-            1 for e in listed if (r := self._record(e)) is not None and _wanted(r, sweep_id, search)
+            1
+            for e in listed
+            if (r := self._record(e)) is not None and _wanted(r, sweep_id, pipeline_run, search)
         )
 
     def _all(self, user: str | None) -> list[JobRecord]:
@@ -362,9 +366,13 @@ class _Asked:
         return self.user is None or owner == self.user or (self.with_shared and shared())
 
 
-def _wanted(record: JobRecord, sweep_id: str | None, search: str | None) -> bool:
-    return (sweep_id is None or record.sweep_id == sweep_id) and (
-        not search or found(record, search)
+def _wanted(
+    record: JobRecord, sweep_id: str | None, pipeline_run: str | None, search: str | None
+) -> bool:
+    return (
+        (sweep_id is None or record.sweep_id == sweep_id)
+        and (pipeline_run is None or record.pipeline_run == pipeline_run)
+        and (not search or found(record, search))
     )
 
 

@@ -28,6 +28,7 @@ from trainhub.rank.pod import STOPPED_EXIT
 from trainhub.teams import Pool, Team, TeamDataset
 
 JOB_ID_LABEL = "trainhub.io/job-id"
+PIPELINE_RUN_LABEL = "trainhub.io/pipeline-run"  # on a pipeline run's steps
 SWEEP_LABEL = "trainhub.io/sweep"  # on a sweep's trials: kubectl get jobs -l trainhub.io/sweep=<id>
 ANNOTATION = "trainhub.io/"  # prefix of the record fields kept on the Job
 MASTER_PORT = 29500
@@ -225,6 +226,8 @@ def job_manifest(
     }
     if record.sweep_id is not None:  # a sweep id is a valid label value (spec.SweepRef)
         labels[SWEEP_LABEL] = record.sweep_id
+    if record.pipeline_run is not None:  # a valid label value too (spec.PipelineRef)
+        labels[PIPELINE_RUN_LABEL] = record.pipeline_run
     readable = team.datasets if datasets is None else datasets
     ds_volumes, ds_mounts, ds_paths = _dataset_mounts(record, team, readable)
     env = job_environment(

@@ -191,9 +191,15 @@ class Records(Cluster):
                     "reason": "its Job object disappeared",
                 }
             }
-        created = float(submitted.get("time", os.stat(root, follow_symlinks=False).st_mtime))
+        # The record's own time (what the Job's annotation held); the event's time, later and
+        # in milliseconds, for a directory written before the event carried it.
+        created = float(
+            submitted.get("created_at")
+            or submitted.get("time")
+            or os.stat(root, follow_symlinks=False).st_mtime
+        )
         return JobRecord(
-            seq=int(created * 1000),
+            seq=seq_of(created),
             id=job_id,
             name=spec.name,
             user=user,
@@ -234,7 +240,15 @@ def record_notes(job: Obj) -> dict[str, str]:
 
 
 def created_seq(notes: dict[str, str]) -> int:
-    return int(float(notes["created-at"]) * 1000)
+    return seq_of(float(notes["created-at"]))
+
+
+def seq_of(created_at: float) -> int:
+    """A job's place in its namespace's list, newest highest: its submit time in microseconds.
+    Pages are cut by it (``before``), so two jobs must not share one: in milliseconds, jobs
+    submitted together did, and a page ending on one of them dropped the others. A JSON number
+    holds it exactly (below 2**53 until the year 2255)."""
+    return int(created_at * 1_000_000)
 
 
 class refusals_logged:

@@ -11,6 +11,7 @@ from pathlib import Path
 from trainhub.backends.base import Placement
 from trainhub.backends.kubernetes import manifests, nodes
 from trainhub.backends.kubernetes.owners import Owners
+from trainhub.backends.kubernetes.records import seq_of
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.errors import OverQuota
 from trainhub.imagepolicy import Allowed, choose_image
@@ -82,7 +83,7 @@ class Submitting(Owners):
             update={
                 "team": self.team.name,
                 "queue": self.queue,
-                "seq": int(record.created_at * 1000),
+                "seq": seq_of(record.created_at),
             }
         )
         self._create(record, self._pool(placement), placement.image, placement.resume_from)

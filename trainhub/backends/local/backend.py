@@ -133,7 +133,7 @@ class LocalBackend(Backend):
         return self.store.get(job_id)
 
     def list_jobs(
-        self, *, user, states, limit, before_seq, sweep_id=None, search=None
+        self, *, user, states, limit, before_seq, sweep_id=None, pipeline_run=None, search=None
     ) -> list[JobRecord]:
         return self.store.list_jobs(
             user=user,
@@ -141,11 +141,14 @@ class LocalBackend(Backend):
             limit=limit,
             before_seq=before_seq,
             sweep_id=sweep_id,
+            pipeline_run=pipeline_run,
             search=search,
         )
 
-    def count(self, *, user, states, sweep_id=None, search=None) -> int:
-        return self.store.count(user=user, states=states, sweep_id=sweep_id, search=search)
+    def count(self, *, user, states, sweep_id=None, pipeline_run=None, search=None) -> int:
+        return self.store.count(
+            user=user, states=states, sweep_id=sweep_id, pipeline_run=pipeline_run, search=search
+        )
 
     def edit(self, job_id: str, *, tags: list[str] | None, note: str | None) -> JobRecord:
         record = self.store.edit(job_id, tags=tags, note=note)

@@ -49,6 +49,7 @@ def _where(
     states: Sequence[JobState] | None = None,
     before_seq: int | None = None,
     sweep_id: str | None = None,
+    pipeline_run: str | None = None,
     search: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The WHERE clause (empty when nothing is asked) and its arguments of a query over jobs."""
@@ -60,6 +61,9 @@ def _where(
     if sweep_id is not None:
         terms.append("jobs.sweep_id = ?")
         args.append(sweep_id)
+    if pipeline_run is not None:
+        terms.append("jobs.pipeline_run = ?")
+        args.append(pipeline_run)
     if user is not None:
         terms.append("jobs.user = ?")
         args.append(user)
@@ -299,11 +303,17 @@ class Store:
         limit: int = 50,
         before_seq: int | None = None,
         sweep_id: str | None = None,
+        pipeline_run: str | None = None,
         search: str | None = None,
     ) -> list[JobRecord]:
         """Newest first, paged by ``before_seq`` (keyset paging stays fast with many jobs)."""
         where, args = _where(
-            user=user, states=states, before_seq=before_seq, sweep_id=sweep_id, search=search
+            user=user,
+            states=states,
+            before_seq=before_seq,
+            sweep_id=sweep_id,
+            pipeline_run=pipeline_run,
+            search=search,
         )
         rows = self._conn.execute(
             f"{_SELECT_JOBS}{where} ORDER BY jobs.seq DESC LIMIT ?", [*args, limit]
@@ -324,7 +334,10 @@ class Store:
         user: str | None = None,
         states: Sequence[JobState] | None = None,
         sweep_id: str | None = None,
+        pipeline_run: str | None = None,
         search: str | None = None,
     ) -> int:
-        where, args = _where(user=user, states=states, sweep_id=sweep_id, search=search)
+        where, args = _where(
+            user=user, states=states, sweep_id=sweep_id, pipeline_run=pipeline_run, search=search
+        )
         return int(self._conn.execute(f"SELECT COUNT(*) FROM jobs{where}", args).fetchone()[0])

@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     suspended_step    INTEGER,
     resubmitted_from  TEXT,
     sweep_id          TEXT,
+    pipeline_run      TEXT,
     tags              TEXT NOT NULL DEFAULT '[]',
     note              TEXT NOT NULL DEFAULT '',
     search            TEXT NOT NULL DEFAULT '',
@@ -66,6 +67,10 @@ CREATE TABLE IF NOT EXISTS machine (
 # database that lacks them when it is opened).
 _ADDED_COLUMNS = {
     "sweep_id": ("TEXT", "CREATE INDEX IF NOT EXISTS jobs_by_sweep ON jobs (sweep_id, seq DESC)"),
+    "pipeline_run": (
+        "TEXT",
+        "CREATE INDEX IF NOT EXISTS jobs_by_pipeline_run ON jobs (pipeline_run, seq DESC)",
+    ),
     "tags": ("TEXT NOT NULL DEFAULT '[]'", None),
     "note": ("TEXT NOT NULL DEFAULT ''", None),
     # trainhub.jobs.search.search_text of the job; the index holds it, so a search scans the
