@@ -37,6 +37,7 @@ SUITES = {
     "controller": ("benchmarks.controller", {}, {"namespaces": 10, "jobs": 500}),
     "usage_report": ("benchmarks.usage_report", {}, {"repeats": 10}),
     "notebook_capture": ("benchmarks.notebook_capture", {}, {"repeats": 3}),
+    "schedule_firing": ("benchmarks.schedule_firing", {}, {"schedules": 3, "minutes": 2}),
     "pipelines": ("benchmarks.pipelines", {}, {"repeats": 5, "rounds": 2}),
 }
 

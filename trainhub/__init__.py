@@ -18,6 +18,9 @@ _LAZY = {
     "jobs": ("trainhub.api", "jobs"),
     "compare": ("trainhub.api", "compare"),
     "Job": ("trainhub.api", "Job"),
+    "schedule": ("trainhub.schedules.api", "schedule"),
+    "list_schedules": ("trainhub.schedules.api", "list_schedules"),
+    "get_schedule": ("trainhub.schedules.api", "get_schedule"),
     "log": ("trainhub.metrics.scalars", "log"),
     "checkpoint": ("trainhub.checkpoint", None),
     "distributed": ("trainhub.rank.distributed", None),
@@ -37,6 +40,9 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
     "jobs",
     "compare",
     "Job",
+    "schedule",
+    "list_schedules",
+    "get_schedule",
     "log",
     "checkpoint",
     "distributed",
@@ -66,6 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from trainhub.jobs.spec import JobSpec
     from trainhub.metrics.scalars import log
+    from trainhub.schedules.api import get_schedule, list_schedules, schedule
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -20,6 +20,7 @@ from trainhub.backends.base import Backend
 from trainhub.backends.capabilities import WatchFedReads
 from trainhub.jobs.models import JobSummary
 from trainhub.jobs.service import JobService
+from trainhub.schedules import local as local_scheduler
 from trainhub_server import exit_guard, routes, watch
 from trainhub_server.calls import DEFAULT_TIME_LIMIT_S, ServiceCalls
 from trainhub_server.notices import Notices
@@ -104,6 +105,8 @@ class TrainhubExtension(ExtensionApp):
             jobs_root=jobs_root,
             allow_pip=self.allow_pip,
         )
+        local_scheduler.attach(self.service, home)  # a schedule's change wakes the scheduler
+        self._home = home
         self.calls = ServiceCalls(self.service, time_limit=self.call_time_limit)
         self.jobs_watcher = JobsWatcher(self._job_snapshot)
         self.notices = Notices()
@@ -117,9 +120,17 @@ class TrainhubExtension(ExtensionApp):
         if isinstance(backend, WatchFedReads):
             # Off the event loop and unwaited: until the cache syncs, lists ask the API server.
             asyncio.get_running_loop().run_in_executor(None, backend.watch_reads)
+        # Schedules fire from a process of their own, which outlives this server.
+        asyncio.get_running_loop().run_in_executor(None, self._start_scheduler)
         if self.reconcile_interval > 0:
             self._reconciler = PeriodicCallback(self._reconcile, self.reconcile_interval * 1000)
             self._reconciler.start()
+
+    def _start_scheduler(self) -> None:
+        try:
+            local_scheduler.start_if_scheduled(self.service, self._home)
+        except Exception:
+            self.log.exception("trainhub: the local scheduler could not be started")
 
     async def _job_snapshot(self, user: str, watched: set[str]) -> dict[str, JobSummary]:
         return await self.calls.call(watch.snapshot, self.service, user, watched)

@@ -23,6 +23,8 @@ from trainhub.jobs.spec import JobSpec
 from trainhub.outputs.files import OutputList
 from trainhub.pipelines.models import DescribeRun, RunList, StartRun
 from trainhub.pipelines.spec import Pipeline
+from trainhub.schedules.model import CreateSchedule
+from trainhub.schedules.views import ScheduleList, ScheduleView
 from trainhub.usage.compute import JobUsage
 from trainhub.usage.models import UsageReport
 from trainhub.usage.panel import UsagePanel
@@ -61,6 +63,7 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "step": {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER},
     "name": {"type": "string", "minLength": 1, "description": "A file of the checkpoint"},
     "sweep_id": {"type": "string", "minLength": 1},
+    "schedule_id": {"type": "string", "minLength": 1},
     "run_id": {"type": "string", "minLength": 1},
 }
 
@@ -328,6 +331,42 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         DescribeSweep,
         body=CancelRequest,
         errors=(400, 404, 409, 413),
+    ),
+    ("/schedules", "get"): Operation(
+        "The user's schedules, newest first, each with its next time and latest runs",
+        ScheduleList,
+    ),
+    ("/schedules", "post"): Operation(
+        "Create a schedule: `target` (a notebook job spec) on `cron` in `timezone`; the "
+        "workspace is frozen now and every run compiles from it",
+        ScheduleView,
+        status=201,
+        body=CreateSchedule,
+        body_required=True,
+        errors=(400, 403, 404, 409, 413),
+    ),
+    ("/schedules/{schedule_id}", "get"): Operation(
+        "One schedule: its rules, next time and history of runs (scheduled time, job, outcome)",
+        ScheduleView,
+        errors=(400, 404),
+    ),
+    ("/schedules/{schedule_id}", "delete"): Operation(
+        "Delete a schedule and its frozen workspace; its jobs stay",
+        status=204,
+        errors=(400, 404),
+    ),
+    ("/schedules/{schedule_id}/pause", "post"): Operation(
+        "Pause a schedule: nothing fires until it is resumed", ScheduleView, errors=(400, 404)
+    ),
+    ("/schedules/{schedule_id}/resume", "post"): Operation(
+        "Resume a schedule from now: the times that passed while paused are not run",
+        ScheduleView,
+        errors=(400, 404),
+    ),
+    ("/schedules/{schedule_id}/run-now", "post"): Operation(
+        "Run the schedule's target once now, whatever its concurrency policy",
+        ScheduleView,
+        errors=(400, 403, 404, 409),
     ),
     ("/pipelines/runs", "get"): Operation(
         "The pipeline runs the user may read (their own, and those their team shared), newest "

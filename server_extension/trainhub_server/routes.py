@@ -16,6 +16,7 @@ from trainhub_server.handlers import (
     job_files,
     jobs,
     pipelines,
+    schedules,
     server,
     usage,
 )
@@ -30,6 +31,7 @@ PARAMETERS = {
     "step": r"[^/]+",
     "name": r"[^/]+",
     "sweep_id": r"[^/]+",
+    "schedule_id": r"[^/]+",
     "run_id": r"[^/]+",
 }
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
@@ -73,6 +75,11 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("sweeps/{sweep_id}", experiments.SweepHandler),
     ("sweeps/{sweep_id}/cancel", experiments.SweepCancelHandler),
     ("compare", experiments.CompareHandler),
+    ("schedules", schedules.SchedulesHandler),
+    ("schedules/{schedule_id}", schedules.ScheduleHandler),
+    ("schedules/{schedule_id}/pause", schedules.SchedulePauseHandler),
+    ("schedules/{schedule_id}/resume", schedules.ScheduleResumeHandler),
+    ("schedules/{schedule_id}/run-now", schedules.ScheduleRunNowHandler),
     ("pipelines/runs", pipelines.PipelineRunsHandler),
     ("pipelines/check", pipelines.PipelineCheckHandler),
     ("pipelines/runs/{run_id}", pipelines.PipelineRunHandler),

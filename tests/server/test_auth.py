@@ -26,6 +26,7 @@ SAMPLE = {
     "step": "1",
     "name": "state.pt",
     "sweep_id": "some-sweep",
+    "schedule_id": "some-schedule",
     "run_id": "some-run",
 }
 

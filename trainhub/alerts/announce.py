@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainhub.alerts.channels import Channels, TeamAlerts, user_alerts_file, user_channels
-from trainhub.alerts.message import job_alert, secret_values, team_alert
+from trainhub.alerts.message import Alert, job_alert, secret_values, team_alert
 from trainhub.alerts.outbox import enqueue
 from trainhub.jobs.models import JobRecord
 from trainhub.teams import load_teams
@@ -32,10 +32,15 @@ def outbox_dir(home: Path) -> Path:
     return Path(os.environ.get("TRAINHUB_ALERTS_OUTBOX") or home / "alerts" / "outbox")
 
 
+def with_team(owner: Channels, team: str | None) -> Channels:
+    """The owner's channels and the team's."""
+    alerts = team_alerts(team)
+    return owner + Channels(webhooks=alerts.webhooks, email=alerts.email) if alerts else owner
+
+
 def job_channels(owner: Channels, record: JobRecord) -> Channels:
     """The owner's channels and the job's team's."""
-    team = team_alerts(record.team or record.spec.team)
-    return owner + Channels(webhooks=team.webhooks, email=team.email) if team else owner
+    return with_team(owner, record.team or record.spec.team)
 
 
 def announce_job(
@@ -78,4 +83,26 @@ def announce_team(home: Path, team: str, kind: str, sentence: str) -> str | None
         enqueue(outbox_dir(home), team_alert(kind, team, sentence), alerts)
     except Exception as error:
         return f"The {kind} alert of team {team} could not be queued: {error}"
+    return None
+
+
+def announce_own(
+    home: Path,
+    alert: Alert,
+    team: str | None,
+    *,
+    key: str,
+    owner: Callable[[], Channels] | None = None,
+    outbox: Path | None = None,
+    start_sender: bool = True,
+) -> str | None:
+    """Queue an alert about something of a user's that is not a job (a schedule's refused
+    run) to their channels (``owner()``, else the home's alerts file) and their team's, once
+    per ``key``; returns why it could not be, else None."""
+    try:
+        mine = owner() if owner is not None else user_channels(user_alerts_file(home))
+        channels = with_team(mine, team)
+        enqueue(outbox or outbox_dir(home), alert, channels, start_sender=start_sender, key=key)
+    except Exception as error:  # an alert never stands in the way
+        return f"The {alert.kind} alert could not be queued: {error}"
     return None

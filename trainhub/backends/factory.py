@@ -30,14 +30,17 @@ def backend_class(name: str | None = None) -> type[Backend]:
 def make_service(workspace: Path | None = None) -> JobService:
     """The job service for this environment (local backend unless configured otherwise)."""
     from trainhub.jobs.service import JobService
+    from trainhub.schedules.local import attach
 
     backend = backend_class().from_settings(settings.home())
-    return JobService(
+    service = JobService(
         backend,
         workspace_root=workspace or settings.workspace_root(),
         jobs_root=backend.jobs_root,
         allow_pip=settings.allow_pip(),
     )
+    attach(service, settings.home())
+    return service
 
 
 @cache

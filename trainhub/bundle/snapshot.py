@@ -1,5 +1,5 @@
 """A workspace frozen for later compiles: the code every trial of a sweep, every step of a
-pipeline run runs.
+pipeline run and every run of a schedule runs.
 
 :func:`freeze` takes, once, what the bundle compiler takes from the workspace for each entry —
 the entry and the files next to it, by the same walk, ignore rules and size cap
@@ -143,7 +143,7 @@ def thawed(base: Path, folder: str, frozen: Frozen) -> Iterator[Snapshot]:
                 f"the workspace frozen in {folder} is missing or was changed after it was "
                 "frozen; its files are not the ones it was created with"
             )
-        # A trial's lineage says its code is the frozen workspace of this digest.
+        # A trial's or run's lineage says its code is the frozen workspace of this digest.
         yield Snapshot(root=root, lineage={**lineage, "frozen_workspace": frozen.digest})
 
 

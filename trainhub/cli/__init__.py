@@ -13,6 +13,7 @@ from trainhub.errors import TrainhubError
 from trainhub.experiments.cli import add_parsers as add_sweep_parsers
 from trainhub.jobs.spec import SpecError
 from trainhub.pipelines.cli import add_parsers as add_pipeline_parsers
+from trainhub.schedules.cli import add_parsers as add_schedule_parsers
 
 
 def parser() -> argparse.ArgumentParser:
@@ -21,6 +22,7 @@ def parser() -> argparse.ArgumentParser:
     for group in (submit, jobs, control, logs, artifacts, admin):
         group.add_parsers(sub)
     add_sweep_parsers(sub)
+    add_schedule_parsers(sub)
     add_pipeline_parsers(sub)
     add_controller_parser(sub)
     return p
@@ -43,7 +45,8 @@ def _main(argv: list[str] | None) -> int:
     try:
         from trainhub.api import service
 
-        if args.verb not in ("admin", "controller"):  # these work on a teams file, not on jobs
+        # admin and controller work on a teams file, not on jobs; the scheduler reconciles
+        if args.verb not in ("admin", "controller", "scheduler"):
             service().reconcile()
         return int(args.func(args) or 0)
     except SpecError as e:

@@ -21,8 +21,9 @@ def _notebook_ranks(value: str) -> list[int] | str:
         raise argparse.ArgumentTypeError("give rank numbers (0,3), all or none") from None
 
 
-def cmd_submit(args: argparse.Namespace) -> int:
-    from trainhub.api import build_spec, service
+def spec_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The job spec that :func:`add_spec_arguments`' flags describe (validated by the service)."""
+    from trainhub.api import build_spec
 
     retry = {
         k: v
@@ -34,7 +35,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         }.items()
         if v is not None
     }
-    spec = build_spec(
+    return build_spec(
         args.source,
         name=args.name,
         cells=args.cells,
@@ -47,7 +48,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
         notify=args.notify,
         **job_keywords(args),
     )
-    job = service().submit(spec)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from trainhub.api import service
+
+    job = service().submit(spec_of(args))
     if args.json:
         print_json(job)
     else:
@@ -61,6 +67,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: Any) -> None:
     s = sub.add_parser("submit", help="submit a notebook or script as a job")
+    add_spec_arguments(s)
+    s.add_argument("-f", "--follow", action="store_true", help="then follow rank 0's log")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_submit)
+
+
+def add_spec_arguments(s: argparse.ArgumentParser) -> None:
+    """A job spec's flags, as ``submit`` takes them (and ``schedule create``, for each run)."""
     s.add_argument("source", help="notebook (.ipynb) or script (.py), relative to the workspace")
     s.add_argument("args", nargs="*", help="arguments for a script")
     s.add_argument("--name")
@@ -97,6 +111,3 @@ def add_parsers(sub: Any) -> None:
         type=_notebook_ranks,
         help="ranks that keep their executed notebook: 0,3, all or none (default: 0)",
     )
-    s.add_argument("-f", "--follow", action="store_true", help="then follow rank 0's log")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_submit)

@@ -2,9 +2,9 @@
 submitted, whoever is logged in. Watches feed the cache and queue the namespace that changed;
 while this replica leads, a few workers reconcile the queued namespaces, never one namespace
 in two workers at once: the backend records what the cluster did (states, verdicts,
-Kubernetes events, retries, preemptions, alerts) and the sweeps and pipeline runs advance. A
-periodic resync queues every namespace as a safety net, and a pending retry queues its
-namespace for when its backoff ends.
+Kubernetes events, retries, preemptions, alerts), the sweeps and pipeline runs advance and
+the schedules fire what is due. A periodic resync queues every namespace as a safety net, and
+a pending retry or a schedule's next time queues its namespace for when it is due.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainhub.alerts.announce import announce_job
+from trainhub.alerts.announce import announce_job, announce_own
 from trainhub.alerts.channels import member_channels
 from trainhub.alerts.outbox import deliver_due
 from trainhub.backends.kubernetes import recovery
@@ -29,6 +29,8 @@ from trainhub.controller.workqueue import WorkQueue
 from trainhub.jobs import ownership
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.service import JobService
+from trainhub.schedules.model import Run, ScheduleRecord
+from trainhub.schedules.notify import refusal
 from trainhub.teams import Teams
 from trainhub.usage.kept import USAGE_DIR
 
@@ -67,17 +69,19 @@ class TeamWork:
             announcer=self.announce,
         )
         self.service = JobService(self.backend, jobs_root=self.backend.jobs_root)
+        self.service.schedules.on_refused = self.announce_refused
         self.errors = 0
         if teams.controller is not None and teams.controller.per_user_ids:
             self._prepare_volume()
 
     def _prepare_volume(self) -> None:
         """Where members own their files: the places on the team's volume where each makes
-        their own (job directories, sweeps, pipeline runs, alert channels) open to all and
-        sticky, the outbox the controller's alone. What cannot be made so is
-        logged, for an admin."""
+        their own (job directories, sweeps, pipeline runs, schedules, alert channels) open to
+        all and sticky, the outbox the controller's alone. What cannot be made so is logged,
+        for an admin."""
         jobs = self.backend.jobs_root
-        places = [jobs, jobs / ".sweeps", jobs / ".pipelines", self.root / ".trainhub" / "users"]
+        kinds = (".sweeps", ".pipelines", ".schedules")
+        places = [jobs, *(jobs / kind for kind in kinds), self.root / ".trainhub" / "users"]
         problems = ownership.prepare_team_volume(
             self.root, [str(p.relative_to(self.root)) for p in places]
         )
@@ -112,12 +116,38 @@ class TeamWork:
                 start_sender=False,
             )
 
+    def announce_refused(self, record: ScheduleRecord, run: Run) -> None:
+        """A schedule's run that made no job, to its owner's channels (read as the owner,
+        as :meth:`announce` reads them) and the team's."""
+        owner = ownership.current().user if self.backend.acts_as_owners else None
+        alert, key = refusal(record, run)
+        try:
+            mine = member_channels(self.root, record.user, owner_id=owner)
+        except Exception:  # an alert never stands in the way of a schedule
+            log.exception("trainhub: the channels of %s could not be read", record.user)
+            return
+        with ownership.acting_as_itself():
+            problem = announce_own(
+                self.root,
+                alert,
+                record.team,
+                key=key,
+                owner=lambda: mine,
+                outbox=self.outbox,
+                start_sender=False,
+            )
+        if problem:
+            log.warning("trainhub: schedule %s: %s", record.id, problem)
+
     def reconcile(self) -> float | None:
-        """One pass; returns in how many seconds a pending retry wants the next one."""
+        """One pass; returns in how many seconds a pending retry or a schedule's next time
+        wants the next one."""
         self.backend.reconcile()
         self.service.sweeps.advance_all()
         self.service.pipelines.advance_all()
-        return self._next_retry()
+        due = self.service.schedules.tick_all()
+        waits = [self._next_retry(), None if due is None else max(0.0, due - time.time())]
+        return min((w for w in waits if w is not None), default=None)
 
     def _next_retry(self) -> float | None:
         from trainhub.backends.kubernetes.manifests import JOB_ID_LABEL

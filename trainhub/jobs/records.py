@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import time
 from abc import ABC, abstractmethod
@@ -27,6 +28,8 @@ from pydantic import BaseModel
 
 from trainhub.backends.capabilities import KeepsStore, TouchesAsOwner
 from trainhub.jobs import confined, ownership
+from trainhub.jobs.claims import CLAIM_SECONDS as CLAIM_SECONDS  # re-exported: a claim's age
+from trainhub.jobs.claims import settle
 
 MAX_RECORD_BYTES = 4 * 2**20
 RUNNING = "running"  # the state value of a record that may still act
@@ -64,6 +67,10 @@ class Records(ABC, Generic[R]):
     @abstractmethod
     def active_ids(self) -> list[str]:
         """The records that may still be running (each advance looks again)."""
+
+    @abstractmethod
+    def delete(self, record_id: str) -> None:
+        """Remove the record (a schedule deleted; sweeps and runs keep theirs)."""
 
     def path(self, record_id: str) -> Path | None:
         """The file that keeps the record, where one does (its owner is the record's)."""
@@ -130,6 +137,10 @@ class StoreRecords(Records[R]):
                     f"UPDATE {self.table} SET state = ?, doc = ? WHERE id = ?",
                     (_state(record), _doc(record), record_id),
                 )
+
+    def delete(self, record_id: str) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(f"DELETE FROM {self.table} WHERE id = ?", (record_id,))
 
 
 class FileRecords(Records[R]):
@@ -221,6 +232,12 @@ class FileRecords(Records[R]):
                     self.root, f"{record_id}.json", _doc(record).encode(), mode=self._mode
                 )
 
+    def delete(self, record_id: str) -> None:
+        if "/" in record_id or record_id.startswith("."):
+            return
+        with self._locked(), contextlib.suppress(FileNotFoundError):
+            confined.unlink(self.root, f"{record_id}.json")
+
 
 def _doc(record: Record) -> str:
     return record.model_dump_json()
@@ -246,8 +263,6 @@ def records_for(backend: Any, kind: str, model: type[R]) -> Records[R]:
 
 # --- claims ----------------------------------------------------------------------------------
 
-# A claimed job that never showed up (its submitter died mid-way) is given up after this.
-CLAIM_SECONDS = 900.0
 GAVE_UP = "its submit did not finish (the process submitting it ended)"
 
 
@@ -266,15 +281,18 @@ def repair_claims(
     claims: Iterable[C], key: Callable[[C], Any], submitted: Mapping[Any, str]
 ) -> None:
     """Claims whose submitter died before noting the job: the job, found by the claim's
-    ``key`` in ``submitted`` (key -> job id, read from the jobs' specs); none after
-    :data:`CLAIM_SECONDS`: an error saying so."""
+    ``key`` in ``submitted`` (key -> job id, read from the jobs' specs); none once the claim
+    is stale (trainhub.jobs.claims: its submitter gone, or silent past its CLAIM_SECONDS): an
+    error saying so."""
     now = time.time()
     for claim in claims:
         if claim.job_id is not None or claim.error is not None:
             continue
-        if key(claim) in submitted:
-            claim.job_id = submitted[key(claim)]
-        elif now - (claim.claimed_at or 0) > CLAIM_SECONDS:
+        by = getattr(claim, "claimed_by", None)  # a claim that names no process: by its age
+        settled = settle(claim.claimed_at, by, now, functools.partial(submitted.get, key(claim)))
+        if settled.job_id is not None:
+            claim.job_id = settled.job_id
+        elif settled.stale:
             claim.error = GAVE_UP
 
 

@@ -7,8 +7,9 @@ answers reads from the job directory. Another user's job is reported as not foun
 The front door of its parts: who may read or change a job (:mod:`trainhub.jobs.access`),
 making one (:mod:`trainhub.jobs.submission`), what a job reads as (:mod:`trainhub.jobs.views`)
 and what a rank left (:mod:`trainhub.jobs.rankfiles`); comparing runs
-(:mod:`trainhub.experiments.compare`), sweeps (:mod:`trainhub.experiments.controller`) and
-pipeline runs (:mod:`trainhub.pipelines.controller`).
+(:mod:`trainhub.experiments.compare`), sweeps (:mod:`trainhub.experiments.controller`),
+pipeline runs (:mod:`trainhub.pipelines.controller`) and schedules
+(:mod:`trainhub.schedules.service`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from trainhub.jobs.states import JobState
 from trainhub.outputs.cleanup import CleanupReport
 from trainhub.outputs.files import OutputList, list_outputs, open_output
 from trainhub.pipelines.controller import Pipelines
+from trainhub.schedules.service import Schedules
 from trainhub.usage import queries
 from trainhub.usage.compute import JobUsage, job_usage
 from trainhub.usage.models import UsageQuery, UsageReport
@@ -388,17 +390,14 @@ class JobService:
         self.backend.reconcile()
         self.sweeps.advance_all()  # after the backend's view is current
         self.pipelines.advance_all()
+        self.schedules.tick_all()
+
+    # --- what drives many jobs, on this service's backend, each made on first use ----------
+    sweeps = functools.cached_property(Sweeps)  # trainhub.experiments.controller
+    pipelines = functools.cached_property(Pipelines)  # trainhub.pipelines.controller
+    schedules = functools.cached_property(Schedules)  # trainhub.schedules.service
 
     # --- sweeps ----------------------------------------------------------------------------
-    @functools.cached_property
-    def sweeps(self) -> Sweeps:
-        """The sweeps of this service's backend (trainhub.experiments.controller)."""
-        return Sweeps(self)
-
-    @functools.cached_property
-    def pipelines(self) -> Pipelines:
-        """The pipeline runs of this service's backend (trainhub.pipelines.controller)."""
-        return Pipelines(self)
 
     def create_sweep(
         self, request: CreateSweep | dict[str, Any], *, user: str | None = None
