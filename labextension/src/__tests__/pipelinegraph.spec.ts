@@ -1,13 +1,9 @@
 import { IConfig } from '../models';
 import { formChanges, stepFormErrors, stepToForm } from '../pipelineform';
-import {
-  errorsByStep,
-  layout,
-  localChecks,
-  mergeErrors,
-  PipelineDocument,
-  stepNameFor
-} from '../pipelinegraph';
+import { errorsByStep, localChecks, mergeErrors } from '../pipelinechecks';
+import { PipelineDocument } from '../pipelinedocument';
+import { stepNameFor } from '../pipelinegraph';
+import { layout } from '../pipelinelayout';
 
 const TEXT = `# nightly training
 name: train-eval

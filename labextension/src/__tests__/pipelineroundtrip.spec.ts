@@ -1,4 +1,4 @@
-import { PipelineDocument } from '../pipelinegraph';
+import { PipelineDocument } from '../pipelinedocument';
 
 // What a person may write: blank lines between steps, quoted strings, block lists, a long
 // description, comments above and beside keys. Read and written back with a change elsewhere,

@@ -1,12 +1,13 @@
 /**
  * A pipeline's DAG drawn as boxes (HTML) and bezier edges (SVG), laid out in layers
- * (pipelinegraph.ts layout). The editor's canvas, where a drag from a step's output port to
+ * (pipelinelayout.ts). The editor's canvas, where a drag from a step's output port to
  * another step connects them, and the run graph's, where each box shows its step's state.
  * Every value goes in as text (React escapes it), never as HTML.
  */
 import * as React from 'react';
 
-import { IEdge, layout } from '../pipelinegraph';
+import { IEdge } from '../pipelinegraph';
+import { layout } from '../pipelinelayout';
 
 const W = 220;
 const H = 66;
