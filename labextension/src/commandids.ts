@@ -10,6 +10,8 @@ export const PALETTE_CATEGORY = 'trainhub: training jobs';
 export const CommandIDs = {
   submit: 'trainhub:submit',
   submitSelected: 'trainhub:submit-selected',
+  scheduleNotebook: 'trainhub:schedule-notebook',
+  openSchedules: 'trainhub:open-schedules',
   openJobs: 'trainhub:open-jobs',
   openJob: 'trainhub:open-job',
   cancelJob: 'trainhub:cancel-job',
