@@ -9,7 +9,7 @@ import { INotebookModel, INotebookTracker, NotebookPanel } from '@jupyterlab/not
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
 import { TrainHubAPI } from './api';
-import { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
+import { CommandIDs, PALETTE_CATEGORY, scheduleIcon } from './commandids';
 import { confirmJobAction } from './confirmjobaction';
 import { IConfig } from './models';
 import { ISchedule } from './schedules';
@@ -54,7 +54,7 @@ export function registerSchedules(app: JupyterFrontEnd, ctx: IScheduleContext): 
     create: () => void app.commands.execute(CommandIDs.scheduleNotebook)
   };
   const panel = new SchedulesPanel(api, actions);
-  panel.title.icon = trainhubIcon;
+  panel.title.icon = scheduleIcon;
   app.shell.add(panel, 'left', { rank: 651 });
   ctx.restorer?.add(panel, 'trainhub-schedules');
 
@@ -97,6 +97,7 @@ export function registerSchedules(app: JupyterFrontEnd, ctx: IScheduleContext): 
   app.commands.addCommand(CommandIDs.scheduleNotebook, {
     label: 'Schedule notebook…',
     caption: 'Run this notebook as a training job on a schedule',
+    icon: scheduleIcon,
     isEnabled: () => notebooks.currentWidget !== null,
     execute: schedule
   });
@@ -126,6 +127,7 @@ class ScheduleButtonExtension implements DocumentRegistry.IWidgetExtension<
   createNew(panel: NotebookPanel): IDisposable {
     const button = new ToolbarButton({
       className: 'jp-trainhub-schedule-button',
+      icon: scheduleIcon,
       label: 'Schedule…',
       tooltip: 'Run this notebook as a training job on a schedule',
       onClick: () => {
