@@ -17,6 +17,7 @@ import {
   MetricKind
 } from './models';
 import { IComparison } from './compare';
+import { ICreateSchedule, ISchedule } from './schedules';
 import { INoticeList } from './notices';
 import { IJobUsage, IUsagePanel } from './usage';
 import { apiUrl, requestAPI } from './request';
@@ -193,5 +194,28 @@ export class TrainHubAPI {
 
   notebookParameters(path: string): Promise<INotebookParameters> {
     return this.call(['notebook', 'parameters'], { query: { path } });
+  }
+
+  /** The user's schedules, newest first, each with its latest runs. */
+  listSchedules(): Promise<{ schedules: ISchedule[] }> {
+    return this.call(['schedules']);
+  }
+
+  createSchedule(request: ICreateSchedule): Promise<ISchedule> {
+    return this.call(['schedules'], { method: 'POST', body: request });
+  }
+
+  /** One schedule with its whole history of runs. */
+  describeSchedule(scheduleId: string): Promise<ISchedule> {
+    return this.call(['schedules', scheduleId]);
+  }
+
+  /** Pause, resume or run a schedule now; answers the schedule as it is then. */
+  scheduleAction(scheduleId: string, action: 'pause' | 'resume' | 'run-now'): Promise<ISchedule> {
+    return this.call(['schedules', scheduleId, action], { method: 'POST', body: {} });
+  }
+
+  deleteSchedule(scheduleId: string): Promise<void> {
+    return this.call(['schedules', scheduleId], { method: 'DELETE' });
   }
 }

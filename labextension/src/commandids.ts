@@ -4,12 +4,18 @@ import { LabIcon } from '@jupyterlab/ui-components';
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 18h3v-6H4v6zm6.5 0h3V8h-3v10zM17 18h3V4h-3v14zM3 20h18v1.5H3z"/></g></svg>`;
 export const trainhubIcon = new LabIcon({ name: 'trainhub:jobs', svgstr: ICON_SVG });
 
+const SCHEDULE_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M12 2a10 10 0 1 0 0 20 10 10 0 0 0 0-20zm0 18a8 8 0 1 1 0-16 8 8 0 0 1 0 16zm.5-13H11v6l5.2 3.2.8-1.3-4.5-2.7V7z"/></g></svg>`;
+/** The Schedules panel's icon: a clock. */
+export const scheduleIcon = new LabIcon({ name: 'trainhub:schedules', svgstr: SCHEDULE_SVG });
+
 /** The palette's category of every trainhub command: typing "trainhub" finds them all. */
 export const PALETTE_CATEGORY = 'trainhub: training jobs';
 
 export const CommandIDs = {
   submit: 'trainhub:submit',
   submitSelected: 'trainhub:submit-selected',
+  scheduleNotebook: 'trainhub:schedule-notebook',
+  openSchedules: 'trainhub:open-schedules',
   openJobs: 'trainhub:open-jobs',
   openJob: 'trainhub:open-job',
   cancelJob: 'trainhub:cancel-job',

@@ -16,12 +16,17 @@ export interface IJobActionDialog<T> {
   request: () => Promise<T>;
 }
 
-/** JupyterLab's dialog: true when the person confirmed `action`. */
-export async function confirmJobAction(action: string, question: string): Promise<boolean> {
+/** JupyterLab's dialog: true when the person confirmed `action`; `keep` labels the default
+ * button that changes nothing (a schedule is kept, not kept running). */
+export async function confirmJobAction(
+  action: string,
+  question: string,
+  keep = 'Keep running'
+): Promise<boolean> {
   const answer = await showDialog({
     title: action,
     body: question,
-    buttons: [Dialog.cancelButton({ label: 'Keep running' }), Dialog.warnButton({ label: action })],
+    buttons: [Dialog.cancelButton({ label: keep }), Dialog.warnButton({ label: action })],
     defaultButton: 0
   });
   return answer.button.accept;

@@ -37,6 +37,7 @@ import { executedNotebookPlugin } from './widgets/notebooktab';
 import { NoticeWatch, toastOf } from './notices';
 import { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
 import { registerSubmitCommands } from './submitcommands';
+import { registerSchedules } from './schedulecommands';
 import { pipelinePlugin } from './pipelineplugin';
 
 export { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
@@ -249,6 +250,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       openJob: id => void openJob(id),
       panelId: panel.id
     });
+    registerSchedules(app, { api, notebooks, palette, restorer, config, reportError });
     app.commands.addCommand(CommandIDs.openJobs, {
       label: 'Open training jobs panel',
       execute: () => app.shell.activateById(panel.id)

@@ -259,22 +259,32 @@ function SubmitForm(props: {
   );
 }
 
-/** A modal over the whole lab; resolves with the created job, or null when cancelled. */
-export function showSubmitDialog(options: ISubmitDialogOptions): Promise<IDescribeJob | null> {
+/**
+ * A modal over the whole lab holding a form of this extension (the submit dialog's frame);
+ * resolves with what the form finished with, null when cancelled.
+ */
+export function showFormDialog<T>(
+  render: (done: (result: T | null) => void) => JSX.Element,
+  className = 'jp-trainhub-submit-dialog'
+): Promise<T | null> {
   return new Promise(resolve => {
     let widget: ReactWidget | null = null;
-    const done = (job: IDescribeJob | null) => {
+    const done = (result: T | null) => {
       widget?.dispose();
-      resolve(job);
+      resolve(result);
     };
     widget = ReactWidget.create(
-      <div className="jp-Dialog-content jp-trainhub-submit-dialog-content">
-        <SubmitForm options={options} onDone={done} />
-      </div>
+      <div className="jp-Dialog-content jp-trainhub-submit-dialog-content">{render(done)}</div>
     );
     widget.addClass('jp-Dialog');
     widget.addClass('jp-trainhub-submit-dialog');
+    widget.addClass(className);
     widget.node.setAttribute('role', 'dialog');
     Widget.attach(widget, document.body);
   });
+}
+
+/** A modal over the whole lab; resolves with the created job, or null when cancelled. */
+export function showSubmitDialog(options: ISubmitDialogOptions): Promise<IDescribeJob | null> {
+  return showFormDialog<IDescribeJob>(done => <SubmitForm options={options} onDone={done} />);
 }

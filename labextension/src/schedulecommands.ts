@@ -1,0 +1,141 @@
+/**
+ * Schedules in Lab: the Schedules panel in the left sidebar, the Schedule notebook… command
+ * (notebook toolbar, cell context menu, palette, the panel's "+"), and the panel's actions.
+ */
+import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
+import { ICommandPalette, Notification, ToolbarButton } from '@jupyterlab/apputils';
+import { DocumentRegistry } from '@jupyterlab/docregistry';
+import { INotebookModel, INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+
+import { TrainHubAPI } from './api';
+import { CommandIDs, PALETTE_CATEGORY, scheduleIcon } from './commandids';
+import { confirmJobAction } from './confirmjobaction';
+import { IConfig } from './models';
+import { ISchedule } from './schedules';
+import { initialForm } from './specform';
+import { notebookParameters, selectedCellIndices } from './submitcommands';
+import { showScheduleDialog } from './widgets/scheduledialog';
+import { IScheduleActions } from './widgets/schedulerow';
+import { SchedulesPanel } from './widgets/schedulespanel';
+
+export interface IScheduleContext {
+  api: TrainHubAPI;
+  notebooks: INotebookTracker;
+  palette: ICommandPalette | null;
+  restorer: ILayoutRestorer | null;
+  config: () => Promise<IConfig>;
+  reportError: (title: string, error: unknown) => void;
+}
+
+export function registerSchedules(app: JupyterFrontEnd, ctx: IScheduleContext): SchedulesPanel {
+  const { api, notebooks, palette, config, reportError } = ctx;
+  const attempt = (what: string, f: (s: ISchedule) => Promise<unknown>) => async (s: ISchedule) => {
+    try {
+      await f(s);
+    } catch (error) {
+      reportError(`Could not ${what} ${s.name}`, error);
+    }
+    panel.refresh.emit();
+  };
+  const actions: IScheduleActions = {
+    pause: attempt('pause', s => api.scheduleAction(s.id, 'pause')),
+    resume: attempt('resume', s => api.scheduleAction(s.id, 'resume')),
+    runNow: attempt('run', s => api.scheduleAction(s.id, 'run-now')),
+    remove: attempt('delete', async s => {
+      const question =
+        `Delete the schedule ${s.name}? Nothing more runs on it and its frozen copy of the ` +
+        'workspace is removed; the jobs it ran stay.';
+      if (await confirmJobAction('Delete schedule', question, 'Keep it')) {
+        await api.deleteSchedule(s.id);
+      }
+    }),
+    openJob: id => void app.commands.execute(CommandIDs.openJob, { id }),
+    create: () => void app.commands.execute(CommandIDs.scheduleNotebook)
+  };
+  const panel = new SchedulesPanel(api, actions);
+  panel.title.icon = scheduleIcon;
+  app.shell.add(panel, 'left', { rank: 651 });
+  ctx.restorer?.add(panel, 'trainhub-schedules');
+
+  const schedule = async () => {
+    const current = notebooks.currentWidget;
+    if (!current) {
+      reportError('No notebook open', new Error('Open the notebook to schedule first.'));
+      return;
+    }
+    await current.context.ready;
+    let cfg: IConfig;
+    try {
+      cfg = await config();
+    } catch (error) {
+      reportError('trainhub is not available', error);
+      return;
+    }
+    const parameters = notebookParameters(current.content);
+    const created = await showScheduleDialog({
+      api,
+      config: cfg,
+      form: initialForm(
+        current.context.path,
+        cfg,
+        parameters,
+        selectedCellIndices(current.content)
+      ),
+      parameters,
+      save: () => current.context.save()
+    });
+    if (created) {
+      panel.refresh.emit();
+      app.shell.activateById(panel.id);
+      Notification.info(`Scheduled ${created.name}: ${created.cron_text} (${created.timezone}).`, {
+        autoClose: 5000
+      });
+    }
+  };
+
+  app.commands.addCommand(CommandIDs.scheduleNotebook, {
+    label: 'Schedule notebook…',
+    caption: 'Run this notebook as a training job on a schedule',
+    icon: scheduleIcon,
+    isEnabled: () => notebooks.currentWidget !== null,
+    execute: schedule
+  });
+  app.commands.addCommand(CommandIDs.openSchedules, {
+    label: 'Open training schedules panel',
+    execute: () => app.shell.activateById(panel.id)
+  });
+  for (const command of [CommandIDs.scheduleNotebook, CommandIDs.openSchedules]) {
+    palette?.addItem({ command, category: PALETTE_CATEGORY });
+  }
+  app.contextMenu.addItem({
+    command: CommandIDs.scheduleNotebook,
+    selector: '.jp-Notebook .jp-Cell',
+    rank: 101
+  });
+  app.docRegistry.addWidgetExtension('Notebook', new ScheduleButtonExtension(app));
+  return panel;
+}
+
+/** Adds "Schedule…" beside "Submit as job" in every notebook's toolbar. */
+class ScheduleButtonExtension implements DocumentRegistry.IWidgetExtension<
+  NotebookPanel,
+  INotebookModel
+> {
+  constructor(private readonly app: JupyterFrontEnd) {}
+
+  createNew(panel: NotebookPanel): IDisposable {
+    const button = new ToolbarButton({
+      className: 'jp-trainhub-schedule-button',
+      icon: scheduleIcon,
+      label: 'Schedule…',
+      tooltip: 'Run this notebook as a training job on a schedule',
+      onClick: () => {
+        this.app.shell.activateById(panel.id);
+        void this.app.commands.execute(CommandIDs.scheduleNotebook);
+      }
+    });
+    panel.toolbar.insertItem(11, 'trainhubSchedule', button);
+    return new DisposableDelegate(() => button.dispose());
+  }
+}

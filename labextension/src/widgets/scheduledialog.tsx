@@ -1,0 +1,219 @@
+/**
+ * The Schedule notebook dialog: the submit dialog's job fields (name, resources, cells and
+ * parameters) and when to run: cron expression, time zone, concurrency and missed-run
+ * policies, starting deadline. The server's messages show on the field they name.
+ */
+import * as React from 'react';
+
+import { TrainHubAPI } from '../api';
+import { IConfig } from '../models';
+import { IParameter, parameterErrors } from '../parameters';
+import { ApiError } from '../request';
+import {
+  Concurrency,
+  initialScheduleFields,
+  ISchedule,
+  IScheduleFields,
+  Missed,
+  ScheduleField,
+  scheduleErrors,
+  scheduleRequest
+} from '../schedules';
+import { ISubmitForm } from '../specform';
+import { CellsAndParameters } from './cellsandparameters';
+import { Errors, FieldErrors, FormRow, Row } from './formrow';
+import { ResourceFields } from './resourcefields';
+import { showFormDialog } from './submitdialog';
+
+export interface IScheduleDialogOptions {
+  api: TrainHubAPI;
+  config: IConfig;
+  form: ISubmitForm;
+  parameters: IParameter[];
+  /** Saves the notebook: the schedule freezes what is on disk. */
+  save?: () => Promise<void>;
+}
+
+type ScheduleErrors = Partial<Record<ScheduleField, string[]>>;
+
+/** A row of the schedule's own fields, with the server's messages for it. */
+function WhenRow(props: {
+  label: string;
+  field: ScheduleField;
+  errors: ScheduleErrors;
+  hint?: string;
+  children: React.ReactNode;
+}): JSX.Element {
+  return (
+    <FormRow label={props.label} data={{ field: props.field }}>
+      {props.children}
+      {props.hint ? <span className="jp-trainhub-form-hint">{props.hint}</span> : null}
+      <FieldErrors errors={props.errors[props.field]} id={`trainhub-error-${props.field}`} />
+    </FormRow>
+  );
+}
+
+function ScheduleForm(props: {
+  options: IScheduleDialogOptions;
+  onDone: (s: ISchedule | null) => void;
+}): JSX.Element {
+  const { api, config, parameters } = props.options;
+  const [form, setForm] = React.useState<ISubmitForm>(props.options.form);
+  const [when, setWhen] = React.useState<IScheduleFields>(initialScheduleFields);
+  const [errors, setErrors] = React.useState<Errors>({});
+  const [whenErrors, setWhenErrors] = React.useState<ScheduleErrors>({});
+  const [busy, setBusy] = React.useState(false);
+  const defaults = React.useMemo(
+    () => Object.fromEntries(parameters.map(p => [p.name, p.text])),
+    [parameters]
+  );
+  const update = (patch: Partial<ISubmitForm>) => setForm(f => ({ ...f, ...patch }));
+  const updateWhen = (patch: Partial<IScheduleFields>) => setWhen(w => ({ ...w, ...patch }));
+  const typeErrors = parameterErrors(parameters, form.parameters);
+
+  const create = async () => {
+    if (Object.keys(typeErrors).length) {
+      setErrors({ parameters: Object.entries(typeErrors).map(([k, e]) => `${k}: ${e}`) });
+      return;
+    }
+    setBusy(true);
+    try {
+      await props.options.save?.();
+      props.onDone(await api.createSchedule(scheduleRequest(form, when, config, defaults)));
+    } catch (error) {
+      if (error instanceof ApiError && error.fieldErrors.length) {
+        const split = scheduleErrors(error.fieldErrors);
+        setErrors(split.job);
+        setWhenErrors(split.schedule);
+      } else {
+        setErrors({ general: [(error as Error).message] });
+        setWhenErrors({});
+      }
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form
+      className="jp-trainhub-submit-form jp-trainhub-schedule-form"
+      onSubmit={e => {
+        e.preventDefault();
+        void create();
+      }}
+      onKeyDown={e => e.key === 'Escape' && props.onDone(null)}
+    >
+      <div className="jp-Dialog-header">Schedule {form.notebookPath}</div>
+      <div className="jp-trainhub-form-body">
+        <Row label="Name" field="name" errors={errors} hint="The schedule's and its jobs' name">
+          <input
+            className="jp-mod-styled"
+            name="name"
+            value={form.name}
+            autoFocus
+            onChange={e => update({ name: e.target.value })}
+          />
+        </Row>
+        <WhenRow
+          label="Cron"
+          field="cron"
+          errors={whenErrors}
+          hint="minute hour day-of-month month day-of-week, e.g. 0 2 * * *"
+        >
+          <input
+            className="jp-mod-styled"
+            name="cron"
+            value={when.cron}
+            onChange={e => updateWhen({ cron: e.target.value })}
+          />
+        </WhenRow>
+        <WhenRow label="Time zone" field="timezone" errors={whenErrors} hint="e.g. Europe/Berlin">
+          <input
+            className="jp-mod-styled"
+            name="timezone"
+            value={when.timezone}
+            onChange={e => updateWhen({ timezone: e.target.value })}
+          />
+        </WhenRow>
+        <WhenRow
+          label="If still running"
+          field="concurrency"
+          errors={whenErrors}
+          hint="What a run does while the last one has not ended"
+        >
+          <select
+            className="jp-mod-styled"
+            name="concurrency"
+            value={when.concurrency}
+            onChange={e => updateWhen({ concurrency: e.target.value as Concurrency })}
+          >
+            <option value="forbid">forbid: skip the new run</option>
+            <option value="allow">allow: run both</option>
+            <option value="replace">replace: cancel the running one</option>
+          </select>
+        </WhenRow>
+        <WhenRow
+          label="Missed runs"
+          field="missed"
+          errors={whenErrors}
+          hint="Times that passed while nothing could fire them"
+        >
+          <select
+            className="jp-mod-styled"
+            name="missed"
+            value={when.missed}
+            onChange={e => updateWhen({ missed: e.target.value as Missed })}
+          >
+            <option value="run-once">run once when back</option>
+            <option value="skip">skip</option>
+          </select>
+        </WhenRow>
+        <WhenRow
+          label="Starting deadline"
+          field="startingDeadline"
+          errors={whenErrors}
+          hint="A run reached later than this is skipped, e.g. 10m; empty for none"
+        >
+          <input
+            className="jp-mod-styled"
+            name="startingDeadline"
+            value={when.startingDeadline}
+            onChange={e => updateWhen({ startingDeadline: e.target.value })}
+          />
+        </WhenRow>
+        <ResourceFields api={api} config={config} form={form} errors={errors} update={update} />
+        <CellsAndParameters
+          parameters={parameters}
+          form={form}
+          errors={errors}
+          typeErrors={typeErrors}
+          update={update}
+        />
+        <FieldErrors errors={errors.general} id="trainhub-error-general" />
+      </div>
+      <div className="jp-Dialog-footer">
+        <button
+          type="button"
+          className="jp-Dialog-button jp-mod-reject jp-mod-styled"
+          onClick={() => props.onDone(null)}
+        >
+          <span className="jp-Dialog-buttonLabel">Cancel</span>
+        </button>
+        <button
+          type="submit"
+          className="jp-Dialog-button jp-mod-accept jp-mod-styled"
+          disabled={busy}
+        >
+          <span className="jp-Dialog-buttonLabel">{busy ? 'Creating…' : 'Create schedule'}</span>
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** Resolves with the created schedule, or null when cancelled. */
+export function showScheduleDialog(options: IScheduleDialogOptions): Promise<ISchedule | null> {
+  return showFormDialog<ISchedule>(
+    done => <ScheduleForm options={options} onDone={done} />,
+    'jp-trainhub-schedule-dialog'
+  );
+}
