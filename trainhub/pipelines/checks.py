@@ -18,6 +18,7 @@ from trainhub.pipelines.spec import MAX_FILE_BYTES, Pipeline, PipelineError, rea
 from trainhub.pipelines.steps import step_spec
 
 if TYPE_CHECKING:
+    from trainhub.bundle.snapshot import Snapshot
     from trainhub.jobs.service import JobService
 
 # A job spec's fields as a step spells them.
@@ -43,11 +44,16 @@ def read_workspace_file(service: JobService, file: str) -> Pipeline:
 
 
 def check(
-    service: JobService, pipeline: Pipeline, given: Mapping[str, Any], *, user: str
+    service: JobService,
+    pipeline: Pipeline,
+    given: Mapping[str, Any],
+    *,
+    user: str,
+    source: Snapshot | None = None,
 ) -> list[JobSpec]:
-    """Every mistake of ``pipeline`` run with parameters ``given``, in one
-    :class:`PipelineError`; else each step's job spec (its inputs not yet known), in the
-    file's order."""
+    """Every mistake of ``pipeline`` run with parameters ``given`` (its notebooks looked for
+    in ``source`` when given, a frozen workspace), in one :class:`PipelineError`; else each
+    step's job spec (its inputs not yet known), in the file's order."""
     errors = wiring_errors(pipeline, given)
     values = {**pipeline.parameters, **given}
     specs = []
@@ -55,7 +61,7 @@ def check(
         data = step_spec(pipeline, name, run_id=_CHECK_RUN, values=values, inputs={})
         try:
             spec = parse_spec(data)
-            service.validate(spec, user=user, bundle=False)
+            service.validate(spec, user=user, bundle=False, source=source)
             specs.append(spec)
         except SpecError as e:
             errors += [_of_step(name, err) for err in e.errors]
