@@ -79,9 +79,9 @@ def test_creation_checks_the_pipeline_and_names_the_fields(env: Env):
     bad["target"] = {"kind": "pipeline", "file": "flow.pipeline.yaml", "parameters": {"nope": 1}}
     with pytest.raises(SpecError) as e:
         s.create(bad, user="ada")
-    assert [x.field for x in e.value.errors] == ["target.parameters.nope"]
+    assert [x.field for x in e.value.errors] == ["target.pipeline.parameters.nope"]
     bad["target"] = {"kind": "pipeline", "file": "gone.pipeline.yaml"}
-    with pytest.raises(SpecError, match="target.file: no such file"):
+    with pytest.raises(SpecError, match=r"target\.pipeline\.file: no such file"):
         s.create(bad, user="ada")
     assert s.records.list() == []
 

@@ -99,12 +99,14 @@ class Schedules:
         if isinstance(target, NotebookTarget):
             specs = [self._spec(record, Run(at=record.created_at, state=RunState.CLAIMED))]
             self.service.validate(specs[0], user=user)
-        else:  # a pipeline's steps, checked as a run checks them, each error under target.
+        else:  # checked as a run checks its steps; errors under target.pipeline.
             try:
                 record.pipeline = checks.read_workspace_file(self.service, target.file)
                 specs = checks.check(self.service, record.pipeline, target.parameters, user=user)
             except SpecError as e:
-                raise SpecError([refused(f"target.{x.field}", x.message) for x in e.errors]) from e
+                raise SpecError(
+                    [refused(f"target.pipeline.{x.field}", x.message) for x in e.errors]
+                ) from e
         assert self.service.workspace_root is not None  # the checks refuse a service without
         record.source = snapshot.freeze(
             specs,  # type: ignore[arg-type]
