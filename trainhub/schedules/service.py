@@ -97,8 +97,9 @@ class Schedules:
             request=request,
         )
         if isinstance(target, NotebookTarget):
-            specs = [self._spec(record, Run(at=record.created_at, state=RunState.CLAIMED))]
-            self.service.validate(specs[0], user=user)
+            spec = self._spec(record, Run(at=record.created_at, state=RunState.CLAIMED))
+            self.service.validate(spec, user=user)
+            specs = [target.job]
         else:  # checked as a run checks its steps; errors under target.pipeline.
             try:
                 record.pipeline = checks.read_workspace_file(self.service, target.file)
@@ -109,7 +110,7 @@ class Schedules:
                 ) from e
         assert self.service.workspace_root is not None  # the checks refuse a service without
         record.source = snapshot.freeze(
-            specs,  # type: ignore[arg-type]
+            specs,
             self.service.workspace_root,
             self.home,
             record.id,
