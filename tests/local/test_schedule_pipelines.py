@@ -123,3 +123,20 @@ def test_forbid_skips_while_a_run_is_active_and_a_dead_claim_is_matched_to_its_r
             run_ends(s, r.id)
     s.tick_all()
     assert restarted.describe(sid, user="ada").runs[1].outcome == "cancelled"
+
+
+def test_the_python_api_schedules_a_pipeline_file(env: Env, monkeypatch: pytest.MonkeyPatch):
+    from trainhub.schedules import api
+
+    s = env.schedules()
+    monkeypatch.setattr(api, "service", lambda: s.service)
+    monkeypatch.setattr(api.getpass, "getuser", lambda: "ada")
+    with pytest.raises(ValueError, match="gpus: job fields"):
+        api.schedule("flow.pipeline.yaml", cron="0 2 * * *", gpus=1)
+    made = api.schedule("flow.pipeline.yaml", cron="0 2 * * *", parameters={"rows": 2}, cache=False)
+    target = made.describe().target
+    assert made.describe().name == "flow"
+    assert (target.kind, target.parameters, target.cache) == ("pipeline", {"rows": 2}, False)
+    started = made.run_now()
+    assert isinstance(started, api.PipelineRun)
+    run_ends(s, started.id)

@@ -20,13 +20,10 @@ from trainhub.cli.jobargs import pairs
 from trainhub.cli.printing import ago, print_columns, print_json
 from trainhub.cli.submit import add_spec_arguments, spec_of
 from trainhub.errors import TrainhubError
+from trainhub.schedules.model import is_pipeline_file
 from trainhub.schedules.views import RunView, ScheduleView
 
 _ON_ONE = ("describe", "history", "pause", "resume", "run-now", "delete")
-
-
-def is_pipeline(source: str) -> bool:
-    return source.endswith((".pipeline.yaml", ".pipeline.yml"))
 
 
 def _job_options_given(args: argparse.Namespace) -> list[str]:
@@ -43,7 +40,7 @@ def _job_options_given(args: argparse.Namespace) -> list[str]:
 
 def _target(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """The target of ``schedule create``'s arguments, and its default name."""
-    if not is_pipeline(args.source):
+    if not is_pipeline_file(args.source):
         if args.no_cache:
             raise TrainhubError("--no-cache is a pipeline's option: this schedule runs a notebook.")
         job = spec_of(args)

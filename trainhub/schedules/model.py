@@ -57,6 +57,12 @@ class PipelineTarget(Model):
 
 Target = Annotated[NotebookTarget | PipelineTarget, Field(discriminator="kind")]
 
+
+def is_pipeline_file(source: str) -> bool:
+    """Whether a schedule of ``source`` runs a pipeline (else a notebook or script job)."""
+    return source.endswith((".pipeline.yaml", ".pipeline.yml"))
+
+
 # A time that fires later than this after it is due counts as missed (the scheduler was not
 # running then), unless the schedule's starting deadline is longer.
 ON_TIME_SECONDS = 60.0
