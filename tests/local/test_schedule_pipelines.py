@@ -5,15 +5,18 @@ a claim whose submitter died is matched to its run by the tag, never started twi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from tests.local.conftest import wait_for
+from tests.local.test_alerts import Receiver
 from tests.local.test_pipelines import write_pipeline
 from tests.local.test_schedules import Env, at, claim_as, ended_process_claimer
 from trainhub.jobs.spec import SpecError
 from trainhub.schedules.model import Run, RunState, run_tag
+from trainhub.schedules.notify import announcer
 from trainhub.schedules.service import Schedules
 
 pytestmark = pytest.mark.slow
@@ -140,3 +143,50 @@ def test_the_python_api_schedules_a_pipeline_file(env: Env, monkeypatch: pytest.
     started = made.run_now()
     assert isinstance(started, api.PipelineRun)
     run_ends(s, started.id)
+
+
+def test_replace_cancels_the_active_run_and_a_failed_run_is_announced(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+):
+    receiver = Receiver()
+    try:
+        alerts = env.home / "alerts.yaml"
+        env.home.mkdir(parents=True, exist_ok=True)
+        alerts.write_text(json.dumps({"webhooks": [receiver.url]}))
+        monkeypatch.setenv("TRAINHUB_ALERTS_FILE", str(alerts))
+        s = env.schedules()
+        s.on_refused = announcer(env.home)  # as local.attach sets it
+        slow = request(concurrency="replace")
+        slow["target"] = {**slow["target"], "parameters": {"pause": 300}, "cache": False}
+        replace = s.create(slow, user="ada").id
+        (env.workspace / "flag").write_text("")
+        failing = request(name="failing")
+        failing["target"] = {
+            **failing["target"],
+            "parameters": {"flag": str(env.workspace / "flag")},
+        }
+        failing = s.create(failing, user="ada").id
+        env.clock.now = at(1, 13) + 1
+        s.tick_all()
+        first = s.describe(replace, user="ada").runs[0].pipeline_run
+        failed = s.describe(failing, user="ada").runs[0].pipeline_run
+        run_ends(s, failed, states=("failed",))
+
+        env.clock.now = at(1, 14) + 1
+        s.tick_all()
+        cancelled = s.service.pipelines.records.get(first)
+        assert cancelled.state.value == "cancelled"
+        assert "replaced by the run of schedule" in cancelled.cancel_reason
+        runs = s.describe(replace, user="ada").runs
+        assert runs[0].pipeline_run not in (None, first) and runs[0].at == at(1, 14)
+        s.service.pipelines.cancel(runs[0].pipeline_run, user="ada", reason="the test is over")
+
+        history = s.describe(failing, user="ada").runs
+        assert history[-1].outcome == "failed"
+        wait_for(lambda: receiver.posts, timeout=60, what="the alert")
+        s.tick_all()  # announced once
+        texts = [body["text"] for _, body in receiver.posts]
+        assert len(texts) == 1 and failing in texts[0] and failed in texts[0], texts
+        assert "failed" in texts[0]
+    finally:
+        receiver.close()
