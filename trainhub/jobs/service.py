@@ -118,19 +118,13 @@ class JobService:
         )
 
     def validate(
-        self,
-        spec: JobSpec | dict[str, Any],
-        *,
-        user: str | None = None,
-        bundle: bool = True,
-        source: Snapshot | None = None,
+        self, spec: JobSpec | dict[str, Any], *, user: str | None = None, bundle: bool = True
     ) -> list[str]:
         """Every check a submit makes (spec, paths, fit, resume source, bundle), making no job.
         Returns what the bundle would note without refusing (cells left out, workspace links
         skipped), for the researcher to read before submitting. ``bundle=False`` leaves the
-        notebook's own checks (its parameters cell, ``%pip``) to the submit. ``source``: as
-        :meth:`submit`'s."""
-        return submission.validate(self, spec, user=user, bundle=bundle, source=source)
+        notebook's own checks (its parameters cell, ``%pip``) to the submit."""
+        return submission.validate(self, spec, user=user, bundle=bundle)
 
     def datasets(self) -> DatasetList:
         """The datasets the user's team may ask for by name."""

@@ -1,8 +1,8 @@
 """Every check of a pipeline before anything runs, each mistake named by step and field: the
 file's schema (trainhub.pipelines.spec), its wiring (trainhub.pipelines.graph), then each step
-as the job it will be, by the checks a submit makes (:meth:`JobService.validate`: the
-notebook exists in the workspace, the datasets by name, the image policy, the request fits the
-quota or the machine). The notebook's own checks (its parameters cell, ``%pip``) come when
+as the job it will be, by the checks a submit makes (:meth:`JobService.validate`; against a
+frozen workspace when one is given: the notebook exists in the workspace, the datasets by
+name, the image policy, the request fits the quota or the machine). The notebook's own checks (its parameters cell, ``%pip``) come when
 each step is submitted, as a job's do.
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from trainhub.errors import Conflict, TrainhubError
+from trainhub.jobs import submission
 from trainhub.jobs.spec import FieldError, JobSpec, SpecError, parse_spec
 from trainhub.pipelines.graph import wiring_errors
 from trainhub.pipelines.spec import MAX_FILE_BYTES, Pipeline, PipelineError, read_pipeline, refused
@@ -61,7 +62,7 @@ def check(
         data = step_spec(pipeline, name, run_id=_CHECK_RUN, values=values, inputs={})
         try:
             spec = parse_spec(data)
-            service.validate(spec, user=user, bundle=False, source=source)
+            submission.validate(service, spec, user=user, bundle=False, source=source)
             specs.append(spec)
         except SpecError as e:
             errors += [_of_step(name, err) for err in e.errors]
