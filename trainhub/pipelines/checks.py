@@ -2,8 +2,8 @@
 file's schema (trainhub.pipelines.spec), its wiring (trainhub.pipelines.graph), then each step
 as the job it will be, by the checks a submit makes (:meth:`JobService.validate`; against a
 frozen workspace when one is given: the notebook exists in the workspace, the datasets by
-name, the image policy, the request fits the quota or the machine). The notebook's own checks (its parameters cell, ``%pip``) come when
-each step is submitted, as a job's do.
+name, the image policy, the request fits the quota or the machine). The notebook's own checks
+(its parameters cell, ``%pip``) come when each step is submitted, as a job's do.
 """
 
 from __future__ import annotations
