@@ -337,8 +337,9 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         ScheduleList,
     ),
     ("/schedules", "post"): Operation(
-        "Create a schedule: `target` (a notebook job spec) on `cron` in `timezone`; the "
-        "workspace is frozen now and every run compiles from it",
+        "Create a schedule: `target` (a notebook job spec, or a workspace pipeline file with "
+        "its parameters) on `cron` in `timezone`; the workspace is frozen now and every run "
+        "compiles from it",
         ScheduleView,
         status=201,
         body=CreateSchedule,

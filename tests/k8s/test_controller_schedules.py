@@ -98,3 +98,47 @@ def test_with_nobody_logged_in_the_controller_fires_each_minute_once(
     for schedule in (created, tampered):
         team.service.schedules.delete(schedule.id, user="ada")
         assert not (home / schedule.id).exists()
+
+
+def test_the_controller_fires_a_pipeline_schedule_from_its_frozen_workspace(
+    world: tuple[Team, controller.Deployment],
+) -> None:
+    from tests.k8s.test_controller_pipelines import workspace
+
+    team, deployment = world
+    workspace(team)
+    created = team.service.schedules.create(
+        {
+            "name": "flow",
+            "target": {"kind": "pipeline", "file": "flow.pipeline.yaml"},
+            "cron": "* * * * *",
+        },
+        user="ada",
+    )
+    shutil.rmtree(team.service.workspace_root)  # type: ignore[arg-type]
+    deployment.start("solo")
+    ended: set[str] = set()
+
+    def succeeded() -> Any:
+        record = team.service.schedules.records.get(created.id)
+        assert record is not None
+        for run in record.runs:
+            assert run.state != RunState.REFUSED, run.reason
+        started = [r for r in record.runs if r.pipeline_run]
+        if not started:
+            return None
+        pipeline = team.service.pipelines.records.get(started[0].pipeline_run)
+        assert pipeline is not None and pipeline.tag == run_tag(created.id, started[0])
+        for attempt in pipeline.steps.values():
+            assert attempt.error is None, attempt.error
+            if attempt.job_id and attempt.job_id not in ended and team.pods(attempt.job_id):
+                if attempt.step == "prepare":  # what its rank would have written
+                    data = team.backend.jobs_root / attempt.job_id / "outputs" / "data"
+                    data.mkdir(parents=True)
+                team.end_pods(attempt.job_id, result="Succeeded")
+                ended.add(attempt.job_id)
+        return started[0] if started[0].outcome == "succeeded" else None
+
+    run = wait_for("the scheduled pipeline run to succeed", succeeded, 240)
+    assert run.claimed_by is not None and len(ended) == 2
+    team.service.schedules.pause(created.id, user="ada")

@@ -103,3 +103,30 @@ async def test_another_users_schedule_is_not_found(
     await asyncio.to_thread(
         wait_for, lambda: not local.running(trainhub_home), 20, "the scheduler to leave"
     )
+
+
+async def test_a_pipeline_schedule_is_checked_and_runs_now_as_a_pipeline_run(
+    api: Any, server_service: JobService, workspace: Path
+) -> None:
+    from tests.server.test_pipelines import TWO_STEPS, until_ended
+
+    (workspace / "two.pipeline.yaml").write_text(TWO_STEPS)
+    target = {"kind": "pipeline", "file": "two.pipeline.yaml", "parameters": {"nope": 1}}
+    status, answer, _ = await api("POST", "schedules", body=schedule_body(target=target))
+    assert status == 400 and answer["errors"][0]["field"] == "target.pipeline.parameters.nope"
+    target = {"kind": "pipeline", "file": "two.pipeline.yaml", "parameters": {"lr": 0.2}}
+    status, created, _ = await api("POST", "schedules", body=schedule_body(target=target))
+    assert status == 201, created
+    sid = created["id"]
+    try:
+        assert created["target"] == {**target, "cache": True}
+        status, ran, _ = await api("POST", "schedules", sid, "run-now")
+        assert status == 200, ran
+        run = ran["runs"][0]
+        assert run["state"] == "submitted" and run["job_id"] is None and run["pipeline_run"]
+        done = await until_ended(api, server_service, run["pipeline_run"])
+        assert done["state"] == "succeeded" and done["parameters"] == {"lr": 0.2}
+        status, described, _ = await api("GET", "schedules", sid)
+        assert described["runs"][0]["outcome"] == "succeeded"
+    finally:
+        await api("DELETE", "schedules", sid)

@@ -105,7 +105,7 @@ def test_same_wall_time_in_another_zone_is_another_instant():
         ("starting_deadline", "soon", "not a duration"),
         ("concurrency", "sometimes", "forbid"),
         ("missed", "later", "run-once"),
-        ("target.kind", "pipeline", "notebook"),
+        ("target.kind", "script", "'notebook' or 'pipeline'"),
     ],
 )
 def test_bad_input_is_refused_naming_the_field(field, value, words):
@@ -118,6 +118,27 @@ def test_bad_input_is_refused_naming_the_field(field, value, words):
     errors = {err.field: err.message for err in e.value.errors}
     assert field in errors, errors
     assert words in errors[field], errors
+
+
+def test_a_pipeline_target_names_a_workspace_pipeline_file():
+    s = schedule(target={"kind": "pipeline", "file": "flows/nightly.pipeline.yaml"})
+    assert s.target.kind == "pipeline" and s.target.cache is True and s.target.parameters == {}
+    given = {
+        "kind": "pipeline",
+        "file": "f.pipeline.yml",
+        "parameters": {"lr": 0.1},
+        "cache": False,
+    }
+    s = schedule(target=given)
+    assert s.target.parameters == {"lr": 0.1} and s.target.cache is False
+    for bad, field in (
+        ({"kind": "pipeline", "file": "train.ipynb"}, "target.pipeline.file"),
+        ({"kind": "pipeline"}, "target.pipeline.file"),
+        ({"kind": "pipeline", "file": "f.pipeline.yaml", "job": {}}, "target.pipeline.job"),
+    ):
+        with pytest.raises(SpecError) as e:
+            schedule(target=bad)
+        assert field in {err.field for err in e.value.errors}, e.value.errors
 
 
 def test_a_deadline_reads_as_a_duration():
@@ -153,6 +174,12 @@ def test_concurrency_forbid_skips_allow_fires_replace_cancels():
     assert decide(schedule(concurrency="replace"), since, now, ["j1", "j2"]) == Fire(
         due, replace=("j1", "j2")
     )
+    # A pipeline schedule's active pipeline run counts as a job does.
+    flow = {"kind": "pipeline", "file": "f.pipeline.yaml"}
+    skipped = decide(schedule(target=flow), since, now, ["flow-ab12cd"])
+    assert isinstance(skipped, Skip) and "flow-ab12cd" in skipped.reason
+    replaced = decide(schedule(target=flow, concurrency="replace"), since, now, ["flow-ab12cd"])
+    assert replaced == Fire(due, replace=("flow-ab12cd",))
     # Nothing active: every policy fires.
     for policy in ("forbid", "allow", "replace"):
         assert decide(schedule(concurrency=policy), since, now, []) == Fire(due)

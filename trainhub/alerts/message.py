@@ -123,9 +123,12 @@ def team_alert(kind: str, team: str, sentence: str) -> Alert:
     )
 
 
-def schedule_alert(schedule_id: str, user: str, team: str | None, when: str, why: str) -> Alert:
-    """The alert of a schedule's run that was refused (no job was made)."""
-    head = f"trainhub schedule {schedule_id}: the run of {when} was refused"
+def schedule_alert(
+    schedule_id: str, user: str, team: str | None, when: str, why: str, what: str = "was refused"
+) -> Alert:
+    """The alert of a schedule's run that was refused (no job was made), or that ``what``
+    says happened to it (its pipeline run failed)."""
+    head = f"trainhub schedule {schedule_id}: the run of {when} {what}"
     fields = [("schedule", schedule_id), ("user", user)] + ([("team", team)] if team else [])
     return Alert(
         kind="failure", subject=scrub(head), text=scrub(f"{head}: {why}"), fields=tuple(fields)

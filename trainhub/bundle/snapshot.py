@@ -73,11 +73,14 @@ def freeze(
     folder: str,
     *,
     max_workspace_bytes: int,
+    lineage: dict[str, Any] | None = None,
 ) -> Frozen:
     """Freeze what the bundles of ``specs`` (a sweep's one, a pipeline's steps) take from
     ``workspace_root`` into ``base/folder``, a new folder (``base`` is made when missing; its
     parent is trusted); the lineage is read beside the first one's entry. Each entry's files
-    are held to the size cap, as its compile will be. Nothing is left behind when it fails."""
+    are held to the size cap, as its compile will be. ``lineage``: the one to keep instead
+    (``workspace_root`` is a thawed copy, whose lineage is the one it was frozen with).
+    Nothing is left behind when it fails."""
     specs = [specs] if isinstance(specs, JobSpec) else list(specs)
     root = Path(workspace_root).resolve()
     files: dict[str, Path] = {}
@@ -90,7 +93,7 @@ def freeze(
         files.update(taken)
         lineage_dir = lineage_dir or entry.parent
     assert lineage_dir is not None, "nothing to freeze"
-    lineage = workspace_lineage(lineage_dir)
+    lineage = workspace_lineage(lineage_dir) if lineage is None else lineage
     base.mkdir(parents=True, exist_ok=True)
     confined.make_dir(base, folder)  # refused when anything is there already
     if ownership.guarded(base):  # a team volume where members own their files: the code is theirs

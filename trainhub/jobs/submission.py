@@ -127,13 +127,14 @@ def validate(
     *,
     user: str | None,
     bundle: bool = True,
+    source: Snapshot | None = None,
 ) -> list[str]:
     """Every check of :func:`submit`, the bundle compiled into a directory thrown away (but
     without ``bundle``: a pipeline's quick check of many steps, whose notebooks' own checks
-    come when each step is submitted)."""
+    come when each step is submitted); ``source``: checked against that frozen workspace."""
     spec = spec if isinstance(spec, JobSpec) else parse_spec(spec)
     user = user or getpass.getuser()
-    workspace = _workspace(service, None)
+    workspace = _workspace(service, source)
     spec, _ = _check_paths(service, spec, workspace)
     image = service.backend.check_image(spec.image).reference
     start = _fork_start(service, spec, user)
@@ -141,7 +142,7 @@ def validate(
     _place(service.backend, record, image, start)
     if not bundle:
         return []
-    return list(trial_manifest(service, spec, workspace).warnings)
+    return list(trial_manifest(service, spec, workspace, frozen=source is not None).warnings)
 
 
 def trial_manifest(

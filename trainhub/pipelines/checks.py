@@ -1,9 +1,9 @@
 """Every check of a pipeline before anything runs, each mistake named by step and field: the
 file's schema (trainhub.pipelines.spec), its wiring (trainhub.pipelines.graph), then each step
-as the job it will be, by the checks a submit makes (:meth:`JobService.validate`: the
-notebook exists in the workspace, the datasets by name, the image policy, the request fits the
-quota or the machine). The notebook's own checks (its parameters cell, ``%pip``) come when
-each step is submitted, as a job's do.
+as the job it will be, by the checks a submit makes (:meth:`JobService.validate`; against a
+frozen workspace when one is given: the notebook exists in the workspace, the datasets by
+name, the image policy, the request fits the quota or the machine). The notebook's own checks
+(its parameters cell, ``%pip``) come when each step is submitted, as a job's do.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from trainhub.errors import Conflict, TrainhubError
+from trainhub.jobs import submission
 from trainhub.jobs.spec import FieldError, JobSpec, SpecError, parse_spec
 from trainhub.pipelines.graph import wiring_errors
 from trainhub.pipelines.spec import MAX_FILE_BYTES, Pipeline, PipelineError, read_pipeline, refused
 from trainhub.pipelines.steps import step_spec
 
 if TYPE_CHECKING:
+    from trainhub.bundle.snapshot import Snapshot
     from trainhub.jobs.service import JobService
 
 # A job spec's fields as a step spells them.
@@ -43,11 +45,16 @@ def read_workspace_file(service: JobService, file: str) -> Pipeline:
 
 
 def check(
-    service: JobService, pipeline: Pipeline, given: Mapping[str, Any], *, user: str
+    service: JobService,
+    pipeline: Pipeline,
+    given: Mapping[str, Any],
+    *,
+    user: str,
+    source: Snapshot | None = None,
 ) -> list[JobSpec]:
-    """Every mistake of ``pipeline`` run with parameters ``given``, in one
-    :class:`PipelineError`; else each step's job spec (its inputs not yet known), in the
-    file's order."""
+    """Every mistake of ``pipeline`` run with parameters ``given`` (its notebooks looked for
+    in ``source`` when given, a frozen workspace), in one :class:`PipelineError`; else each
+    step's job spec (its inputs not yet known), in the file's order."""
     errors = wiring_errors(pipeline, given)
     values = {**pipeline.parameters, **given}
     specs = []
@@ -55,7 +62,7 @@ def check(
         data = step_spec(pipeline, name, run_id=_CHECK_RUN, values=values, inputs={})
         try:
             spec = parse_spec(data)
-            service.validate(spec, user=user, bundle=False)
+            submission.validate(service, spec, user=user, bundle=False, source=source)
             specs.append(spec)
         except SpecError as e:
             errors += [_of_step(name, err) for err in e.errors]

@@ -68,11 +68,15 @@ class Pipelines:
         pipeline: Pipeline | dict[str, Any] | None = None,
         parameters: Mapping[str, Any] | None = None,
         cache: bool = True,
+        source: Snapshot | None = None,
+        tag: str | None = None,
     ) -> DescribeRun:
         """Start a run of the pipeline in workspace ``file`` (or given as ``pipeline``) with
         ``parameters`` over its defaults, as ``user``: the one entry point of the CLI, the
         REST API, the Python API and schedules. Every step is checked first (nothing runs when
-        one is refused), the workspace frozen, the record kept, the first steps started."""
+        one is refused), the workspace frozen, the record kept, the first steps started.
+        ``source``: a workspace frozen earlier (a schedule's), checked and frozen from instead
+        of this service's, its lineage kept; ``tag`` finds the run again (:meth:`tagged`)."""
         if pipeline is None:
             if file is None:
                 raise SpecError([refused("file", "name a pipeline file or send one")])
@@ -82,7 +86,7 @@ class Pipelines:
         if pipeline.name is None:
             raise SpecError([refused("name", "a pipeline sent as data needs its name")])
         given = dict(parameters or {})
-        specs = checks.check(self.service, pipeline, given, user=user)
+        specs = checks.check(self.service, pipeline, given, user=user, source=source)
         run = RunRecord(
             id=f"{pipeline.name[:56].rstrip('-')}-{secrets.token_hex(3)}",
             user=user,
@@ -93,14 +97,17 @@ class Pipelines:
             parameters={**pipeline.parameters, **given},
             cache=cache,
             team=self.service.team,
+            tag=tag,
         )
-        assert self.service.workspace_root is not None  # checks refuse a service without
+        workspace = source.root if source is not None else self.service.workspace_root
+        assert workspace is not None  # checks refuse a service without
         run.source = snapshot.freeze(
             specs,
-            self.service.workspace_root,
+            workspace,
             self.home,
             run.id,
             max_workspace_bytes=self.service.max_workspace_bytes,
+            lineage=source.lineage if source is not None else None,
         )
         try:
             self.records.create(run)
@@ -125,6 +132,10 @@ class Pipelines:
             pipeline = parse_pipeline(pipeline)
         checks.check(self.service, pipeline, dict(parameters or {}), user=user)
         return pipeline
+
+    def tagged(self, tag: str, *, user: str) -> RunRecord | None:
+        """The run ``user`` started with ``tag`` (a schedule's run), if any."""
+        return next((r for r in self.records.list(user) if r.tag == tag), None)
 
     def list(self, *, user: str | None) -> RunList:
         runs = [r for r in self.records.list() if self._readable(r, user)]

@@ -57,6 +57,7 @@ class RunRecord(Record):
     cancel_reason: str | None = None
     shared: Sharing = Sharing.PRIVATE
     source: Frozen | None = None  # the workspace every step compiles from
+    tag: str | None = None  # who started it, to find it again (a schedule's run)
 
 
 RunRecords = Records[RunRecord]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import getpass
 from typing import Any
 
-from trainhub.api import Job, _current_notebook, build_spec, service
+from trainhub.api import Job, PipelineRun, _current_notebook, build_spec, service
+from trainhub.schedules.model import is_pipeline_file
 from trainhub.schedules.views import RunView, ScheduleView
 
 
@@ -24,15 +25,29 @@ def schedule(
     **fields: Any,
 ) -> Schedule:
     """Run a notebook (default: the one this kernel belongs to) on ``cron`` in ``timezone``;
-    each run is a job of the spec ``fields`` describe, as :func:`submit` takes them. The
-    workspace is frozen now: every run compiles from it."""
+    each run is a job of the spec ``fields`` describe, as :func:`submit` takes them. A
+    ``*.pipeline.yaml`` source runs that pipeline instead, with ``parameters`` and ``cache``
+    (default True) as :func:`run_pipeline` takes them, and no job fields. The workspace is
+    frozen now: every run compiles from it."""
     source = source or _current_notebook()
     if source is None:
         raise ValueError("source: name the notebook to schedule")
-    job = build_spec(source, **fields)
+    if is_pipeline_file(source):
+        parameters, cache = fields.pop("parameters", {}), fields.pop("cache", True)
+        if fields:
+            raise ValueError(
+                f"{', '.join(sorted(fields))}: job fields, and {source} is a pipeline: its "
+                "steps take theirs from the pipeline file; a schedule of it takes parameters "
+                "and cache."
+            )
+        target = {"kind": "pipeline", "file": source, "parameters": parameters, "cache": cache}
+        name = source.rsplit("/", 1)[-1].split(".pipeline.")[0]
+    else:
+        job = build_spec(source, **fields)
+        target, name = {"kind": "notebook", "job": job}, job["name"]
     request = {
-        "name": schedule_name or job["name"][:32].rstrip("-"),
-        "target": {"kind": "notebook", "job": job},
+        "name": schedule_name or name[:32].rstrip("-"),
+        "target": target,
         "cron": cron,
         "timezone": timezone,
         "concurrency": concurrency,
@@ -78,8 +93,11 @@ class Schedule:
     def resume(self) -> ScheduleView:
         return self._call("resume")
 
-    def run_now(self) -> Job:
+    def run_now(self) -> Job | PipelineRun:
+        """The job (or, for a pipeline schedule, the pipeline run) of a run now."""
         run = self._call("run_now").runs[0]
+        if run.pipeline_run is not None:
+            return PipelineRun(run.pipeline_run)
         if run.job_id is None:
             raise ValueError(f"schedule {self.id}: the run was refused: {run.reason}")
         return Job(run.job_id)

@@ -140,6 +140,7 @@ def serve(home: Path, make_service: Callable[[], JobService]) -> int:
                 pass
         try:
             service.backend.reconcile()  # the runs' jobs as they are now
+            service.pipelines.advance_all()  # a scheduled pipeline's next steps start
             due = schedules.tick_all()
         except Exception:
             log.exception("trainhub scheduler: a pass failed")

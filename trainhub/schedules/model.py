@@ -1,8 +1,7 @@
 """What a schedule is: the request that creates one, the record kept of it, and its runs.
 
-A schedule's target is a tagged union on ``kind`` so that a second kind of thing to run (a
-pipeline file) joins as one more member; today there is one, a notebook job spec — the spec
-a submit takes.
+A schedule's target is a tagged union on ``kind``: a notebook job spec (the spec a submit
+takes), or a pipeline file of the workspace with its parameters (what a pipeline run takes).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from trainhub.jobs.quantities import parse_duration
 from trainhub.jobs.records import RUNNING, Record
 from trainhub.jobs.spec import JobSpec, explain
 from trainhub.jobs.specparts import NAME_PATTERN, Model
+from trainhub.pipelines.spec import Pipeline
 from trainhub.schedules import cron
 
 
@@ -44,8 +44,24 @@ class NotebookTarget(Model):
     job: JobSpec
 
 
-# One member today; a pipeline file becomes a second, told apart by ``kind``.
-Target = Annotated[NotebookTarget, Field(discriminator="kind")]
+class PipelineTarget(Model):
+    kind: Literal["pipeline"] = "pipeline"
+    file: str = Field(
+        min_length=1,
+        pattern=r"\.pipeline\.ya?ml$",
+        description="A pipeline file, relative to the workspace",
+    )
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    cache: bool = Field(True, description="False: every step runs, none reuses a result")
+
+
+Target = Annotated[NotebookTarget | PipelineTarget, Field(discriminator="kind")]
+
+
+def is_pipeline_file(source: str) -> bool:
+    """Whether a schedule of ``source`` runs a pipeline (else a notebook or script job)."""
+    return source.endswith((".pipeline.yaml", ".pipeline.yml"))
+
 
 # A time that fires later than this after it is due counts as missed (the scheduler was not
 # running then), unless the schedule's starting deadline is longer.
@@ -99,13 +115,13 @@ def parse_schedule(data: dict[str, Any]) -> CreateSchedule:
         error = explain(e)
     for err in error.errors:  # explain() words a job source's kinds
         if err.field == "target" and err.message.startswith("kind must"):
-            err.field, err.message = "target.kind", "kind must be 'notebook'"
+            err.field, err.message = "target.kind", "kind must be 'notebook' or 'pipeline'"
     raise error
 
 
 class RunState(StrEnum):
     CLAIMED = "claimed"  # being submitted
-    SUBMITTED = "submitted"  # a job; its outcome is the job's
+    SUBMITTED = "submitted"  # a job or a pipeline run; its outcome is theirs
     SKIPPED = "skipped"  # not run: ``reason`` says why
     REFUSED = "refused"  # the submit was refused: ``reason`` says why
 
@@ -117,9 +133,10 @@ class Run(Model):
     state: RunState
     reason: str | None = None
     job_id: str | None = None
+    pipeline_run: str | None = None  # a pipeline target's run
     claimed_at: float | None = None
     claimed_by: str | None = None  # the claiming process (trainhub.jobs.claims)
-    outcome: str | None = None  # the job's final state, once it ended
+    outcome: str | None = None  # the job's (or pipeline run's) final state, once it ended
     announced: bool = False  # its failure went to the alerts
 
 
@@ -136,6 +153,7 @@ class ScheduleRecord(Record):
     last_at: float | None = None
     runs: list[Run] = Field(default_factory=list)
     source: Frozen | None = None  # the workspace frozen at creation
+    pipeline: Pipeline | None = None  # a pipeline target's file, as read at creation
 
     @property
     def since(self) -> float:
@@ -144,7 +162,8 @@ class ScheduleRecord(Record):
 
 
 def run_tag(schedule_id: str, run: Run) -> str:
-    """The tag that finds a run's job again (a claim whose submitter died): the schedule and
-    the run's time, or for a run now the second it was asked (at most 60 characters)."""
+    """The tag that finds a run's job or pipeline run again (a claim whose submitter died):
+    the schedule and the run's time, or for a run now the second it was asked (at most 60
+    characters)."""
     when = f"{run.at:.0f}" if run.at is not None else f"n{run.claimed_at or 0:.0f}"
     return f"schedule:{schedule_id}@{when}"

@@ -31,9 +31,12 @@ from trainhub.jobs import claims
 from trainhub.jobs.records import Records, as_owner, records_for, records_home
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
+from trainhub.pipelines import checks
+from trainhub.pipelines.spec import refused
 from trainhub.schedules import firing
 from trainhub.schedules.model import (
     CreateSchedule,
+    NotebookTarget,
     Run,
     RunState,
     ScheduleRecord,
@@ -85,20 +88,29 @@ class Schedules:
         """Check the target as a submit would (making no job), freeze the workspace it runs
         from, keep the record."""
         request = request if isinstance(request, CreateSchedule) else parse_schedule(request)
-        job = request.target.job
+        target = request.target
         record = ScheduleRecord(
             id=f"{request.name}-{secrets.token_hex(3)}",
             user=user,
-            team=job.team,
+            team=target.job.team if isinstance(target, NotebookTarget) else self.service.team,
             created_at=self.clock(),
             request=request,
         )
-        self.service.validate(
-            self._spec(record, Run(at=record.created_at, state=RunState.CLAIMED)), user=user
-        )
-        assert self.service.workspace_root is not None  # validate refuses a service without
+        if isinstance(target, NotebookTarget):
+            spec = self._spec(record, Run(at=record.created_at, state=RunState.CLAIMED))
+            self.service.validate(spec, user=user)
+            specs = [target.job]
+        else:  # checked as a run checks its steps; errors under target.pipeline.
+            try:
+                record.pipeline = checks.read_workspace_file(self.service, target.file)
+                specs = checks.check(self.service, record.pipeline, target.parameters, user=user)
+            except SpecError as e:
+                raise SpecError(
+                    [refused(f"target.pipeline.{x.field}", x.message) for x in e.errors]
+                ) from e
+        assert self.service.workspace_root is not None  # the checks refuse a service without
         record.source = snapshot.freeze(
-            job,
+            specs,
             self.service.workspace_root,
             self.home,
             record.id,
@@ -196,11 +208,13 @@ class Schedules:
                 record = current
             # The claims are saved: submit each once, after the lock.
             if isinstance(decision, firing.Fire):
-                for job_id in decision.replace:
+                why = f"replaced by the run of schedule {record.id} due now"
+                for active_id in decision.replace:
                     with contextlib.suppress(Conflict, NotFound):  # it ended meanwhile
-                        self.service.backend.cancel(
-                            job_id, f"replaced by the run of schedule {record.id} due now"
-                        )
+                        if record.pipeline is not None:
+                            self.service.pipelines.cancel(active_id, user=None, reason=why)
+                        else:
+                            self.service.backend.cancel(active_id, why)
             for run in claimed:
                 self._submit(record, run)
             if isinstance(decision, firing.Wait):
@@ -250,7 +264,11 @@ class Schedules:
             find = functools.partial(self._find, record, run)
             settled = claims.settle(run.claimed_at, run.claimed_by, now, find)
             if settled.job_id is not None:
-                run.state, run.job_id = RunState.SUBMITTED, settled.job_id
+                run.state = RunState.SUBMITTED
+                if record.pipeline is not None:
+                    run.pipeline_run = settled.job_id
+                else:
+                    run.job_id = settled.job_id
             elif settled.stale:
                 run.claimed_at, run.claimed_by = now, claims.claimer()
                 again.append(run)
@@ -259,35 +277,53 @@ class Schedules:
         return again, pending
 
     def _find(self, record: ScheduleRecord, run: Run) -> str | None:
+        """The job, or pipeline run, that carries the run's tag."""
+        if record.pipeline is not None:
+            tagged = self.service.pipelines.tagged(run_tag(record.id, run), user=record.user)
+            return tagged.id if tagged is not None else None
         found = self.service.backend.list_jobs(
             user=record.user, states=None, limit=1, before_seq=None, search=run_tag(record.id, run)
         )
         return found[0].id if found else None
 
     def _job_states(self, record: ScheduleRecord) -> dict[str, str]:
-        """The state now of each run's job whose outcome is not noted yet ("gone": deleted)."""
+        """The state now of each run's job or pipeline run whose outcome is not noted yet
+        ("gone": deleted), by its id."""
         states = {}
         for run in record.runs:
             if run.job_id is not None and run.outcome is None:
                 job = self.service.backend.get(run.job_id)
                 states[run.job_id] = job.state.value if job is not None else "gone"
+            elif run.pipeline_run is not None and run.outcome is None:
+                found = self.service.pipelines.records.get(run.pipeline_run)
+                states[run.pipeline_run] = found.state.value if found is not None else "gone"
         return states
 
     def _active(self, record: ScheduleRecord) -> builtins.list[str]:
-        """The schedule's runs whose job has not ended (their outcomes noted as they end)."""
+        """The schedule's runs whose job or pipeline run has not ended (their outcomes noted
+        as they end; a failed pipeline run announced, as a failed job announces itself)."""
         states = self._job_states(record)
         active = [j for j, state in states.items() if state not in _ENDED]
         ended = {j: state for j, state in states.items() if state in _ENDED}
+        failed = []
         if ended:
             with self.records.change(record.id) as current:
                 for run in current.runs if current else []:
-                    if run.job_id in ended:
-                        run.outcome = ended[run.job_id]
+                    done = ended.get(run.job_id or run.pipeline_run or "")
+                    if done is not None:
+                        run.outcome = done
+                    if done == "failed" and run.pipeline_run and not run.announced:
+                        run.announced = current.request.notify_failure
+                        why = f"its pipeline run {run.pipeline_run} failed"
+                        failed += [run.model_copy(update={"reason": why})] * run.announced
+        for run in failed:
+            self.on_refused(record, run)
         return active
 
     def _spec(self, record: ScheduleRecord, run: Run) -> dict[str, Any]:
         """The job a run submits: the target's spec, tagged with the run, asking for an alert
         on failure when the schedule does."""
+        assert isinstance(record.request.target, NotebookTarget)
         data = record.request.target.job.model_dump(mode="json")
         data["name"] = record.request.name
         data["tags"] = [*data.get("tags", []), run_tag(record.id, run)]
@@ -296,18 +332,32 @@ class Schedules:
         return data
 
     def _submit(self, record: ScheduleRecord, run: Run) -> None:
-        """Submit a claimed run from the frozen workspace and note its job, or why not."""
+        """Start a claimed run from the frozen workspace and note its job or pipeline run,
+        or why not."""
         fields: dict[str, Any]
+        target = record.request.target
         try:
             with snapshot.thawed(self.home, record.id, record.source) as source:  # type: ignore[arg-type]
-                job = self.service.submit(self._spec(record, run), user=record.user, source=source)
+                if isinstance(target, NotebookTarget):
+                    spec = self._spec(record, run)
+                    job = self.service.submit(spec, user=record.user, source=source)
+                    fields = {"state": RunState.SUBMITTED, "job_id": job.id}
+                else:
+                    started = self.service.pipelines.start(
+                        user=record.user,
+                        file=target.file,
+                        pipeline=record.pipeline,
+                        parameters=target.parameters,
+                        cache=target.cache,
+                        source=source,
+                        tag=run_tag(record.id, run),
+                    )
+                    fields = {"state": RunState.SUBMITTED, "pipeline_run": started.id}
         except (SpecError, TrainhubError, ValueError, OSError) as e:
             log.warning("trainhub: schedule %s: a run was refused: %s", record.id, e)
             fields = {"state": RunState.REFUSED, "reason": str(e)}
             if record.request.notify_failure:
                 self.on_refused(record, run.model_copy(update=fields))
-        else:
-            fields = {"state": RunState.SUBMITTED, "job_id": job.id}
         with self.records.change(record.id) as current:
             for r in current.runs if current else []:
                 if r.at == run.at and r.claimed_at == run.claimed_at:

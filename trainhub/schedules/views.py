@@ -20,6 +20,7 @@ class RunView(BaseModel):
     job_state: str | None  # the job's state now ("gone" once deleted)
     outcome: str | None  # the job's final state, once it ended
     job_id: str | None
+    pipeline_run: str | None  # a pipeline target's run
     reason: str | None
 
 
@@ -52,7 +53,8 @@ def _local(t: float | None, tz: str) -> str | None:
 
 
 def run_view(run: Run, tz: str, job_states: Mapping[str, str]) -> RunView:
-    now = job_states.get(run.job_id) if run.job_id else None
+    started = run.job_id or run.pipeline_run
+    now = job_states.get(started) if started else None
     ended = now if now is not None and (now == "gone" or JobState(now).terminal) else None
     return RunView(
         at=run.at,
@@ -62,6 +64,7 @@ def run_view(run: Run, tz: str, job_states: Mapping[str, str]) -> RunView:
         job_state=run.outcome or now,
         outcome=run.outcome or ended,
         job_id=run.job_id,
+        pipeline_run=run.pipeline_run,
         reason=run.reason,
     )
 
