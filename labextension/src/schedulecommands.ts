@@ -51,6 +51,7 @@ export function registerSchedules(app: JupyterFrontEnd, ctx: IScheduleContext): 
       }
     }),
     openJob: id => void app.commands.execute(CommandIDs.openJob, { id }),
+    openPipelineRun: runId => void app.commands.execute(CommandIDs.openPipelineRun, { runId }),
     create: () => void app.commands.execute(CommandIDs.scheduleNotebook)
   };
   const panel = new SchedulesPanel(api, actions);

@@ -21,8 +21,15 @@ export interface IScheduleRun {
   /** The job's final state, once it ended. */
   outcome: string | null;
   job_id: string | null;
+  /** A pipeline target's run (its graph opens instead of a job view). */
+  pipeline_run?: string | null;
   reason: string | null;
 }
+
+/** What a schedule runs: a notebook's job, or a pipeline file's run. */
+export type ScheduleTarget =
+  | { kind: 'notebook'; job: IJobSpec }
+  | { kind: 'pipeline'; file: string; parameters?: Record<string, unknown>; cache?: boolean };
 
 /** A schedule (ScheduleView); its runs newest first. */
 export interface ISchedule {
@@ -31,7 +38,7 @@ export interface ISchedule {
   user: string;
   team: string | null;
   created_at: number;
-  target: { kind: 'notebook'; job: IJobSpec };
+  target: ScheduleTarget;
   cron: string;
   cron_text: string;
   timezone: string;
@@ -192,8 +199,11 @@ export function lastRunText(s: Pick<ISchedule, 'runs'>): string {
   return last ? `last: ${runOutcome(last)}` : 'no runs yet';
 }
 
-/** The target notebook's path. */
+/** The target's path: the notebook's, or the pipeline file's. */
 export function targetPath(s: Pick<ISchedule, 'target'>): string {
+  if (s.target.kind === 'pipeline') {
+    return s.target.file;
+  }
   const source = s.target.job.source as { path?: string } | undefined;
   return source?.path ?? '';
 }

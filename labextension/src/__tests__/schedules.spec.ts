@@ -144,6 +144,9 @@ describe('what the panel says', () => {
       'last: succeeded'
     );
     expect(targetPath(s)).toBe('examples/train.ipynb');
+    expect(targetPath({ target: { kind: 'pipeline', file: 'flows/nightly.pipeline.yaml' } })).toBe(
+      'flows/nightly.pipeline.yaml'
+    );
   });
 
   it("says a run's outcome: the job's, or why it made none", () => {

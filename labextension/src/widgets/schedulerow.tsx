@@ -21,12 +21,18 @@ export interface IScheduleActions {
   /** Asks first. */
   remove: (s: ISchedule) => Promise<void>;
   openJob: (jobId: string) => void;
+  /** A pipeline target's run, as its graph. */
+  openPipelineRun: (runId: string) => void;
   /** The Schedule notebook dialog, for the open notebook. */
   create: () => void;
 }
 
-function RunRow(props: { run: IScheduleRun; openJob: (id: string) => void }): JSX.Element {
-  const { run, openJob } = props;
+function RunRow(props: {
+  run: IScheduleRun;
+  openJob: (id: string) => void;
+  openPipelineRun: (id: string) => void;
+}): JSX.Element {
+  const { run, openJob, openPipelineRun } = props;
   return (
     <li
       className="jp-trainhub-schedule-run"
@@ -42,6 +48,14 @@ function RunRow(props: { run: IScheduleRun; openJob: (id: string) => void }): JS
           onClick={() => openJob(run.job_id as string)}
         >
           {run.job_id}
+        </button>
+      ) : run.pipeline_run ? (
+        <button
+          className="jp-mod-styled jp-trainhub-link"
+          title={`Open pipeline run ${run.pipeline_run}`}
+          onClick={() => openPipelineRun(run.pipeline_run as string)}
+        >
+          {run.pipeline_run}
         </button>
       ) : null}
     </li>
@@ -121,6 +135,7 @@ export function ScheduleRow(props: {
                 key={`${run.at ?? run.claimed_at}:${i}`}
                 run={run}
                 openJob={actions.openJob}
+                openPipelineRun={actions.openPipelineRun}
               />
             ))}
           </ol>
