@@ -110,7 +110,11 @@ def test_helm_values_load_the_config_and_teams_file_they_mount() -> None:
     values = yaml.safe_load((ROOT / "hub_config" / "values.yaml").read_text())
     hub = values["hub"]
     config_path = hub["extraFiles"]["config"]["mountPath"]
-    assert f'load_subconfig("{config_path}")' in hub["extraConfig"]["trainhub"]
+    # Run on the chart's own config object: load_subconfig gives it a fresh one, and the chart's
+    # services (the idle culler among them) were lost.
+    extra = hub["extraConfig"]["trainhub"]
+    assert "runpy.run_path(" in extra and f'"{config_path}"' in extra
+    assert '"get_config": lambda: c' in extra and "load_subconfig" not in extra
     assert hub["extraEnv"]["TRAINHUB_TEAMS_FILE"] == hub["extraFiles"]["teams"]["mountPath"]
     catalog = {i.image for i in load_catalog(ROOT / "images" / "catalog.yaml")}
     single = values["singleuser"]["image"]
