@@ -3,12 +3,11 @@
  * (notebook toolbar, cell context menu, palette, the panel's "+"), and the panel's actions.
  */
 import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
-import { ICommandPalette, Notification, ToolbarButton } from '@jupyterlab/apputils';
-import { DocumentRegistry } from '@jupyterlab/docregistry';
-import { INotebookModel, INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { TrainHubAPI } from './api';
+import { CommandButtonExtension } from './notebookbutton';
 import { CommandIDs, PALETTE_CATEGORY, scheduleIcon } from './commandids';
 import { confirmJobAction } from './confirmjobaction';
 import { IConfig } from './models';
@@ -114,29 +113,17 @@ export function registerSchedules(app: JupyterFrontEnd, ctx: IScheduleContext): 
     selector: '.jp-Notebook .jp-Cell',
     rank: 101
   });
-  app.docRegistry.addWidgetExtension('Notebook', new ScheduleButtonExtension(app));
-  return panel;
-}
-
-/** Adds "Schedule…" beside "Submit as job" in every notebook's toolbar. */
-class ScheduleButtonExtension implements DocumentRegistry.IWidgetExtension<
-  NotebookPanel,
-  INotebookModel
-> {
-  constructor(private readonly app: JupyterFrontEnd) {}
-
-  createNew(panel: NotebookPanel): IDisposable {
-    const button = new ToolbarButton({
+  app.docRegistry.addWidgetExtension(
+    'Notebook',
+    new CommandButtonExtension(app, {
+      name: 'trainhubSchedule',
+      rank: 11,
+      command: CommandIDs.scheduleNotebook,
       className: 'jp-trainhub-schedule-button',
       icon: scheduleIcon,
       label: 'Schedule…',
-      tooltip: 'Run this notebook as a training job on a schedule',
-      onClick: () => {
-        this.app.shell.activateById(panel.id);
-        void this.app.commands.execute(CommandIDs.scheduleNotebook);
-      }
-    });
-    panel.toolbar.insertItem(11, 'trainhubSchedule', button);
-    return new DisposableDelegate(() => button.dispose());
-  }
+      tooltip: 'Run this notebook as a training job on a schedule'
+    })
+  );
+  return panel;
 }

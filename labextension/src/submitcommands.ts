@@ -3,12 +3,11 @@
  * the notebook toolbar's button and the cell context menu's entry.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { ICommandPalette, Notification, ToolbarButton } from '@jupyterlab/apputils';
-import { DocumentRegistry } from '@jupyterlab/docregistry';
-import { INotebookModel, INotebookTracker, Notebook, NotebookPanel } from '@jupyterlab/notebook';
-import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
+import { INotebookTracker, Notebook } from '@jupyterlab/notebook';
 
 import { TrainHubAPI } from './api';
+import { CommandButtonExtension } from './notebookbutton';
 import { JobsModel } from './jobsmodel';
 import { IConfig } from './models';
 import { IParameter, PARAMETERS_TAG, parseParameterCell } from './parameters';
@@ -120,28 +119,16 @@ export function registerSubmitCommands(app: JupyterFrontEnd, ctx: ISubmitContext
     selector: '.jp-Notebook .jp-Cell',
     rank: 100
   });
-  app.docRegistry.addWidgetExtension('Notebook', new SubmitButtonExtension(app));
-}
-
-/** Adds the "Submit as job" button to every notebook's toolbar. */
-class SubmitButtonExtension implements DocumentRegistry.IWidgetExtension<
-  NotebookPanel,
-  INotebookModel
-> {
-  constructor(private readonly app: JupyterFrontEnd) {}
-
-  createNew(panel: NotebookPanel): IDisposable {
-    const button = new ToolbarButton({
+  app.docRegistry.addWidgetExtension(
+    'Notebook',
+    new CommandButtonExtension(app, {
+      name: 'trainhubSubmit',
+      rank: 10,
+      command: CommandIDs.submit,
       className: 'jp-trainhub-submit-button',
       icon: trainhubIcon,
       label: 'Submit as job',
-      tooltip: 'Submit this notebook as a training job',
-      onClick: () => {
-        this.app.shell.activateById(panel.id);
-        void this.app.commands.execute(CommandIDs.submit);
-      }
-    });
-    panel.toolbar.insertItem(10, 'trainhubSubmit', button);
-    return new DisposableDelegate(() => button.dispose());
-  }
+      tooltip: 'Submit this notebook as a training job'
+    })
+  );
 }
