@@ -18,6 +18,7 @@ from trainhub import settings
 from trainhub.backends import factory
 from trainhub.backends.base import Backend
 from trainhub.backends.capabilities import WatchFedReads
+from trainhub.comments.board import Comments
 from trainhub.jobs.models import JobSummary
 from trainhub.jobs.service import JobService
 from trainhub.schedules import local as local_scheduler
@@ -79,6 +80,7 @@ class TrainhubExtension(ExtensionApp):
     calls: ServiceCalls
     jobs_watcher: JobsWatcher
     notices: Notices
+    comments: Comments
     _reconciler: PeriodicCallback | None = None
     _reconciling = False
 
@@ -110,6 +112,7 @@ class TrainhubExtension(ExtensionApp):
         self.calls = ServiceCalls(self.service, time_limit=self.call_time_limit)
         self.jobs_watcher = JobsWatcher(self._job_snapshot)
         self.notices = Notices()
+        self.comments = Comments(self.service, home=home)
         self.log.info("trainhub: %s backend, jobs in %s", backend.name, jobs_root)
 
     def initialize_handlers(self) -> None:

@@ -12,6 +12,7 @@ from tornado.websocket import WebSocketHandler
 from trainhub_server import websockets as ws
 from trainhub_server.handlers import (
     checkpoints,
+    comments,
     experiments,
     job_files,
     jobs,
@@ -33,6 +34,7 @@ PARAMETERS = {
     "sweep_id": r"[^/]+",
     "schedule_id": r"[^/]+",
     "run_id": r"[^/]+",
+    "comment_id": r"[^/]+",
 }
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 
@@ -85,6 +87,8 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("pipelines/runs/{run_id}", pipelines.PipelineRunHandler),
     ("pipelines/runs/{run_id}/retry", pipelines.PipelineRetryHandler),
     ("pipelines/runs/{run_id}/cancel", pipelines.PipelineCancelHandler),
+    ("comments", comments.CommentsHandler),
+    ("comments/{comment_id}", comments.CommentHandler),
 ]
 
 

@@ -28,6 +28,7 @@ SAMPLE = {
     "sweep_id": "some-sweep",
     "schedule_id": "some-schedule",
     "run_id": "some-run",
+    "comment_id": "c-0123456789abcdef",
 }
 
 

@@ -8,6 +8,7 @@ import signal
 import sys
 
 from trainhub.cli import admin, artifacts, control, jobs, logs, submit
+from trainhub.comments.cli import add_parsers as add_comment_parsers
 from trainhub.controller.serve import add_parser as add_controller_parser
 from trainhub.errors import TrainhubError
 from trainhub.experiments.cli import add_parsers as add_sweep_parsers
@@ -24,6 +25,7 @@ def parser() -> argparse.ArgumentParser:
     add_sweep_parsers(sub)
     add_schedule_parsers(sub)
     add_pipeline_parsers(sub)
+    add_comment_parsers(sub)
     add_controller_parser(sub)
     return p
 

@@ -146,9 +146,10 @@ class StoreRecords(Records[R]):
 class FileRecords(Records[R]):
     """Records as ``<root>/<id>.json``, changed under an exclusive lock on ``<root>/.lock``."""
 
-    def __init__(self, root: Path, model: type[R]):
+    def __init__(self, root: Path, model: type[R], team_reads: Callable[[R], bool] | None = None):
         self.root = Path(root)
         self.model = model
+        self.team_reads = team_reads  # which records the team reads (comments of a shared job)
 
     def _read(self, name: str) -> R | None:
         try:
@@ -160,11 +161,12 @@ class FileRecords(Records[R]):
     def path(self, record_id: str) -> Path | None:
         return self.root / f"{record_id}.json"
 
-    @property
-    def _mode(self) -> int:
+    def _mode(self, record: R) -> int:
         """A record is its owner's where members own their files (the controller acts on it
-        as its owner); else as any file of the jobs root."""
-        return 0o600 if ownership.guarded(self.root) else 0o644
+        as its owner), unless the team reads it; else as any file of the jobs root."""
+        if not ownership.guarded(self.root) or (self.team_reads and self.team_reads(record)):
+            return 0o644
+        return 0o600
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -179,7 +181,9 @@ class FileRecords(Records[R]):
 
     def create(self, record: R) -> None:
         with self._locked():
-            confined.replace(self.root, f"{record.id}.json", _doc(record).encode(), mode=self._mode)
+            confined.replace(
+                self.root, f"{record.id}.json", _doc(record).encode(), mode=self._mode(record)
+            )
 
     def get(self, record_id: str) -> R | None:
         if "/" in record_id or record_id.startswith("."):
@@ -229,7 +233,7 @@ class FileRecords(Records[R]):
             yield record
             if record is not None:
                 confined.replace(
-                    self.root, f"{record_id}.json", _doc(record).encode(), mode=self._mode
+                    self.root, f"{record_id}.json", _doc(record).encode(), mode=self._mode(record)
                 )
 
     def delete(self, record_id: str) -> None:
@@ -253,12 +257,14 @@ def records_home(backend: Any, kind: str) -> Path:
     return Path(backend.jobs_root) / f".{kind}"
 
 
-def records_for(backend: Any, kind: str, model: type[R]) -> Records[R]:
+def records_for(
+    backend: Any, kind: str, model: type[R], team_reads: Callable[[R], bool] | None = None
+) -> Records[R]:
     """Where ``backend`` keeps records of ``kind``: a table of its SQLite store when it has
-    one, else files in its jobs root."""
+    one, else files in its jobs root (those ``team_reads`` says readable by the team)."""
     if isinstance(backend, KeepsStore):
         return StoreRecords(backend.store, kind, model)
-    return FileRecords(records_home(backend, kind), model)
+    return FileRecords(records_home(backend, kind), model, team_reads)
 
 
 # --- claims ----------------------------------------------------------------------------------

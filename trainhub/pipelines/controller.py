@@ -329,6 +329,10 @@ class Pipelines:
             and run.team == team
         )
 
+    def readable(self, run_id: str, *, user: str | None) -> RunRecord:
+        """The run's record, where ``user`` may read it (as :meth:`describe` reads it)."""
+        return self._record(run_id, user)
+
     def _record(self, run_id: str, user: str | None) -> RunRecord:
         run = self.records.get(run_id)
         if run is None or not self._readable(run, user):
