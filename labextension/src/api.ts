@@ -19,6 +19,7 @@ import {
 import { IComparison } from './compare';
 import { ICreateSchedule, ISchedule } from './schedules';
 import { INoticeList } from './notices';
+import { CommentKind, IComment, ICommentList } from './comments';
 import { IJobUsage, IUsagePanel } from './usage';
 import { apiUrl, requestAPI } from './request';
 
@@ -217,5 +218,23 @@ export class TrainHubAPI {
 
   deleteSchedule(scheduleId: string): Promise<void> {
     return this.call(['schedules', scheduleId], { method: 'DELETE' });
+  }
+
+  /** The comments on an object the user may read, oldest first. */
+  listComments(kind: CommentKind, target: string): Promise<ICommentList> {
+    return this.call(['comments'], { query: { kind, target } });
+  }
+
+  addComment(kind: CommentKind, target: string, body: string): Promise<IComment> {
+    return this.call(['comments'], { method: 'POST', body: { kind, target, body } });
+  }
+
+  /** Edit one's own comment (another's is refused). */
+  editComment(commentId: string, body: string): Promise<IComment> {
+    return this.call(['comments', commentId], { method: 'PATCH', body: { body } });
+  }
+
+  deleteComment(commentId: string): Promise<void> {
+    return this.call(['comments', commentId], { method: 'DELETE' });
   }
 }

@@ -34,6 +34,7 @@ import { showEditDialog } from './widgets/editdialog';
 import { cancelWithConfirmation } from './cancel';
 import { openRerunDialog } from './rerun';
 import { executedNotebookPlugin } from './widgets/notebooktab';
+import { commentsPlugin } from './widgets/commentstab';
 import { NoticeWatch, toastOf } from './notices';
 import { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
 import { registerSubmitCommands } from './submitcommands';
@@ -286,4 +287,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, executedNotebookPlugin, pipelinePlugin];
+export default [plugin, executedNotebookPlugin, pipelinePlugin, commentsPlugin];
