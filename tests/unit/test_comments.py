@@ -23,7 +23,7 @@ from trainhub.comments.board import Comments, team_members
 from trainhub.comments.mentions import mentioned, named
 from trainhub.comments.model import Comment
 from trainhub.comments.notify import announce_mention, mention_notices, team_root
-from trainhub.errors import NotFound, ReadOnly
+from trainhub.errors import NotFound, ReadOnly, TrainhubError
 from trainhub.jobs.records import FileRecords
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import SpecError
@@ -228,3 +228,31 @@ def test_a_mention_goes_to_the_channels_the_person_configured(tmp_path: Path, mo
         announce_mention(tmp_path, comment(mentions={"una": 5.0}), "job", "una", start_sender=False)
         is None
     )
+
+
+# --- the command line ---------------------------------------------------------------------------
+def test_the_cli_lists_adds_edits_and_deletes(board: Comments, monkeypatch, capsys) -> None:
+    import getpass
+
+    from trainhub.cli import parser
+    from trainhub.comments import cli
+
+    monkeypatch.setattr(cli, "_comments", lambda: board)  # the CLI's board, on this store
+    me = getpass.getuser()
+    job = insert_job(board.service, user=me, state=JobState.SUCCEEDED)
+
+    def run(*argv: str) -> str:
+        args = parser().parse_args(["comments", *argv])
+        assert args.func(args) == 0
+        return capsys.readouterr().out
+
+    assert run(job.id) == "No comments.\n"
+    made = run("add", job.id, "loss *spiked*\nat step 40").strip()
+    run("edit", made, "loss *spiked* at step 40")
+    listed = run(job.id)
+    assert listed.startswith(f"{made}  {me}  ") and "ago (edited)" in listed
+    assert listed.endswith("\n    loss *spiked* at step 40\n")
+    assert json.loads(run(job.id, "--json"))["comments"][0]["edited_at"] is not None
+    assert run("delete", made) == f"{made}: deleted\n"
+    with pytest.raises(TrainhubError, match="usage: trainhub comments"):
+        run("add", job.id)
