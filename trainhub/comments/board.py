@@ -14,12 +14,13 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from trainhub import settings
 from trainhub.comments.kinds import KINDS, Target, kind_of
 from trainhub.comments.mentions import mentioned
 from trainhub.comments.model import (
@@ -103,7 +104,7 @@ class Comments:
         self, comment_id: str, text: CommentText | dict[str, Any], *, user: str
     ) -> CommentView:
         text = _parsed(CommentText, text)
-        old = self._own(comment_id, user, "edit")
+        old, found = self._own(comment_id, user, "edit")
         now = time.time()
         names = self._mentioned(text.body, user)
         with self.records.change(old.id) as comment:
@@ -111,6 +112,7 @@ class Comments:
                 raise NotFound(f"No comment {comment_id}.")
             comment.body, comment.edited_at = text.body, now
             comment.mentions = {n: comment.mentions.get(n, now) for n in names}
+            comment.shared = found.shared  # its file as readable as the object is now
         self._notify(comment, set(names) - set(old.mentions))
         return view(comment, user)
 
@@ -126,30 +128,31 @@ class Comments:
         found = [c for c in self._all() if c.kind == target.kind and c.target == target.id]
         return sorted(found, key=lambda c: c.created_at)
 
-    def _may_read(self, kind: str, target: str, user: str | None) -> bool:
+    def _target(self, kind: str, target: str, user: str | None) -> Target | None:
+        """The object as ``user`` may read it, or None."""
         try:
-            KINDS[kind].readable(self.service, target, user)
+            return KINDS[kind].readable(self.service, target, user)
         except TrainhubError:
-            return False
-        return True
+            return None
 
-    def _get(self, comment_id: str, user: str | None) -> Comment:
-        """A comment on an object ``user`` may read; anything else is not found."""
+    def _may_read(self, kind: str, target: str, user: str | None) -> bool:
+        return self._target(kind, target, user) is not None
+
+    def _own(self, comment_id: str, user: str | None, verb: str) -> tuple[Comment, Target]:
+        """A comment of ``user``'s and its object; another's on an object they may read is
+        refused as read-only, anything else is not found."""
         try:
             comment = self.records.get(comment_id)
         except (PermissionError, ValueError):  # another member's private file, a broken one
             comment = None
-        if comment is None or comment.kind not in KINDS:
+        found = None
+        if comment is not None and comment.kind in KINDS:
+            found = self._target(comment.kind, comment.target, user)
+        if comment is None or found is None:
             raise NotFound(f"No comment {comment_id}.")
-        if not self._may_read(comment.kind, comment.target, user):
-            raise NotFound(f"No comment {comment_id}.")
-        return comment
-
-    def _own(self, comment_id: str, user: str | None, verb: str) -> Comment:
-        comment = self._get(comment_id, user)
         if user is not None and comment.user != user:
             raise ReadOnly(f"Comment {comment_id} is {comment.user}'s: only they can {verb} it.")
-        return comment
+        return comment, found
 
     def _mentioned(self, body: str, user: str | None) -> list[str]:
         return mentioned(body, self.members(user))
@@ -157,13 +160,10 @@ class Comments:
     def _notify(self, comment: Comment, names: set[str]) -> None:
         """An alert to each newly mentioned teammate who may read the object (a notice in
         their JupyterLab comes from :meth:`mentions`)."""
-        from trainhub import settings
-
-        label = KINDS[comment.kind].label
-        for name in _ordered(names - {comment.user}):
+        label, home = KINDS[comment.kind].label, self.home or settings.home()
+        for name in sorted(names - {comment.user}):
             if not self._may_read(comment.kind, comment.target, name):
                 continue
-            home = self.home or settings.home()
             problem = announce_mention(home, comment, label, name)
             if problem:
                 log.warning("trainhub: comment %s: %s", comment.id, problem)
@@ -171,10 +171,6 @@ class Comments:
 
 def _team_reads(comment: Comment) -> bool:
     return comment.shared
-
-
-def _ordered(names: set[str]) -> Iterator[str]:
-    return iter(sorted(names))
 
 
 def _parsed(model: Any, given: Any) -> Any:

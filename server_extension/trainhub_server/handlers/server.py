@@ -46,8 +46,13 @@ class NoticesHandler(TrainhubAPIHandler):
     @authorized
     async def get(self) -> None:
         after = self.query(NoticesParams).after
-        # What the hub's services posted, and the comments that mention this user.
-        mentions = await self.calls.call(self.app.comments.mentions, self.owner, after)
+        # What the hub's services posted, and the comments that mention this user; comments
+        # that cannot be read now never hold back the notices (the next read tries again).
+        try:
+            mentions = await self.calls.call(self.app.comments.mentions, self.owner, after)
+        except Exception:
+            self.log.exception("trainhub: the mentions of %s could not be read", self.owner)
+            mentions = []
         self.reply(with_mentions(self.app.notices.after(after), mentions))
 
     @web.authenticated
