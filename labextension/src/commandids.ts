@@ -26,5 +26,7 @@ export const CommandIDs = {
   openPipelineRun: 'trainhub:open-pipeline-run',
   /** Registered by the pipelines plugin (args `{ids: [a, b]}`, two runs). */
   comparePipelineRuns: 'trainhub:compare-pipeline-runs',
-  newPipeline: 'trainhub:new-pipeline'
+  newPipeline: 'trainhub:new-pipeline',
+  /** Registered by the comments plugin (args `{kind, target}`): a sweep's or a run's. */
+  openComments: 'trainhub:open-comments'
 } as const;

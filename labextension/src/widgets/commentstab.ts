@@ -5,26 +5,58 @@
  * by DOM text nodes (never HTML of the writer's text); one's own comments edited or deleted
  * in place; a box to add one. Read again whenever the tab is shown.
  */
-import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Dialog, MainAreaWidget, showDialog } from '@jupyterlab/apputils';
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { TrainHubAPI } from '../api';
+import { CommandIDs } from '../commandids';
 import { CommentKind, draftProblem, heading, IComment, markMentions } from '../comments';
 
 let rendermime: IRenderMimeRegistry | null = null;
+let opener: JupyterFrontEnd['commands'] | null = null;
 
 export const commentsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'trainhub:comments',
-  description: 'Renders the Markdown of comments on jobs, sweeps and pipeline runs.',
+  description: 'Renders comments on jobs, sweeps and pipeline runs; opens those of a sweep or run.',
   autoStart: true,
   requires: [IRenderMimeRegistry],
-  activate: (_: JupyterFrontEnd, registry: IRenderMimeRegistry) => {
+  activate: (app: JupyterFrontEnd, registry: IRenderMimeRegistry) => {
     rendermime = registry;
+    opener = app.commands;
+    const api = new TrainHubAPI(app.serviceManager.serverSettings);
+    const views = new Map<string, MainAreaWidget<CommentsTab>>();
+    app.commands.addCommand(CommandIDs.openComments, {
+      label: 'Open comments',
+      caption: 'The comments on a sweep or a pipeline run (a job view has its own tab)',
+      execute: args => {
+        const kind = String(args.kind ?? '') as CommentKind;
+        const target = String(args.target ?? '');
+        if (!kind || !target) {
+          throw new Error('trainhub:open-comments needs {kind, target}');
+        }
+        const key = `${kind}/${target}`;
+        let view = views.get(key);
+        if (!view || view.isDisposed) {
+          view = new MainAreaWidget({ content: new CommentsTab(api, kind, target) });
+          view.id = `trainhub-comments-${kind}-${target}`;
+          view.title.label = `Comments: ${target}`;
+          view.title.closable = true;
+          views.set(key, view);
+          app.shell.add(view, 'main', { mode: 'split-right' });
+        }
+        app.shell.activateById(view.id);
+      }
+    });
   }
 };
+
+/** Open the comments on a sweep or a pipeline run beside its view (once the plugin is up). */
+export function openComments(kind: CommentKind, target: string): void {
+  void opener?.execute(CommandIDs.openComments, { kind, target });
+}
 
 /** One comment's Markdown as a widget: rendered where JupyterLab's renderer is at hand. */
 async function rendered(comment: IComment): Promise<Widget> {

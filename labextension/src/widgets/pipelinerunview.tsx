@@ -27,6 +27,7 @@ import {
   stepStateLabel
 } from '../pipelineruns';
 import { PipelineCanvas } from './pipelinecanvas';
+import { openComments } from './commentstab';
 
 export const OPEN_PIPELINE_RUN_COMMAND = CommandIDs.openPipelineRun;
 const REFRESH_MS = 2000;
@@ -79,6 +80,13 @@ class RunBody extends ReactWidget {
             </span>
           ) : null}
           {run.cache ? null : <span>no cache</span>}
+          <button
+            type="button"
+            className="jp-mod-styled"
+            onClick={() => openComments('pipeline_run', run.id)}
+          >
+            Comments
+          </button>
           {run.state === 'running' ? (
             <button
               type="button"
