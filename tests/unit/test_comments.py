@@ -9,6 +9,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -113,6 +114,36 @@ def test_a_sweep_and_a_pipeline_run_follow_their_own_rules(board: Comments) -> N
         board.add({"kind": "pipeline_run", "target": "nope", "body": "x"}, user="una")
 
 
+class Receiver(BaseHTTPRequestHandler):
+    bodies: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        Receiver.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def ivos_webhook(tmp_path: Path, monkeypatch) -> Iterator[list[dict[str, Any]]]:
+    """una's session on a team volume where ivo configured a webhook (a real receiver): what
+    it receives."""
+    Receiver.bodies = []
+    server = HTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    volume = tmp_path / "team"
+    theirs = volume / ".trainhub" / "users" / "ivo" / "alerts.yaml"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text(f"webhooks: [http://127.0.0.1:{server.server_port}/hook]\n")
+    mine = volume / ".trainhub" / "users" / "una" / "alerts.yaml"
+    monkeypatch.setenv("TRAINHUB_ALERTS_FILE", str(mine))
+    monkeypatch.setenv("TRAINHUB_ALERTS_OUTBOX", str(tmp_path / "outbox"))
+    yield Receiver.bodies
+    server.shutdown()
+
+
 @pytest.fixture
 def team_kind() -> Any:
     """A kind every member reads (as a model version of the team's registry will be): one
@@ -127,7 +158,7 @@ def team_kind() -> Any:
 
 
 def test_on_an_object_both_read_only_the_author_edits_or_deletes(
-    board: Comments, team_kind: Any
+    board: Comments, team_kind: Any, ivos_webhook: list[dict[str, Any]]
 ) -> None:
     insert_job(board.service, user="ivo", state=JobState.SUCCEEDED)
     made = board.add({"kind": "note", "target": "n1", "body": "@ivo look"}, user="una")
@@ -140,6 +171,14 @@ def test_on_an_object_both_read_only_the_author_edits_or_deletes(
     # ivo reads the note: his notice says who mentioned him where.
     (notice,) = board.mentions("ivo")
     assert notice.message == "una mentioned you on note n1: @ivo look" and notice.source == "una"
+    assert board.mentions("ivo", after=notice.id) == []
+    # ...and the sender, started as the comment was added, told his webhook.
+    deadline = time.monotonic() + 30
+    while not ivos_webhook and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [b["text"] for b in ivos_webhook] == [notice.message]
+    # An edit that keeps the mention is no news for him.
+    board.edit(made.id, {"body": "@ivo look again"}, user="una")
     assert board.mentions("ivo", after=notice.id) == []
 
 
@@ -193,35 +232,17 @@ def test_a_notice_for_each_mention_of_the_reader_not_by_themselves() -> None:
     ] == []
 
 
-class Receiver(BaseHTTPRequestHandler):
-    bodies: ClassVar[list[dict[str, Any]]] = []
-
-    def do_POST(self) -> None:
-        Receiver.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-def test_a_mention_goes_to_the_channels_the_person_configured(tmp_path: Path, monkeypatch) -> None:
-    server = HTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    volume = tmp_path / "team"
-    theirs = volume / ".trainhub" / "users" / "ivo" / "alerts.yaml"
-    theirs.parent.mkdir(parents=True)
-    theirs.write_text(f"webhooks: [http://127.0.0.1:{server.server_port}/hook]\n")
-    mine = volume / ".trainhub" / "users" / "una" / "alerts.yaml"
-    monkeypatch.setenv("TRAINHUB_ALERTS_FILE", str(mine))  # una's session on the team volume
-    monkeypatch.setenv("TRAINHUB_ALERTS_OUTBOX", str(tmp_path / "outbox"))
-    assert team_root(mine, "una") == volume and team_root(tmp_path / "alerts.yaml", "una") is None
+def test_a_mention_goes_to_the_channels_the_person_configured(
+    tmp_path: Path, ivos_webhook: list[dict[str, Any]]
+) -> None:
+    mine = Path(os.environ["TRAINHUB_ALERTS_FILE"])
+    assert team_root(mine, "una") == tmp_path / "team"
+    assert team_root(tmp_path / "alerts.yaml", "una") is None
     said = comment(id="c-9", mentions={"ivo": 5.0}, body="@ivo token=abcdef123456 looks off")
     for _ in range(2):  # queued once per comment, person and mention
         assert announce_mention(tmp_path, said, "job", "ivo", start_sender=False) is None
     deliver_due(tmp_path / "outbox", time.time())
-    server.shutdown()
-    (body,) = Receiver.bodies
+    (body,) = ivos_webhook
     assert body["text"] == "una mentioned you on job j: @ivo token=[redacted] looks off"
     # Nobody configured anything for una: nothing is queued for her.
     assert (
