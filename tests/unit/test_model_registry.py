@@ -1,0 +1,217 @@
+"""The model registry's pure parts (references, alias moves, the permission rule, the
+lineage snapshot) and the registry itself on real files: versions kept by hard link or copy,
+never overwritten, aliases and archives read back from an append-only log."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from trainhub.errors import Conflict, NotAllowed, NotFound
+from trainhub.jobs.directory import JobDir
+from trainhub.jobs.records import FileRecords
+from trainhub.jobs.spec import SpecError
+from trainhub.registry import here
+from trainhub.registry.entries import Entry
+from trainhub.registry.policy import (
+    UNPROTECTED,
+    ModelPolicy,
+    ModelsFileError,
+    check_move,
+    parse_models_file,
+)
+from trainhub.registry.refs import Ref, Source, parse_ref, parse_source
+from trainhub.registry.service import Registry
+from trainhub.registry.snapshot import JobFacts, lineage_of, metrics_at
+
+
+def test_references_parse_to_a_version_an_alias_or_the_newest() -> None:
+    assert parse_ref("classifier") == Ref("classifier")
+    assert parse_ref("classifier@production") == Ref("classifier", alias="production")
+    assert parse_ref("classifier@latest") == Ref("classifier")
+    assert parse_ref("classifier/3") == parse_ref("classifier/v3") == Ref("classifier", version=3)
+    for bad in ("", "a.b", "../x", "c/0", "c/x", "c@Prod", "c@", "@x"):
+        with pytest.raises(SpecError) as e:
+            parse_ref(bad, "model")
+        assert e.value.errors[0].field == "model"
+
+
+def test_sources_name_a_checkpoint_an_output_or_the_job() -> None:
+    assert parse_source("train-1a") == Source("train-1a")
+    assert parse_source("train-1a:1200") == Source("train-1a", step=1200)
+    assert parse_source("train-1a:eval/model.pt") == Source("train-1a", path="eval/model.pt")
+    for bad in ("Train", "job:../x", "job:/etc/passwd", ":3"):
+        with pytest.raises(SpecError) as e:
+            parse_source(bad)
+        assert e.value.errors[0].field == "from"
+
+
+def test_a_protected_alias_needs_its_role_and_the_refusal_names_it() -> None:
+    policy = ModelPolicy(roles={"model-approver": ["ada"]})
+    check_move(policy, "ada", "production", model="clf", team="vision")
+    check_move(policy, "bo", "staging", model="clf", team="vision")  # not protected
+    with pytest.raises(NotAllowed, match="needs the role model-approver") as e:
+        check_move(policy, "bo", "production", model="clf", team="vision")
+    assert "held by ada" in str(e.value) and "bo does not hold it" in str(e.value)
+    check_move(UNPROTECTED, "bo", "production", model="clf", team=None)
+    custom = parse_models_file(
+        {"models": {"roles": {"leads": ["cy"]}, "protected_aliases": {"prod": "leads"}}}, "f"
+    )
+    with pytest.raises(NotAllowed, match="role leads"):
+        check_move(custom, "bo", "prod", model="clf", team=None)
+    with pytest.raises(ModelsFileError, match=r"models\.protected_aliases"):
+        parse_models_file({"models": {"protected_aliases": {"Prod": "x"}}}, "models.yaml")
+
+
+def test_metrics_are_taken_at_the_registered_step_from_rank_0() -> None:
+    rows = [
+        {"step": 10, "name": "loss", "value": 2.0, "rank": 0},
+        {"step": 20, "name": "loss", "value": 1.0, "rank": 0},
+        {"step": 20, "name": "loss", "value": 9.0, "rank": 1},
+        {"step": 30, "name": "loss", "value": 0.5, "rank": 0},
+        {"step": 15, "name": "acc", "value": 0.8},
+        {"step": 15, "name": "nan", "value": float("nan")},
+    ]
+    assert metrics_at(rows, 20) == {"acc": 0.8, "loss": 1.0}
+    assert metrics_at(rows, None) == {"acc": 0.8, "loss": 0.5}
+    assert metrics_at(rows, 5) == {}
+
+
+def test_lineage_snapshot_keeps_job_code_parameters_image_and_datasets() -> None:
+    job = JobFacts("train-1", "train", "ada", 2, "/x", state="succeeded")
+    lineage = {
+        "source": {"path": "train.ipynb", "cells": [1, 2]},
+        "parameters": {"lr": 0.1},
+        "image": "pytorch",
+        "ran_image": {"digest": "sha256:abc"},
+        "datasets": [{"name": "imagenet", "fingerprint": {"files": 3}, "read_only": True}],
+        "packages": {"torch": "2.5"},
+    }
+    kept = lineage_of(job, lineage, {"parameters": {"lr": 9}})
+    assert kept["job"] == {"id": "train-1", "name": "train", "user": "ada", "attempt": 2,
+                           "state": "succeeded"}  # fmt: skip
+    assert kept["parameters"] == {"lr": 0.1} and kept["ran_image"] == {"digest": "sha256:abc"}
+    assert kept["source"]["cells"] == [1, 2]
+    assert kept["datasets"] == [{"name": "imagenet", "fingerprint": {"files": 3}}]
+    assert "packages" not in kept
+
+
+# --- the registry on real files ----------------------------------------------------------------
+def make_job(root: Path, job_id: str = "train-1") -> JobFacts:
+    jobdir = JobDir(root / job_id).create()
+    (jobdir.root / "outputs").mkdir(exist_ok=True)
+    (jobdir.root / "outputs" / "model.pt").write_bytes(b"weights-1")
+    (jobdir.root / "outputs" / "eval").mkdir()
+    (jobdir.root / "outputs" / "eval" / "metrics.json").write_text("{}")
+    (jobdir.root / "lineage.json").write_text(json.dumps({"parameters": {"lr": 0.1}}))
+    (jobdir.root / "metrics").mkdir(exist_ok=True)
+    (jobdir.root / "metrics" / "scalars.jsonl").write_text(
+        json.dumps({"step": 3, "name": "acc", "value": 0.9, "rank": 0}) + "\n"
+    )
+    return JobFacts(job_id, "train", "ada", 0, str(jobdir.root), state="succeeded")
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Registry:
+    home = tmp_path / "jobs" / ".models"
+    policy = ModelPolicy(roles={"model-approver": ["ada"]})
+    return Registry(FileRecords(home, Entry, team_readable=True), home, policy=lambda: policy)
+
+
+def test_versions_are_numbered_kept_by_link_and_outlive_the_job_files(
+    registry: Registry, tmp_path: Path
+) -> None:
+    job = make_job(tmp_path / "jobs")
+    one = registry.register("clf", Source(job.id, path="model.pt"), job, user="ada")
+    two = registry.register("clf", Source(job.id), job, user="bo", description="all outputs")
+    assert (one.version, two.version) == (1, 2)
+    assert one.source.kind == "output" and two.source.kind == "outputs"
+    assert one.metrics == {"acc": 0.9} and one.lineage["parameters"] == {"lr": 0.1}
+    kept = registry.files(one)
+    original = Path(job.job_dir) / "outputs" / "model.pt"
+    assert kept.read_bytes() == b"weights-1" and one.files.linked == 1
+    assert os.stat(kept).st_ino == os.stat(original).st_ino  # a hard link: no copy
+    assert registry.files(two).is_dir() and two.files.files == 2
+    original.unlink()  # what retention does to the job's outputs
+    assert registry.files(registry.version("clf/1")).read_bytes() == b"weights-1"
+    assert not [p for p in registry.home.iterdir() if p.name.startswith(".staging-")]
+    view = registry.describe("clf")
+    assert [v.version for v in view.versions] == [2, 1] and view.metric_names == ["acc"]
+
+
+def test_a_running_job_output_is_copied_not_linked(registry: Registry, tmp_path: Path) -> None:
+    job = make_job(tmp_path / "jobs")
+    running = JobFacts(job.id, job.name, job.user, 0, job.job_dir, state="running")
+    v = registry.register("clf", Source(job.id, path="model.pt"), running, user="ada")
+    assert v.files.linked == 0
+    original = Path(job.job_dir) / "outputs" / "model.pt"
+    assert os.stat(registry.files(v)).st_ino != os.stat(original).st_ino
+    original.write_bytes(b"overwritten in place")  # a job saving again: the version stays
+    assert registry.files(v).read_bytes() == b"weights-1"
+
+
+def test_a_version_is_never_overwritten_and_races_take_the_next_number(
+    registry: Registry, tmp_path: Path
+) -> None:
+    job = make_job(tmp_path / "jobs")
+    registry.register("clf", Source(job.id), job, user="ada")
+    first = registry.records.get("clf.v1")
+    assert first is not None
+    assert not registry.records.create_new(first.model_copy(update={"user": "mallory"}))
+    assert registry.records.get("clf.v1") == first
+
+
+def test_aliases_move_with_an_audit_log_and_protected_ones_need_the_role(
+    registry: Registry, tmp_path: Path
+) -> None:
+    job = make_job(tmp_path / "jobs")
+    for _ in range(2):
+        registry.register("clf", Source(job.id), job, user="bo")
+    registry.move_alias("clf", "staging", 1, user="bo", reason="first try")
+    view = registry.move_alias("clf", "staging", 2, user="bo", reason="better")
+    assert view.aliases == {"staging": 2}
+    with pytest.raises(NotAllowed, match="model-approver"):
+        registry.move_alias("clf", "production", 2, user="bo")
+    view = registry.move_alias("clf", "production", 2, user="ada", reason="ship it")
+    moves = [(a.user, a.alias, a.previous, a.version, a.reason) for a in view.audit[2:]]
+    assert moves == [
+        ("bo", "staging", None, 1, "first try"),
+        ("bo", "staging", 1, 2, "better"),
+        ("ada", "production", None, 2, "ship it"),
+    ]
+    assert registry.version("clf@production").version == 2
+    assert registry.version("clf@production").aliases == ["production", "staging"]
+    with pytest.raises(NotFound, match="no alias canary"):
+        registry.version("clf@canary")
+
+
+def test_archived_versions_are_kept_and_left_out_of_the_newest(
+    registry: Registry, tmp_path: Path
+) -> None:
+    job = make_job(tmp_path / "jobs")
+    for _ in range(2):
+        registry.register("clf", Source(job.id), job, user="bo")
+    registry.move_alias("clf", "staging", 2, user="bo")
+    with pytest.raises(Conflict, match="@staging"):
+        registry.archive("clf", 2, user="bo")
+    registry.archive("clf", 1, user="bo", reason="bad data")
+    assert registry.version("clf").version == 2
+    assert registry.version("clf/1").archived  # still there, by number
+    with pytest.raises(Conflict, match="archived"):
+        registry.move_alias("clf", "canary", 1, user="bo")
+    registry.move_alias("clf", "staging", None, user="bo")
+    registry.archive("clf", 2, user="bo")
+    with pytest.raises(NotFound, match="not archived"):
+        registry.version("clf")
+    assert registry.archive("clf", 1, user="bo", archived=False).latest == 1
+
+
+def test_a_job_finds_the_registry_beside_its_directory(tmp_path: Path) -> None:
+    job = make_job(tmp_path / "jobs")
+    found = here.beside(Path(job.job_dir).parent)
+    assert isinstance(found.records, FileRecords)
+    assert found.home == tmp_path / "jobs" / ".models"
+    assert found.policy().protected_aliases == {"production": "model-approver"}
