@@ -60,10 +60,10 @@ def check_move(policy: ModelPolicy, user: str, alias: str, *, model: str, team: 
     if role is None or user in policy.roles.get(role, []):
         return
     holders = ", ".join(policy.roles.get(role, [])) or "nobody yet"
-    where = f"team {team}'s" if team else "the"
+    of_team = f" of team {team}" if team else ""
     raise NotAllowed(
-        f"Moving the alias {alias} of model {model} needs the role {role} ({where} "
-        f"models.roles in the teams file; held by {holders}); {user} does not hold it."
+        f"Moving the alias {alias} of model {model} needs the role {role}{of_team} (held by "
+        f"{holders}); {user} does not hold it. An admin grants it in models.roles."
     )
 
 
