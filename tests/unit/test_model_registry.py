@@ -215,3 +215,17 @@ def test_a_job_finds_the_registry_beside_its_directory(tmp_path: Path) -> None:
     assert isinstance(found.records, FileRecords)
     assert found.home == tmp_path / "jobs" / ".models"
     assert found.policy().protected_aliases == {"production": "model-approver"}
+
+
+def test_a_long_scalars_file_is_read_a_page_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainhub.registry import snapshot
+
+    job = make_job(tmp_path / "jobs")
+    rows = [{"step": s, "name": "loss", "value": 10.0 - s, "rank": 0} for s in range(1, 8)]
+    scalars = Path(job.job_dir) / "metrics" / "scalars.jsonl"
+    scalars.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(snapshot, "SCALAR_PAGE", 2)
+    assert snapshot.read_job(job, 5)[1] == {"loss": 5.0}
+    assert snapshot.read_job(job, None)[1] == {"loss": 3.0}
