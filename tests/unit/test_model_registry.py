@@ -229,3 +229,23 @@ def test_a_long_scalars_file_is_read_a_page_at_a_time(
     monkeypatch.setattr(snapshot, "SCALAR_PAGE", 2)
     assert snapshot.read_job(job, 5)[1] == {"loss": 5.0}
     assert snapshot.read_job(job, None)[1] == {"loss": 3.0}
+
+
+def test_versions_list_their_metrics_side_by_side(registry: Registry, tmp_path: Path) -> None:
+    import trainhub.cli  # noqa: F401 - the groups' verb modules load through the CLI's parser
+    from trainhub.registry.cli import audit_table, versions_table
+
+    job = make_job(tmp_path / "jobs")
+    registry.register("clf", Source(job.id), job, user="bo")
+    (Path(job.job_dir) / "metrics" / "scalars.jsonl").write_text(
+        json.dumps({"step": 9, "name": "loss", "value": 0.25}) + "\n"
+    )
+    registry.register("clf", Source(job.id), job, user="bo")
+    view = registry.move_alias("clf", "staging", 2, user="bo", reason="lower loss")
+    table = versions_table(view)
+    assert table[0] == ("VERSION", "ALIASES", "JOB", "BY", "REGISTERED", "acc", "loss", "STATE")
+    assert [(r[0], r[1], r[5], r[6]) for r in table[1:]] == [
+        ("2", "@staging", "-", "0.25"),
+        ("1", "-", "0.9", "-"),
+    ]
+    assert audit_table(view)[-1][1:] == ("bo", "@staging none -> 2", "lower loss")

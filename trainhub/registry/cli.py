@@ -57,6 +57,14 @@ def audit_table(view: ModelView) -> list[tuple[str, ...]]:
     return rows
 
 
+def _say(args: argparse.Namespace, answer: Any, line: str) -> None:
+    """The answer as JSON with ``--json``, else one line."""
+    if args.json:
+        print_json(answer)
+    else:
+        print(line)
+
+
 def cmd_model(args: argparse.Namespace) -> int:
     from trainhub.api import service
     from trainhub.registry import here
@@ -67,7 +75,7 @@ def cmd_model(args: argparse.Namespace) -> int:
         v = here.register(
             service(), args.name, args.source, user=user, description=args.description
         )
-        print_json(v) if args.json else print(f"{v.model}/{v.version}")
+        _say(args, v, f"{v.model}/{v.version}")
         return 0
     if args.action == "list":
         models = registry.list()
@@ -85,7 +93,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     if args.action in ("describe", "path"):
         version = registry.version(args.ref)
         if args.action == "path":
-            print(registry.files(version))
+            _say(args, {"path": str(registry.files(version))}, str(registry.files(version)))
         else:
             print_json(version)
         return 0
@@ -95,17 +103,13 @@ def cmd_model(args: argparse.Namespace) -> int:
         view = registry.move_alias(
             args.name, args.alias, args.version, user=user, reason=args.reason
         )
-        print_json(view) if args.json else print(
-            f"{args.name}@{args.alias}: {view.aliases.get(args.alias, 'removed')}"
-        )
+        _say(args, view, f"{args.name}@{args.alias}: {view.aliases.get(args.alias, 'removed')}")
         return 0
     if args.action == "archive":
         view = registry.archive(
             args.name, args.version, user=user, reason=args.reason, archived=not args.undo
         )
-        print_json(view) if args.json else print(
-            f"{args.name}/{args.version}: {'ready' if args.undo else 'archived'}"
-        )
+        _say(args, view, f"{args.name}/{args.version}: {'ready' if args.undo else 'archived'}")
         return 0
     view = registry.describe(args.name)
     if args.json:
