@@ -249,3 +249,19 @@ def test_versions_list_their_metrics_side_by_side(registry: Registry, tmp_path: 
         ("1", "-", "0.9", "-"),
     ]
     assert audit_table(view)[-1][1:] == ("bo", "@staging none -> 2", "lower loss")
+
+
+def test_on_a_guarded_volume_entries_stay_readable_by_the_team(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    os.chmod(jobs, 0o1777)  # what the controller makes of a team's jobs root (and .models)
+    (jobs / ".models").mkdir()
+    os.chmod(jobs / ".models", 0o1777)
+    job = make_job(jobs)
+    found = here.beside(jobs)
+    version = found.register("clf", Source(job.id), job, user="ada")
+    entry = jobs / ".models" / "clf.v1.json"
+    assert entry.stat().st_mode & 0o777 == 0o644  # a sweep's record there would be 0600
+    folder = found.home / version.files.folder
+    assert folder.stat().st_mode & 0o777 == 0o755
+    assert all(p.stat().st_mode & 0o777 == 0o444 for p in folder.rglob("*") if p.is_file())
