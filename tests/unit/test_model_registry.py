@@ -265,3 +265,33 @@ def test_on_a_guarded_volume_entries_stay_readable_by_the_team(tmp_path: Path) -
     folder = found.home / version.files.folder
     assert folder.stat().st_mode & 0o777 == 0o755
     assert all(p.stat().st_mode & 0o777 == 0o444 for p in folder.rglob("*") if p.is_file())
+
+
+def write_checkpoint(job: JobFacts, step: int, metrics: dict[str, float]) -> Path:
+    from trainhub.checkpoint.layout import step_name
+
+    folder = Path(job.job_dir) / "checkpoints" / step_name(step)
+    folder.mkdir(parents=True)
+    (folder / "state.pt").write_bytes(b"state-%d" % step)
+    files = [{"name": "state.pt", "bytes": (folder / "state.pt").stat().st_size, "sha256": "x"}]
+    manifest = {"step": step, "time": 1.0, "metrics": metrics, "files": files, "attempt": 1}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_a_checkpoint_is_linked_even_from_a_running_job_with_its_step_metrics(
+    registry: Registry, tmp_path: Path
+) -> None:
+    job = make_job(tmp_path / "jobs")
+    running = JobFacts(job.id, job.name, job.user, 1, job.job_dir, state="running")
+    write_checkpoint(job, 3, {"val_loss": 0.5})
+    newest = write_checkpoint(job, 8, {"val_loss": 0.25})
+    v = registry.register("clf", Source(job.id), running, user="ada")  # the newest
+    assert (v.source.kind, v.source.step, v.source.attempt) == ("checkpoint", 8, 1)
+    assert v.metrics == {"acc": 0.9, "val_loss": 0.25} and v.files.linked == 2
+    assert os.stat(registry.files(v) / "state.pt").st_ino == os.stat(newest / "state.pt").st_ino
+    older = registry.register("clf", Source(job.id, step=3), running, user="ada")
+    assert older.source.step == 3 and older.metrics["val_loss"] == 0.5
+    with pytest.raises(NotFound, match=r"no checkpoint of step 5 \(3, 8\)"):
+        registry.register("clf", Source(job.id, step=5), running, user="ada")
+    assert [v.version for v in registry.describe("clf").versions] == [2, 1]
