@@ -70,7 +70,7 @@ def run(size_gb: float = 2.0, repeats: int = 5) -> list[dict]:
             results[case] = (times, written, version.files.linked)
     link = statistics.median(results["hard link (ended job)"][0])
     rows = []
-    for case, (times, written, linked) in results.items():
+    for case, (times, written, links) in results.items():
         median = statistics.median(times)
         rows.append(
             {
@@ -80,7 +80,7 @@ def run(size_gb: float = 2.0, repeats: int = 5) -> list[dict]:
                 "p50 s": f"{median:.4f}",
                 "max s": f"{max(times):.4f}",
                 "new bytes on disk": f"{statistics.median(written) / GB:.2f} GB",
-                "files linked": linked,
+                "files linked": links,
                 "this / link": f"{median / link:.0f}x",
             }
         )

@@ -45,7 +45,7 @@ def versions_table(view: ModelView) -> list[tuple[str, ...]]:
 
 
 def audit_table(view: ModelView) -> list[tuple[str, ...]]:
-    rows = [("WHEN", "WHO", "WHAT", "REASON")]
+    rows: list[tuple[str, ...]] = [("WHEN", "WHO", "WHAT", "REASON")]
     for a in view.audit:
         if a.event == "alias":
             before = f"{a.previous}" if a.previous else "none"
@@ -82,7 +82,7 @@ def cmd_model(args: argparse.Namespace) -> int:
         if args.json:
             print_json(models)
         elif models.models:
-            rows = [("NAME", "VERSIONS", "LATEST", "ALIASES", "UPDATED")]
+            rows: list[tuple[str, ...]] = [("NAME", "VERSIONS", "LATEST", "ALIASES", "UPDATED")]
             for m in models.models:
                 aliases = ",".join(f"@{a}={v}" for a, v in m.aliases.items()) or "-"
                 rows.append(
