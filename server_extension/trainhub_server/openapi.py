@@ -18,17 +18,20 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from trainhub_server.comments import COMMENT_OPERATIONS, COMMENT_PARAMETERS
-from trainhub_server.operations import ERRORS, OPERATIONS, PATH_PARAMETERS, Operation
+from trainhub_server.operations import ERRORS, Operation
+from trainhub_server.operations import OPERATIONS as JOB_OPERATIONS
+from trainhub_server.operations import PATH_PARAMETERS as JOB_PARAMETERS
 from trainhub_server.payloads import Error, Query
+from trainhub_server.registry_operations import REGISTRY_OPERATIONS, REGISTRY_PARAMETERS
+
+OPERATIONS = {**JOB_OPERATIONS, **REGISTRY_OPERATIONS, **COMMENT_OPERATIONS}
+PATH_PARAMETERS = {**JOB_PARAMETERS, **REGISTRY_PARAMETERS, **COMMENT_PARAMETERS}
 
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "0.1.0"
 DOCUMENT_FILE = Path(__file__).with_name("openapi.yaml")
 REF = "#/components/schemas/{model}"
 JSON = "application/json"
-# Each resource's table: the jobs' and the rest (operations), comments (comments).
-ALL_OPERATIONS = {**OPERATIONS, **COMMENT_OPERATIONS}
-ALL_PARAMETERS = {**PATH_PARAMETERS, **COMMENT_PARAMETERS}
 
 DESCRIPTION = """\
 The REST and websocket API of the trainhub Jupyter Server extension, under
@@ -49,7 +52,7 @@ close.
 def _schemas() -> tuple[dict[tuple[type[BaseModel], str], dict[str, Any]], dict[str, Any]]:
     """The models' schemas: references by (model, mode), and components/schemas."""
     wanted: set[tuple[type[BaseModel], str]] = {(Error, "serialization")}
-    for op in ALL_OPERATIONS.values():
+    for op in OPERATIONS.values():
         if op.body is not None:
             wanted.add((op.body, "validation"))
         if op.response is not None:
@@ -122,7 +125,7 @@ def _is_array(schema: dict[str, Any]) -> bool:
 def _path_parameters(path: str) -> list[dict[str, Any]]:
     names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
     return [
-        {"name": name, "in": "path", "required": True, "schema": ALL_PARAMETERS[name]}
+        {"name": name, "in": "path", "required": True, "schema": PATH_PARAMETERS[name]}
         for name in names
     ]
 
@@ -180,7 +183,7 @@ def build() -> dict[str, Any]:
     """The whole document (a pure function of the models and the table of operations)."""
     refs, schemas = _schemas()
     paths: dict[str, dict[str, Any]] = {}
-    for (path, method), op in ALL_OPERATIONS.items():
+    for (path, method), op in OPERATIONS.items():
         paths.setdefault(path, {})[method] = _operation(path, op, refs, schemas)
     return {
         "openapi": OPENAPI_VERSION,

@@ -17,6 +17,7 @@ from trainhub_server.handlers import (
     job_files,
     jobs,
     pipelines,
+    registry,
     schedules,
     server,
     usage,
@@ -34,6 +35,9 @@ PARAMETERS = {
     "sweep_id": r"[^/]+",
     "schedule_id": r"[^/]+",
     "run_id": r"[^/]+",
+    "model_name": r"[^/]+",
+    "version": r"[^/]+",
+    "alias": r"[^/]+",
     "comment_id": r"[^/]+",
 }
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
@@ -87,6 +91,11 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("pipelines/runs/{run_id}", pipelines.PipelineRunHandler),
     ("pipelines/runs/{run_id}/retry", pipelines.PipelineRetryHandler),
     ("pipelines/runs/{run_id}/cancel", pipelines.PipelineCancelHandler),
+    ("registry/models", registry.ModelsHandler),
+    ("registry/models/{model_name}", registry.ModelHandler),
+    ("registry/models/{model_name}/versions/{version}", registry.ModelVersionHandler),
+    ("registry/models/{model_name}/versions/{version}/archive", registry.ModelArchiveHandler),
+    ("registry/models/{model_name}/aliases/{alias}", registry.ModelAliasHandler),
     ("comments", comments.CommentsHandler),
     ("comments/{comment_id}", comments.CommentHandler),
 ]

@@ -28,6 +28,9 @@ SAMPLE = {
     "sweep_id": "some-sweep",
     "schedule_id": "some-schedule",
     "run_id": "some-run",
+    "model_name": "some-model",
+    "version": "1",
+    "alias": "staging",
     "comment_id": "c-0123456789abcdef",
 }
 

@@ -201,7 +201,7 @@ def test_on_a_guarded_volume_a_comment_is_the_teams_to_read_only_on_a_shared_obj
     root = tmp_path / ".comments"
     root.mkdir()
     os.chmod(root, 0o1777)  # as the controller prepares it: members own their files
-    files = FileRecords(root, Comment, team_reads=lambda c: c.shared)
+    files = FileRecords(root, Comment, team_readable=lambda c: c.shared)
     files.create(comment(id="c-private"))
     files.create(comment(id="c-shared", shared=True))
     assert (root / "c-private.json").stat().st_mode & 0o777 == 0o600

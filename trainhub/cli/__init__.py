@@ -14,6 +14,7 @@ from trainhub.errors import TrainhubError
 from trainhub.experiments.cli import add_parsers as add_sweep_parsers
 from trainhub.jobs.spec import SpecError
 from trainhub.pipelines.cli import add_parsers as add_pipeline_parsers
+from trainhub.registry.cli import add_parsers as add_model_parsers
 from trainhub.schedules.cli import add_parsers as add_schedule_parsers
 
 
@@ -25,6 +26,7 @@ def parser() -> argparse.ArgumentParser:
     add_sweep_parsers(sub)
     add_schedule_parsers(sub)
     add_pipeline_parsers(sub)
+    add_model_parsers(sub)
     add_comment_parsers(sub)
     add_controller_parser(sub)
     return p

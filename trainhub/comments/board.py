@@ -62,7 +62,7 @@ class Comments:
         self.service = service
         self.home = home  # whose outbox a mention's alert is queued in (None: the settings')
         self.members = members or (lambda user: team_members(service, user))
-        self.records = records_for(service.backend, KIND, Comment, team_reads=_team_reads)
+        self.records = records_for(service.backend, KIND, Comment, team_readable=_team_reads)
 
     # --- reads ------------------------------------------------------------------------------
     def list(self, kind: str, target: str, *, user: str | None) -> CommentList:

@@ -12,6 +12,7 @@ from pydantic import Field, field_validator
 from trainhub.alerts.channels import TeamAlerts
 from trainhub.datasets.catalog import DatasetEntry, check_names, mount_path
 from trainhub.outputs.retention import Retention
+from trainhub.registry.policy import ModelPolicy
 from trainhub.teams.fields import DNS_LABEL, FileModel, quantity
 from trainhub.teams.images import ImagePolicy
 from trainhub.teams.quotas import PoolQuota, Preemption
@@ -78,6 +79,11 @@ class Team(FileModel):
     )
     retention: Retention | None = Field(
         None, description="How long the team's job outputs are kept (trainhub cleanup)"
+    )
+    models: ModelPolicy = Field(
+        default_factory=ModelPolicy,
+        description="The team's model registry: roles, and the aliases only a role moves "
+        "(production, by default)",
     )
     wait_grace_minutes: int = Field(
         10,

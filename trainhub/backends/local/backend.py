@@ -33,6 +33,7 @@ from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_s
 from trainhub.lifecycle.retry import plan_retry
 from trainhub.lifecycle.verdict import cancel_verdict
 from trainhub.outputs.retention import Retention, load_retention_file
+from trainhub.registry.policy import ModelPolicy, load_models_file
 from trainhub.usage.panel import PoolQuota, local_quotas
 from trainhub.usage.store import UsageStore
 
@@ -100,6 +101,10 @@ class LocalBackend(Backend):
     def retention(self, team: str | None) -> Retention | None:
         """The local retention file's policy, for every team on the machine (read anew)."""
         return load_retention_file(settings.retention_file(self.home))
+
+    def model_policy(self) -> ModelPolicy:
+        """The local models file's policy (read anew); none protects nothing."""
+        return load_models_file(settings.models_file(self.home))
 
     # --- the machine (capabilities.OneMachine) ------------------------------------------
     def capacity(self) -> Capacity:
