@@ -1,11 +1,11 @@
 /**
- * Comments on a job, a sweep or a pipeline run (GET/POST comments, PATCH/DELETE
- * comments/{id}; see openapi.yaml): the answer's shapes and the pure parts of the Comments
- * tab — a comment's heading, a draft's check, and the mentions of a rendered comment marked.
+ * Comments on a job, a sweep, a pipeline run or a model version (GET/POST comments,
+ * PATCH/DELETE comments/{id}; see openapi.yaml): the answer's shapes and the pure parts of the
+ * Comments tab — a comment's heading, a draft's check, and a rendered comment's mentions marked.
  */
 
 /** What is commented on, as the API spells it. */
-export type CommentKind = 'job' | 'sweep' | 'pipeline_run';
+export type CommentKind = 'job' | 'sweep' | 'pipeline_run' | 'model_version';
 
 export interface IComment {
   id: string;

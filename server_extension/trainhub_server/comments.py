@@ -23,8 +23,10 @@ MENTIONS_FOR = 3 * 24 * 3600.0  # seconds a mention stays news (the comment stay
 
 
 class CommentsParams(Query):
-    kind: str = Field(description="What is commented on: job, sweep or pipeline_run")
-    target: str = Field(min_length=1, max_length=MAX_TARGET, description="Its id")
+    kind: str = Field(description="What is commented on: job, sweep, pipeline_run or model_version")
+    target: str = Field(
+        min_length=1, max_length=MAX_TARGET, description="Its id (a model version: NAME/VERSION)"
+    )
 
 
 COMMENT_PARAMETERS: dict[str, dict[str, Any]] = {

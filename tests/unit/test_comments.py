@@ -182,6 +182,31 @@ def test_on_an_object_both_read_only_the_author_edits_or_deletes(
     assert board.mentions("ivo", after=notice.id) == []
 
 
+def test_a_model_version_is_the_teams_to_discuss_by_its_number(board: Comments) -> None:
+    from tests.unit.test_model_registry import make_job
+    from trainhub.registry.refs import Source
+
+    insert_job(board.service, user="ivo", state=JobState.SUCCEEDED)
+    job = make_job(board.service.jobs_root)
+    board.service.registry.register("clf", Source(job.id, path="model.pt"), job, user="una")
+    made = board.add({"kind": "model_version", "target": "clf/v1", "body": "@ivo ok?"}, user="una")
+    assert (made.target, made.mentions) == ("clf/1", ["ivo"])
+    # Every member reads the team's registry: ivo reads, is told, and cannot edit una's.
+    assert [c.body for c in board.list("model_version", "clf/1", user="ivo").comments] == [
+        "@ivo ok?"
+    ]
+    assert [n.message for n in board.mentions("ivo")] == [
+        "una mentioned you on model version clf/1: @ivo ok?"
+    ]
+    with pytest.raises(ReadOnly):
+        board.edit(made.id, {"body": "no"}, user="ivo")
+    with pytest.raises(SpecError) as moving:  # an alias moves: a discussion stays with a number
+        board.list("model_version", "clf@production", user="una")
+    assert moving.value.errors[0].field == "target"
+    with pytest.raises(NotFound):
+        board.list("model_version", "clf/9", user="una")
+
+
 # --- on a team's volume -----------------------------------------------------------------------
 def comment(**fields: Any) -> Comment:
     data = {

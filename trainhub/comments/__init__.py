@@ -1,5 +1,5 @@
-"""Comments on what a team discusses (a job, a sweep, a pipeline run): Markdown text with
-``@mentions`` of teammates, kept where the backend keeps the team's records.
+"""Comments on what a team discusses (a job, a sweep, a pipeline run, a model version):
+Markdown text with ``@mentions`` of teammates, kept where the backend keeps the team's records.
 
 kinds.py: which objects take comments, each with its access rule (one entry per kind);
 mentions.py (pure): which ``@names`` of a text are teammates; model.py: the record and what

@@ -1,6 +1,8 @@
-"""``trainhub comments``: the comments on a job, a sweep or a pipeline run.
+"""``trainhub comments``: the comments on a job, a sweep, a pipeline run or a model
+version.
 
-trainhub comments JOB [--kind sweep|pipeline_run] [--json]     list, oldest first
+trainhub comments JOB [--kind sweep|pipeline_run|model_version] [--json]   oldest first
+trainhub comments classifier/3 --kind model_version            a version, by number
 trainhub comments add JOB "Markdown with @name" [--kind ...]   TEXT "-": read stdin
 trainhub comments edit COMMENT "new text"                      one's own only
 trainhub comments delete COMMENT                               one's own only
@@ -80,7 +82,7 @@ def cmd_comments(args: argparse.Namespace) -> int:
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser(
         "comments",
-        help="the comments on a job, sweep or pipeline run (add, edit, delete)",
+        help="the comments on a job, sweep, pipeline run or model version (add, edit, delete)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage=USAGE,

@@ -3,9 +3,9 @@
 A kind's rule answers, for a user, the object they may read (:class:`Target`) or raises
 NotFound, alike for an object that does not exist and one they may not see — the rule the
 object's own reads follow (a job: trainhub.jobs.access; a sweep: its owner's; a pipeline run:
-its owner's and, once shared, the team's). Whoever may read an object may comment on it; a
-comment is its author's to edit or delete. A new kind (a model version) is one
-:func:`register` call.
+its owner's and, once shared, the team's; a model version: the team's registry, every member's
+to read). Whoever may read an object may comment on it; a comment is its author's to edit or
+delete. A new kind is one :func:`register` call.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from trainhub.jobs.sharing import Sharing
 from trainhub.jobs.spec import field_error
+from trainhub.registry.refs import parse_ref
 
 if TYPE_CHECKING:
     from trainhub.jobs.service import JobService
@@ -75,6 +76,17 @@ def _pipeline_run(service: JobService, run_id: str, user: str | None) -> Target:
     return Target("pipeline_run", run.id, run.user, run.team, shared)
 
 
+def _model_version(service: JobService, ref: str, user: str | None) -> Target:
+    """A version by number (``NAME/3``): an alias moves, a discussion stays with its version."""
+    asked = parse_ref(ref, "target")
+    if asked.version is None:
+        raise field_error("target", f"name a version by number (NAME/VERSION), got {ref[:80]!r}")
+    version = service.registry.version(asked)
+    target = f"{version.model}/{version.version}"
+    return Target("model_version", target, version.user, service.team, True)
+
+
 register(CommentKind("job", "job", _job))
 register(CommentKind("sweep", "sweep", _sweep))
 register(CommentKind("pipeline_run", "pipeline run", _pipeline_run))
+register(CommentKind("model_version", "model version", _model_version))

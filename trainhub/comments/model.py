@@ -53,8 +53,10 @@ class CommentText(BaseModel):
 
 
 class NewComment(CommentText):
-    kind: str = Field(description="What is commented on: job, sweep or pipeline_run")
-    target: str = Field(min_length=1, max_length=MAX_TARGET, description="Its id")
+    kind: str = Field(description="What is commented on: job, sweep, pipeline_run or model_version")
+    target: str = Field(
+        min_length=1, max_length=MAX_TARGET, description="Its id (a model version: NAME/VERSION)"
+    )
 
 
 class CommentView(BaseModel):
