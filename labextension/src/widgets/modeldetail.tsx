@@ -48,6 +48,10 @@ function VersionDetail(props: {
   const { view, version: v, actions } = props;
   return (
     <div className="jp-trainhub-model-version-detail" data-version={v.version}>
+      <div className="jp-trainhub-model-updated">
+        {sourceText(v.source)} · registered by {v.user} {formatTime(v.created_at)}
+        {v.archived ? ' · archived' : ''}
+      </div>
       {v.description ? <p className="jp-trainhub-model-description">{v.description}</p> : null}
       <div className="jp-trainhub-model-actions">
         <button
@@ -109,7 +113,7 @@ export function ModelDetail(props: {
   const pair = picked
     .map(n => view.versions.find(v => v.version === n))
     .filter((v): v is IModelVersion => !!v);
-  const columns = 6 + view.metric_names.length;
+  const focused = view.versions.find(v => v.version === focus);
   return (
     <div className="jp-trainhub-model" data-model={view.name}>
       <div className="jp-trainhub-model-summary">
@@ -125,29 +129,30 @@ export function ModelDetail(props: {
           <span className="jp-trainhub-form-hint"> · tick two versions to compare them</span>
         )}
       </div>
-      <table className="jp-trainhub-table jp-trainhub-model-versions">
-        <thead>
-          <tr>
-            <th aria-label="Compare"></th>
-            <th>Version</th>
-            <th>Aliases</th>
-            {view.metric_names.map(m => (
-              <th key={m}>{m}</th>
-            ))}
-            <th>Registered</th>
-            <th>By</th>
-            <th>From</th>
-          </tr>
-        </thead>
-        <tbody>
-          {view.versions.map(v => (
-            <React.Fragment key={v.version}>
+      {/* a sidebar is narrow: the table scrolls sideways on its own, nothing else does */}
+      <div className="jp-trainhub-model-table-scroll">
+        <table className="jp-trainhub-table jp-trainhub-model-versions">
+          <thead>
+            <tr>
+              <th aria-label="Compare"></th>
+              <th>Version</th>
+              <th>Aliases</th>
+              {view.metric_names.map(m => (
+                <th key={m}>{m}</th>
+              ))}
+              <th>Registered</th>
+            </tr>
+          </thead>
+          <tbody>
+            {view.versions.map(v => (
               <tr
+                key={v.version}
                 className={`jp-trainhub-model-version${v.archived ? ' jp-mod-archived' : ''}${
                   focus === v.version ? ' jp-mod-selected' : ''
                 }`}
                 data-version={v.version}
                 data-archived={v.archived}
+                title={v.archived ? 'Archived' : sourceText(v.source)}
                 onClick={() => setFocus(focus === v.version ? null : v.version)}
               >
                 <td onClick={e => e.stopPropagation()}>
@@ -165,52 +170,44 @@ export function ModelDetail(props: {
                   >
                     {focus === v.version ? '▾' : '▸'} {v.version}
                   </button>
-                  {v.archived ? <span className="jp-trainhub-form-hint"> archived</span> : null}
                 </td>
                 <td>
                   <AliasBadges aliases={v.aliases} />
+                  {v.archived ? <span className="jp-trainhub-form-hint">archived</span> : null}
                 </td>
                 {view.metric_names.map(m => (
                   <td key={m} data-metric={m}>
                     {metricText(v.metrics[m])}
                   </td>
                 ))}
-                <td>{formatTime(v.created_at)}</td>
-                <td>{v.user}</td>
-                <td>{sourceText(v.source)}</td>
+                <td className="jp-trainhub-model-when">
+                  {formatTime(v.created_at)} · {v.user}
+                </td>
               </tr>
-              {focus === v.version ? (
-                <tr className="jp-trainhub-model-version-row">
-                  <td colSpan={columns}>
-                    <VersionDetail view={view} version={v} actions={actions} />
-                  </td>
-                </tr>
-              ) : null}
-            </React.Fragment>
-          ))}
-        </tbody>
-      </table>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {focused ? (
+        <>
+          <h3>Version {focused.version}</h3>
+          <VersionDetail view={view} version={focused} actions={actions} />
+        </>
+      ) : (
+        <div className="jp-trainhub-form-hint">Open a version for its lineage and actions.</div>
+      )}
       <h3>Audit log</h3>
-      <table className="jp-trainhub-table jp-trainhub-model-audit">
-        <thead>
-          <tr>
-            <th>When</th>
-            <th>Who</th>
-            <th>What</th>
-            <th>Reason</th>
-          </tr>
-        </thead>
-        <tbody>
-          {auditNewestFirst(view.audit).map((e, i) => (
-            <tr key={i} data-event={e.event} data-alias={e.alias ?? undefined}>
-              <td>{formatTime(e.time)}</td>
-              <td>{e.user}</td>
-              <td>{auditText(e)}</td>
-              <td>{e.reason}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ol className="jp-trainhub-model-audit" reversed>
+        {auditNewestFirst(view.audit).map((e, i) => (
+          <li key={i} data-event={e.event} data-alias={e.alias ?? undefined}>
+            <div className="jp-trainhub-model-audit-what">{auditText(e)}</div>
+            <div className="jp-trainhub-model-updated">
+              {formatTime(e.time)} · {e.user}
+            </div>
+            {e.reason ? <div className="jp-trainhub-model-audit-reason">{e.reason}</div> : null}
+          </li>
+        ))}
+      </ol>
     </div>
   );
 }
