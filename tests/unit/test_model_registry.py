@@ -215,3 +215,83 @@ def test_a_job_finds_the_registry_beside_its_directory(tmp_path: Path) -> None:
     assert isinstance(found.records, FileRecords)
     assert found.home == tmp_path / "jobs" / ".models"
     assert found.policy().protected_aliases == {"production": "model-approver"}
+
+
+def test_a_long_scalars_file_is_read_a_page_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainhub.registry import snapshot
+
+    job = make_job(tmp_path / "jobs")
+    rows = [{"step": s, "name": "loss", "value": 10.0 - s, "rank": 0} for s in range(1, 8)]
+    scalars = Path(job.job_dir) / "metrics" / "scalars.jsonl"
+    scalars.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(snapshot, "SCALAR_PAGE", 2)
+    assert snapshot.read_job(job, 5)[1] == {"loss": 5.0}
+    assert snapshot.read_job(job, None)[1] == {"loss": 3.0}
+
+
+def test_versions_list_their_metrics_side_by_side(registry: Registry, tmp_path: Path) -> None:
+    import trainhub.cli  # noqa: F401 - the groups' verb modules load through the CLI's parser
+    from trainhub.registry.cli import audit_table, versions_table
+
+    job = make_job(tmp_path / "jobs")
+    registry.register("clf", Source(job.id), job, user="bo")
+    (Path(job.job_dir) / "metrics" / "scalars.jsonl").write_text(
+        json.dumps({"step": 9, "name": "loss", "value": 0.25}) + "\n"
+    )
+    registry.register("clf", Source(job.id), job, user="bo")
+    view = registry.move_alias("clf", "staging", 2, user="bo", reason="lower loss")
+    table = versions_table(view)
+    assert table[0] == ("VERSION", "ALIASES", "JOB", "BY", "REGISTERED", "acc", "loss", "STATE")
+    assert [(r[0], r[1], r[5], r[6]) for r in table[1:]] == [
+        ("2", "@staging", "-", "0.25"),
+        ("1", "-", "0.9", "-"),
+    ]
+    assert audit_table(view)[-1][1:] == ("bo", "@staging none -> 2", "lower loss")
+
+
+def test_on_a_guarded_volume_entries_stay_readable_by_the_team(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    os.chmod(jobs, 0o1777)  # what the controller makes of a team's jobs root (and .models)
+    (jobs / ".models").mkdir()
+    os.chmod(jobs / ".models", 0o1777)
+    job = make_job(jobs)
+    found = here.beside(jobs)
+    version = found.register("clf", Source(job.id), job, user="ada")
+    entry = jobs / ".models" / "clf.v1.json"
+    assert entry.stat().st_mode & 0o777 == 0o644  # a sweep's record there would be 0600
+    folder = found.home / version.files.folder
+    assert folder.stat().st_mode & 0o777 == 0o755
+    assert all(p.stat().st_mode & 0o777 == 0o444 for p in folder.rglob("*") if p.is_file())
+
+
+def write_checkpoint(job: JobFacts, step: int, metrics: dict[str, float]) -> Path:
+    from trainhub.checkpoint.layout import step_name
+
+    folder = Path(job.job_dir) / "checkpoints" / step_name(step)
+    folder.mkdir(parents=True)
+    (folder / "state.pt").write_bytes(b"state-%d" % step)
+    files = [{"name": "state.pt", "bytes": (folder / "state.pt").stat().st_size, "sha256": "x"}]
+    manifest = {"step": step, "time": 1.0, "metrics": metrics, "files": files, "attempt": 1}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_a_checkpoint_is_linked_even_from_a_running_job_with_its_step_metrics(
+    registry: Registry, tmp_path: Path
+) -> None:
+    job = make_job(tmp_path / "jobs")
+    running = JobFacts(job.id, job.name, job.user, 1, job.job_dir, state="running")
+    write_checkpoint(job, 3, {"val_loss": 0.5})
+    newest = write_checkpoint(job, 8, {"val_loss": 0.25})
+    v = registry.register("clf", Source(job.id), running, user="ada")  # the newest
+    assert (v.source.kind, v.source.step, v.source.attempt) == ("checkpoint", 8, 1)
+    assert v.metrics == {"acc": 0.9, "val_loss": 0.25} and v.files.linked == 2
+    assert os.stat(registry.files(v) / "state.pt").st_ino == os.stat(newest / "state.pt").st_ino
+    older = registry.register("clf", Source(job.id, step=3), running, user="ada")
+    assert older.source.step == 3 and older.metrics["val_loss"] == 0.5
+    with pytest.raises(NotFound, match=r"no checkpoint of step 5 \(3, 8\)"):
+        registry.register("clf", Source(job.id, step=5), running, user="ada")
+    assert [v.version for v in registry.describe("clf").versions] == [2, 1]

@@ -76,11 +76,11 @@ class TeamWork:
 
     def _prepare_volume(self) -> None:
         """Where members own their files: the places on the team's volume where each makes
-        their own (job directories, sweeps, pipeline runs, schedules, alert channels) open to
-        all and sticky, the outbox the controller's alone. What cannot be made so is logged,
-        for an admin."""
+        their own (job directories, sweeps, pipeline runs, schedules, the model registry's
+        entries and versions, alert channels) open to all and sticky, the outbox the
+        controller's alone. What cannot be made so is logged, for an admin."""
         jobs = self.backend.jobs_root
-        kinds = (".sweeps", ".pipelines", ".schedules")
+        kinds = (".sweeps", ".pipelines", ".schedules", ".models")
         places = [jobs, *(jobs / kind for kind in kinds), self.root / ".trainhub" / "users"]
         problems = ownership.prepare_team_volume(
             self.root, [str(p.relative_to(self.root)) for p in places]

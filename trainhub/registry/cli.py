@@ -45,7 +45,7 @@ def versions_table(view: ModelView) -> list[tuple[str, ...]]:
 
 
 def audit_table(view: ModelView) -> list[tuple[str, ...]]:
-    rows = [("WHEN", "WHO", "WHAT", "REASON")]
+    rows: list[tuple[str, ...]] = [("WHEN", "WHO", "WHAT", "REASON")]
     for a in view.audit:
         if a.event == "alias":
             before = f"{a.previous}" if a.previous else "none"
@@ -55,6 +55,14 @@ def audit_table(view: ModelView) -> list[tuple[str, ...]]:
             what = f"{a.event} {a.version}" if a.event != "version" else f"registered {a.version}"
         rows.append((ago(a.time), a.user, what, a.reason or "-"))
     return rows
+
+
+def _say(args: argparse.Namespace, answer: Any, line: str) -> None:
+    """The answer as JSON with ``--json``, else one line."""
+    if args.json:
+        print_json(answer)
+    else:
+        print(line)
 
 
 def cmd_model(args: argparse.Namespace) -> int:
@@ -67,14 +75,14 @@ def cmd_model(args: argparse.Namespace) -> int:
         v = here.register(
             service(), args.name, args.source, user=user, description=args.description
         )
-        print_json(v) if args.json else print(f"{v.model}/{v.version}")
+        _say(args, v, f"{v.model}/{v.version}")
         return 0
     if args.action == "list":
         models = registry.list()
         if args.json:
             print_json(models)
         elif models.models:
-            rows = [("NAME", "VERSIONS", "LATEST", "ALIASES", "UPDATED")]
+            rows: list[tuple[str, ...]] = [("NAME", "VERSIONS", "LATEST", "ALIASES", "UPDATED")]
             for m in models.models:
                 aliases = ",".join(f"@{a}={v}" for a, v in m.aliases.items()) or "-"
                 rows.append(
@@ -85,7 +93,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     if args.action in ("describe", "path"):
         version = registry.version(args.ref)
         if args.action == "path":
-            print(registry.files(version))
+            _say(args, {"path": str(registry.files(version))}, str(registry.files(version)))
         else:
             print_json(version)
         return 0
@@ -95,17 +103,13 @@ def cmd_model(args: argparse.Namespace) -> int:
         view = registry.move_alias(
             args.name, args.alias, args.version, user=user, reason=args.reason
         )
-        print_json(view) if args.json else print(
-            f"{args.name}@{args.alias}: {view.aliases.get(args.alias, 'removed')}"
-        )
+        _say(args, view, f"{args.name}@{args.alias}: {view.aliases.get(args.alias, 'removed')}")
         return 0
     if args.action == "archive":
         view = registry.archive(
             args.name, args.version, user=user, reason=args.reason, archived=not args.undo
         )
-        print_json(view) if args.json else print(
-            f"{args.name}/{args.version}: {'ready' if args.undo else 'archived'}"
-        )
+        _say(args, view, f"{args.name}/{args.version}: {'ready' if args.undo else 'archived'}")
         return 0
     view = registry.describe(args.name)
     if args.json:

@@ -40,7 +40,7 @@ def keep(job_dir: Path, relative: str, home: Path, *, may_link: bool) -> KeptFil
     home.mkdir(parents=True, exist_ok=True)
     folder = secrets.token_hex(12)
     staging = home / f"{STAGING}{folder}"
-    os.mkdir(staging, 0o755)
+    _team_dir(staging)
     try:
         if stat.S_ISREG(st.st_mode):
             name = Path(relative).name
@@ -63,12 +63,18 @@ def _keep_tree(
     files = total = linked = 0
     for path, st in confined.walk(job_dir, relative):
         if stat.S_ISDIR(st.st_mode):
-            os.mkdir(staging / path, 0o755)
+            _team_dir(staging / path)
             continue
         linked += _keep_file(job_dir, f"{relative}/{path}", staging / path, may_link)
         files += 1
         total += st.st_size
     return KeptFiles(folder=folder, files=files, bytes=total, linked=linked)
+
+
+def _team_dir(path: Path) -> None:
+    """A folder of a version: the team reads it, whatever the registrant's umask."""
+    os.mkdir(path, 0o755)
+    os.chmod(path, 0o755)
 
 
 def _keep_file(job_dir: Path, relative: str, dest: Path, may_link: bool) -> int:

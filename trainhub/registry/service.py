@@ -9,6 +9,7 @@ after, so a version that can be read has all its files.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,7 +62,7 @@ class Registry:
         )
 
     # --- reading ---------------------------------------------------------------------------
-    def entries(self, name: str | None = None) -> list[Entry]:
+    def entries(self, name: str | None = None) -> builtins.list[Entry]:
         every = self.records.list()
         return every if name is None else [e for e in every if e.model == name]
 
@@ -138,7 +139,7 @@ class Registry:
             keeping.remove(self.home, files.folder)
             raise
 
-    def _versions(self, name: str) -> list[Entry]:
+    def _versions(self, name: str) -> builtins.list[Entry]:
         return [e for e in self.entries(name) if e.event == "version"]
 
     # --- aliases and archiving ---------------------------------------------------------------

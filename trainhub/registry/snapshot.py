@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,8 @@ _KEPT = (
     "pipeline",
     "team",
 )
-MAX_SCALAR_RECORDS = 2_000_000  # a longer scalars file is read up to here
+SCALAR_PAGE = 20_000  # records read at a time: a long scalars file is folded, never held
+MAX_SCALAR_PAGES = 500  # 10 million records; a longer file is read up to there
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,18 @@ def read_job(job: JobFacts, step: int | None) -> tuple[dict[str, Any], dict[str,
         lineage = jobdir.read_lineage()
     with contextlib.suppress(OSError, ValueError):
         spec = jobdir.read_spec()
-    rows: list[dict[str, Any]] = []
-    with contextlib.suppress(OSError, ValueError, confined.NotAJobFile):
-        rows, _ = jobdir.read_metrics("scalars", 0, MAX_SCALAR_RECORDS)
-    return lineage_of(job, lineage, spec), metrics_at(rows, step)
+    return lineage_of(job, lineage, spec), metrics_at(_scalars(jobdir), step)
+
+
+def _scalars(jobdir: JobDir) -> Iterator[dict[str, Any]]:
+    """The job's scalar records, a page at a time; what cannot be read ends them."""
+    offset = 0
+    for _ in range(MAX_SCALAR_PAGES):
+        try:
+            rows, after = jobdir.read_metrics("scalars", offset, SCALAR_PAGE)
+        except (OSError, ValueError, confined.NotAJobFile):
+            return
+        yield from rows
+        if after == offset or len(rows) < SCALAR_PAGE:
+            return
+        offset = after
