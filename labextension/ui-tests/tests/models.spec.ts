@@ -2,7 +2,8 @@
  * The model registry in Lab: a finished job's output registered with the Outputs tab's
  * Register as model button, the notification's link opening the Models panel at version 1
  * with its metric and lineage, an alias moved there and kept in the audit log, and the load
- * snippets with their Copy buttons.
+ * snippets with their Copy buttons; the protected production alias refused with the server's
+ * sentence.
  */
 import { expect, test } from './fixtures';
 import * as path from 'path';
@@ -69,6 +70,16 @@ test('an output registered from the job view shows in the Models panel', async (
   await expect(detail.locator('.jp-trainhub-model-snippet code')).toHaveText([
     "trainhub.models.load('classifier/1')"
   ]);
+
+  // production is protected (start-lab.sh's models.yaml): refused with the server's sentence
+  await detail.getByRole('button', { name: 'Move alias here…' }).click();
+  const refused = page.locator('.jp-Dialog').filter({ hasText: 'Move an alias' });
+  await refused.locator('input[name="alias"]').fill('production');
+  await refused.getByRole('button', { name: 'Move alias' }).click();
+  const error = page.locator('.jp-Dialog').filter({ hasText: 'Could not move @production' });
+  await expect(error).toContainText('needs the role model-approver');
+  await error.getByRole('button', { name: 'Close' }).click();
+  await expect(error).toHaveCount(0);
 
   await detail.getByRole('button', { name: 'Move alias here…' }).click();
   const move = page.locator('.jp-Dialog').filter({ hasText: 'Move an alias' });
