@@ -39,6 +39,7 @@ import { NoticeWatch, toastOf } from './notices';
 import { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
 import { registerSubmitCommands } from './submitcommands';
 import { registerSchedules } from './schedulecommands';
+import { registerModels } from './modelcommands';
 import { pipelinePlugin } from './pipelineplugin';
 
 export { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
@@ -157,6 +158,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     viewActions.rerun = (job, kind, step) => rerun(job.id, kind, step);
     viewActions.changed = job => model.apply([job]);
+    viewActions.registerModel = (job, what) =>
+      void app.commands.execute(CommandIDs.registerModel, { jobId: job.id, ...what });
     // Whose jobs are whose (a teammate's shared job is read-only), once the server has said.
     void config()
       .then(c => {
@@ -252,6 +255,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       panelId: panel.id
     });
     registerSchedules(app, { api, notebooks, palette, restorer, config, reportError });
+    registerModels(app, { api, palette, restorer, reportError });
     app.commands.addCommand(CommandIDs.openJobs, {
       label: 'Open training jobs panel',
       execute: () => app.shell.activateById(panel.id)

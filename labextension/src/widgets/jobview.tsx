@@ -73,7 +73,7 @@ export class JobView extends MainAreaWidget<TabPanel> {
       ) : null
     );
     this.outputs = new JobReactTab('Outputs', () =>
-      this.job ? <Outputs job={this.job} api={api} /> : null
+      this.job ? <Outputs job={this.job} api={api} actions={actions} /> : null
     );
     for (const tab of [
       this.overview,
