@@ -18,6 +18,7 @@ import {
   versionLineage,
   versionSnippets
 } from '../registry';
+import { openComments } from './commentstab';
 import { KeyValues } from './keyvalues';
 
 export interface IModelActions {
@@ -74,6 +75,13 @@ function VersionDetail(props: {
           onClick={() => void actions.archive(view, v)}
         >
           {v.archived ? 'Unarchive…' : 'Archive…'}
+        </button>
+        <button
+          className="jp-mod-styled jp-trainhub-link"
+          title="The team's discussion of this version"
+          onClick={() => openComments('model_version', `${v.model}/${v.version}`)}
+        >
+          Comments
         </button>
       </div>
       <div className="jp-trainhub-model-snippets" aria-label="Load snippets">
