@@ -1,5 +1,5 @@
 """One team of the teams file: who belongs to it (JupyterHub groups), its namespace, quota,
-images, shared volume, datasets, alerts and retention."""
+images, shared volume, datasets, alerts, retention and MLflow server."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from trainhub.outputs.retention import Retention
 from trainhub.teams.fields import DNS_LABEL, FileModel, quantity
 from trainhub.teams.images import ImagePolicy
 from trainhub.teams.quotas import PoolQuota, Preemption
+from trainhub.tracking.config import MlflowServer
 
 
 class SharedVolume(FileModel):
@@ -78,6 +79,11 @@ class Team(FileModel):
     )
     retention: Retention | None = Field(
         None, description="How long the team's job outputs are kept (trainhub cleanup)"
+    )
+    mlflow: MlflowServer | None = Field(
+        None,
+        description="An MLflow tracking server every job of the team is mirrored into "
+        "(trainhub/tracking)",
     )
     wait_grace_minutes: int = Field(
         10,
