@@ -14,7 +14,7 @@ from trainhub import settings
 from trainhub.alerts.announce import announce_job
 from trainhub.backends.local.accounting import usage_store
 from trainhub.backends.local.store import Store
-from trainhub.backends.local.tracking import nudge
+from trainhub.backends.local.tracking import job_ended
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import JobState
@@ -72,13 +72,13 @@ def record_ending(
     kind = end_alert_kind(record.spec.notify, state)
     if kind is not None:
         announce(home, record.model_copy(update={**ended, "verdict": verdict}), jobdir, kind)
-    mirror_ending(home, jobdir)
+    mirror_ending(home, record.id, jobdir)
 
 
-def mirror_ending(home: Path, jobdir: JobDir) -> None:
+def mirror_ending(home: Path, job_id: str, jobdir: JobDir) -> None:
     """The MLflow mirror's sender, so that the run's end follows soon (trainhub.tracking)."""
     try:
-        nudge(home)
+        job_ended(home, job_id)
     except Exception as error:  # the mirror never stands in the way of finishing a job
         jobdir.emit("mlflow", error=f"The MLflow mirror could not be started: {error}")
 

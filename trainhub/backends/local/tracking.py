@@ -37,14 +37,26 @@ def team_server(record: JobRecord) -> MlflowServer | None:
 
 
 def enroll_job(home: Path, record: JobRecord, jobdir: JobDir) -> None:
-    """Mirror this job (its team asks for it) and start the sender; never raises."""
+    """Mirror this job (its team asks for it); never raises. Nothing is started here: a
+    process the supervisor started would be one of the job's, ended with it; whoever
+    reconciles meanwhile sends what the job logs, and its end starts the sender."""
     try:
-        if team_server(record) is None:
-            return
-        enroll(state_dir(home), record.id)
-        spawn_sender(home)
+        if team_server(record) is not None:
+            enroll(state_dir(home), record.id)
     except Exception as error:  # the mirror never stands in a job's way
         jobdir.emit("mlflow", error=f"The MLflow mirror could not start: {error}")
+
+
+def job_ended(home: Path, job_id: str) -> None:
+    """The job's end is due to be mirrored now: its cursor due, the sender started."""
+    state = state_dir(home)
+    found = cursors.load(state, job_id) if state.is_dir() else None
+    if found is None or found.done:
+        return
+    found.next_try = 0.0
+    cursors.save(state, found)
+    if not _sender_running(state):
+        spawn_sender(home)
 
 
 def nudge(home: Path) -> None:
@@ -87,22 +99,31 @@ def spawn_sender(home: Path) -> None:
 
 
 def run_sender(home: Path) -> None:
-    """Passes until nothing is due within :data:`LINGER` seconds; one sender per home."""
-    from trainhub.backends.local.store import Store
-
+    """Passes until nothing is due within :data:`LINGER` seconds; one sender per home. Once it
+    lets go of the lock it looks once more, so a job that became due meanwhile is not left."""
     state = state_dir(home)
     state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    while _passes(home, state):
+        now = time.time()
+        if not any(c.next_try <= now for c in cursors.pending(state)):
+            return
+
+
+def _passes(home: Path, state: Path) -> bool:
+    """Run passes while something is due soon; False when another sender holds the lock."""
+    from trainhub.backends.local.store import Store
+
     with (state / LOCK).open("a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return  # one runs: it finds this work too
+            return False  # one runs: it finds this work too
         store = Store(settings.database(home))
         try:
             while True:
                 result = run_pass(state, store.get, team_server)
                 if result.next_due is None or result.next_due - time.time() > LINGER:
-                    return
+                    return True
                 time.sleep(max(0.2, result.next_due - time.time()))
         finally:
             store.close()
