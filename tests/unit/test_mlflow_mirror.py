@@ -20,7 +20,7 @@ from trainhub.tracking import batches
 from trainhub.tracking import cursor as cursors
 from trainhub.tracking.config import MlflowServer
 from trainhub.tracking.models import queue_model_version
-from trainhub.tracking.pending import enroll, retry_delay, run_pass
+from trainhub.tracking.pending import enroll, enroll_new, retry_delay, run_pass
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = {
@@ -205,3 +205,14 @@ def test_a_server_that_is_not_there_leaves_the_cursor_backing_off(tmp_path: Path
     run_pass(state, lambda _: None, lambda _: server, now=10_000.0)
     assert cursors.pending(state) == []
     assert cursors.load(state, job.id).error == "the job is gone"  # type: ignore[union-attr]
+
+
+def test_a_team_that_starts_mirroring_enrolls_its_jobs_from_then_on(tmp_path: Path) -> None:
+    old = record(id="old-1", state=JobState.SUCCEEDED, finished_at=1.0)
+    running = record(id="running-1", created_at=1.0)
+    assert enroll_new(tmp_path, [old, running]) == 1
+    later = record(
+        id="later-1", state=JobState.FAILED, finished_at=(tmp_path / ".since").stat().st_mtime + 5
+    )
+    assert enroll_new(tmp_path, [old, running, later]) == 1
+    assert sorted(c.job_id for c in cursors.pending(tmp_path)) == ["later-1", "running-1"]

@@ -51,6 +51,26 @@ def enroll(state: Path, job_id: str) -> bool:
     return True
 
 
+SINCE = ".since"
+
+
+def enroll_new(state: Path, records: list[JobRecord]) -> int:
+    """Enroll those of ``records`` that have not ended, or ended since this mirror directory
+    first enrolled (a team that starts mirroring does not send its whole history); returns
+    how many were new."""
+    mark = state / SINCE
+    try:
+        since = float(mark.read_text())
+    except (OSError, ValueError):
+        since = time.time()
+        mark.write_text(repr(since))
+    return sum(
+        enroll(state, r.id)
+        for r in records
+        if not r.state.terminal or (r.finished_at or r.created_at) >= since
+    )
+
+
 @dataclass
 class PassResult:
     synced: int = 0
