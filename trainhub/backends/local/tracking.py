@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from trainhub import settings
@@ -34,6 +35,19 @@ def state_dir(home: Path) -> Path:
 def team_server(record: JobRecord) -> MlflowServer | None:
     team = env_team(record.team or record.spec.team)
     return team.mlflow if team is not None else None
+
+
+def _servers() -> Callable[[JobRecord], MlflowServer | None]:
+    """:func:`team_server` read once per team and pass (the teams file parsed once)."""
+    found: dict[str | None, MlflowServer | None] = {}
+
+    def server_of(record: JobRecord) -> MlflowServer | None:
+        team = record.team or record.spec.team
+        if team not in found:
+            found[team] = team_server(record)
+        return found[team]
+
+    return server_of
 
 
 def enroll_job(home: Path, record: JobRecord, jobdir: JobDir) -> None:
@@ -121,7 +135,7 @@ def _passes(home: Path, state: Path) -> bool:
         store = Store(settings.database(home))
         try:
             while True:
-                result = run_pass(state, store.get, team_server)
+                result = run_pass(state, store.get, _servers())
                 if result.next_due is None or result.next_due - time.time() > LINGER:
                     return True
                 time.sleep(max(0.2, result.next_due - time.time()))
