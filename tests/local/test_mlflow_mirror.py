@@ -117,7 +117,7 @@ def test_a_torchrun_job_is_mirrored_into_its_teams_mlflow(
     weights.mkdir()
     (weights / "weights.bin").write_bytes(b"\x00\x01weights")
     for _ in range(2):
-        queue_model_version(th.home / "mlflow", job["id"], "classifier", 1, files=weights)
+        assert queue_model_version(th.home / "mlflow", job["id"], "classifier", 1, files=weights)
     th.run("jobs")  # a reconcile starts the sender
     wait_for(lambda: (c := cursor(th, job["id"])) and c.done, 60, "the model version")
     (version,) = server.get("model-versions/search", filter="name='classifier'")["model_versions"]

@@ -172,8 +172,9 @@ def test_a_cursor_is_pending_until_done_and_a_model_version_opens_it_again(
     cursor.done, cursor.run_id = True, "r1"
     cursors.save(tmp_path, cursor)
     assert cursors.pending(tmp_path) == [] and not enroll(tmp_path, "train-1a2b")
-    queue_model_version(tmp_path, "train-1a2b", "classifier", 7, files=tmp_path / "w")
-    queue_model_version(tmp_path, "train-1a2b", "classifier", 7)  # the same version: once
+    assert queue_model_version(tmp_path, "train-1a2b", "classifier", 7, files=tmp_path / "w")
+    assert queue_model_version(tmp_path, "train-1a2b", "classifier", 7)  # the same: once
+    assert not queue_model_version(tmp_path, "other-1", "classifier", 8)  # not mirrored
     (again,) = cursors.pending(tmp_path)
     assert again.run_id == "r1" and not again.done
     assert [(m["name"], m["version"], m["sent"]) for m in again.models] == [

@@ -27,25 +27,31 @@ def queue_model_version(
     *,
     files: Path | None = None,
     description: str = "",
-) -> None:
+) -> bool:
     """Queue trainhub's version ``version`` of model ``name``, made by job ``job_id``, for the
-    mirror kept in ``state`` (the job's team's mirror directory). Returns at once; nothing is
-    sent here. ``files``: an absolute file or directory the registry keeps for the version."""
+    mirror kept in ``state`` (``$TRAINHUB_HOME/mlflow`` locally, ``<team volume>/.trainhub/
+    mlflow`` on a cluster). Returns at once, False when the job is not mirrored (its team has
+    no MLflow server); nothing is sent here. ``files``: an absolute file or directory the
+    registry keeps for the version."""
     if files is not None and not Path(files).is_absolute():
         raise ValueError(f"files: {files} must be an absolute path")
-    found = cursors.load(state, job_id) or cursors.Cursor(job_id=job_id)
-    entry = {
-        "name": name,
-        "version": str(version),
-        "files": str(files) if files is not None else None,
-        "description": description,
-        "sent": False,
-    }
+    found = cursors.load(state, job_id) if Path(state).is_dir() else None
+    if found is None:
+        return False
     if any(m["name"] == name and m["version"] == str(version) for m in found.models):
-        return
-    found.models.append(entry)
+        return True
+    found.models.append(
+        {
+            "name": name,
+            "version": str(version),
+            "files": str(files) if files is not None else None,
+            "description": description,
+            "sent": False,
+        }
+    )
     found.done, found.next_try = False, 0.0
     cursors.save(state, found)
+    return True
 
 
 def send_model_version(client: Client, cursor: cursors.Cursor, model: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ slow fails this pass of the mirror, which tries again later."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import urllib.error
@@ -53,7 +54,7 @@ class Client:
                 raw = response.read()
         except urllib.error.HTTPError as e:
             raise _answer_error(e) from None
-        except (OSError, ValueError) as e:  # refused, unreachable, timed out, a broken answer
+        except (OSError, ValueError, http.client.HTTPException) as e:  # refused, timed out, cut
             reason = getattr(e, "reason", e)
             where = self.server.tracking_uri
             raise MlflowError(f"MLflow at {where} unreachable: {reason}") from None
