@@ -300,6 +300,17 @@ class LocalBackend(Backend):
             self._supervisor_lost(record, local)
         self.admitter.launch(relaunch)
         self.admitter.admit_and_launch()
+        self._mirror()
+
+    def _mirror(self) -> None:
+        """The MLflow mirror catches up whatever waits (trainhub.tracking); only where a job
+        was ever mirrored does this import or read anything."""
+        if not (self.home / "mlflow").is_dir():
+            return
+        from trainhub.backends.local.tracking import nudge
+
+        with contextlib.suppress(Exception):  # the mirror never stands in a reconcile's way
+            nudge(self.home)
 
     def _supervisor_lost(self, record: JobRecord, local: LocalJob) -> None:
         processes.kill_job_processes(record.id, list(local.process_groups))
