@@ -4,13 +4,14 @@ and a page of a user's jobs. Built from the records the backend keeps and the jo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from trainhub.backends.base import Backend
 from trainhub.jobs.access import JobAccess
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import (
+    DataWait,
     DescribeJob,
     JobBase,
     JobDetails,
@@ -21,6 +22,7 @@ from trainhub.jobs.models import (
     ListJobsQuery,
     fields_of,
 )
+from trainhub.metrics.datawait import data_wait, read_wait_records
 
 TIMELINE_EVENTS = frozenset(
     {
@@ -90,11 +92,13 @@ def describe(backend: Backend, record: JobRecord, *, files: bool = True) -> Desc
     lineage = jobdir.read_lineage() if files else None
     events = jobdir.iter_events() if files else []
     timeline = [e for e in events if e.get("type") in TIMELINE_EVENTS]
+    waited = data_wait(read_wait_records(jobdir)) if files else None
     return DescribeJob(
         **fields_of(summary(backend, record), JobSummary),
         **fields_of(record, JobDetails),
         lineage=lineage,
         timeline=timeline,
+        data_wait=DataWait(**asdict(waited)) if waited is not None else None,
     )
 
 
