@@ -92,14 +92,20 @@ def describe(backend: Backend, record: JobRecord, *, files: bool = True) -> Desc
     lineage = jobdir.read_lineage() if files else None
     events = jobdir.iter_events() if files else []
     timeline = [e for e in events if e.get("type") in TIMELINE_EVENTS]
-    waited = data_wait(read_wait_records(jobdir)) if files else None
     return DescribeJob(
         **fields_of(summary(backend, record), JobSummary),
         **fields_of(record, JobDetails),
         lineage=lineage,
         timeline=timeline,
-        data_wait=DataWait(**asdict(waited)) if waited is not None else None,
+        data_wait=data_wait_of(jobdir) if files else None,
     )
+
+
+def data_wait_of(jobdir: JobDir) -> DataWait | None:
+    """How much of the job's step time its ranks waited for data, and the advice; None when
+    no rank iterated a DataLoader."""
+    waited = data_wait(read_wait_records(jobdir))
+    return DataWait(**asdict(waited)) if waited is not None else None
 
 
 class Row:

@@ -28,7 +28,7 @@ from typing import Any, get_type_hints
 
 from pydantic import create_model
 
-from trainhub.jobs.models import JobRecord
+from trainhub.jobs.models import DataWait, JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.usage.goodput import Goodput, goodput
 from trainhub.usage.models import utc_day
@@ -79,6 +79,8 @@ JobUsage = create_model(
         name: (_HINTS[name], ...)
         for name in sorted(_HINTS, key=lambda name: name in Goodput.__dataclass_fields__)
     },
+    # Beside GPU utilization (busy over sampled): how much of the step waited for data.
+    data_wait=(DataWait | None, None),
 )
 
 
