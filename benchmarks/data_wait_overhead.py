@@ -69,7 +69,6 @@ def run(batches: int = 200_000, rounds: int = 7) -> list[dict]:
 
     with tempfile.TemporaryDirectory(prefix="trainhub-bench-") as tmp:
         meter = rank_meter(JobDir(Path(tmp) / "job").create(), 0, 0)
-        assert meter is not None
         original = dataloader._BaseDataLoaderIter.__next__
         items = list(range(batches // 10))
         loader = data.DataLoader(items, batch_size=1)

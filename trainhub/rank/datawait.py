@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import importlib.machinery
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -100,6 +99,7 @@ class DataWaitMeter:
             return batch
 
         __next__.__wrapped__ = next_of  # type: ignore[attr-defined]
+        __next__.data_wait_meter = self  # type: ignore[attr-defined]
         __next__.__qualname__ = getattr(next_of, "__qualname__", "__next__")
         __next__.__doc__ = getattr(next_of, "__doc__", None)
         return __next__
@@ -136,7 +136,7 @@ def patch(module: ModuleType, meter: DataWaitMeter) -> bool:
     """Wrap the DataLoader iterators' ``__next__`` in ``module``; False when it has none."""
     base = getattr(module, "_BaseDataLoaderIter", None)
     original = getattr(base, "__next__", None)
-    if base is None or original is None or hasattr(original, "__wrapped__"):
+    if base is None or original is None or hasattr(original, "data_wait_meter"):
         return False
     base.__next__ = meter.timed(original)
     return True
@@ -179,11 +179,8 @@ def install(meter: DataWaitMeter) -> None:
         sys.meta_path.insert(0, _PatchOnImport(meter))
 
 
-def rank_meter(job: Any, rank: int, attempt: int) -> DataWaitMeter | None:
-    """The meter of a job's rank, writing into its ``metrics/system.jsonl``; None when turned
-    off (``TRAINHUB_DATA_WAIT=0``)."""
-    if os.environ.get("TRAINHUB_DATA_WAIT", "1") == "0":
-        return None
+def rank_meter(job: Any, rank: int, attempt: int) -> DataWaitMeter:
+    """The meter of a job's rank, writing into its ``metrics/system.jsonl``."""
     from trainhub.jobs.directory import METRIC_FILES, append_jsonl
 
     path = job.metrics / METRIC_FILES["system"]

@@ -119,13 +119,11 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
     )
     run = run_cells if manifest.kind == "notebook" else run_script
     meter = rank_meter(ctx.job, ctx.rank, ctx.attempt)
-    if meter is not None:
-        install(meter)  # the DataLoaders' wait for data, in metrics/system.jsonl
+    install(meter)  # the DataLoaders' wait for data, in metrics/system.jsonl
     try:
         failure = run(bundle_dir, manifest, ctx)
     finally:
-        if meter is not None:
-            meter.flush()
+        meter.flush()
     if failure is None and not flush_checkpoints(status_path):
         return 1
     sys.stdout.flush()
