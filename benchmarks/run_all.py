@@ -26,6 +26,7 @@ SUITES = {
     "checkpoint_stall": ("benchmarks.checkpoint_stall", {}, {"repeats": 3}),
     "checkpoint_throughput": ("benchmarks.checkpoint_throughput", {}, {"repeats": 3}),
     "sampler_overhead": ("benchmarks.sampler_overhead", {}, {"seconds": 8}),
+    "data_wait_overhead": ("benchmarks.data_wait_overhead", {}, {"rounds": 3}),
     "log_latency": ("benchmarks.log_latency", {}, {}),
     "job_streams": ("benchmarks.job_streams", {}, {"seconds": 10}),
     "list_endpoint": ("benchmarks.list_endpoint", {}, {"requests": 60}),

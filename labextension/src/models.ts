@@ -190,6 +190,21 @@ export interface ITimelineEvent {
   [key: string]: unknown;
 }
 
+/**
+ * trainhub.jobs.models.DataWait (trainhub/metrics/datawait.py): shares in [0, 1], the advice
+ * when waiting dominates.
+ */
+export interface IDataWait {
+  fraction: number | null;
+  wait_s: number;
+  step_s: number;
+  /** Each rank's own share (JSON keys: the rank as text). */
+  ranks: Record<string, number | null>;
+  num_workers?: number | null;
+  pin_memory?: boolean | null;
+  advice?: string | null;
+}
+
 export interface IDescribeJob extends IJobSummary {
   spec: IJobSpec;
   job_dir: string;
@@ -199,6 +214,8 @@ export interface IDescribeJob extends IJobSummary {
   lineage?: Record<string, unknown> | null;
   timeline: ITimelineEvent[];
   resubmitted_from?: string | null;
+  /** How much of each step the ranks waited for data (null: no DataLoader seen). */
+  data_wait?: IDataWait | null;
 }
 
 export interface IJobPage {

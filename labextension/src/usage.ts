@@ -3,6 +3,7 @@
  * GET jobs/{id}/usage), and the pure arithmetic their charts draw: a goodput breakdown,
  * a quota bar per pool, bars per day. Seconds throughout, as the server sends them.
  */
+import { IDataWait } from './models';
 
 /**
  * What a job's attempts' time went to (trainhub/usage/goodput.py), in seconds of the
@@ -15,6 +16,8 @@ export interface IGoodputParts {
   checkpoint_s: number;
   redone_s: number;
   interrupted_s: number;
+  /** Steps' time spent waiting for data (absent in answers from before it was counted). */
+  data_wait_s?: number;
 }
 
 export interface IJobUsage extends IGoodputParts {
@@ -23,6 +26,7 @@ export interface IJobUsage extends IGoodputParts {
   gpu_redone_s: number;
   gpu_allocated_s: number;
   gpu_busy_s: number;
+  gpu_sampled_s: number;
   gpu_waste_s: number;
   wall_s: number;
   queue_wait_s: number;
@@ -30,6 +34,7 @@ export interface IJobUsage extends IGoodputParts {
   steps: number;
   redone_steps: number;
   attempts: number;
+  data_wait?: IDataWait | null;
 }
 
 export interface IPoolQuota {
@@ -69,7 +74,8 @@ export interface IUsagePanel {
   waste_utilization_pct: number;
 }
 
-export type GoodputKey = 'productive' | 'startup' | 'checkpoint' | 'redone' | 'interrupted';
+export type GoodputKey =
+  'productive' | 'startup' | 'checkpoint' | 'datawait' | 'redone' | 'interrupted';
 
 export interface ISegment {
   key: GoodputKey;
@@ -83,6 +89,7 @@ export const GOODPUT_LABELS: Record<GoodputKey, string> = {
   productive: 'kept progress',
   startup: 'start-up',
   checkpoint: 'checkpoint stalls',
+  datawait: 'waiting for data',
   redone: 'redone steps',
   interrupted: 'interrupted attempts'
 };
@@ -96,6 +103,7 @@ export function goodputSegments(parts: IGoodputParts): ISegment[] {
     ['productive', parts.productive_s],
     ['startup', parts.startup_s],
     ['checkpoint', parts.checkpoint_s],
+    ['datawait', parts.data_wait_s ?? 0],
     ['redone', parts.redone_s],
     ['interrupted', parts.interrupted_s]
   ];

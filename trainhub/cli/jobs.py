@@ -59,6 +59,11 @@ def _describe_text(job: DescribeJob) -> str:
     ]
     if job.wait_reason:
         lines.append(f"Waiting:    {job.wait_reason}")
+    if job.data_wait and job.data_wait.fraction is not None:
+        lines.append(
+            f"Data wait:  {round(job.data_wait.fraction * 100)} % of the step time"
+            + (f" ({job.data_wait.advice})" if job.data_wait.advice else "")
+        )
     if job.verdict:
         v = job.verdict
         lines.append(f"Verdict:    {v.failure_class.value}: {v.reason}")

@@ -138,8 +138,22 @@ class JobSummary(JobBase):
     )
 
 
+class DataWait(BaseModel):
+    """How much of the job's step time its ranks waited for data (their DataLoaders' wait,
+    :mod:`trainhub.metrics.datawait`), and what to try when that dominates."""
+
+    fraction: float | None = Field(description="Waiting share of the step time, all ranks")
+    wait_s: float
+    step_s: float
+    ranks: dict[int, float | None] = Field(description="Each rank's own waiting share")
+    num_workers: int | None = None
+    pin_memory: bool | None = None
+    advice: str | None = Field(None, description="The sentence shown when waiting dominates")
+
+
 class DescribeJob(JobDetails, JobSummary):
     lineage: dict[str, Any] | None = None
+    data_wait: DataWait | None = None
     timeline: list[dict[str, Any]] = Field(default_factory=list)
 
 

@@ -381,7 +381,7 @@ class JobService:
         runs)."""
         record = self.record(job_id, user)
         row = job_usage(record, threshold_pct=settings.waste_utilization_pct())
-        return JobUsage(**row.as_dict())
+        return JobUsage(**row.as_dict(), data_wait=views.data_wait_of(JobDir(record.job_dir)))
 
     def reconcile(self) -> None:
         """Bring the jobs' records up to date, as a front door does (the CLI on every call,

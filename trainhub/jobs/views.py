@@ -4,13 +4,14 @@ and a page of a user's jobs. Built from the records the backend keeps and the jo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from trainhub.backends.base import Backend
 from trainhub.jobs.access import JobAccess
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import (
+    DataWait,
     DescribeJob,
     JobBase,
     JobDetails,
@@ -21,6 +22,7 @@ from trainhub.jobs.models import (
     ListJobsQuery,
     fields_of,
 )
+from trainhub.metrics.datawait import data_wait, read_wait_records
 
 TIMELINE_EVENTS = frozenset(
     {
@@ -97,7 +99,15 @@ def describe(backend: Backend, record: JobRecord, *, files: bool = True) -> Desc
         **fields_of(record, JobDetails),
         lineage=lineage,
         timeline=timeline,
+        data_wait=data_wait_of(jobdir) if files else None,
     )
+
+
+def data_wait_of(jobdir: JobDir) -> DataWait | None:
+    """How much of the job's step time its ranks waited for data, and the advice; None when
+    no rank iterated a DataLoader."""
+    waited = data_wait(read_wait_records(jobdir))
+    return DataWait(**asdict(waited)) if waited is not None else None
 
 
 class Row:

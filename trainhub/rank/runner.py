@@ -35,6 +35,7 @@ from trainhub.bundle.schema import BundleManifest, read_manifest
 from trainhub.jobs.directory import write_json_atomic
 from trainhub.rank.cells import run_cells
 from trainhub.rank.context import RankContext
+from trainhub.rank.datawait import install, rank_meter
 from trainhub.rank.ending import flush_checkpoints, stop_handler
 from trainhub.rank.failure import (
     OK,
@@ -117,7 +118,12 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
         f"running {manifest.kind} {manifest.entry}"
     )
     run = run_cells if manifest.kind == "notebook" else run_script
-    failure = run(bundle_dir, manifest, ctx)
+    meter = rank_meter(ctx.job, ctx.rank, ctx.attempt)
+    install(meter)  # the DataLoaders' wait for data, in metrics/system.jsonl
+    try:
+        failure = run(bundle_dir, manifest, ctx)
+    finally:
+        meter.flush()
     if failure is None and not flush_checkpoints(status_path):
         return 1
     sys.stdout.flush()

@@ -12,7 +12,8 @@ or FIFO counts as absent, and the row is then built from the record alone).
 - GPU-seconds wasted: the sampled GPU-seconds whose utilization was under the threshold.
 - CPU-seconds: the ranks' samples (``cpu_percent`` of one core, children included) likewise.
 - Goodput and what was lost (start-up, checkpoint stalls, redone steps, interrupted attempts,
-  waiting between attempts): :mod:`trainhub.usage.goodput`, from the events and scalars.
+  waiting for data, waiting between attempts): :mod:`trainhub.usage.goodput`, from the events,
+  the scalars and the ranks' data-wait records.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, get_type_hints
 
 from pydantic import create_model
 
-from trainhub.jobs.models import JobRecord
+from trainhub.jobs.models import DataWait, JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.usage.goodput import Goodput, goodput
 from trainhub.usage.models import utc_day
@@ -78,6 +79,8 @@ JobUsage = create_model(
         name: (_HINTS[name], ...)
         for name in sorted(_HINTS, key=lambda name: name in Goodput.__dataclass_fields__)
     },
+    # Beside GPU utilization (busy over sampled): how much of the step waited for data.
+    data_wait=(DataWait | None, None),
 )
 
 
@@ -129,7 +132,8 @@ def _series(
     out: dict[Any, list[tuple[float, float | None]]] = defaultdict(list)
     for s in samples:
         t, v = s.get("time"), s.get(value)
-        if not isinstance(t, int | float) or s.get(key) is None:
+        # A record without the reading is another series' (a rank's data wait), not a gap.
+        if not isinstance(t, int | float) or s.get(key) is None or value not in s:
             continue
         out[s[key]].append((float(t), float(v) if isinstance(v, int | float) else None))
     for series in out.values():
@@ -191,7 +195,8 @@ def usage_row(
     end = record.finished_at or finished_at or record.started_at or record.created_at
     events = list(events)
     spans = attempt_spans(events, record.started_at, end)
-    good = goodput(spans, events, scalars, record.gpus)
+    system_samples = list(system_samples)
+    good = goodput(spans, events, scalars, record.gpus, system_samples)
     allocated_each = sum(e - s for s, e in spans)
     allocated = record.gpus * allocated_each
     busy, waste, sampled = (

@@ -66,6 +66,7 @@ class WastefulJob(BaseModel):
     checkpoint_s: float
     redone_s: float
     interrupted_s: float
+    data_wait_s: float = 0.0
 
 
 class UsagePanel(BaseModel):

@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS usage (
     gpu_checkpoint_s       REAL NOT NULL,
     gpu_redone_s           REAL NOT NULL,
     gpu_interrupted_s      REAL NOT NULL,
+    gpu_data_wait_s        REAL NOT NULL,
     requeue_s              REAL NOT NULL,
     steps                  INTEGER NOT NULL,
     redone_steps           INTEGER NOT NULL,
@@ -54,7 +55,8 @@ CREATE TABLE IF NOT EXISTS usage (
     startup_s              REAL NOT NULL,
     checkpoint_s           REAL NOT NULL,
     redone_s               REAL NOT NULL,
-    interrupted_s          REAL NOT NULL
+    interrupted_s          REAL NOT NULL,
+    data_wait_s            REAL NOT NULL
 );
 -- Covers every report over all users: a range of end times read from the index alone.
 CREATE INDEX IF NOT EXISTS usage_report ON usage (
@@ -219,7 +221,8 @@ class UsageStore:
             self._connection()
             .execute(
                 "SELECT SUM(productive_s),"
-                " SUM(productive_s + startup_s + checkpoint_s + redone_s + interrupted_s)"
+                " SUM(productive_s + startup_s + checkpoint_s + redone_s + interrupted_s"
+                " + data_wait_s)"
                 f" FROM usage WHERE {where} AND goodput IS NOT NULL",
                 args,
             )
@@ -239,7 +242,7 @@ class UsageStore:
         )
         cur = self._connection().execute(
             "SELECT job_id, state, finished_at, gpus, gpu_allocated_s, gpu_waste_s, goodput,"
-            " productive_s, startup_s, checkpoint_s, redone_s, interrupted_s"
+            " productive_s, startup_s, checkpoint_s, redone_s, interrupted_s, data_wait_s"
             f" FROM usage WHERE {where} AND ({lost} > 0 OR goodput < 1)"
             f" ORDER BY {lost} DESC, COALESCE(goodput, 1), finished_at DESC LIMIT ?",
             [*args, limit],

@@ -1,12 +1,15 @@
 /**
  * The goodput breakdown: a compact bar of where a job's time went (kept progress, start-up,
- * checkpoint stalls, redone steps, interrupted attempts) with the numbers beside it. Used by
- * the job view's Overview (GET jobs/{id}/usage) and the Usage panel's wasteful jobs.
+ * checkpoint stalls, waiting for data, redone steps, interrupted attempts) with the numbers
+ * beside it. Used by the job view's Overview (GET jobs/{id}/usage) and the Usage panel's
+ * wasteful jobs. The Overview also says, beside GPU utilization, how much of each step
+ * waited for data, and what to try when that dominates.
  */
 import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
-import { IDescribeJob, TERMINAL_STATES } from '../models';
+import { stallFacts } from '../datawait';
+import { IDataWait, IDescribeJob, TERMINAL_STATES } from '../models';
 import { formatGpuSeconds, formatShare, goodputSegments, IGoodputParts, IJobUsage } from '../usage';
 
 export function GoodputBar(props: {
@@ -74,8 +77,16 @@ export function JobGoodput(props: { job: IDescribeJob; api: TrainHubAPI }): JSX.
       }
     };
   }, [job.id, job.state, job.started_at]);
+  const stalls = (
+    <InputStalls
+      job={job}
+      busy={usage?.gpu_busy_s}
+      sampled={usage?.gpu_sampled_s}
+      dataWait={usage?.data_wait ?? job.data_wait}
+    />
+  );
   if (!usage || usage.goodput === null) {
-    return null;
+    return stalls;
   }
   return (
     <section className="jp-trainhub-job-goodput">
@@ -83,6 +94,7 @@ export function JobGoodput(props: { job: IDescribeJob; api: TrainHubAPI }): JSX.
         Goodput <span className="jp-trainhub-goodput-figure">{formatShare(usage.goodput)}</span>
         {ended ? '' : <span className="jp-trainhub-muted"> so far</span>}
       </h3>
+      {stalls}
       <GoodputBar parts={usage} gpus={usage.gpus} />
       <div className="jp-trainhub-muted jp-trainhub-goodput-facts">
         {usage.steps} steps kept
@@ -91,5 +103,32 @@ export function JobGoodput(props: { job: IDescribeJob; api: TrainHubAPI }): JSX.
         {usage.requeue_s >= 1 ? ` · ${Math.round(usage.requeue_s)} s waiting between attempts` : ''}
       </div>
     </section>
+  );
+}
+
+/** GPU utilization and the share of each step spent waiting for data, with the advice. */
+function InputStalls(props: {
+  job: IDescribeJob;
+  busy?: number;
+  sampled?: number;
+  dataWait?: IDataWait | null;
+}): JSX.Element | null {
+  const facts = stallFacts(props.dataWait, props.busy, props.sampled);
+  const line = [facts.gpu, facts.wait].filter(Boolean).join(' · ');
+  if (!facts.wait) {
+    return null; // no DataLoader seen: GPU utilization has its charts in the Metrics tab
+  }
+  return (
+    <div className="jp-trainhub-input-stalls">
+      <div className="jp-trainhub-muted">
+        {line}
+        {facts.ranks ? ` (${facts.ranks})` : ''}
+      </div>
+      {facts.advice ? (
+        <div className="jp-trainhub-banner jp-trainhub-wait jp-trainhub-stall-advice">
+          {facts.advice}
+        </div>
+      ) : null}
+    </div>
   );
 }
