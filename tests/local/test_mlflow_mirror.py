@@ -32,6 +32,8 @@ dist.init_process_group("gloo")
 for step in range({STEPS}):
     trainhub.log(step=step, loss=1.0 / (step + 1), lr=0.01)
 print("rank", dist.get_rank(), "of", dist.get_world_size(), flush=True)
+if dist.get_rank() == 0:
+    (trainhub.outputs.path() / "weights.bin").write_bytes(b"\\x00\\x01weights")
 dist.destroy_process_group()
 """
 
@@ -111,15 +113,16 @@ def test_a_torchrun_job_is_mirrored_into_its_teams_mlflow(
     assert done.error is None and done.metrics_sent == 2 * STEPS
     run = check_run(server, th, job)
 
-    # trainhub's registry registers a version of the job's model: an MLflow model version of
-    # the job's run, its files among the run's artifacts; queued twice, made once.
-    weights = tmp_path / "model"
-    weights.mkdir()
-    (weights / "weights.bin").write_bytes(b"\x00\x01weights")
-    for _ in range(2):
-        assert queue_model_version(th.home / "mlflow", job["id"], "classifier", 1, files=weights)
+    # trainhub's registry registers a version of the job's output (the CLI, as a person
+    # would): the mirror's next pass makes it an MLflow model version of the job's run, its
+    # files among the run's artifacts; queued again, made once.
+    th.run("model", "register", "classifier", "--from", f"{job['id']}:weights.bin")
     th.run("jobs")  # a reconcile starts the sender
-    wait_for(lambda: (c := cursor(th, job["id"])) and c.done, 60, "the model version")
+    wait_for(lambda: (c := cursor(th, job["id"])) and c.done and c.models, 60, "the version")
+    kept = cursor(th, job["id"]).models[0]["files"]  # type: ignore[union-attr]
+    assert queue_model_version(th.home / "mlflow", job["id"], "classifier", 1, files=Path(kept))
+    th.run("jobs")
+    wait_for(lambda: (c := cursor(th, job["id"])) and c.done, 60, "the version again")
     (version,) = server.get("model-versions/search", filter="name='classifier'")["model_versions"]
     assert version["run_id"] == run["info"]["run_id"] and version["version"] == "1"
     assert version["source"].endswith("/artifacts/models/classifier/v1")

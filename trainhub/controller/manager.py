@@ -31,9 +31,11 @@ from trainhub.jobs import ownership
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.records import as_owner
 from trainhub.jobs.service import JobService
+from trainhub.registry.service import Registry
 from trainhub.schedules.model import Run, ScheduleRecord
 from trainhub.schedules.notify import refusal
 from trainhub.teams import Teams
+from trainhub.tracking.models import queue_registered
 from trainhub.tracking.pending import enroll_new, run_pass
 from trainhub.usage.kept import USAGE_DIR
 
@@ -187,6 +189,7 @@ class TeamWork:
             self.mirror_state.mkdir(parents=True, exist_ok=True, mode=ownership.PRIVATE)
             newest = self.backend.list_jobs(user=None, states=None, limit=100, before_seq=None)
             enroll_new(self.mirror_state, newest)
+            queue_registered(self.mirror_state, Registry.of_backend(self.backend))
         run_pass(
             self.mirror_state,
             self.backend.get,

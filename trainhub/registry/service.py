@@ -10,6 +10,7 @@ after, so a version that can be read has all its files.
 from __future__ import annotations
 
 import builtins
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,8 @@ from trainhub.registry.refs import Ref, Source, check_alias, check_name, parse_r
 from trainhub.registry.snapshot import JobFacts
 from trainhub.registry.views import ModelList, ModelView, VersionView, model_list, model_view, pick
 
+log = logging.getLogger(__name__)
+
 RACE_TRIES = 50
 MAX_DESCRIPTION = 2000
 MAX_REASON = 500
@@ -42,6 +45,7 @@ class Registry:
         policy: Callable[[], ModelPolicy] = lambda: UNPROTECTED,
         team: str | None = None,
         clock: Callable[[], float] = time.time,
+        on_version: Callable[[VersionView, Path], None] | None = None,
     ):
         self.records, self.home, self.policy, self.team, self.clock = (
             records,
@@ -50,6 +54,8 @@ class Registry:
             team,
             clock,
         )
+        # Told of each new version and its files (the local MLflow mirror queues it there).
+        self.on_version = on_version
 
     @classmethod
     def of_backend(cls, backend: Any) -> Registry:
@@ -59,6 +65,7 @@ class Registry:
             records_home(backend, KIND),
             policy=backend.model_policy,
             team=backend.team_name(),
+            on_version=getattr(backend, "model_registered", None),
         )
 
     # --- reading ---------------------------------------------------------------------------
@@ -86,6 +93,14 @@ class Registry:
                 what = "version that is not archived"
             raise NotFound(f"Model {ref.name} has no {what}.")
         return found
+
+    def _tell(self, made: VersionView) -> None:
+        if self.on_version is None:
+            return
+        try:
+            self.on_version(made, self.files(made))
+        except Exception:  # the version stands; whoever is told never takes it back
+            log.exception("trainhub: model %s version %s: telling of it", made.model, made.version)
 
     def files(self, version: VersionView) -> Path:
         """The version's file (a version of one file) or folder."""
@@ -133,7 +148,9 @@ class Registry:
                     description=description[:MAX_DESCRIPTION],
                 )
                 if self.records.create_new(entry):
-                    return self.version(Ref(name, version=number))
+                    made = self.version(Ref(name, version=number))
+                    self._tell(made)
+                    return made
             raise Conflict(f"Model {name}: too many registrations at once; try again.")
         except BaseException:
             keeping.remove(self.home, files.folder)

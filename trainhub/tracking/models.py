@@ -87,3 +87,31 @@ def send_model_version(client: Client, cursor: cursors.Cursor, model: dict[str, 
         }
         found = [client.call("model-versions/create", body)["model_version"]]
     model["sent"], model["mlflow_version"] = True, str(found[0]["version"])
+
+
+def queue_registered(state: Path, registry: Any) -> int:
+    """Queue every version of ``registry`` (a trainhub.registry.service.Registry) made by a
+    job this mirror follows and not queued yet: a mirror pass calls it first, so a version
+    registered anywhere (a session, the CLI, a job's own process) reaches MLflow without the
+    registering process writing the mirror's state. How many were queued."""
+    followed = {c.job_id: c for c in cursors.pending(state)}  # every cursor, done ones too
+    queued = 0
+    for entry in registry.entries():
+        if entry.event != "version" or entry.source is None or entry.files is None:
+            continue
+        cursor = followed.get(entry.source.job)
+        if cursor is None or any(
+            m["name"] == entry.model and m["version"] == str(entry.version) for m in cursor.models
+        ):
+            continue
+        kept = registry.home / entry.files.folder
+        files = kept / entry.files.single if entry.files.single else kept
+        queued += queue_model_version(
+            state,
+            entry.source.job,
+            entry.model,
+            entry.version,
+            files=files,
+            description=entry.description,
+        )
+    return queued

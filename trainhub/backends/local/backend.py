@@ -106,6 +106,14 @@ class LocalBackend(Backend):
         """The local models file's policy (read anew); none protects nothing."""
         return load_models_file(settings.models_file(self.home))
 
+    def model_registered(self, version: Any, files: Path) -> None:
+        """A new version of the registry: its job's MLflow mirror, where there is one, sends it."""
+        from trainhub.backends.local import tracking
+
+        tracking.model_registered(
+            self.home, version.source.job, version.model, version.version, files
+        )
+
     # --- the machine (capabilities.OneMachine) ------------------------------------------
     def capacity(self) -> Capacity:
         """This machine's GPUs and CPU slots (the dialog's limits come from it)."""

@@ -22,6 +22,7 @@ from trainhub.jobs.models import JobRecord
 from trainhub.teams.loading import env_team
 from trainhub.tracking import cursor as cursors
 from trainhub.tracking.config import MlflowServer
+from trainhub.tracking.models import queue_model_version
 from trainhub.tracking.pending import enroll, run_pass
 
 LOCK = ".lock"
@@ -141,6 +142,15 @@ def _passes(home: Path, state: Path) -> bool:
                 time.sleep(max(0.2, result.next_due - time.time()))
         finally:
             store.close()
+
+
+def model_registered(home: Path, job_id: str, name: str, version: int, files: Path) -> None:
+    """A version registered from a mirrored job: queued for its MLflow run, the sender started
+    (a job its team does not mirror: nothing)."""
+    state = state_dir(home)
+    queued = state.is_dir() and queue_model_version(state, job_id, name, version, files=files)
+    if queued and not _sender_running(state):
+        spawn_sender(home)
 
 
 def main(argv: list[str] | None = None) -> int:
