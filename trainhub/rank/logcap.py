@@ -236,7 +236,7 @@ def _die_like(status: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
     """The rank goes when its copier goes (killed on its own): nothing would read its output."""
     import ctypes
 
@@ -263,7 +263,7 @@ def capped_output(log_path: Path, bounds: limits.Limits | None = None) -> None:
     if child == 0:
         os.close(read_fd)
         os.close(log_fd)
-        _die_with_parent(parent)
+        die_with_parent(parent)
         os.dup2(write_fd, 1)
         os.dup2(write_fd, 2)
         os.close(write_fd)
