@@ -34,7 +34,7 @@ test('a job opens in TensorBoard and shows its scalar', async ({ page }) => {
 
   const tab = page.locator('.jp-trainhub-tensorboard-view:visible');
   await expect(tab).toHaveCount(1);
-  await expect(page.locator('.lm-TabBar-tab.lm-mod-current')).toContainText('TensorBoard:');
+  await expect(page.getByRole('tab', { name: 'TensorBoard: tensorboard-' })).toBeVisible();
   const board = tab.frameLocator('iframe');
   await expect(board.getByText(TAG).first()).toBeVisible({ timeout: 90 * 1000 });
 });
