@@ -1,6 +1,6 @@
 """Open in TensorBoard: the server starts TensorBoard over a job's real event files and proxies
-it to the session's user only; another user's private job is refused, and TensorBoard ends
-with the server."""
+it to the session's user only; another user's private job is refused, and TensorBoard stops
+when unused and ends with the server."""
 
 from __future__ import annotations
 
@@ -69,7 +69,17 @@ async def test_tensorboard_serves_a_jobs_scalars_and_ends_with_the_server(
     assert bad.code == 400 and "ids" in bad.body.decode()
 
     extension = jp_serverapp.extension_manager.extension_points["trainhub"].app
-    (board,) = extension.tensorboards.boards.values()
+    boards = extension.tensorboards
+    (board,) = boards.boards.values()
+    # Unused past the idle timeout: stopped; the next "Open" starts it again, at a new URL.
+    idle = psutil.Process(board.process.pid)
+    boards.reap(now=board.last_used + boards.idle_seconds + 1)
+    assert not boards.boards and not idle.is_running()
+    assert (await fetch(f"tensorboard/{board_id}/")).code == 404
+    reopened = json.loads((await open_board(job.id)).body)["url"]
+    assert reopened != url and (await fetch(reopened.split("/trainhub/", 1)[1])).code == 200
+
+    (board,) = boards.boards.values()
     process = psutil.Process(board.process.pid)
     assert process.is_running() and board.owner == "alice"
     await extension.stop_extension()
