@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from trainhub.rank.logcap import LogCap, line_marker
-from trainhub.rank.redraws import RedrawThinner
+from trainhub.rank.redraws import RedrawThinner, latest_redraw
+from trainhub.widgets import last_lines
 
 
 def bar(p: int) -> bytes:
@@ -70,3 +73,14 @@ def test_the_log_cap_thins_before_it_cuts_and_marks_stay_on_their_own_line():
     out = cap.feed(b"\r" + bar(1) + b"\r" + bar(2) + b"[trainhub] finished\n", now=0)
     assert out == b"\r" + bar(1) + b"\r" + bar(2) + b"\n[trainhub] finished\n"
     assert cap.feed(b"\r" + bar(3), now=1) + cap.flush() == b"\r" + bar(3) + b"\n"
+
+
+def test_the_notebook_widget_shows_a_bar_as_its_latest_redraw():
+    assert latest_redraw("\r 10%|#\r 50%|#####\r100%|##########") == "100%|##########"
+    assert latest_redraw("\r 10%|#\r 50%|#####\r") == " 50%|#####\r"
+    assert latest_redraw("plain") == "plain" and latest_redraw("crlf\r") == "crlf\r"
+    tail: deque[str] = deque(maxlen=10)
+    pending = last_lines(tail, "", "epoch 1\n\r 10%|#\r 50%|#####")
+    assert pending == " 50%|#####"
+    assert last_lines(tail, pending, "\r100%|##\ndone\n") == ""
+    assert list(tail) == ["epoch 1", "100%|##", "done"]

@@ -19,6 +19,14 @@ import re
 _EOL = re.compile(rb"\r\n|\r|\n")
 
 
+def latest_redraw(line: str) -> str:
+    """A line of the log as a terminal leaves it after its redraws: from its last ``"\\r"`` on
+    (one that ends the line stays: the next text redraws over it). The Logs tab's
+    ``latestRedraw`` (labextension/src/loglines.ts) is the same rule."""
+    cr = line.rfind("\r", 0, len(line) - 1)
+    return line[cr + 1 :] if cr >= 0 else line
+
+
 class RedrawThinner:
     """What to write of each chunk of output, and when a held redraw falls due.
 

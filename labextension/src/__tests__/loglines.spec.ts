@@ -39,6 +39,7 @@ describe('progress bar redraws', () => {
     expect(latestRedraw('\r 10%|#\r 50%|#####\r')).toBe(' 50%|#####\r');
     expect(latestRedraw('plain line')).toBe('plain line');
     expect(latestRedraw('crlf line\r')).toBe('crlf line\r');
+    expect(latestRedraw('\r')).toBe('\r');
     expect(latestRedraw('\x1b[32m 10%\x1b[0m\r\x1b[32m 90%\x1b[0m')).toBe('\x1b[32m 90%\x1b[0m');
   });
 });
