@@ -5,6 +5,10 @@ when unused and ends with the server."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -71,6 +75,7 @@ async def test_tensorboard_serves_a_jobs_scalars_and_ends_with_the_server(
     extension = jp_serverapp.extension_manager.extension_points["trainhub"].app
     boards = extension.tensorboards
     (board,) = boards.boards.values()
+    assert not board.scratch.exists()  # its flags are gone once it listens
     # Unused past the idle timeout: stopped; the next "Open" starts it again, at a new URL.
     idle = psutil.Process(board.process.pid)
     boards.reap(now=board.last_used + boards.idle_seconds + 1)
@@ -85,3 +90,29 @@ async def test_tensorboard_serves_a_jobs_scalars_and_ends_with_the_server(
     await extension.stop_extension()
     assert not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
     assert not board.scratch.exists() and not extension.tensorboards.boards
+
+
+def test_tensorboard_dies_with_a_killed_server(tmp_path: Path) -> None:
+    """Even a server killed outright leaves no TensorBoard behind."""
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom pathlib import Path\n"
+            "from trainhub.metrics.tensorboard_processes import TensorBoards\n"
+            f"board = TensorBoards().open('alice', {{'job': Path({str(tmp_path)!r})}})\n"
+            "print(board.process.pid, board.scratch, flush=True)\ntime.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    pid, scratch = server.stdout.readline().split()  # type: ignore[union-attr]
+    try:
+        board = psutil.Process(int(pid))
+        assert board.is_running()
+    finally:
+        server.kill()
+        server.wait()
+        shutil.rmtree(scratch, ignore_errors=True)  # a killed server cannot clear it
+    gone, _ = psutil.wait_procs([board], timeout=10)
+    assert gone == [board]

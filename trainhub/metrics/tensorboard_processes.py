@@ -17,7 +17,6 @@ request (:meth:`TensorBoards.reap`), and the least recently used one goes when m
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import secrets
@@ -31,8 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainhub.jobs.spec import field_error
-from trainhub.rank.logcap import die_with_parent
 
+# Tied to its parent first, then TensorBoard in the same process (the tie survives exec). Not a
+# preexec_fn: Python code between fork and exec can deadlock in a server with threads.
+_LAUNCH = (
+    "import os, sys\n"
+    "from trainhub.rank.logcap import die_with_parent\n"
+    "die_with_parent(int(sys.argv[1]))\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'tensorboard.main', *sys.argv[2:]])\n"
+)
 MAX_JOBS = 10
 STOP_SECONDS = 5.0
 _LISTENING = re.compile(r"TensorBoard \S+ at http://127\.0\.0\.1:(\d+)/")
@@ -59,7 +65,7 @@ class Board:
     runs: dict[str, Path]
     prefix: str  # TensorBoard's own path prefix, known only to this process
     process: subprocess.Popen[bytes]
-    scratch: Path  # the flag file and TensorBoard's output, removed when it stops
+    scratch: Path  # the flag file and TensorBoard's first words, removed once it listens
     port: int | None = None
     last_used: float = field(default_factory=time.monotonic)
 
@@ -69,6 +75,8 @@ class Board:
             with contextlib.suppress(OSError):
                 found = _LISTENING.search((self.scratch / "output.txt").read_text())
                 self.port = int(found.group(1)) if found else None
+            if self.port is not None:  # its flags are read: nothing is left behind a crash
+                shutil.rmtree(self.scratch, ignore_errors=True)
         return self.port
 
     def output(self) -> str:
@@ -148,10 +156,9 @@ class TensorBoards:
         flags.chmod(0o600)
         with open(scratch / "output.txt", "wb") as output:
             process = subprocess.Popen(
-                [sys.executable, "-m", "tensorboard.main", f"--flagfile={flags}"],
+                [sys.executable, "-c", _LAUNCH, str(os.getpid()), f"--flagfile={flags}"],
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
-                preexec_fn=functools.partial(die_with_parent, os.getpid()),
             )
         return Board(secrets.token_hex(8), owner, runs, prefix, process, scratch)
