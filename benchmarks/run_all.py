@@ -39,6 +39,7 @@ SUITES = {
     "notebook_capture": ("benchmarks.notebook_capture", {}, {"repeats": 3}),
     "schedule_firing": ("benchmarks.schedule_firing", {}, {"schedules": 3, "minutes": 2}),
     "pipelines": ("benchmarks.pipelines", {}, {"repeats": 5, "rounds": 2}),
+    "model_register": ("benchmarks.model_register", {}, {"repeats": 2}),
 }
 
 

@@ -77,4 +77,7 @@ fi
 # An editable install is not byte-compiled, and PYTHONDONTWRITEBYTECODE may forbid caching it
 # at run time: then every rank would compile the runner again. Compile it as a wheel would.
 "$venv/bin/python" -m compileall -q "$root/trainhub" "$root/server_extension" "$root/spawner" >/dev/null
+# The MLflow tracking server the MLflow mirror's tests start lives in an environment of its own
+# (mlflow is no dependency of trainhub); seconds when it is there already.
+case ",$extras," in *,dev,*) bash "$root/scripts/setup-mlflow.sh" >/dev/null ;; esac
 echo "$venv"

@@ -26,6 +26,7 @@ _LAZY = {
     "distributed": ("trainhub.rank.distributed", None),
     "datasets": ("trainhub.datasets", None),
     "outputs": ("trainhub.outputs", None),
+    "models": ("trainhub.models", None),
     "datasets_available": ("trainhub.api", "datasets_available"),
     "JobSpec": ("trainhub.jobs.spec", "JobSpec"),
     "run_pipeline": ("trainhub.api", "run_pipeline"),
@@ -48,6 +49,7 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
     "distributed",
     "datasets",
     "outputs",
+    "models",
     "datasets_available",
     "JobSpec",
     "run_pipeline",
@@ -58,7 +60,7 @@ __all__ = [  # noqa: RUF022 - the order of _LAZY
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
-    from trainhub import checkpoint, datasets, distributed, outputs
+    from trainhub import checkpoint, datasets, distributed, models, outputs
     from trainhub.api import (
         Job,
         PipelineRun,

@@ -297,19 +297,28 @@ class Job:
 
 # --- pipelines ---------------------------------------------------------------------------------
 def run_pipeline(
-    file: str,
+    file: str | None = None,
     *,
     parameters: dict[str, Any] | None = None,
     cache: bool = True,
     wait: bool = False,
+    from_run: str | None = None,
 ) -> PipelineRun:
     """Start a run of the pipeline file ``file`` (``*.pipeline.yaml``, relative to the
-    workspace) with ``parameters`` over its defaults; ``cache=False`` runs every step."""
+    workspace) with ``parameters`` over its defaults; ``cache=False`` runs every step.
+    ``from_run`` instead: run that earlier run (one's own, or a teammate's shared with the
+    team) again as one's own, ``parameters`` over its parameters."""
     import getpass
 
-    run = service().pipelines.start(
-        user=getpass.getuser(), file=file, parameters=parameters, cache=cache
-    )
+    pipelines = service().pipelines
+    if (file is None) == (from_run is None):
+        raise TypeError("run_pipeline: give a pipeline file, or from_run")
+    if from_run is not None:
+        run = pipelines.start_again(
+            from_run, user=getpass.getuser(), parameters=parameters, cache=cache
+        )
+    else:
+        run = pipelines.start(user=getpass.getuser(), file=file, parameters=parameters, cache=cache)
     handle = PipelineRun(run.id, run)
     if wait:
         handle.wait()

@@ -98,3 +98,10 @@ def retention_file(base: Path | None = None) -> Path:
     local backend keeps job outputs (:mod:`trainhub.outputs.retention`)."""
     explicit = os.environ.get("TRAINHUB_RETENTION_FILE")
     return Path(explicit).expanduser() if explicit else (base or home()) / "retention.yaml"
+
+
+def models_file(base: Path | None = None) -> Path:
+    """TRAINHUB_MODELS_FILE, else ``models.yaml`` in the data directory: which aliases of the
+    local model registry are protected, and who holds the roles that move them."""
+    explicit = os.environ.get("TRAINHUB_MODELS_FILE")
+    return Path(explicit) if explicit else (base or home()) / "models.yaml"

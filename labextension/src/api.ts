@@ -19,6 +19,8 @@ import {
 import { IComparison } from './compare';
 import { ICreateSchedule, ISchedule } from './schedules';
 import { INoticeList } from './notices';
+import { CommentKind, IComment, ICommentList } from './comments';
+import { IModelSummary, IModelVersion, IModelView, IRegisterRequest } from './registry';
 import { IJobUsage, IUsagePanel } from './usage';
 import { apiUrl, requestAPI } from './request';
 
@@ -223,5 +225,63 @@ export class TrainHubAPI {
 
   deleteSchedule(scheduleId: string): Promise<void> {
     return this.call(['schedules', scheduleId], { method: 'DELETE' });
+  }
+
+  /** The comments on an object the user may read, oldest first. */
+  listComments(kind: CommentKind, target: string): Promise<ICommentList> {
+    return this.call(['comments'], { query: { kind, target } });
+  }
+
+  addComment(kind: CommentKind, target: string, body: string): Promise<IComment> {
+    return this.call(['comments'], { method: 'POST', body: { kind, target, body } });
+  }
+
+  /** Edit one's own comment (another's is refused). */
+  editComment(commentId: string, body: string): Promise<IComment> {
+    return this.call(['comments', commentId], { method: 'PATCH', body: { body } });
+  }
+
+  deleteComment(commentId: string): Promise<void> {
+    return this.call(['comments', commentId], { method: 'DELETE' });
+  }
+
+  /** The team's models, most recently changed first. */
+  listModels(): Promise<{ models: IModelSummary[] }> {
+    return this.call(['registry', 'models']);
+  }
+
+  /** A model: its versions with metrics and lineage, aliases and audit log. */
+  describeModel(name: string): Promise<IModelView> {
+    return this.call(['registry', 'models', name]);
+  }
+
+  /** A job's checkpoint or output as the next version of a model. */
+  registerModel(request: IRegisterRequest): Promise<IModelVersion> {
+    return this.call(['registry', 'models'], { method: 'POST', body: request });
+  }
+
+  /** Point an alias at a version (null removes it); refused for a protected alias. */
+  moveAlias(
+    name: string,
+    alias: string,
+    version: number | null,
+    reason: string
+  ): Promise<IModelView> {
+    return this.call(['registry', 'models', name, 'aliases', alias], {
+      method: 'PUT',
+      body: { version, reason }
+    });
+  }
+
+  archiveVersion(
+    name: string,
+    version: number,
+    archived: boolean,
+    reason: string
+  ): Promise<IModelView> {
+    return this.call(['registry', 'models', name, 'versions', version, 'archive'], {
+      method: 'POST',
+      body: { archived, reason }
+    });
   }
 }

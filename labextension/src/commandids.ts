@@ -8,6 +8,10 @@ const SCHEDULE_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24
 /** The Schedules panel's icon: a clock. */
 export const scheduleIcon = new LabIcon({ name: 'trainhub:schedules', svgstr: SCHEDULE_SVG });
 
+const MODELS_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M12 2 3 7v10l9 5 9-5V7l-9-5zm0 2.3L18.7 8 12 11.7 5.3 8 12 4.3zM5 9.7l6 3.3v6.7l-6-3.3V9.7zm8 10V13l6-3.3v6.7l-6 3.3z"/></g></svg>`;
+/** The Models panel's icon: a box. */
+export const modelsIcon = new LabIcon({ name: 'trainhub:models', svgstr: MODELS_SVG });
+
 /** The palette's category of every trainhub command: typing "trainhub" finds them all. */
 export const PALETTE_CATEGORY = 'trainhub: training jobs';
 
@@ -28,5 +32,11 @@ export const CommandIDs = {
   openPipelineRun: 'trainhub:open-pipeline-run',
   /** Registered by the pipelines plugin (args `{ids: [a, b]}`, two runs). */
   comparePipelineRuns: 'trainhub:compare-pipeline-runs',
-  newPipeline: 'trainhub:new-pipeline'
+  newPipeline: 'trainhub:new-pipeline',
+  /** Registered by the comments plugin (args `{kind, target}`): a sweep's or a run's. */
+  openComments: 'trainhub:open-comments',
+  /** The Models panel (args `{name?, version?}`: open that model, and version, in it). */
+  openModels: 'trainhub:open-models',
+  /** Register a job's checkpoint or output (args `{jobId, step}` or `{jobId, path}`). */
+  registerModel: 'trainhub:register-model'
 } as const;

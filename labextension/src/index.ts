@@ -35,10 +35,12 @@ import { showEditDialog } from './widgets/editdialog';
 import { cancelWithConfirmation } from './cancel';
 import { openRerunDialog } from './rerun';
 import { executedNotebookPlugin } from './widgets/notebooktab';
+import { commentsPlugin } from './widgets/commentstab';
 import { NoticeWatch, toastOf } from './notices';
 import { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
 import { registerSubmitCommands } from './submitcommands';
 import { registerSchedules } from './schedulecommands';
+import { registerModels } from './modelcommands';
 import { pipelinePlugin } from './pipelineplugin';
 
 export { CommandIDs, PALETTE_CATEGORY, trainhubIcon } from './commandids';
@@ -161,6 +163,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     viewActions.rerun = (job, kind, step) => rerun(job.id, kind, step);
     viewActions.changed = job => model.apply([job]);
+    viewActions.registerModel = (job, what) =>
+      void app.commands.execute(CommandIDs.registerModel, { jobId: job.id, ...what });
     // Whose jobs are whose (a teammate's shared job is read-only), once the server has said.
     void config()
       .then(c => {
@@ -257,6 +261,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       panelId: panel.id
     });
     registerSchedules(app, { api, notebooks, palette, restorer, config, reportError });
+    registerModels(app, { api, palette, restorer, reportError });
     app.commands.addCommand(CommandIDs.openJobs, {
       label: 'Open training jobs panel',
       execute: () => app.shell.activateById(panel.id)
@@ -292,4 +297,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, executedNotebookPlugin, pipelinePlugin];
+export default [plugin, executedNotebookPlugin, pipelinePlugin, commentsPlugin];

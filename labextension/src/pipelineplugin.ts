@@ -46,7 +46,9 @@ export const pipelinePlugin: JupyterFrontEndPlugin<void> = {
         let view = runs.get(runId);
         if (!view || view.isDisposed) {
           const openJob = (id: string) => void app.commands.execute(CommandIDs.openJob, { id });
-          view = new PipelineRunView(runId, settings, openJob, api);
+          const openRun = (id: string) =>
+            void app.commands.execute(OPEN_PIPELINE_RUN_COMMAND, { runId: id });
+          view = new PipelineRunView(runId, settings, openJob, api, openRun);
           runs.set(runId, view);
           app.shell.add(view, 'main');
         }

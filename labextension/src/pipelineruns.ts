@@ -43,6 +43,8 @@ export interface IRunSummary {
   failed: string[];
   retries: number;
   shared: string;
+  /** The run this one runs again (one's own, or a teammate's shared run). */
+  started_from?: string | null;
 }
 
 export interface IDescribeRun extends IRunSummary {
@@ -73,6 +75,22 @@ export function startRun(
     {
       method: 'POST',
       body: { file, parameters: options.parameters ?? {}, cache: options.cache ?? true }
+    },
+    settings
+  );
+}
+
+/** Run `id` again as one's own: its pipeline and code, `parameters` over its parameters. */
+export function startRunAgain(
+  settings: ServerConnection.ISettings,
+  id: string,
+  options: { parameters?: Record<string, unknown>; cache?: boolean } = {}
+): Promise<IDescribeRun> {
+  return requestAPI(
+    ['pipelines', 'runs'],
+    {
+      method: 'POST',
+      body: { from_run: id, parameters: options.parameters ?? {}, cache: options.cache ?? true }
     },
     settings
   );

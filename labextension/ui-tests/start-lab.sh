@@ -32,6 +32,15 @@ datasets:
     description: one shard of C4
     teams: [nlp]
 YAML
+# The registry's production alias is protected by a role nobody here holds (models.spec.ts:
+# the refusal is shown with the server's sentence).
+cat >"$work/home/models.yaml" <<YAML
+models:
+  roles:
+    model-approver: [release-manager]
+  protected_aliases:
+    production: model-approver
+YAML
 export TRAINHUB_DATASET_ROOTS="$data" TRAINHUB_TEAM=vision
 export TRAINHUB_HOME="$work/home" TRAINHUB_UI_ROOT="$work/root" TRAINHUB_GPUS=0
 export TRAINHUB_BACKEND=local PATH="$venv/bin:$PATH"

@@ -18,6 +18,7 @@ from trainhub import settings
 from trainhub.backends import factory
 from trainhub.backends.base import Backend
 from trainhub.backends.capabilities import WatchFedReads
+from trainhub.comments.board import Comments
 from trainhub.jobs.models import JobSummary
 from trainhub.jobs.service import JobService
 from trainhub.metrics.tensorboard_processes import TensorBoards
@@ -86,6 +87,7 @@ class TrainhubExtension(ExtensionApp):
     jobs_watcher: JobsWatcher
     notices: Notices
     tensorboards: TensorBoards
+    comments: Comments
     _reconciler: PeriodicCallback | None = None
     _board_reaper: PeriodicCallback | None = None
     _reconciling = False
@@ -119,6 +121,7 @@ class TrainhubExtension(ExtensionApp):
         self.jobs_watcher = JobsWatcher(self._job_snapshot)
         self.notices = Notices()
         self.tensorboards = TensorBoards(idle_seconds=self.tensorboard_idle_timeout)
+        self.comments = Comments(self.service, home=home)
         self.log.info("trainhub: %s backend, jobs in %s", backend.name, jobs_root)
 
     def initialize_handlers(self) -> None:

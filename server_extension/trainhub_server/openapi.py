@@ -17,8 +17,15 @@ import yaml
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from trainhub_server.operations import ERRORS, OPERATIONS, PATH_PARAMETERS, Operation
+from trainhub_server.comments import COMMENT_OPERATIONS, COMMENT_PARAMETERS
+from trainhub_server.operations import ERRORS, Operation
+from trainhub_server.operations import OPERATIONS as JOB_OPERATIONS
+from trainhub_server.operations import PATH_PARAMETERS as JOB_PARAMETERS
 from trainhub_server.payloads import Error, Query
+from trainhub_server.registry_operations import REGISTRY_OPERATIONS, REGISTRY_PARAMETERS
+
+OPERATIONS = {**JOB_OPERATIONS, **REGISTRY_OPERATIONS, **COMMENT_OPERATIONS}
+PATH_PARAMETERS = {**JOB_PARAMETERS, **REGISTRY_PARAMETERS, **COMMENT_PARAMETERS}
 
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "0.1.0"

@@ -12,10 +12,12 @@ from tornado.websocket import WebSocketHandler
 from trainhub_server import websockets as ws
 from trainhub_server.handlers import (
     checkpoints,
+    comments,
     experiments,
     job_files,
     jobs,
     pipelines,
+    registry,
     schedules,
     server,
     tensorboard,
@@ -34,6 +36,10 @@ PARAMETERS = {
     "sweep_id": r"[^/]+",
     "schedule_id": r"[^/]+",
     "run_id": r"[^/]+",
+    "model_name": r"[^/]+",
+    "version": r"[^/]+",
+    "alias": r"[^/]+",
+    "comment_id": r"[^/]+",
 }
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 
@@ -86,6 +92,13 @@ ROUTES: list[tuple[str, type[RequestHandler]]] = [
     ("pipelines/runs/{run_id}", pipelines.PipelineRunHandler),
     ("pipelines/runs/{run_id}/retry", pipelines.PipelineRetryHandler),
     ("pipelines/runs/{run_id}/cancel", pipelines.PipelineCancelHandler),
+    ("registry/models", registry.ModelsHandler),
+    ("registry/models/{model_name}", registry.ModelHandler),
+    ("registry/models/{model_name}/versions/{version}", registry.ModelVersionHandler),
+    ("registry/models/{model_name}/versions/{version}/archive", registry.ModelArchiveHandler),
+    ("registry/models/{model_name}/aliases/{alias}", registry.ModelAliasHandler),
+    ("comments", comments.CommentsHandler),
+    ("comments/{comment_id}", comments.CommentHandler),
 ]
 
 

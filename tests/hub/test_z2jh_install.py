@@ -18,10 +18,15 @@ and picks one team's profile with 1 GPU in the spawn form; TrainHubSpawner's ses
 curated ``base`` image) runs in the team's namespace on the real node under its quota, reaches
 the hub's API across namespaces and answers through the proxy (its API, trainhub's server
 extension, JupyterLab); a job submitted through the session's REST API runs on the node in
-``pytorch-cpu`` and its log reaches the session; the hub's pod is replaced and the session runs
-on. The node's CNI enforces no NetworkPolicy, so the policies the cluster then holds (the
-chart's and trainhub's) are evaluated for those very pods: hub, proxy and session reach each
-other where they must, a job's worker and a stranger do not.
+``pytorch-cpu`` and its log reaches the session. The node's CNI enforces no NetworkPolicy, so
+the policies the cluster then holds (the chart's and trainhub's) are evaluated for those very
+pods (tests/hub/netpolicy.py): hub, proxy and session reach each other where they must, a job's
+worker and a stranger do not.
+
+Day 2, while that session and job run: a bigger quota and a new curated image, by `trainhub
+admin apply` and `helm upgrade`; the hub's pod is replaced, the session's runs on and answers
+again, the job ends well, the queue has the new quota, the next spawn form the new image. Then
+`helm uninstall` keeps the team's claim and the job's directory.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from kubernetes import client
 
 from tests.fixtures.k8s import shared_claim
 from tests.hub.conftest import real_node_pool, wait_for
+from tests.hub.netpolicy import Peer, may_connect, peer_of
 from tests.hub.test_z2jh_values import HUB_CONFIG, TEST_VALUES, vendored_chart
 from tests.k8s.test_real_jobs import RUN_AS, import_built_image
 
@@ -60,9 +66,12 @@ POOL = "real"
 SESSION_IMAGE = "base"
 JOB_IMAGE = "pytorch-cpu"  # the curated image jobs run in
 JOB = """\
-import os
+import os, time
 print(f"hello from rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']}", flush=True)
+time.sleep(30)  # running still while the admin upgrades the release
+print("done", flush=True)
 """
+NEW_IMAGE = "base-2027"  # the curated image an upgrade adds
 DB_CLASS = "trainhub-test-hub-db"  # the hub database's volume: hostPath, made by the test
 
 
@@ -74,6 +83,11 @@ class Release:
     admin_token: str
     team_namespace: str
     images: dict[str, str]  # hub, proxy, the session's: their references in the node
+    teams: dict[str, Any]  # the teams file, as installed
+    shared: Path  # the team volumes' host folder (shared/<team>)
+    # An admin's day 2: a changed teams file applied (`trainhub admin apply`, `helm upgrade`).
+    upgrade: Callable[[dict[str, Any]], None]
+    uninstall: Callable[[], None]
 
     @property
     def core(self) -> Any:
@@ -237,10 +251,7 @@ def release(
             timeout=timeout,
         )
 
-    world: Release | None = None
-    try:
-        # What an admin runs before the chart (hub_config/values.yaml's header): the team objects,
-        # and the hub's rights and network access in the team namespaces.
+    def admin_apply(teams_file: Path) -> None:
         applied = subprocess.run(
             [sys.executable, "-m", "trainhub.cli", "admin", "apply", str(teams_file)],
             capture_output=True,
@@ -248,6 +259,12 @@ def release(
             env=env,
         )
         assert applied.returncode == 0, applied.stderr
+
+    world: Release | None = None
+    try:
+        # What an admin runs before the chart (hub_config/values.yaml's header): the team objects,
+        # and the hub's rights and network access in the team namespaces.
+        admin_apply(teams_file)
         core.create_namespace({"metadata": {"name": hub_ns}})
         apply_objects(api, hub_objects(teams, hub_ns))
         for t in teams.teams:
@@ -282,21 +299,38 @@ def release(
             )
         )
         files = [HUB_CONFIG / "values.yaml", values]
-        hub_files = {"teams": teams_file, "config": HUB_CONFIG / "jupyterhub_config.py"}
-        installed = helm(
-            "install",
-            "jhub",
-            chart,
-            "--namespace",
-            hub_ns,
-            *(a for f in files for a in ("-f", f)),
-            *(
-                a
-                for k, f in hub_files.items()
-                for a in ("--set-file", f"hub.extraFiles.{k}.stringData={f}")
-            ),
-        )
+
+        def chart_args(teams_file: Path) -> list[Any]:
+            hub_files = {"teams": teams_file, "config": HUB_CONFIG / "jupyterhub_config.py"}
+            return [
+                "jhub",
+                chart,
+                "--namespace",
+                hub_ns,
+                *(a for f in files for a in ("-f", f)),
+                *(
+                    a
+                    for k, f in hub_files.items()
+                    for a in ("--set-file", f"hub.extraFiles.{k}.stringData={f}")
+                ),
+            ]
+
+        installed = helm("install", *chart_args(teams_file))
         assert installed.returncode == 0, installed.stderr
+
+        def upgrade(changed: dict[str, Any]) -> None:
+            """What the admin's docs say after a change to the teams file: apply it, then
+            upgrade the release with it."""
+            new_file = tmp / f"teams-{secrets.token_hex(2)}.yaml"
+            new_file.write_text(yaml.safe_dump(changed, sort_keys=False))
+            admin_apply(new_file)
+            upgraded = helm("upgrade", *chart_args(new_file), "--wait", timeout=600)
+            assert upgraded.returncode == 0, upgraded.stderr
+
+        def uninstall() -> None:
+            gone = helm("uninstall", "jhub", "--namespace", hub_ns, "--wait", timeout=300)
+            assert gone.returncode == 0, gone.stderr
+
         service = core.read_namespaced_service("proxy-public", hub_ns)
         world = Release(
             namespace=hub_ns,
@@ -305,6 +339,10 @@ def release(
             admin_token=admin_token,
             team_namespace=team_ns,
             images=images,
+            teams=data,
+            shared=shared,
+            upgrade=upgrade,
+            uninstall=uninstall,
         )
         yield world
     finally:
@@ -357,96 +395,6 @@ def wait_or_report(world: Release, what: str, fn: Callable[[], Any], timeout: fl
     except AssertionError as e:
         report = world.pods_report(world.namespace, world.team_namespace)
         raise AssertionError(f"{e}\n{report}") from None
-
-
-# --- network policies --------------------------------------------------------------------------
-# The test node's CNI (bridge) enforces no NetworkPolicy, so the policies the cluster holds are
-# evaluated here, as the API defines them, for the pods the install made. By selectors only:
-# ipBlock rules are not taken to match pods (CNIs such as Cilium never match pod IPs with them).
-@dataclass
-class Peer:
-    name: str
-    namespace: str
-    labels: dict[str, str]
-    ports: dict[str, int]  # its containers' named ports
-
-
-def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    if selector is None:
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e["key"], e["operator"], e.get("values") or []
-        ok = {
-            "In": key in labels and labels[key] in values,
-            "NotIn": key not in labels or labels[key] not in values,
-            "Exists": key in labels,
-            "DoesNotExist": key not in labels,
-        }[op]
-        if not ok:
-            return False
-    return True
-
-
-def _admits(
-    world: Release, subject: Peer, other: Peer, direction: str, port: int, target: Peer
-) -> bool:
-    """Whether the policies of ``subject``'s namespace let it take traffic from (Ingress) or
-    send it to (Egress) ``other`` on ``port`` of ``target``'s containers."""
-    policies = client.NetworkingV1Api(world.api).list_namespaced_network_policy(subject.namespace)
-    namespaces = {}
-    selecting = []
-    for policy in policies.items:
-        spec = world.api.sanitize_for_serialization(policy.spec)
-        types = spec.get("policyTypes") or ["Ingress"] + (["Egress"] if "egress" in spec else [])
-        if direction in types and _selects(spec.get("podSelector", {}), subject.labels):
-            selecting.append(spec)
-    if not selecting:
-        return True
-    for spec in selecting:
-        for rule in spec.get(direction.lower()) or []:
-            ports = rule.get("ports") or []
-            if ports and not any(
-                p.get("port") in (None, port) or target.ports.get(str(p.get("port"))) == port
-                for p in ports
-            ):
-                continue
-            peers = rule.get("from" if direction == "Ingress" else "to")
-            if peers is None:
-                return True
-            for peer in peers:
-                if "ipBlock" in peer:
-                    continue
-                if "namespaceSelector" in peer:
-                    if other.namespace not in namespaces:
-                        ns = world.core.read_namespace(other.namespace)
-                        namespaces[other.namespace] = ns.metadata.labels or {}
-                    if not _selects(peer["namespaceSelector"], namespaces[other.namespace]):
-                        continue
-                elif other.namespace != subject.namespace:
-                    continue
-                if _selects(peer.get("podSelector", {}), other.labels):
-                    return True
-    return False
-
-
-def may_connect(world: Release, source: Peer, destination: Peer, port: int) -> bool:
-    return _admits(world, source, destination, "Egress", port, destination) and _admits(
-        world, destination, source, "Ingress", port, destination
-    )
-
-
-def peer_of(pod: Any) -> Peer:
-    return Peer(
-        name=pod.metadata.name,
-        namespace=pod.metadata.namespace,
-        labels=dict(pod.metadata.labels or {}),
-        ports={
-            p.name: p.container_port for c in pod.spec.containers for p in c.ports or [] if p.name
-        },
-    )
 
 
 def session_pods(world: Release) -> list[Any]:
@@ -630,16 +578,24 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
         job = requests.get(f"{jobs}/{job_id}", headers=headers, timeout=60).json()
         return job if job["state"] in ("succeeded", "failed", "cancelled") else None
 
-    ended = wait_or_report(world, f"job {job_id} to end", job_ended, 300)
-    print(f"job ended in {time.monotonic() - started:.0f} s", file=sys.stderr)
-    log = requests.get(f"{jobs}/{job_id}/logs/0", headers=headers, timeout=60)
-    assert ended["state"] == "succeeded", (ended, log.text[-2000:])
-    assert "hello from rank 0 of 1" in log.json()["text"], log.text[-2000:]
-    assert nodes_of_job == {k8s_real_node.name}, nodes_of_job
+    def job_running() -> Any:
+        job_ended()
+        job = requests.get(f"{jobs}/{job_id}", headers=headers, timeout=60).json()
+        assert job["state"] not in ("succeeded", "failed", "cancelled"), job
+        return job if job["state"] == "running" else None
 
-    # The hub's pod is replaced (an upgrade, a drained node): the session's pod runs on, and the
-    # new hub finds it again (JupyterHub's resume; the chart keeps cleanup_servers off).
-    world.core.delete_namespaced_pod(hub_pod.metadata.name, world.namespace)
+    wait_or_report(world, f"job {job_id} to run", job_running, 180)
+
+    # Day 2, while the session and the job run: the admin gives the team a bigger quota and a
+    # new curated image (`trainhub admin apply`, `helm upgrade`). The upgrade replaces the hub's
+    # pod (its config changed); the session's pod runs on and the new hub finds it again
+    # (JupyterHub's resume; the chart keeps cleanup_servers off); the job runs to its end.
+    changed = json.loads(json.dumps(world.teams))
+    changed["images"].append({"name": NEW_IMAGE, "image": world.images[SESSION_IMAGE]})
+    physics = next(t for t in changed["teams"] if t["name"] == TEAM)
+    physics["quota"][POOL]["gpus"] = 3
+    physics["images"].append(NEW_IMAGE)
+    world.upgrade(changed)
     wait_or_report(
         world,
         "a new hub pod Ready",
@@ -652,10 +608,39 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     [after] = session_pods(world)
     assert after.metadata.uid == pod.metadata.uid  # the same pod, never restarted
     assert after.status.container_statuses[0].restart_count == 0
-    status = requests.get(f"{world.url}/user/{USER}/api/status", headers=headers, timeout=60)
-    assert status.status_code == 200, f"{status.status_code} {status.text[-500:]}"
+    # The chart's first upgrade replaces the proxy too: at install its pod's checksum of the
+    # proxy's token is taken from a second random draw, not the one kept in the hub's Secret
+    # (later upgrades keep it). A new proxy starts with no routes; the new hub adds the
+    # session's back on its first check, and until then the session's URL leads to the hub.
+    back = time.monotonic()
 
-    # Stopping the server removes the pod.
+    def session_answers() -> Any:
+        r = requests.get(f"{world.url}/user/{USER}/api/status", headers=headers, timeout=60)
+        return r if r.status_code == 200 else None
+
+    wait_or_report(world, "the session through the proxy again", session_answers, 60)
+    print(f"session answers {time.monotonic() - back:.1f} s after the hub", file=sys.stderr)
+    queue = client.CustomObjectsApi(world.api).get_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "clusterqueues", TEAM
+    )
+    gpus = [
+        r["nominalQuota"]
+        for g in queue["spec"]["resourceGroups"]
+        for f in g["flavors"]
+        for r in f["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    ]
+    assert [str(g) for g in gpus] == ["3"], queue["spec"]
+
+    ended = wait_or_report(world, f"job {job_id} to end", job_ended, 300)
+    print(f"job ended in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    log = requests.get(f"{jobs}/{job_id}/logs/0", headers=headers, timeout=60)
+    assert ended["state"] == "succeeded", (ended, log.text[-2000:])
+    text = log.json()["text"]
+    assert "hello from rank 0 of 1" in text and "done" in text, log.text[-2000:]
+    assert nodes_of_job == {k8s_real_node.name}, nodes_of_job
+
+    # Stopping the server removes the pod; the next spawn form offers the new image.
     r = world.hub_api("DELETE", f"/users/{USER}/server")
     assert r.status_code in (202, 204), r.text
     wait_or_report(
@@ -664,3 +649,19 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
         lambda: not session_pods(world),
         180,
     )
+    form = s.get(f"{world.url}/hub/spawn/{USER}", timeout=60)
+    assert form.status_code == 200 and NEW_IMAGE in form.text, form.text[-3000:]
+
+    # helm uninstall takes the hub away and keeps the users' data: the team's namespace and
+    # volume claim, and the job's directory with its log.
+    world.uninstall()
+    wait_for(
+        "the release's pods to go",
+        lambda: not world.core.list_namespaced_pod(world.namespace).items,
+        timeout=120,
+        interval=1,
+    )
+    claim = world.core.read_namespaced_persistent_volume_claim("shared", world.team_namespace)
+    assert claim.status.phase == "Bound"
+    [job_dir] = [d for d in (world.shared / TEAM).rglob(job_id) if d.is_dir()]
+    assert "hello from rank 0 of 1" in (job_dir / "logs" / "rank-0.log").read_text()

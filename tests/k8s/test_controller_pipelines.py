@@ -2,7 +2,8 @@
 sees the workspace, and freezes it beside the jobs), then the controller alone starts the next
 step from that frozen workspace once the first has ended, passing the first step's output to
 it. kwok plays the pods; the test writes what the first step's rank would have written. Shared
-with the team, a teammate reads the run and cannot change it."""
+with the team, a teammate reads the run, cannot change it, and runs it again as their own with
+their own parameters, from the workspace it froze."""
 
 from __future__ import annotations
 
@@ -23,10 +24,12 @@ from trainhub.pipelines.records import RunState, runs_home
 world = controller.world  # the team, and the controller's objects applied from the teams file
 
 PIPELINE = """\
+parameters: {rows: 3}
 steps:
   prepare:
     notebook: prepare.ipynb
     resources: {gpus_per_worker: 1}
+    pipeline_parameters: [rows]
     outputs: [data]
   train:
     notebook: train.ipynb
@@ -54,6 +57,9 @@ def test_with_nobody_logged_in_a_two_step_run_runs_to_its_end(
     first = started.step_views[0]
     assert first.status.value == "active" and first.job_id is not None
     assert started.step_views[1].status.value == "waiting"
+    with pytest.raises(NotFound):  # private: a teammate sees nothing of it
+        team.service.pipelines.describe(started.id, user="bo")
+    team.service.pipelines.share(started.id, Sharing.TEAM, user="ada")
     shutil.rmtree(team.service.workspace_root)  # type: ignore[arg-type]
     home = runs_home(team.backend)
     assert (home / started.id / "source" / "train.ipynb").is_file()
@@ -89,15 +95,28 @@ def test_with_nobody_logged_in_a_two_step_run_runs_to_its_end(
     assert data.name == "data"
     assert data.path == str(team.backend.jobs_root / prepare.job_id / "outputs" / "data")
     assert described.spec.pipeline is not None and described.spec.pipeline.step == "train"
-    assert not (home / started.id).exists()  # the frozen workspace went with the run
+    assert (home / started.id / "source").is_dir()  # shared: kept, to be run again from
 
-    # Shared with the team, a teammate reads the run and its steps' jobs, and changes nothing.
-    with pytest.raises(NotFound):
-        team.service.pipelines.describe(started.id, user="bo")
-    team.service.pipelines.share(started.id, Sharing.TEAM, user="ada")
+    # Shared with the team, a teammate reads the run and its steps' jobs, and changes nothing...
     seen = team.service.pipelines.describe(started.id, user="bo")
     assert seen.shared == Sharing.TEAM and seen.state == RunState.SUCCEEDED
     assert team.service.readable(train.job_id, "bo").shared == Sharing.TEAM
     with pytest.raises(ReadOnly, match="only ada can retry it"):
         team.service.pipelines.retry(started.id, user="bo")
     assert started.id in [r.id for r in team.service.pipelines.list(user="bo").runs]
+
+    # ...but runs it again as theirs: ada's code as it was frozen (ada's workspace is gone),
+    # bo's parameter over ada's, bo's jobs in bo's quota.
+    again = team.service.pipelines.start_again(started.id, user="bo", parameters={"rows": 5})
+    assert again.user == "bo" and again.started_from == started.id
+    assert again.parameters == {"rows": 5} and again.id != started.id
+    bos = team.service.record(again.step_views[0].job_id)  # type: ignore[arg-type]
+    assert bos.user == "bo" and bos.spec.parameters == {"rows": 5}
+    assert bos.spec.pipeline is not None and bos.spec.pipeline.run == again.id
+    team.service.pipelines.cancel(again.id, user="bo")
+
+    # Private again, the run is ada's alone, and its frozen workspace goes as a private one's.
+    team.service.pipelines.share(started.id, Sharing.PRIVATE, user="ada")
+    assert not (home / started.id).exists()
+    with pytest.raises(NotFound):
+        team.service.pipelines.start_again(started.id, user="bo")

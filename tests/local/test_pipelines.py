@@ -133,6 +133,12 @@ def test_a_pipeline_runs_its_steps_as_jobs_and_reuses_unchanged_results(trainhub
         assert views[step]["reason"] == f"reused from {first[step]['job_id']}"
     assert again["reused"] == ["prepare", "train", "evaluate"]
     assert not [j for j in th.json("jobs")["jobs"] if j["pipeline_run"] == again["id"]]
+    # Run again by the run's id: its pipeline and parameters, so its results are reused too.
+    rerun = th.json("pipeline", "run", "--from", run_id)
+    assert rerun["started_from"] == run_id and rerun["parameters"] == again["parameters"]
+    assert rerun["reused"] == ["prepare", "train", "evaluate"]
+    refused = th.run("pipeline", "run", file, "--from", run_id, check=False)
+    assert refused.returncode != 0 and "or --from an earlier run" in refused.stderr
 
     # A parameter of train changed: prepare is reused, train and evaluate run again.
     changed = ended(th, th.json("pipeline", "run", file, "-p", "rows=4", "-p", "scale=3")["id"])

@@ -30,6 +30,10 @@ SAMPLE = {
     "run_id": "some-run",
     "board_id": "0123456789abcdef",
     "path": "data/plugin/scalars/tags",
+    "model_name": "some-model",
+    "version": "1",
+    "alias": "staging",
+    "comment_id": "c-0123456789abcdef",
 }
 
 

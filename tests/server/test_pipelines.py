@@ -69,6 +69,21 @@ async def test_a_run_starts_from_a_workspace_file_and_reads_back(
     assert status == 409 and "only a failed or cancelled run is retried" in answer["message"]
     status, answer, _ = await api("POST", "pipelines", "runs", run["id"], "cancel")
     assert status == 409 and "already ended (succeeded)" in answer["message"]
+    # Run again with a parameter of one's own: the pipeline and the other parameters are the
+    # run's; a private run that succeeded froze nothing any more, so the workspace's notebook runs.
+    again = {"from_run": run["id"], "parameters": {"lr": 0.9}}
+    status, answer, _ = await api("POST", "pipelines", "runs", body={**again, "file": "x.yaml"})
+    assert status == 400 and "send no file or pipeline too" in answer["message"], answer
+    status, rerun, _ = await api("POST", "pipelines", "runs", body=again)
+    assert status == 201, rerun
+    assert rerun["started_from"] == run["id"] and rerun["parameters"] == {"lr": 0.9}
+    assert rerun["name"] == "two" and rerun["file"] == "two.pipeline.yaml"
+    status, job, _ = await api("GET", "jobs", rerun["step_views"][0]["job_id"])
+    assert job["spec"]["parameters"] == {"lr": 0.9}
+    status, _, _ = await api("POST", "pipelines", "runs", rerun["id"], "cancel")
+    assert status == 200
+    status, answer, _ = await api("POST", "pipelines", "runs", body={"from_run": "none-123456"})
+    assert status == 404, answer
     # The local backend keeps one user's jobs: nothing to share with a team.
     status, answer, _ = await api("PATCH", "pipelines", "runs", run["id"], body={"shared": "team"})
     assert status == 409, answer

@@ -219,6 +219,19 @@ def test_render_includes_the_controller_only_when_the_teams_file_asks() -> None:
     assert "Deployment" in with_it and "Deployment" not in without
 
 
+def test_the_controller_mounts_a_teams_mlflow_credentials_and_no_others() -> None:
+    data = yaml.safe_load((ROOT / "hub_config" / "teams.yaml").read_text())
+    data["controller"] = {}
+    token = "/etc/trainhub/mlflow/vision/token"
+    data["teams"][0]["mlflow"] = {"tracking_uri": "https://mlflow.example.org", "token_file": token}
+    (deployment,) = [o for o in controller_objects(parse_teams(data)) if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    secrets = [v for v in pod["volumes"] if "secret" in v]
+    assert [v["secret"]["secretName"] for v in secrets] == ["mlflow-vision"]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "mlflow-vision"]
+    assert token.startswith(mount["mountPath"] + "/") and mount["readOnly"]
+
+
 def test_outside_the_team_namespaces_the_controller_only_reads_nodes_and_queues() -> None:
     """Why a job waits on a node (a taint, no room) and on Kueue (which quota) is judged
     from the nodes and the ClusterQueue: the controller may read those, and nothing more."""

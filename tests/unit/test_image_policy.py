@@ -186,7 +186,7 @@ def test_the_local_images_file(tmp_path: Path) -> None:
 
 def test_what_the_pods_ran_is_their_image_id() -> None:
     from trainhub.backends.kubernetes.status import ran_image
-    from trainhub.experiments.compare_rows import _ran_image
+    from trainhub.experiments.compare_rows import ran_image_text
 
     def pod(name: str, image_id: str, container: str = "trainer") -> dict:
         status = {"name": container, "image": "ghcr.io/t/p:1", "imageID": image_id}
@@ -206,8 +206,8 @@ def test_what_the_pods_ran_is_their_image_id() -> None:
     }
     mixed = ran_image([pod("j-0", digest), pod("j-1", "ghcr.io/t/p@sha256:" + "d" * 64)], "trainer")
     assert mixed is not None and mixed["image_id"] is None
-    assert _ran_image(ran) == digest
-    assert _ran_image(mixed) == ", ".join(sorted(mixed["pods"].values()))
+    assert ran_image_text(ran) == digest
+    assert ran_image_text(mixed) == ", ".join(sorted(mixed["pods"].values()))
     local = {"backend": "local", "environment": "/opt/venv", "image": None}
-    assert _ran_image(local) == "local environment /opt/venv"
-    assert _ran_image(None) is None
+    assert ran_image_text(local) == "local environment /opt/venv"
+    assert ran_image_text(None) is None

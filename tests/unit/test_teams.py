@@ -138,3 +138,14 @@ def test_a_pool_may_be_gpu_only_and_a_team_sets_its_wait_grace() -> None:
     assert errors == {"teams[1].wait_grace_minutes": "must be >= 0"}
     errors = errors_of(lambda d: d["pools"][0].update(gpu_only="sometimes"))
     assert list(errors) == ["pools[0].gpu_only"]
+
+
+def test_a_team_names_who_moves_its_protected_model_aliases() -> None:
+    teams = load_teams(REPO / "hub_config" / "teams.yaml")
+    assert teams.team("vision").models.roles == {"model-approver": ["ada"]}
+    nlp = teams.team("nlp").models  # none written: production is protected, nobody holds it
+    assert (nlp.protected_aliases, nlp.roles) == ({"production": "model-approver"}, {})
+    errors = errors_of(lambda d: d["teams"][0]["models"].update(protected_aliases={"Prod": "x"}))
+    assert list(errors) == ["teams[0].models.protected_aliases"]
+    errors = errors_of(lambda d: d["teams"][0]["models"].update(owners=["ada"]))
+    assert errors == {"teams[0].models.owners": "is not a known field"}

@@ -11,7 +11,7 @@ from trainhub.alerts.channels import Channels, TeamAlerts, user_alerts_file, use
 from trainhub.alerts.message import Alert, job_alert, secret_values, team_alert
 from trainhub.alerts.outbox import enqueue
 from trainhub.jobs.models import JobRecord
-from trainhub.teams import load_teams
+from trainhub.teams.loading import env_team
 
 # Queues a job's alert of a kind once per key; returns why it could not be, else None.
 Announcer = Callable[[JobRecord, str, str], str | None]
@@ -19,13 +19,8 @@ Announcer = Callable[[JobRecord, str, str], str | None]
 
 def team_alerts(team: str | None) -> TeamAlerts | None:
     """The team's ``alerts:`` in TRAINHUB_TEAMS_FILE, when there is such a file and team."""
-    teams_file = os.environ.get("TRAINHUB_TEAMS_FILE")
-    if not team or not teams_file or not Path(teams_file).is_file():
-        return None
-    try:
-        return load_teams(teams_file).team(team).alerts
-    except KeyError:
-        return None
+    found = env_team(team)
+    return found.alerts if found is not None else None
 
 
 def outbox_dir(home: Path) -> Path:

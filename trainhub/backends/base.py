@@ -21,6 +21,7 @@ from trainhub.imagepolicy import Allowed
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.outputs.retention import Retention
+from trainhub.registry.policy import UNPROTECTED, ModelPolicy
 from trainhub.usage.models import UsageBy, UsageGroup
 from trainhub.usage.panel import PoolQuota
 from trainhub.usage.store import UsageStore
@@ -181,6 +182,10 @@ class Backend(ABC):
     def retention(self, team: str | None) -> Retention | None:
         """The retention policy of ``team``'s job outputs (None: keep everything)."""
         return None
+
+    def model_policy(self) -> ModelPolicy:
+        """Who may move which alias of the team's model registry (none protected by default)."""
+        return UNPROTECTED
 
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
         """What the submit dialog may offer: ``{"images": [...], "teams": [...]}``."""

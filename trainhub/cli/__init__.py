@@ -8,11 +8,13 @@ import signal
 import sys
 
 from trainhub.cli import admin, artifacts, control, jobs, logs, submit
+from trainhub.comments.cli import add_parsers as add_comment_parsers
 from trainhub.controller.serve import add_parser as add_controller_parser
 from trainhub.errors import TrainhubError
 from trainhub.experiments.cli import add_parsers as add_sweep_parsers
 from trainhub.jobs.spec import SpecError
 from trainhub.pipelines.cli import add_parsers as add_pipeline_parsers
+from trainhub.registry.cli import add_parsers as add_model_parsers
 from trainhub.schedules.cli import add_parsers as add_schedule_parsers
 
 
@@ -24,6 +26,8 @@ def parser() -> argparse.ArgumentParser:
     add_sweep_parsers(sub)
     add_schedule_parsers(sub)
     add_pipeline_parsers(sub)
+    add_model_parsers(sub)
+    add_comment_parsers(sub)
     add_controller_parser(sub)
     return p
 

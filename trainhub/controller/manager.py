@@ -4,7 +4,8 @@ while this replica leads, a few workers reconcile the queued namespaces, never o
 in two workers at once: the backend records what the cluster did (states, verdicts,
 Kubernetes events, retries, preemptions, alerts), the sweeps and pipeline runs advance and
 the schedules fire what is due. A periodic resync queues every namespace as a safety net, and
-a pending retry or a schedule's next time queues its namespace for when it is due.
+a pending retry or a schedule's next time queues its namespace for when it is due. A thread of
+its own mirrors the teams' jobs into their MLflow servers (trainhub.tracking).
 """
 
 from __future__ import annotations
@@ -28,15 +29,18 @@ from trainhub.controller.metrics import ControllerMetrics
 from trainhub.controller.workqueue import WorkQueue
 from trainhub.jobs import ownership
 from trainhub.jobs.models import JobRecord
+from trainhub.jobs.records import as_owner
 from trainhub.jobs.service import JobService
 from trainhub.schedules.model import Run, ScheduleRecord
 from trainhub.schedules.notify import refusal
 from trainhub.teams import Teams
+from trainhub.tracking.pending import enroll_new, run_pass
 from trainhub.usage.kept import USAGE_DIR
 
 log = logging.getLogger(__name__)
 
 ERROR_BACKOFF = (1.0, 60.0)  # seconds before a failed reconcile of a namespace runs again
+MIRROR_SECONDS = 5.0  # between two passes of the MLflow mirror (each job backs off on its own)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class TeamWork:
         t = teams.team(team)
         self.root = Path(t.shared_volume.mount_path)
         self.outbox = self.root / ".trainhub" / "outbox"
+        self.mlflow, self.mirror_state = t.mlflow, self.root / ".trainhub" / "mlflow"
         self.backend = KubernetesBackend(
             teams,
             team,
@@ -76,16 +81,21 @@ class TeamWork:
 
     def _prepare_volume(self) -> None:
         """Where members own their files: the places on the team's volume where each makes
-        their own (job directories, sweeps, pipeline runs, schedules, alert channels) open to
-        all and sticky, the outbox the controller's alone. What cannot be made so is logged,
-        for an admin."""
+        their own (job directories, sweeps, pipeline runs, schedules, the model registry's
+        entries and versions, comments, alert channels) open to all and sticky, the outbox the
+        controller's alone. What cannot be made so is logged, for an admin."""
         jobs = self.backend.jobs_root
-        kinds = (".sweeps", ".pipelines", ".schedules")
+        kinds = (".sweeps", ".pipelines", ".schedules", ".models", ".comments")
         places = [jobs, *(jobs / kind for kind in kinds), self.root / ".trainhub" / "users"]
         problems = ownership.prepare_team_volume(
             self.root, [str(p.relative_to(self.root)) for p in places]
         )
-        for own, mode in ((self.outbox, ownership.PRIVATE), (self.root / USAGE_DIR, 0o755)):
+        own_dirs = (
+            (self.outbox, ownership.PRIVATE),
+            (self.mirror_state, ownership.PRIVATE),
+            (self.root / USAGE_DIR, 0o755),
+        )
+        for own, mode in own_dirs:
             try:
                 ownership.own_dir(own, mode)
             except OSError as e:
@@ -166,6 +176,25 @@ class TeamWork:
         if self.outbox.is_dir():
             deliver_due(self.outbox, time.time())
 
+    def mirror(self) -> None:
+        """The team's jobs into its MLflow server (trainhub.tracking): the newest jobs made
+        since the team first mirrored are enrolled, and every due one caught up — its
+        directory read as its owner, the cursors (on the team's volume, the controller's
+        own) written as the controller."""
+        if self.mlflow is None:
+            return
+        with ownership.acting_as_itself():
+            self.mirror_state.mkdir(parents=True, exist_ok=True, mode=ownership.PRIVATE)
+            newest = self.backend.list_jobs(user=None, states=None, limit=100, before_seq=None)
+            enroll_new(self.mirror_state, newest)
+        run_pass(
+            self.mirror_state,
+            self.backend.get,
+            lambda record: self.mlflow,
+            reading=lambda record: as_owner(self.backend, Path(record.job_dir), record.user),
+            writing=ownership.acting_as_itself,
+        )
+
 
 class Controller:
     def __init__(self, teams: Teams, api_client: Any, settings: Settings):
@@ -201,6 +230,7 @@ class Controller:
             *workers,
             (self._resync, "resync"),
             (self._send_alerts, "alerts"),
+            (self._mirror, "mlflow-mirror"),
         ):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -292,3 +322,15 @@ class Controller:
                     work.deliver()
                 except Exception:
                     log.exception("alerts of %s", work.namespace)
+
+    def _mirror(self) -> None:
+        """The leader mirrors the teams' jobs into their MLflow servers, on a thread of its
+        own: a server that is down or slow holds up no reconcile."""
+        while not self.stop.wait(MIRROR_SECONDS):
+            if not self.elector.leading():
+                continue
+            for work in self.work.values():
+                try:
+                    work.mirror()
+                except Exception:
+                    log.exception("MLflow mirror of %s", work.namespace)

@@ -81,13 +81,13 @@ def lineage_rows(runs: Sequence[Run]) -> list[Row]:
         # The uncommitted diff itself can be long: a digest says whether two are the same.
         _row("git uncommitted diff", each(lambda lin, rec: _digest(_get(lin, "git", "diff")))),
         _row("image", each(lambda lin, rec: rec.spec.image)),
-        _row("image ran", each(lambda lin, rec: _ran_image(_get(lin, "ran_image")))),
+        _row("image ran", each(lambda lin, rec: ran_image_text(_get(lin, "ran_image")))),
         _row("python", each(lambda lin, rec: _get(lin, "python", "version"))),
         _row("torch", each(lambda lin, rec: _get(lin, "torch", "version"))),
     ]
 
 
-def _ran_image(ran: Any) -> str | None:
+def ran_image_text(ran: Any) -> str | None:
     """What the job really ran: the pods' image digest, or the local environment."""
     if not isinstance(ran, Mapping):
         return None

@@ -306,6 +306,10 @@ class Sweeps:
         if trial is not None:
             self._note(record.id, trial, stopped_early=why)
 
+    def readable(self, sweep_id: str, *, user: str | None) -> SweepRecord:
+        """The sweep's record, where ``user`` may read it (its owner's alone)."""
+        return self._record(sweep_id, user)
+
     def _record(self, sweep_id: str, user: str | None) -> SweepRecord:
         record = self.records.get(sweep_id)
         if record is None or (user is not None and record.user != user):

@@ -174,6 +174,7 @@ def replace(
     try:
         fd = os.open(temp, _NEW_FLAGS, mode, dir_fd=parent)
         try:
+            os.fchmod(fd, mode)  # the mode asked for, whatever the process's umask
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]

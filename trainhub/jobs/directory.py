@@ -26,6 +26,7 @@ from trainhub.jobs import confined, logs, ownership
 EVENTS = "events.jsonl"
 SPEC = "spec.json"
 LINEAGE = "lineage.json"
+MODEL_INPUTS = "models.jsonl"  # registered models the job's code loaded (trainhub.models)
 NOTEBOOK = "notebook.ipynb"
 EDITS = "edits.json"  # tags, note and sharing changed after submission
 METRICS = "metrics"
@@ -223,6 +224,17 @@ class JobDir:
         if not isinstance(data, dict):
             raise ValueError(f"{LINEAGE} of the job is not a JSON object")
         return data
+
+    def read_model_inputs(self) -> list[dict[str, Any]]:
+        """The registered model versions the job's code loaded, once each, first use first."""
+        try:
+            rows, _ = read_jsonl(self.root, MODEL_INPUTS, 0, 10_000)
+        except (OSError, ValueError):
+            return []
+        seen: dict[tuple[Any, Any], dict[str, Any]] = {}
+        for row in rows:
+            seen.setdefault((row.get("model"), row.get("version")), row)
+        return list(seen.values())
 
     # --- events ---------------------------------------------------------------------------
     def emit(self, type: str, **fields: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import functools
 import os
+import sqlite3
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -51,6 +52,11 @@ R = TypeVar("R", bound=Record)
 class Records(ABC, Generic[R]):
     @abstractmethod
     def create(self, record: R) -> None: ...
+
+    @abstractmethod
+    def create_new(self, record: R) -> bool:
+        """Create the record only where its id is free; False (nothing written) where one is
+        there: what keeps an append-only kind (the model registry's entries) append-only."""
 
     @abstractmethod
     def get(self, record_id: str) -> R | None: ...
@@ -103,6 +109,13 @@ class StoreRecords(Records[R]):
                 (record.id, record.user, _state(record), record.created_at, _doc(record)),
             )
 
+    def create_new(self, record: R) -> bool:
+        try:
+            self.create(record)
+        except sqlite3.IntegrityError:  # the primary key is taken
+            return False
+        return True
+
     def get(self, record_id: str) -> R | None:
         row = (
             self.store.connection()
@@ -146,9 +159,13 @@ class StoreRecords(Records[R]):
 class FileRecords(Records[R]):
     """Records as ``<root>/<id>.json``, changed under an exclusive lock on ``<root>/.lock``."""
 
-    def __init__(self, root: Path, model: type[R]):
+    def __init__(
+        self, root: Path, model: type[R], *, team_readable: bool | Callable[[R], bool] = False
+    ):
         self.root = Path(root)
         self.model = model
+        # Every record (the model registry), or those it says (a comment on a shared job).
+        self.team_readable = team_readable
 
     def _read(self, name: str) -> R | None:
         try:
@@ -160,11 +177,14 @@ class FileRecords(Records[R]):
     def path(self, record_id: str) -> Path | None:
         return self.root / f"{record_id}.json"
 
-    @property
-    def _mode(self) -> int:
+    def _mode(self, record: R) -> int:
         """A record is its owner's where members own their files (the controller acts on it
-        as its owner); else as any file of the jobs root."""
-        return 0o600 if ownership.guarded(self.root) else 0o644
+        as its owner), unless the team reads it; else as any file of the jobs root."""
+        readable = self.team_readable
+        if callable(readable):
+            readable = readable(record)
+        private = ownership.guarded(self.root) and not readable
+        return 0o600 if private else 0o644
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -179,7 +199,18 @@ class FileRecords(Records[R]):
 
     def create(self, record: R) -> None:
         with self._locked():
-            confined.replace(self.root, f"{record.id}.json", _doc(record).encode(), mode=self._mode)
+            confined.replace(
+                self.root, f"{record.id}.json", _doc(record).encode(), mode=self._mode(record)
+            )
+
+    def create_new(self, record: R) -> bool:
+        with self._locked():
+            if os.path.lexists(self.root / f"{record.id}.json"):
+                return False
+            confined.replace(
+                self.root, f"{record.id}.json", _doc(record).encode(), mode=self._mode(record)
+            )
+        return True
 
     def get(self, record_id: str) -> R | None:
         if "/" in record_id or record_id.startswith("."):
@@ -229,7 +260,7 @@ class FileRecords(Records[R]):
             yield record
             if record is not None:
                 confined.replace(
-                    self.root, f"{record_id}.json", _doc(record).encode(), mode=self._mode
+                    self.root, f"{record_id}.json", _doc(record).encode(), mode=self._mode(record)
                 )
 
     def delete(self, record_id: str) -> None:
@@ -253,12 +284,19 @@ def records_home(backend: Any, kind: str) -> Path:
     return Path(backend.jobs_root) / f".{kind}"
 
 
-def records_for(backend: Any, kind: str, model: type[R]) -> Records[R]:
+def records_for(
+    backend: Any,
+    kind: str,
+    model: type[R],
+    *,
+    team_readable: bool | Callable[[R], bool] = False,
+) -> Records[R]:
     """Where ``backend`` keeps records of ``kind``: a table of its SQLite store when it has
-    one, else files in its jobs root."""
+    one, else files in its jobs root (``team_readable``: readable by every member even where
+    members own their files, as the team's model registry is; or those records it says)."""
     if isinstance(backend, KeepsStore):
         return StoreRecords(backend.store, kind, model)
-    return FileRecords(records_home(backend, kind), model)
+    return FileRecords(records_home(backend, kind), model, team_readable=team_readable)
 
 
 # --- claims ----------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ from trainhub.jobs.states import JobState
 from trainhub.outputs.cleanup import CleanupReport
 from trainhub.outputs.files import OutputList, list_outputs, open_output
 from trainhub.pipelines.controller import Pipelines
+from trainhub.registry.service import Registry
 from trainhub.schedules.service import Schedules
 from trainhub.usage import queries
 from trainhub.usage.compute import JobUsage, job_usage
@@ -396,6 +397,7 @@ class JobService:
     sweeps = functools.cached_property(Sweeps)  # trainhub.experiments.controller
     pipelines = functools.cached_property(Pipelines)  # trainhub.pipelines.controller
     schedules = functools.cached_property(Schedules)  # trainhub.schedules.service
+    registry = functools.cached_property(lambda self: Registry.of_backend(self.backend))
 
     # --- sweeps ----------------------------------------------------------------------------
 

@@ -88,6 +88,8 @@ def describe(backend: Backend, record: JobRecord, *, files: bool = True) -> Desc
     # refused with an error naming the file, never read through.
     jobdir = JobDir(record.job_dir)
     lineage = jobdir.read_lineage() if files else None
+    if lineage is not None and (used := jobdir.read_model_inputs()):
+        lineage = {**lineage, "models": used}  # the inputs it loaded by name (trainhub.models)
     events = jobdir.iter_events() if files else []
     timeline = [e for e in events if e.get("type") in TIMELINE_EVENTS]
     return DescribeJob(

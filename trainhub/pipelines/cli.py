@@ -1,6 +1,7 @@
 """The ``trainhub pipeline`` verbs.
 
 trainhub pipeline run train.pipeline.yaml -p epochs=5 [--no-cache]
+trainhub pipeline run --from <run> -p epochs=5    # run it again as yours (a teammate's shared)
 trainhub pipeline check train.pipeline.yaml
 trainhub pipeline list
 trainhub pipeline describe <run>
@@ -49,6 +50,7 @@ def described(run: DescribeRun) -> str:
     head += f"State:      {run.state.value}"
     head += f" ({run.retries} retr{'y' if run.retries == 1 else 'ies'})" if run.retries else ""
     head += "" if run.cache else "  [no cache]"
+    head += f"\nAgain of:   {run.started_from}" if run.started_from else ""
     rows = [("STEP", "STATUS", "JOB", "NOTE")]
     for v in run.step_views:
         rows.append((v.step, v.status.value, v.job_id or v.reused_from or "-", v.reason or ""))
@@ -75,12 +77,17 @@ def summaries(runs: list[RunSummary]) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    run = _pipelines().start(
-        user=_user(),
-        file=args.file,
-        parameters=pairs(args.param, "--param"),
-        cache=not args.no_cache,
-    )
+    parameters = pairs(args.param, "--param")
+    if (args.file is None) == (args.from_run is None):
+        raise SystemExit("trainhub pipeline run: name a pipeline file, or --from an earlier run")
+    if args.from_run is not None:
+        run = _pipelines().start_again(
+            args.from_run, user=_user(), parameters=parameters, cache=not args.no_cache
+        )
+    else:
+        run = _pipelines().start(
+            user=_user(), file=args.file, parameters=parameters, cache=not args.no_cache
+        )
     _print(run, args, described(run))
     return 0
 
@@ -145,7 +152,11 @@ def add_parsers(sub: Any) -> None:
         ("check", cmd_check, "check a pipeline file, starting nothing"),
     ):
         v = verb(name, func, help)
-        v.add_argument("file", help="the *.pipeline.yaml, relative to the workspace")
+        v.add_argument(
+            "file",
+            nargs="?" if name == "run" else None,
+            help="the *.pipeline.yaml, relative to the workspace",
+        )
         v.add_argument(
             "-p",
             "--param",
@@ -157,6 +168,13 @@ def add_parsers(sub: Any) -> None:
         if name == "run":
             v.add_argument(
                 "--no-cache", action="store_true", help="run every step; reuse no earlier result"
+            )
+            v.add_argument(
+                "--from",
+                dest="from_run",
+                metavar="RUN",
+                help="run an earlier run again as yours (its code and parameters; a "
+                "teammate's shared run too), -p over its parameters",
             )
     ls = verb("list", cmd_list, "list pipeline runs")
     ls.add_argument("--all-users", action="store_true")

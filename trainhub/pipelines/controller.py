@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainhub.bundle import snapshot
 from trainhub.errors import Conflict, NotFound, ReadOnly, TrainhubError
+from trainhub.jobs import ownership
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.records import as_owner, repair_claims
 from trainhub.jobs.sharing import Sharing
@@ -70,13 +71,15 @@ class Pipelines:
         cache: bool = True,
         source: Snapshot | None = None,
         tag: str | None = None,
+        started_from: str | None = None,
     ) -> DescribeRun:
         """Start a run of the pipeline in workspace ``file`` (or given as ``pipeline``) with
         ``parameters`` over its defaults, as ``user``: the one entry point of the CLI, the
         REST API, the Python API and schedules. Every step is checked first (nothing runs when
         one is refused), the workspace frozen, the record kept, the first steps started.
         ``source``: a workspace frozen earlier (a schedule's), checked and frozen from instead
-        of this service's, its lineage kept; ``tag`` finds the run again (:meth:`tagged`)."""
+        of this service's, its lineage kept; ``tag`` finds the run again (:meth:`tagged`);
+        ``started_from``: the run this one runs again (:meth:`start_again`)."""
         if pipeline is None:
             if file is None:
                 raise SpecError([refused("file", "name a pipeline file or send one")])
@@ -98,6 +101,7 @@ class Pipelines:
             cache=cache,
             team=self.service.team,
             tag=tag,
+            started_from=started_from,
         )
         workspace = source.root if source is not None else self.service.workspace_root
         assert workspace is not None  # checks refuse a service without
@@ -116,6 +120,36 @@ class Pipelines:
             raise
         self.advance(run.id)
         return self.describe(run.id, user=user)
+
+    def start_again(
+        self,
+        run_id: str,
+        *,
+        user: str,
+        parameters: Mapping[str, Any] | None = None,
+        cache: bool = True,
+    ) -> DescribeRun:
+        """Run ``run_id``'s pipeline again as ``user``'s own run: one's own, or a teammate's
+        shared with the team. Its parameters stand, ``parameters`` over them; the notebooks are
+        the ones it froze while that is kept (a shared or unfinished run keeps it), else those
+        of ``user``'s workspace. The steps are ``user``'s jobs, in ``user``'s quota."""
+        earlier = self._record(run_id, user)
+        given = {k: v for k, v in earlier.parameters.items() if k in earlier.pipeline.parameters}
+        given.update(parameters or {})
+        pipeline = earlier.pipeline.model_copy(update={"name": earlier.name})
+        with contextlib.ExitStack() as stack:
+            source = None
+            if earlier.source is not None and (self.home / run_id).is_dir():
+                source = stack.enter_context(snapshot.thawed(self.home, run_id, earlier.source))
+            return self.start(
+                user=user,
+                file=earlier.file,
+                pipeline=pipeline,
+                parameters=given,
+                cache=cache,
+                source=source,
+                started_from=run_id,
+            )
 
     def validate(
         self,
@@ -186,14 +220,21 @@ class Pipelines:
         return self.describe(run_id, user=user)
 
     def share(self, run_id: str, shared: Sharing, *, user: str | None) -> DescribeRun:
-        """Share the run, and every job of its steps, with the owner's team to read (or make
-        them private again): the owner alone, where the backend has teams."""
-        run = self._owned(run_id, user, "share")
-        for job_id in _job_ids(run):
-            self.service.edit(job_id, {"shared": shared.value}, user=user)
-        with self.records.change(run_id) as current:
+        """Share the run, and every job of its steps, with the owner's team to read and to
+        run again as theirs (or make them private again): the owner alone, where the backend
+        has teams. A shared run keeps its frozen workspace, open to the team to read; made
+        private once it succeeded, the workspace goes, as a private run's does."""
+        self._owned(run_id, user, "share")
+        with self.records.change(run_id) as current:  # first: a step started now reads it
             assert current is not None
             current.shared = shared
+        for job_id in _job_ids(current):
+            self.service.edit(job_id, {"shared": shared.value}, user=user)
+        frozen = self.home / run_id
+        if shared == Sharing.PRIVATE and current.state == RunState.SUCCEEDED:
+            snapshot.remove(self.home, run_id)
+        elif frozen.is_dir() and ownership.guarded(self.home):
+            ownership.set_team_readable(frozen, shared == Sharing.TEAM)
         return self.describe(run_id, user=user)
 
     # --- the controller -------------------------------------------------------------------
@@ -250,8 +291,8 @@ class Pipelines:
             if step.ended is not None:
                 run.state = step.ended
                 run.finished_at = time.time()
-                if step.ended == RunState.SUCCEEDED:  # nothing left to retry from it
-                    snapshot.remove(self.home, run_id)
+                if step.ended == RunState.SUCCEEDED and run.shared == Sharing.PRIVATE:
+                    snapshot.remove(self.home, run_id)  # nothing to retry or run again from it
             return step.start, run
 
     def _start(self, run: RunRecord, names: list[str]) -> bool:
@@ -301,6 +342,9 @@ class Pipelines:
                 return True
         job = self.service.submit(spec, user=run.user, source=source)
         self._note(run.id, name, job_id=job.id, cache_key=key)
+        now = self.records.get(run.id)  # shared meanwhile: its steps are, as they start
+        if now is not None and now.shared != Sharing.PRIVATE:
+            self.service.edit(job.id, {"shared": now.shared.value}, user=run.user)
         return False
 
     def _source(self, run: RunRecord) -> contextlib.AbstractContextManager[Any]:
@@ -328,6 +372,10 @@ class Pipelines:
             and team is not None
             and run.team == team
         )
+
+    def readable(self, run_id: str, *, user: str | None) -> RunRecord:
+        """The run's record, where ``user`` may read it (as :meth:`describe` reads it)."""
+        return self._record(run_id, user)
 
     def _record(self, run_id: str, user: str | None) -> RunRecord:
         run = self.records.get(run_id)

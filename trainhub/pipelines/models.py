@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trainhub.jobs.sharing import Sharing
 from trainhub.jobs.states import FailureClass, JobState
@@ -47,6 +47,7 @@ class RunSummary(BaseModel):
     failed: list[str] = Field(default_factory=list, description="The steps that failed")
     retries: int = 0
     shared: Sharing = Sharing.PRIVATE
+    started_from: str | None = Field(None, description="The run this one runs again")
 
 
 class DescribeRun(RunSummary):
@@ -62,14 +63,26 @@ class RunList(BaseModel):
 
 
 class StartRun(BaseModel):
-    """``POST pipelines/runs``: a pipeline file of the workspace, or the pipeline itself."""
+    """``POST pipelines/runs``: a pipeline file of the workspace, the pipeline itself, or
+    an earlier run (one's own, or a teammate's shared one) to run again as one's own."""
 
     model_config = ConfigDict(extra="forbid")
 
     file: str | None = Field(None, description="A *.pipeline.yaml, relative to the workspace")
     pipeline: dict[str, Any] | None = Field(None, description="The pipeline, as the file says it")
-    parameters: dict[str, Any] = Field(default_factory=dict, description="Over its defaults")
+    from_run: str | None = Field(
+        None, description="A run to run again as one's own: its pipeline, code and parameters"
+    )
+    parameters: dict[str, Any] = Field(
+        default_factory=dict, description="Over its defaults (or over from_run's parameters)"
+    )
     cache: bool = Field(True, description="False: every step runs, none reuses a result")
+
+    @model_validator(mode="after")
+    def _one_pipeline(self) -> StartRun:
+        if self.from_run is not None and (self.file is not None or self.pipeline is not None):
+            raise ValueError("from_run runs an earlier run again: send no file or pipeline too")
+        return self
 
 
 def summarize(run: RunRecord, now: Mapping[str, Status]) -> RunSummary:
@@ -91,6 +104,7 @@ def _summary_fields(run: RunRecord, now: Mapping[str, Status]) -> dict[str, Any]
         "failed": [n for n, s in now.items() if s.status == StepStatus.FAILED],
         "retries": run.retries,
         "shared": run.shared,
+        "started_from": run.started_from,
     }
 
 

@@ -58,6 +58,7 @@ class RunRecord(Record):
     shared: Sharing = Sharing.PRIVATE
     source: Frozen | None = None  # the workspace every step compiles from
     tag: str | None = None  # who started it, to find it again (a schedule's run)
+    started_from: str | None = None  # the run it runs again (a teammate's shared one)
 
 
 RunRecords = Records[RunRecord]

@@ -4,6 +4,7 @@ the offending field in a sentence."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from trainhub.adminfiles import field_errors, field_message, field_path, load_fi
 from trainhub.teams.file import Teams
 from trainhub.teams.images import Image
 from trainhub.teams.references import ReferenceErrors
+from trainhub.teams.team import Team
 
 
 class TeamsError(ValueError):
@@ -87,6 +89,18 @@ def parse_teams(data: Any, *, source: str | None = None, base_dir: Path | None =
             else:
                 errors.append((field_path(item["loc"]) or "teams file", field_message(item)))
         raise TeamsError(errors, source) from None
+
+
+def env_team(team: str | None) -> Team | None:
+    """Team ``team`` of TRAINHUB_TEAMS_FILE, when there is such a file and team (what a
+    process outside a cluster's backend reads of its team: alerts, the MLflow mirror)."""
+    teams_file = os.environ.get("TRAINHUB_TEAMS_FILE")
+    if not team or not teams_file or not Path(teams_file).is_file():
+        return None
+    try:
+        return load_teams(teams_file).team(team)
+    except KeyError:
+        return None
 
 
 def load_teams(path: str | Path) -> Teams:

@@ -1,5 +1,5 @@
 """One team of the teams file: who belongs to it (JupyterHub groups), its namespace, quota,
-images, shared volume, datasets, alerts and retention."""
+images, shared volume, datasets, alerts, retention and MLflow server."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from pydantic import Field, field_validator
 from trainhub.alerts.channels import TeamAlerts
 from trainhub.datasets.catalog import DatasetEntry, check_names, mount_path
 from trainhub.outputs.retention import Retention
+from trainhub.registry.policy import ModelPolicy
 from trainhub.teams.fields import DNS_LABEL, FileModel, quantity
 from trainhub.teams.images import ImagePolicy
 from trainhub.teams.quotas import PoolQuota, Preemption
+from trainhub.tracking.config import MlflowServer
 
 
 class SharedVolume(FileModel):
@@ -78,6 +80,16 @@ class Team(FileModel):
     )
     retention: Retention | None = Field(
         None, description="How long the team's job outputs are kept (trainhub cleanup)"
+    )
+    models: ModelPolicy = Field(
+        default_factory=ModelPolicy,
+        description="The team's model registry: roles, and the aliases only a role moves "
+        "(production, by default)",
+    )
+    mlflow: MlflowServer | None = Field(
+        None,
+        description="An MLflow tracking server every job of the team is mirrored into "
+        "(trainhub/tracking)",
     )
     wait_grace_minutes: int = Field(
         10,

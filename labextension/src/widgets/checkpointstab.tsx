@@ -111,6 +111,15 @@ export function Checkpoints(props: {
               >
                 Fork from
               </button>
+              {actions.registerModel ? (
+                <button
+                  className="jp-mod-styled jp-trainhub-link jp-trainhub-register-model"
+                  title="Register this checkpoint as the next version of a model"
+                  onClick={() => actions.registerModel?.(job, { step: c.step })}
+                >
+                  Register as model
+                </button>
+              ) : null}
               {readOnly ? null : (
                 <button
                   className="jp-mod-styled jp-trainhub-link jp-trainhub-danger"

@@ -5,6 +5,7 @@ import { TrainHubAPI } from '../api';
 import { cancelWithConfirmation, REPLACEMENT_GRACE_MS } from '../cancel';
 import { canResume, canSuspend, suspendPending, suspendWithConfirmation } from '../suspend';
 import { Feature, ICheckpointInfo, IDescribeJob, IJobSummary, TERMINAL_STATES } from '../models';
+import { RegisterWhat } from '../registry';
 import { shareButtonLabel, sharingView } from '../sharing';
 
 export interface IJobViewActions {
@@ -18,6 +19,8 @@ export interface IJobViewActions {
   rerun?: (job: IDescribeJob, kind: 'resubmit' | 'fork', step?: number | null) => Promise<void>;
   /** Who is looking, and what the server offers (from its config, once known). */
   viewer?: { user: string; features: Feature[] };
+  /** Register a checkpoint or output of the job as a model's next version (asks first). */
+  registerModel?: (job: IDescribeJob, what: RegisterWhat) => void;
   /** The job changed in place (shared or made private): the view shows it as the server says. */
   changed?: (job: IJobSummary) => void;
   /** Open jobs' event files in TensorBoard, in a main-area tab. */

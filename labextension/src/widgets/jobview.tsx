@@ -1,4 +1,7 @@
-/** A job in the main area: Overview, Logs, Metrics, Checkpoints, Outputs and Notebook tabs. */
+/**
+ * A job in the main area: Overview, Logs, Metrics, Checkpoints, Outputs, Notebook and Comments
+ * tabs.
+ */
 import { MainAreaWidget, ReactWidget } from '@jupyterlab/apputils';
 import { TabPanel } from '@lumino/widgets';
 import * as React from 'react';
@@ -12,6 +15,7 @@ import { MetricsTab } from './metricstab';
 import { NotebookTab } from './notebooktab';
 import { Outputs } from './outputstab';
 import { Checkpoints } from './checkpointstab';
+import { CommentsTab } from './commentstab';
 import { IJobViewActions } from './jobactions';
 import { Overview } from './overviewtab';
 
@@ -69,7 +73,7 @@ export class JobView extends MainAreaWidget<TabPanel> {
       ) : null
     );
     this.outputs = new JobReactTab('Outputs', () =>
-      this.job ? <Outputs job={this.job} api={api} /> : null
+      this.job ? <Outputs job={this.job} api={api} actions={actions} /> : null
     );
     for (const tab of [
       this.overview,
@@ -77,7 +81,8 @@ export class JobView extends MainAreaWidget<TabPanel> {
       this.metrics,
       this.checkpoints,
       this.outputs,
-      new NotebookTab(api, jobId)
+      new NotebookTab(api, jobId),
+      new CommentsTab(api, 'job', jobId)
     ]) {
       content.addWidget(tab);
     }
@@ -86,7 +91,7 @@ export class JobView extends MainAreaWidget<TabPanel> {
     void this.refresh();
   }
 
-  /** Select a tab by label (Overview, Logs, Metrics, Checkpoints, Outputs, Notebook). */
+  /** Select a tab by label (Overview, Logs, Metrics, Checkpoints, Outputs, Notebook, Comments). */
   select(label: string): void {
     const index = this.content.widgets.findIndex(w => w.title.label === label);
     if (index >= 0) {

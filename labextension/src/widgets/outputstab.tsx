@@ -10,11 +10,16 @@ import { TrainHubAPI } from '../api';
 import { formatBytes, formatTime } from '../format';
 import { IDescribeJob, IOutputList, TERMINAL_STATES } from '../models';
 import { outputTree, visibleRows } from '../outputs';
+import { IJobViewActions } from './jobactions';
 
 export const OUTPUTS_REFRESH_MS = 3000;
 
-export function Outputs(props: { job: IDescribeJob; api: TrainHubAPI }): JSX.Element {
-  const { job, api } = props;
+export function Outputs(props: {
+  job: IDescribeJob;
+  api: TrainHubAPI;
+  actions: IJobViewActions;
+}): JSX.Element {
+  const { job, api, actions } = props;
   const [listing, setListing] = React.useState<IOutputList | null>(null);
   const [error, setError] = React.useState('');
   const [open, setOpen] = React.useState<Set<string>>(new Set());
@@ -77,6 +82,7 @@ export function Outputs(props: { job: IDescribeJob; api: TrainHubAPI }): JSX.Ele
             <th>Name</th>
             <th>Size</th>
             <th>Modified</th>
+            {actions.registerModel ? <th></th> : null}
           </tr>
         </thead>
         <tbody>
@@ -107,6 +113,17 @@ export function Outputs(props: { job: IDescribeJob; api: TrainHubAPI }): JSX.Ele
                 </td>
                 <td>{formatBytes(entry.bytes)}</td>
                 <td>{formatTime(entry.mtime)}</td>
+                {actions.registerModel ? (
+                  <td className="jp-trainhub-row-actions">
+                    <button
+                      className="jp-mod-styled jp-trainhub-link jp-trainhub-register-model"
+                      title={`Register ${entry.path} as the next version of a model`}
+                      onClick={() => actions.registerModel?.(job, { path: entry.path })}
+                    >
+                      Register as model
+                    </button>
+                  </td>
+                ) : null}
               </tr>
             );
           })}

@@ -3,7 +3,8 @@
  * each step with its live state (waiting and why, queued or running, succeeded, failed with
  * its verdict, reused from JOB, not run), followed while the run goes on as the sweep view
  * follows a sweep. A click on a step opens its job's view (a reused step: the job whose
- * outputs it reuses).
+ * outputs it reuses). "Run again…" starts a run of one's own from it (a teammate's shared run
+ * too), with its parameters to change.
  */
 import { MainAreaWidget, ReactWidget } from '@jupyterlab/apputils';
 import { ServerConnection } from '@jupyterlab/services';
@@ -20,6 +21,7 @@ import {
   IStepView,
   retryRun,
   runDuration,
+  startRunAgain,
   runEdges,
   runOutcome,
   stepDetail,
@@ -27,8 +29,11 @@ import {
   stepStateLabel
 } from '../pipelineruns';
 import { PipelineCanvas } from './pipelinecanvas';
+import { openComments } from './commentstab';
+import { showRunAgainDialog } from './runagaindialog';
 
 export const OPEN_PIPELINE_RUN_COMMAND = CommandIDs.openPipelineRun;
+type Action = 'cancel' | 'retry' | 'again';
 const REFRESH_MS = 2000;
 
 class RunBody extends ReactWidget {
@@ -39,7 +44,7 @@ class RunBody extends ReactWidget {
 
   constructor(
     private readonly openJob: (id: string) => void,
-    private readonly act: (what: 'cancel' | 'retry') => void
+    private readonly act: (what: Action) => void
   ) {
     super();
     this.addClass('jp-trainhub-pipeline-run-body');
@@ -68,6 +73,7 @@ class RunBody extends ReactWidget {
         </h2>
         <div className="jp-trainhub-pipeline-facts">
           <span>{run.file ?? 'sent as is'}</span>
+          {run.started_from ? <span>again of {run.started_from}</span> : null}
           <span>started {formatTime(run.created_at)}</span>
           <span>{runDuration(run, now)}</span>
           <span className="jp-trainhub-pipeline-outcome">{runOutcome(run)}</span>
@@ -79,6 +85,13 @@ class RunBody extends ReactWidget {
             </span>
           ) : null}
           {run.cache ? null : <span>no cache</span>}
+          <button
+            type="button"
+            className="jp-mod-styled"
+            onClick={() => openComments('pipeline_run', run.id)}
+          >
+            Comments
+          </button>
           {run.state === 'running' ? (
             <button
               type="button"
@@ -93,6 +106,13 @@ class RunBody extends ReactWidget {
               Retry failed steps
             </button>
           ) : null}
+          <button
+            type="button"
+            className="jp-mod-styled jp-trainhub-run-again"
+            onClick={() => this.act('again')}
+          >
+            Run again…
+          </button>
         </div>
         {run.cancel_reason ? <div className="jp-trainhub-muted">{run.cancel_reason}</div> : null}
         {this.error ? <div className="jp-trainhub-error">{this.error}</div> : null}
@@ -124,7 +144,8 @@ export class PipelineRunView extends MainAreaWidget<RunBody> {
     readonly runId: string,
     private readonly settings: ServerConnection.ISettings,
     openJob: (id: string) => void,
-    private readonly api: TrainHubAPI = new TrainHubAPI(settings)
+    private readonly api: TrainHubAPI = new TrainHubAPI(settings),
+    private readonly openRun: (id: string) => void = () => undefined
   ) {
     super({ content: new RunBody(openJob, what => void this.act(what)) });
     this.id = `trainhub-pipeline-run-${runId}`;
@@ -152,7 +173,10 @@ export class PipelineRunView extends MainAreaWidget<RunBody> {
     }
   }
 
-  private async act(what: 'cancel' | 'retry'): Promise<void> {
+  private async act(what: Action): Promise<void> {
+    if (what === 'again') {
+      return this.runAgain();
+    }
     try {
       this.content.run = await (what === 'cancel' ? cancelRun : retryRun)(
         this.settings,
@@ -165,6 +189,21 @@ export class PipelineRunView extends MainAreaWidget<RunBody> {
     this.content.update();
     if (what === 'retry') {
       void this.refresh();
+    }
+  }
+
+  private async runAgain(): Promise<void> {
+    const run = this.content.run;
+    const asked = run ? await showRunAgainDialog(run) : null;
+    if (!asked) {
+      return;
+    }
+    try {
+      const started = await startRunAgain(this.settings, this.runId, asked);
+      this.openRun(started.id);
+    } catch (e) {
+      this.content.error = (e as Error).message ?? String(e);
+      this.content.update();
     }
   }
 

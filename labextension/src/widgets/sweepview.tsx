@@ -21,6 +21,7 @@ import {
   sortTrials,
   trialStateLabel
 } from '../sweeps';
+import { openComments } from './commentstab';
 
 export const OPEN_SWEEP_COMMAND = 'trainhub:open-sweep';
 const REFRESH_MS = 2000;
@@ -171,6 +172,13 @@ class SweepBody extends ReactWidget {
               by {sweep.metric} ({sweep.mode})
             </span>
           ) : null}
+          <button
+            type="button"
+            className="jp-mod-styled"
+            onClick={() => openComments('sweep', sweep.id)}
+          >
+            Comments
+          </button>
           {sweep.state === 'running' ? (
             <button
               type="button"

@@ -168,6 +168,17 @@ test('draw a pipeline, save it as YAML, run it and follow its graph', async ({ p
   }
   await page.screenshot({ path: path.join(SCREENSHOTS, 'pipeline-compare.png') });
 
+  // "Run again…" from a run's graph: its parameters prefilled; unchanged, every step is reused
+  // again, and the new run says which it runs again.
+  await page.locator('.lm-TabBar-tab', { hasText: `Run ${second}` }).click();
+  await again.getByRole('button', { name: 'Run again…' }).click();
+  const dialog = page.locator('.jp-Dialog');
+  await expect(dialog.locator('.jp-trainhub-run-again-body')).toBeVisible();
+  await dialog.getByRole('button', { name: 'Start run' }).click();
+  const third = page.locator(`.jp-trainhub-pipeline-runview:has-text("again of ${second}")`);
+  await expect(third).toHaveAttribute('data-state', 'succeeded', { timeout: 60 * 1000 });
+  await expect(third.locator('[data-step="train"]')).toHaveAttribute('data-state', 'reused');
+
   // The same file opened as text is the same document: a change on either side shows on the
   // other before anything is saved.
   await page.evaluate(async file => {

@@ -21,6 +21,16 @@ class PipelineRunsHandler(TrainhubAPIHandler):
     @authorized
     async def post(self) -> None:
         body = self.body_as(StartRun)
+        if body.from_run is not None:
+            again = await self.calls.call(
+                self.service.pipelines.start_again,
+                body.from_run,
+                user=self.owner,
+                parameters=body.parameters,
+                cache=body.cache,
+            )
+            self.reply(again, 201)
+            return
         run = await self.calls.call(
             self.service.pipelines.start,
             user=self.owner,

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from tornado import web
 
 from trainhub.jobs.spec import explain
+from trainhub_server.comments import with_mentions
 from trainhub_server.handlers import TrainhubAPIHandler
 from trainhub_server.notices import NewNotice, NoticesParams
 from trainhub_server.parameters import notebook_parameters
@@ -44,7 +45,15 @@ class NoticesHandler(TrainhubAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.reply(self.app.notices.after(self.query(NoticesParams).after))
+        after = self.query(NoticesParams).after
+        # What the hub's services posted, and the comments that mention this user; comments
+        # that cannot be read now never hold back the notices (the next read tries again).
+        try:
+            mentions = await self.calls.call(self.app.comments.mentions, self.owner, after)
+        except Exception:
+            self.log.exception("trainhub: the mentions of %s could not be read", self.owner)
+            mentions = []
+        self.reply(with_mentions(self.app.notices.after(after), mentions))
 
     @web.authenticated
     @authorized

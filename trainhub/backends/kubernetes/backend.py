@@ -28,6 +28,7 @@ from trainhub.backends.kubernetes.manifests import RUN_AS
 from trainhub.datasets.catalog import Catalog, Readable
 from trainhub.jobs.ownership import RunAs
 from trainhub.outputs.retention import Retention
+from trainhub.registry.policy import ModelPolicy
 from trainhub.teams import TeamDataset, Teams, load_teams
 
 if TYPE_CHECKING:
@@ -169,6 +170,10 @@ class KubernetesBackend(Acting, Backend):
 
     def team_name(self) -> str | None:
         return self.team.name
+
+    def model_policy(self) -> ModelPolicy:
+        """The teams file's ``models:`` of this backend's team."""
+        return self.team.models
 
     def watch_reads(self) -> None:
         """Serve this backend's lists from a watch-fed cache of its namespace, once its first

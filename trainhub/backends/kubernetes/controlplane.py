@@ -124,6 +124,15 @@ def teams_config(teams: Teams, ns: str) -> Manifest:
     }
 
 
+def mlflow_secret(team: str) -> str:
+    return f"mlflow-{team}"
+
+
+def mlflow_dir(team: str) -> str:
+    """Where the controller finds team ``team``'s MLflow credential files."""
+    return f"/etc/trainhub/mlflow/{team}"
+
+
 def controller_image(teams: Teams) -> str:
     wanted = teams.controller.image  # type: ignore[union-attr]
     named = {i.name: i.image for i in teams.images}
@@ -155,6 +164,16 @@ def deployment(teams: Teams, ns: str) -> Manifest:
             {"name": f"team-{t.name}", "persistentVolumeClaim": {"claimName": controller_claim(t)}}
         )
         mounts.append({"name": f"team-{t.name}", "mountPath": t.shared_volume.mount_path})
+    for t in teams.teams:
+        if t.mlflow is not None:
+            # The team's MLflow credentials (token_file, password_file below this folder), from
+            # a Secret of the controller's namespace: only the controller mirrors on a cluster,
+            # so no session holds them. Readable whoever a thread acts as (0444).
+            secret = {"secretName": mlflow_secret(t.name), "optional": True, "defaultMode": 0o444}
+            volumes.append({"name": f"mlflow-{t.name}", "secret": secret})
+            mounts.append(
+                {"name": f"mlflow-{t.name}", "mountPath": mlflow_dir(t.name), "readOnly": True}
+            )
     container = {
         "name": "controller",
         "image": controller_image(teams),

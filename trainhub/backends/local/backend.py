@@ -33,6 +33,7 @@ from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_s
 from trainhub.lifecycle.retry import plan_retry
 from trainhub.lifecycle.verdict import cancel_verdict
 from trainhub.outputs.retention import Retention, load_retention_file
+from trainhub.registry.policy import ModelPolicy, load_models_file
 from trainhub.usage.panel import PoolQuota, local_quotas
 from trainhub.usage.store import UsageStore
 
@@ -100,6 +101,10 @@ class LocalBackend(Backend):
     def retention(self, team: str | None) -> Retention | None:
         """The local retention file's policy, for every team on the machine (read anew)."""
         return load_retention_file(settings.retention_file(self.home))
+
+    def model_policy(self) -> ModelPolicy:
+        """The local models file's policy (read anew); none protects nothing."""
+        return load_models_file(settings.models_file(self.home))
 
     # --- the machine (capabilities.OneMachine) ------------------------------------------
     def capacity(self) -> Capacity:
@@ -295,6 +300,17 @@ class LocalBackend(Backend):
             self._supervisor_lost(record, local)
         self.admitter.launch(relaunch)
         self.admitter.admit_and_launch()
+        self._mirror()
+
+    def _mirror(self) -> None:
+        """The MLflow mirror catches up whatever waits (trainhub.tracking); only where a job
+        was ever mirrored does this import or read anything."""
+        if not (self.home / "mlflow").is_dir():
+            return
+        from trainhub.backends.local.tracking import nudge
+
+        with contextlib.suppress(Exception):  # the mirror never stands in a reconcile's way
+            nudge(self.home)
 
     def _supervisor_lost(self, record: JobRecord, local: LocalJob) -> None:
         processes.kill_job_processes(record.id, list(local.process_groups))

@@ -1,6 +1,7 @@
 """How the supervisor writes down a job's end: its final state and verdict, with its usage row
 in the same transaction, or its suspension (the step saved, its GPUs given back); and the
-alerts the job asked for, queued for the detached sender (trainhub.alerts)."""
+alerts the job asked for, queued for the detached sender (trainhub.alerts); and the MLflow
+mirror's sender started (trainhub.tracking)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from trainhub import settings
 from trainhub.alerts.announce import announce_job
 from trainhub.backends.local.accounting import usage_store
 from trainhub.backends.local.store import Store
+from trainhub.backends.local.tracking import job_ended
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import JobState
@@ -70,6 +72,15 @@ def record_ending(
     kind = end_alert_kind(record.spec.notify, state)
     if kind is not None:
         announce(home, record.model_copy(update={**ended, "verdict": verdict}), jobdir, kind)
+    mirror_ending(home, record.id, jobdir)
+
+
+def mirror_ending(home: Path, job_id: str, jobdir: JobDir) -> None:
+    """The MLflow mirror's sender, so that the run's end follows soon (trainhub.tracking)."""
+    try:
+        job_ended(home, job_id)
+    except Exception as error:  # the mirror never stands in the way of finishing a job
+        jobdir.emit("mlflow", error=f"The MLflow mirror could not be started: {error}")
 
 
 def announce(home: Path, record: JobRecord, jobdir: JobDir, kind: str) -> None:

@@ -25,6 +25,7 @@ from trainhub.backends.local.pip_install import install_job_requirements
 from trainhub.backends.local.plan import attempt_plan, resume_source_of, starts_from
 from trainhub.backends.local.startup import become_subreaper, start_plan
 from trainhub.backends.local.store import Store
+from trainhub.backends.local.tracking import enroll_job
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
@@ -121,6 +122,7 @@ class Supervisor:
         if self.record.cancel_requested or self.record.suspend_requested:
             self.stop_event.set()  # asked before this supervisor could hear it
         started = self.record.started_at or time.time()
+        enroll_job(self.home, self.record, self.jobdir)  # mirrored from the start, if asked
         verdict: Verdict | None = None
         retry: RetryPlan | None = None
         try:
