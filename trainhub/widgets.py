@@ -23,6 +23,7 @@ import ipywidgets as widgets
 
 from trainhub.jobs.logs import LogFollower
 from trainhub.jobs.states import JobState
+from trainhub.rank.redraws import latest_redraw
 
 if TYPE_CHECKING:
     from trainhub.api import Job
@@ -108,8 +109,8 @@ def scalar_points(
 def last_lines(tail: deque[str], pending: str, text: str) -> str:
     """Append ``text`` to the log ``tail``; returns the unfinished last line to keep."""
     *lines, rest = (pending + text).split("\n")
-    tail.extend(lines)
-    return rest
+    tail.extend(map(latest_redraw, lines))  # a progress bar: its latest redraw only
+    return latest_redraw(rest)
 
 
 def svg_chart(

@@ -5,6 +5,7 @@
  * writes span text with textContent and colours as validated numbers, never as markup.
  */
 import Anser from 'anser';
+import { latestRedraw } from './loglines';
 
 export interface IAnsiStyle {
   /** 0-255 palette index, or [r, g, b] for 24-bit colour. */
@@ -86,10 +87,7 @@ function styleOf(chunk: Anser.AnserJsonEntry & { isInverted?: boolean }): IAnsiS
  * the text after the last one (progress bars redraw a line that way).
  */
 export function parseAnsi(line: string): IAnsiSpan[] {
-  const cr = line.lastIndexOf('\r', line.length - 2);
-  if (cr >= 0) {
-    line = line.slice(cr + 1);
-  }
+  line = latestRedraw(line);
   if (line.endsWith('\r')) {
     line = line.slice(0, -1);
   }

@@ -51,6 +51,12 @@ export class TrainHubAPI {
     return this.call(['config']);
   }
 
+  /** Start (or find running) a TensorBoard over these jobs; `url` is where the server
+   * proxies it, for the session's user only. */
+  openTensorBoard(ids: string[]): Promise<{ url: string; runs: string[] }> {
+    return this.call([], { method: 'POST', body: { ids }, beside: 'trainhub/tensorboard' });
+  }
+
   /** The server's notices with an id above `after`, oldest first. */
   notices(after: number): Promise<INoticeList> {
     return this.call(['notices'], { query: { after } });

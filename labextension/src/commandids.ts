@@ -26,6 +26,8 @@ export const CommandIDs = {
   /** Registered by the compare view (args `{ids}`) and the sweep view (args `{sweepId}`). */
   compare: 'trainhub:compare',
   openSweep: 'trainhub:open-sweep',
+  /** Args `{ids}`: 1 to 10 jobs in one TensorBoard, in a main-area tab. */
+  openTensorBoard: 'trainhub:open-tensorboard',
   /** Registered by the pipelines plugin (args `{runId}`). */
   openPipelineRun: 'trainhub:open-pipeline-run',
   /** Registered by the pipelines plugin (args `{ids: [a, b]}`, two runs). */

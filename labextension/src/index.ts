@@ -20,6 +20,7 @@ import { TrainHubAPI } from './api';
 import { registerCompare } from './widgets/compareview';
 import { registerSweepView } from './widgets/sweepview';
 import { registerUsagePanel } from './widgets/usagepanel';
+import { registerTensorBoard } from './widgets/tensorboardview';
 import { justFinished, JobsModel } from './jobsmodel';
 import { ICheckpointInfo, IConfig, IDescribeJob, IJobSummary, TERMINAL_STATES } from './models';
 import { ApiError } from './request';
@@ -61,6 +62,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     registerCompare(app, api);
     registerSweepView(app);
     registerUsagePanel(app, api, palette, PALETTE_CATEGORY);
+    registerTensorBoard(app, api);
+    const openTensorBoard = (ids: string[]) =>
+      void app.commands.execute(CommandIDs.openTensorBoard, { ids });
     const model = new JobsModel(api);
     let configPromise: Promise<IConfig> | null = null;
     const config = (): Promise<IConfig> => {
@@ -104,6 +108,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const viewActions: IJobViewActions = {
       openNotebookAt,
       openJob: id => void openJob(id),
+      openTensorBoard,
       error: reportError,
       confirm: async (title, body) =>
         (
@@ -200,6 +205,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       compare: ids => void app.commands.execute(CommandIDs.compare, { ids }),
       canCompare: () => app.commands.hasCommand(CommandIDs.compare),
       openSweep: sweepId => void app.commands.execute(CommandIDs.openSweep, { sweepId }),
+      openTensorBoard,
       canOpenSweep: () => app.commands.hasCommand(CommandIDs.openSweep),
       viewer: () => viewActions.viewer
     };

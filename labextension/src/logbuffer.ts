@@ -3,7 +3,7 @@
  * rows in view are ever in the DOM, so a million lines cost an array, not a million nodes.
  */
 import { ILogChunk } from './models';
-import { ICellMarker, lineKind, parseCellMarker } from './loglines';
+import { ICellMarker, latestRedraw, lineKind, parseCellMarker } from './loglines';
 
 export interface IMarkedLine extends ICellMarker {
   /** Index of the marker line. */
@@ -30,16 +30,19 @@ export class LogBuffer {
     return index === this.lines.length ? this.partial : '';
   }
 
-  /** Append raw text; a line without its newline yet is completed by the next append. */
+  /**
+   * Append raw text; a line without its newline yet is completed by the next append. A line
+   * redrawn with "\r" (a progress bar) is held as its latest redraw: one updating line.
+   */
   append(text: string): void {
     if (!text) {
       return;
     }
     const parts = (this.partial + text).split('\n');
-    this.partial = parts.pop() ?? '';
+    this.partial = latestRedraw(parts.pop() ?? '');
     const lines = this.lines;
     for (let i = 0; i < parts.length; i++) {
-      const line = parts[i];
+      const line = latestRedraw(parts[i]);
       if (line.charCodeAt(0) === 91) {
         this.classify(line, lines.length);
       }

@@ -21,6 +21,18 @@ export interface ICellMarker {
   time: number;
 }
 
+/**
+ * A line as a terminal leaves it after a progress bar's redraws ("\r" + bar, many times):
+ * from its last carriage return on (one that ends the line, or comes before a "\n", is kept,
+ * since the next text redraws over it). The rank's copier already keeps few redraws in the
+ * stored log (trainhub/rank/redraws.py, whose latest_redraw is this rule for the notebook
+ * widget); this keeps the view's line one updating line.
+ */
+export function latestRedraw(line: string): string {
+  const cr = line.length > 1 ? line.lastIndexOf('\r', line.length - 2) : -1;
+  return cr >= 0 ? line.slice(cr + 1) : line;
+}
+
 export function parseCellMarker(line: string): ICellMarker | null {
   const m = CELL.exec(line.endsWith('\r') ? line.slice(0, -1) : line);
   if (!m) {

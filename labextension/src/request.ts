@@ -89,6 +89,8 @@ export interface IRequestOptions {
   method?: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'PATCH';
   query?: Query;
   body?: unknown;
+  /** A route beside the REST API instead of below it (`trainhub/tensorboard`). */
+  beside?: string;
 }
 
 /** Call the trainhub REST API; resolves to the parsed JSON body (undefined for 204). */
@@ -97,7 +99,9 @@ export async function requestAPI<T>(
   options: IRequestOptions = {},
   settings: ServerConnection.ISettings = ServerConnection.makeSettings()
 ): Promise<T> {
-  const url = apiUrl(settings.baseUrl, segments, options.query);
+  const url = options.beside
+    ? URLExt.join(settings.baseUrl, options.beside) + queryString(options.query)
+    : apiUrl(settings.baseUrl, segments, options.query);
   const init: RequestInit = { method: options.method ?? 'GET' };
   if (options.body !== undefined) {
     init.body = JSON.stringify(options.body);

@@ -21,6 +21,7 @@ from trainhub.backends.capabilities import WatchFedReads
 from trainhub.comments.board import Comments
 from trainhub.jobs.models import JobSummary
 from trainhub.jobs.service import JobService
+from trainhub.metrics.tensorboard_processes import TensorBoards
 from trainhub.schedules import local as local_scheduler
 from trainhub_server import exit_guard, routes, watch
 from trainhub_server.calls import DEFAULT_TIME_LIMIT_S, ServiceCalls
@@ -29,6 +30,7 @@ from trainhub_server.watch import JobsWatcher
 
 # What the server's own shutdown (kernels, terminals) gets after the extension has stopped.
 EXIT_GRACE_S = 30.0
+BOARD_REAP_S = 60.0  # how often idle TensorBoards are looked for
 
 
 class TrainhubExtension(ExtensionApp):
@@ -70,6 +72,10 @@ class TrainhubExtension(ExtensionApp):
     reconcile_interval = Float(
         5.0, help="Seconds between reconciles of the backend (0: never)."
     ).tag(config=True)
+    tensorboard_idle_timeout = Float(
+        1800.0,
+        help="Seconds a TensorBoard opened from a job runs without a request before it stops.",
+    ).tag(config=True)
     call_time_limit = Float(
         DEFAULT_TIME_LIMIT_S,
         help="Seconds a request may wait for the job service (reading a job's files, the "
@@ -80,8 +86,10 @@ class TrainhubExtension(ExtensionApp):
     calls: ServiceCalls
     jobs_watcher: JobsWatcher
     notices: Notices
+    tensorboards: TensorBoards
     comments: Comments
     _reconciler: PeriodicCallback | None = None
+    _board_reaper: PeriodicCallback | None = None
     _reconciling = False
 
     @default("backend_class")
@@ -112,6 +120,7 @@ class TrainhubExtension(ExtensionApp):
         self.calls = ServiceCalls(self.service, time_limit=self.call_time_limit)
         self.jobs_watcher = JobsWatcher(self._job_snapshot)
         self.notices = Notices()
+        self.tensorboards = TensorBoards(idle_seconds=self.tensorboard_idle_timeout)
         self.comments = Comments(self.service, home=home)
         self.log.info("trainhub: %s backend, jobs in %s", backend.name, jobs_root)
 
@@ -125,6 +134,8 @@ class TrainhubExtension(ExtensionApp):
             asyncio.get_running_loop().run_in_executor(None, backend.watch_reads)
         # Schedules fire from a process of their own, which outlives this server.
         asyncio.get_running_loop().run_in_executor(None, self._start_scheduler)
+        self._board_reaper = PeriodicCallback(self.tensorboards.reap, BOARD_REAP_S * 1000)
+        self._board_reaper.start()
         if self.reconcile_interval > 0:
             self._reconciler = PeriodicCallback(self._reconcile, self.reconcile_interval * 1000)
             self._reconciler.start()
@@ -152,6 +163,10 @@ class TrainhubExtension(ExtensionApp):
     async def stop_extension(self) -> None:
         if self._reconciler is not None:
             self._reconciler.stop()
+        if self._board_reaper is not None:
+            self._board_reaper.stop()
+        if hasattr(self, "tensorboards"):
+            self.tensorboards.stop_all()  # none outlives the server
         if hasattr(self, "jobs_watcher"):
             self.jobs_watcher.stop()
         if hasattr(self, "calls"):

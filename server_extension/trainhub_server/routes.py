@@ -20,6 +20,7 @@ from trainhub_server.handlers import (
     registry,
     schedules,
     server,
+    tensorboard,
     usage,
 )
 from trainhub_server.openapi_handler import OpenAPIHandler
@@ -106,9 +107,20 @@ def to_pattern(template: str) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: f"(?P<{m.group(1)}>{PARAMETERS[m.group(1)]})", template)
 
 
+# TensorBoard's pages, proxied (handlers/tensorboard.py): beside the REST API, not in it.
+PAGES: list[tuple[str, type[RequestHandler]]] = [
+    (tensorboard.PATH, tensorboard.TensorBoardOpenHandler),
+    (
+        tensorboard.PATH + r"/(?P<board_id>[0-9a-f]+)/(?P<path>.*)",
+        tensorboard.TensorBoardProxyHandler,
+    ),
+]
+
+
 def handlers() -> list[tuple[str, type[RequestHandler]]]:
     """The (pattern, handler) pairs the extension adds, relative to the server's base URL."""
-    return [(url_path_join(API_PREFIX, to_pattern(t)), cls) for t, cls in ROUTES]
+    api = [(url_path_join(API_PREFIX, to_pattern(t)), cls) for t, cls in ROUTES]
+    return api + PAGES
 
 
 def methods(handler: type[RequestHandler]) -> list[str]:

@@ -11,8 +11,6 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from tests.local.conftest import Trainhub
 
-pytest.importorskip("tensorboard")
-
 CELL = """from torch.utils.tensorboard import SummaryWriter
 writer = SummaryWriter()  # runs/<date>_<host>, as by default
 for step in range(5):

@@ -28,6 +28,8 @@ SAMPLE = {
     "sweep_id": "some-sweep",
     "schedule_id": "some-schedule",
     "run_id": "some-run",
+    "board_id": "0123456789abcdef",
+    "path": "data/plugin/scalars/tags",
     "model_name": "some-model",
     "version": "1",
     "alias": "staging",
@@ -62,7 +64,7 @@ def sample_path(pattern: str) -> str:
 
 def test_every_route_method_is_decorated(jp_serverapp: Any) -> None:
     registered = registered_routes(jp_serverapp)
-    assert len(registered) == len(routes.ROUTES)
+    assert len(registered) == len(routes.ROUTES) + len(routes.PAGES)
     missing = []
     for pattern, handler, *_ in registered:
         assert handler.auth_resource == AUTH_RESOURCE, handler

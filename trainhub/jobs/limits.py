@@ -34,6 +34,8 @@ class Limits:
     # that every job's directory shares; more is dropped after a marker line.
     log_line_bytes: int = 64 * KIB  # one line (up to a newline or carriage return)
     log_file_bytes: int = 512 * MIB  # one rank's log file, all attempts together
+    # A progress bar ("\r" redraws) keeps one redraw per this many seconds, and its last state.
+    log_redraw_seconds: int = 5
     # What a rank's executed notebook (notebook.ipynb) keeps: one output, and the whole file
     # (the cells' sources always; outputs past it are in the log only, after a marker).
     notebook_output_bytes: int = 2 * MIB
@@ -57,7 +59,13 @@ def current(environ: dict[str, str] | None = None) -> Limits:
 
 
 # Read inside each rank (trainhub.rank.logcap), so they travel with the job's environment.
-RANK_LIMITS = ("log_line_bytes", "log_file_bytes", "notebook_output_bytes", "notebook_bytes")
+RANK_LIMITS = (
+    "log_line_bytes",
+    "log_file_bytes",
+    "log_redraw_seconds",
+    "notebook_output_bytes",
+    "notebook_bytes",
+)
 
 
 def rank_settings(environ: dict[str, str] | None = None) -> dict[str, str]:

@@ -2,9 +2,11 @@
 
 A rank that prints without end would otherwise fill the volume every job directory lives on.
 So the rank's fds 1 and 2 are a pipe, and the process torchrun started keeps the other end:
-it copies what arrives into the log, cuts a line longer than ``log_line_bytes`` (and drops
-the rest of that line) and stops writing once the file would pass ``log_file_bytes``, each
-time with a marker line saying so (:mod:`trainhub.jobs.limits`). The rank runs as its child.
+it copies what arrives into the log, thins a progress bar's redraws to one per
+``log_redraw_seconds`` (:mod:`trainhub.rank.redraws`), cuts a line longer than
+``log_line_bytes`` (and drops the rest of that line) and stops writing once the file would pass
+``log_file_bytes``, each time with a marker line saying so (:mod:`trainhub.jobs.limits`).
+The rank runs as its child.
 
 Why the copier is the parent: it keeps the pid torchrun (or the supervisor) watches, so it
 exits only after the last byte the rank wrote is in the log, and with the rank's own exit
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from trainhub.jobs import limits
 from trainhub.rank.logmarks import OWN_LINE
+from trainhub.rank.redraws import RedrawThinner
 
 READ_BYTES = 64 * 1024
 # After the rank has exited, what its leftover children still print is taken for this long,
@@ -77,9 +80,18 @@ class LogCap:
     """What to write of each chunk a rank prints (pure: no file, no clock).
 
     ``written`` is what the log already holds (earlier attempts, a restarted copier).
+    ``redraw_seconds``: a progress bar's redraws are thinned to one per that many seconds
+    (:mod:`trainhub.rank.redraws`); None keeps every one.
     """
 
-    def __init__(self, line_bytes: int, file_bytes: int, written: int = 0):
+    def __init__(
+        self,
+        line_bytes: int,
+        file_bytes: int,
+        written: int = 0,
+        redraw_seconds: float | None = None,
+    ):
+        self._redraws = None if redraw_seconds is None else RedrawThinner(redraw_seconds)
         self.line_bytes = line_bytes
         self.file_bytes = file_bytes
         self.written = written
@@ -92,12 +104,28 @@ class LogCap:
         self._limit = file_bytes - len(self._file_marker) - 1
         self.full = written > self._limit
 
-    def feed(self, data: bytes) -> bytes:
+    def feed(self, data: bytes, now: float = 0.0) -> bytes:
+        """What to write of ``data``, printed at ``now`` (monotonic seconds)."""
         if self.full or not data:
             return b""
         # Before the caps: a marker glued to an overlong line would be dropped with its rest.
         data = markers_on_own_lines(data, self._line_open)
         self._line_open = not data.endswith(b"\n")
+        if self._redraws:
+            data = self._redraws.feed(data, now)
+        return self._capped(data)
+
+    def tick(self, now: float) -> bytes:
+        """A held progress-bar redraw whose interval is up at ``now``."""
+        return self._capped(self._redraws.due(now)) if self._redraws else b""
+
+    def flush(self) -> bytes:
+        """What is held when the rank's output ends (a progress bar's last state)."""
+        return self._capped(self._redraws.flush()) if self._redraws else b""
+
+    def _capped(self, data: bytes) -> bytes:
+        if self.full or not data:
+            return b""
         return self._within_file(self._within_lines(data))
 
     def _within_lines(self, data: bytes) -> bytes:
@@ -166,25 +194,31 @@ def copy(read_fd: int, log_fd: int, cap: LogCap, child: int) -> int:
     status: int | None = None
     deadline = 0.0
     writable = True
+
+    def write(out: bytes) -> None:
+        nonlocal writable
+        if out and writable:
+            try:
+                _write_all(log_fd, out)
+            except OSError:
+                writable = False  # disk full or a lost mount: keep draining, never block
+
     while True:
         if poller.poll(POLL_MS if status is None else DRAIN_IDLE_MS):
             data = os.read(read_fd, READ_BYTES)
             if not data:
                 break  # end of file: the rank and everything it started are gone
-            out = cap.feed(data)
-            if out and writable:
-                try:
-                    _write_all(log_fd, out)
-                except OSError:
-                    writable = False  # disk full or a lost mount: keep draining, never block
+            write(cap.feed(data, time.monotonic()))
         elif status is not None:
             break
+        write(cap.tick(time.monotonic()))
         if status is None:
             pid, wait_status = os.waitpid(child, os.WNOHANG)
             if pid:
                 status, deadline = wait_status, time.monotonic() + DRAIN_SECONDS
         elif time.monotonic() > deadline:
             break
+    write(cap.flush())
     if status is None:
         _, status = os.waitpid(child, 0)
     return status
@@ -202,7 +236,7 @@ def _die_like(status: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
     """The rank goes when its copier goes (killed on its own): nothing would read its output."""
     import ctypes
 
@@ -229,7 +263,7 @@ def capped_output(log_path: Path, bounds: limits.Limits | None = None) -> None:
     if child == 0:
         os.close(read_fd)
         os.close(log_fd)
-        _die_with_parent(parent)
+        die_with_parent(parent)
         os.dup2(write_fd, 1)
         os.dup2(write_fd, 2)
         os.close(write_fd)
@@ -241,7 +275,12 @@ def capped_output(log_path: Path, bounds: limits.Limits | None = None) -> None:
         signal.signal(sig, signal.SIG_IGN)
     status = 1 << 8
     try:
-        cap = LogCap(bounds.log_line_bytes, bounds.log_file_bytes, os.fstat(log_fd).st_size)
+        cap = LogCap(
+            bounds.log_line_bytes,
+            bounds.log_file_bytes,
+            os.fstat(log_fd).st_size,
+            redraw_seconds=bounds.log_redraw_seconds,
+        )
         status = copy(read_fd, log_fd, cap, child)
     finally:
         _die_like(status)

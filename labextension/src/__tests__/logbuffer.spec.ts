@@ -18,6 +18,24 @@ describe('LogBuffer', () => {
     expect([0, 1, 2].map(i => b.line(i))).toEqual(['first', 'second', 'third']);
   });
 
+  it('keeps a redrawn progress bar as one updating line, streamed in any pieces', () => {
+    const b = new LogBuffer();
+    b.append('epoch 1\n\r  0%|   |');
+    expect(b.length).toBe(2);
+    expect(b.line(1)).toBe('  0%|   |');
+    b.append('\r 50%|#  |\r');
+    expect(b.length).toBe(2);
+    expect(b.line(1)).toBe(' 50%|#  |\r'); // the next text redraws over it
+    b.append('100%|###|');
+    expect(b.line(1)).toBe('100%|###|');
+    b.append('\n[trainhub] finished\nafter\r\n');
+    expect([1, 2, 3].map(i => b.line(i))).toEqual(['100%|###|', '[trainhub] finished', 'after\r']);
+    expect(b.length).toBe(4);
+    expect(b.internal).toEqual([2]);
+    expect(b.find('50%', 0)).toBe(-1); // a redraw that was replaced is not found any more
+    expect(b.find('100%', 0)).toBe(1);
+  });
+
   it('holds a million lines appended in chunks', () => {
     const b = new LogBuffer();
     const chunk = Array.from({ length: 1000 }, (_, i) => `line ${i}`).join('\n') + '\n';

@@ -1,5 +1,5 @@
 import { LogBuffer } from '../logbuffer';
-import { cellSeparator, lineKind, parseCellMarker } from '../loglines';
+import { cellSeparator, latestRedraw, lineKind, parseCellMarker } from '../loglines';
 import { MergedRows, RankRows, lineOfRow } from '../logrows';
 import { SearchResults, compileQuery, markSpans, matchRanges } from '../logsearch';
 
@@ -32,6 +32,17 @@ function buffer(lines: string[]): LogBuffer {
   b.append(lines.join('\n') + '\n');
   return b;
 }
+
+describe('progress bar redraws', () => {
+  it('keep what a terminal leaves: the text after the last carriage return', () => {
+    expect(latestRedraw('\r 10%|#\r 50%|#####\r100%|##########')).toBe('100%|##########');
+    expect(latestRedraw('\r 10%|#\r 50%|#####\r')).toBe(' 50%|#####\r');
+    expect(latestRedraw('plain line')).toBe('plain line');
+    expect(latestRedraw('crlf line\r')).toBe('crlf line\r');
+    expect(latestRedraw('\r')).toBe('\r');
+    expect(latestRedraw('\x1b[32m 10%\x1b[0m\r\x1b[32m 90%\x1b[0m')).toBe('\x1b[32m 90%\x1b[0m');
+  });
+});
 
 describe('rows of one rank', () => {
   const lines = [

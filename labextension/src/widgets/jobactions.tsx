@@ -1,4 +1,4 @@
-/** The job's own buttons in its view: Cancel, Suspend or Resume, Resubmit, Share. */
+/** The job's own buttons in its view: Cancel, Suspend or Resume, Resubmit, Share, TensorBoard. */
 import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
@@ -23,6 +23,8 @@ export interface IJobViewActions {
   registerModel?: (job: IDescribeJob, what: RegisterWhat) => void;
   /** The job changed in place (shared or made private): the view shows it as the server says. */
   changed?: (job: IJobSummary) => void;
+  /** Open jobs' event files in TensorBoard, in a main-area tab. */
+  openTensorBoard?: (ids: string[]) => void;
 }
 
 /**
@@ -93,6 +95,26 @@ export function JobActions(props: {
       }}
     >
       Resubmit
+    </button>
+  );
+}
+
+/** Open in TensorBoard: the job's event files, while it runs and after (anyone who may read it). */
+export function TensorBoardButton(props: {
+  job: IDescribeJob;
+  actions: IJobViewActions;
+}): JSX.Element | null {
+  const { job, actions } = props;
+  if (!actions.openTensorBoard) {
+    return null;
+  }
+  return (
+    <button
+      className="jp-mod-styled jp-Button jp-trainhub-tensorboard"
+      title="This job's TensorBoard event files (SummaryWriter's) in TensorBoard"
+      onClick={() => actions.openTensorBoard?.([job.id])}
+    >
+      TensorBoard
     </button>
   );
 }

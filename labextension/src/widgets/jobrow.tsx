@@ -24,6 +24,8 @@ export interface IJobActions {
   compare?: (ids: string[]) => void;
   canCompare: () => boolean;
   openSweep?: (sweepId: string) => void;
+  /** Open 1-10 jobs in one TensorBoard. */
+  openTensorBoard?: (ids: string[]) => void;
   canOpenSweep: () => boolean;
   /** Who is looking (a teammate's shared job is read-only for them); undefined until known. */
   viewer?: () => { user: string; features: Feature[] } | undefined;

@@ -22,6 +22,7 @@ import {
 import { JobsModel } from '../jobsmodel';
 import { IJobSummary, JOB_STATES } from '../models';
 import { IJobActions, JobRow, ROW_HEIGHT, SweepRow } from './jobrow';
+import { TENSORBOARD_MOST } from '../tensorboard';
 
 const PAGE = 100;
 export const COMPARE_MIN = 2;
@@ -282,6 +283,16 @@ function JobsList(props: {
             >
               Compare
             </button>
+            {actions.openTensorBoard ? (
+              <button
+                className="jp-mod-styled jp-trainhub-link jp-trainhub-tensorboard"
+                disabled={compareIds.length > TENSORBOARD_MOST}
+                title={`The selected jobs' event files in one TensorBoard (1 to ${TENSORBOARD_MOST})`}
+                onClick={() => actions.openTensorBoard?.(compareIds)}
+              >
+                TensorBoard
+              </button>
+            ) : null}
             <button
               className="jp-mod-styled jp-trainhub-link"
               onClick={() => setSelected(new Map())}

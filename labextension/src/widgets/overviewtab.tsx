@@ -14,7 +14,7 @@ import { StateBadge } from './statebadge';
 import { JobGoodput } from './goodput';
 import { lineageFacts } from '../lineagefacts';
 import { FailureBox } from './failurebox';
-import { IJobViewActions, JobActions, ShareButton } from './jobactions';
+import { IJobViewActions, JobActions, ShareButton, TensorBoardButton } from './jobactions';
 import { useJobRecords } from './jobrecords';
 import { Folded, KeyValues, text } from './keyvalues';
 import { Progress } from './progress';
@@ -56,6 +56,7 @@ export function Overview(props: {
           </span>
         ) : null}
         <span className="jp-trainhub-overview-actions">
+          <TensorBoardButton job={job} actions={actions} />
           <ShareButton job={job} api={api} actions={actions} />
           <JobActions
             job={job}
