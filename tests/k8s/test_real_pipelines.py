@@ -1,7 +1,9 @@
 """A pipeline on the real node: three notebook steps, each an ordinary Kueue-queued job whose
 pod runs the curated pytorch-cpu image; the first step's output reaches the second as a
 read-only dataset on the team's volume, the second's the third, and the run ends succeeded
-with every step's result where the next one read it. The test's service (root) advances the
+with every step's result where the next one read it. The train step registers its model in
+the team's registry from inside its pod, and the evaluate step loads "the model the train step
+registered" by name, which its lineage records as an input. The test's service (root) advances the
 run as a session's reconcile does, and hands each new job directory to the pods' user, as
 tests/k8s/test_real_jobs.py does for a submit."""
 
@@ -54,12 +56,14 @@ CODE = {
         "",
         "import trainhub\n"
         "rows = int((trainhub.datasets.path('data') / 'rows.txt').read_text())\n"
-        "(trainhub.outputs.path() / 'model.txt').write_text(str(rows * 2))\n",
+        "(trainhub.outputs.path() / 'model.txt').write_text(str(rows * 2))\n"
+        "trainhub.models.register('scorer', path='model.txt', description='rows x 2')\n",
     ),
     "evaluate": (
         "",
         "import trainhub\n"
         "model = int(trainhub.datasets.path('model').read_text())\n"
+        "assert int(trainhub.models.path('scorer').read_text()) == model\n"
         "(trainhub.outputs.path() / 'score.txt').write_text(str(model + 1))\n",
     ),
 }
@@ -109,3 +113,13 @@ def test_a_three_step_pipeline_runs_on_the_real_node(real_team: RealTeam) -> Non
     assert (outputs["evaluate"] / "score.txt").read_text() == "11"
     (data,) = jobs["train"].spec.datasets
     assert data.name == "data" and data.path == str(outputs["prepare"] / "data")
+
+    # The registry: version 1 of scorer, made in train's pod with its lineage, its file kept
+    # apart from the job's outputs; evaluate's lineage names it as an input.
+    version = t.service.registry.version("scorer")
+    assert version.version == 1 and version.source.job == jobs["train"].id
+    assert version.lineage["pipeline"]["step"] == "train"
+    assert t.service.registry.files(version).read_text() == "10"
+    evaluated = t.service.describe(jobs["evaluate"].id, user=t.user)
+    (used,) = evaluated.lineage["models"]
+    assert used["model"] == "scorer" and used["version"] == 1

@@ -67,10 +67,17 @@ def beside(jobs_root: Path) -> Registry:
     database = jobs_root.parent / DATABASE
     if jobs_root.name == "jobs" and database.is_file():
         from trainhub.backends.local.store import Store
+        from trainhub.backends.local.tracking import model_registered
 
         records: Any = StoreRecords(Store(database), KIND, Entry)
         policy = load_models_file(jobs_root.parent / "models.yaml")
-        return Registry(records, home, policy=lambda: policy)
+
+        def mirrored(version: VersionView, files: Path) -> None:  # as the local backend's
+            model_registered(
+                jobs_root.parent, version.source.job, version.model, version.version, files
+            )
+
+        return Registry(records, home, policy=lambda: policy, on_version=mirrored)
     return Registry(FileRecords(home, Entry, team_readable=True), home, policy=ModelPolicy)
 
 
