@@ -27,6 +27,7 @@ from trainhub_server.handlers import TrainhubAPIHandler
 
 PATH = "trainhub/tensorboard"
 START_SECONDS = 90.0  # TensorBoard loads its plugins before it listens
+MAX_JOBS = 50  # one board's runs: each is a job directory TensorBoard reads in full
 # What goes either way: never the session's cookies or token (TensorBoard needs neither).
 REQUEST_HEADERS = ("Accept", "Content-Type", "If-None-Match", "X-XSRF-Protected")
 ANSWER_HEADERS = ("Content-Type", "Cache-Control", "ETag", "Expires", "X-Content-Type-Options")
@@ -43,6 +44,8 @@ class TensorBoardOpenHandler(TrainhubAPIHandler):
         ids = self.body_json(required=True).get("ids")
         if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
             raise field_error("ids", "must be a list of job ids")
+        if len(ids) > MAX_JOBS:
+            raise field_error("ids", f"at most {MAX_JOBS} jobs in one TensorBoard")
         owner = self.owner
         # Each id is looked up as this user: another's private job is not found (404).
         runs = {
