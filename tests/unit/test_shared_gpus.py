@@ -4,8 +4,8 @@ offers, the mistakes named by their path, and the quota objects that count a sha
 from __future__ import annotations
 
 import copy
-from fractions import Fraction
 import os
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
