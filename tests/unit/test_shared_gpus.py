@@ -11,35 +11,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.fixtures.shared_gpus import SHARED_POOL, with_shared_pool
 from trainhub.backends.kubernetes import render
 from trainhub.jobs.shares import parse_share, share_words
 from trainhub.teams import TeamsError, parse_teams
 
 GOLDEN = Path(__file__).parent / "golden"
 BASE = yaml.safe_load((GOLDEN / "teams.yaml").read_text())
-SHARED_POOL = {
-    "name": "t4-shared",
-    "description": "T4s time-sliced four ways, for sessions",
-    "node_labels": {"trainhub.io/pool": "t4-shared"},
-    "tolerations": [
-        {"key": "trainhub.io/shared-gpu", "operator": "Exists", "effect": "NoSchedule"}
-    ],
-    "gpus_per_node": 4,
-    "sharing": {"strategy": "time-slicing", "replicas": 4},
-}
 
 
 def shared_teams(mutate=lambda d: None):
-    data = copy.deepcopy(BASE)
-    data["pools"].append(copy.deepcopy(SHARED_POOL))
-    vision = data["teams"][0]
-    vision["quota"]["t4-shared"] = {
-        "gpus": 2,
-        "cpu": "16",
-        "memory": "64Gi",
-        "lending_limit": {"gpus": 1},
-    }
-    vision["session_gpus"] = [1, "1/4", 0]
+    data = with_shared_pool(BASE)
     mutate(data)
     return parse_teams(data)
 
