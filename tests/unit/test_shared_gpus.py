@@ -11,9 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fixtures.shared_gpus import SHARED_POOL, with_shared_pool
-from trainhub.backends.kubernetes import render
+from tests.fixtures.shared_gpus import SHARED_POOL, SHARED_TAINT, with_shared_pool
+from trainhub.backends.kubernetes import manifests, render
+from trainhub.backends.kubernetes.backend import KubernetesBackend
+from trainhub.jobs.models import JobRecord
 from trainhub.jobs.shares import parse_share, share_words
+from trainhub.jobs.spec import SpecError, parse_spec
+from trainhub.jobs.states import JobState
 from trainhub.teams import TeamsError, parse_teams
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -127,3 +131,80 @@ def test_quota_objects_count_shares_golden() -> None:
     assert nlp == [
         o for o in plain if o["metadata"]["name"] == "nlp" and o["kind"] == "ClusterQueue"
     ]
+
+
+def job(queue: str | None = None, **resources) -> JobRecord:
+    spec = parse_spec(
+        {
+            "name": "probe",
+            "source": {"path": "t.ipynb"},
+            "team": "vision",
+            "resources": resources,
+            **({"queue": queue} if queue else {}),
+        }
+    )
+    return JobRecord(
+        id="probe-0a1b2c3d",
+        name="probe",
+        user="ada@example.org",
+        team="vision",
+        priority=1,
+        state=JobState.QUEUED,
+        spec=spec,
+        job_dir="/shared/vision/jobs/probe-0a1b2c3d",
+        gpus=spec.resources.total_gpus,
+        created_at=1700000000.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("resources", "words"),
+    [
+        ({"gpu_share": "1/4", "workers": 2}, "a shared GPU holds one worker"),
+        ({"gpu_share": "1/4", "gpus_per_worker": 1}, "not both"),
+        ({"gpu_share": "half"}, "not a GPU share"),
+    ],
+)
+def test_a_job_asks_for_a_share_of_one_worker_only(resources, words: str) -> None:
+    with pytest.raises(SpecError) as info:
+        job(**resources)
+    assert [(e.field, words in e.message) for e in info.value.errors] == [
+        ("resources.gpu_share", True)
+    ]
+
+
+def test_only_a_job_asking_for_the_share_lands_on_the_shared_pool_and_requests_it() -> None:
+    def shared_first(d):  # the pools a job may take are tried in the quota's order
+        quota = d["teams"][0]["quota"]
+        d["teams"][0]["quota"] = {"t4-shared": quota.pop("t4-shared"), **quota}
+
+    teams = shared_teams(shared_first)
+    backend = KubernetesBackend(teams, "vision", api_client=object())
+    team, shared = teams.team("vision"), teams.pool("t4-shared")
+    assert backend.pool_for(job(gpu_share="1/4")) == "t4-shared"
+    assert backend.pool_for(job(gpus_per_worker=1)) == "a100"
+    assert backend.pool_for(job()) == "a100"
+    refusals = [
+        (job(gpu_share="1/2"), "no pool of team vision offers 1/2 of a GPU"),
+        (
+            job(gpus_per_worker=1, queue="t4-shared"),
+            "pool t4-shared takes only jobs asking for 1/4 of a GPU, not whole GPUs",
+        ),
+        (job(gpu_share="1/4", queue="t4"), "pool t4 takes only jobs asking for whole GPUs"),
+    ]
+    for record, words in refusals:
+        with pytest.raises(SpecError) as info:
+            backend.pool_for(record)
+        assert info.value.errors[0].field == "resources.gpu_share"
+        assert info.value.errors[0].message.startswith(words)
+
+    def requests(record, pool):
+        m = manifests.job_manifest(record, team=team, pool=pool, image="img:1")
+        pod = m["spec"]["template"]["spec"]
+        return pod["containers"][0]["resources"]["requests"], pod.get("tolerations")
+
+    got, tolerations = requests(job(gpu_share="1/4"), shared)
+    assert got["nvidia.com/gpu.shared"] == "1" and "nvidia.com/gpu" not in got
+    assert tolerations == [SHARED_TAINT]
+    got, _ = requests(job(gpus_per_worker=2), teams.pool("a100"))
+    assert got["nvidia.com/gpu"] == "2" and "nvidia.com/gpu.shared" not in got
