@@ -14,11 +14,13 @@ import yaml
 from tests.fixtures.shared_gpus import SHARED_POOL, SHARED_TAINT, with_shared_pool
 from trainhub.backends.kubernetes import manifests, render
 from trainhub.backends.kubernetes.backend import KubernetesBackend
+from trainhub.backends.kubernetes.queues import cluster_queue
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.shares import parse_share, share_words
 from trainhub.jobs.spec import SpecError, parse_spec
 from trainhub.jobs.states import JobState
 from trainhub.teams import TeamsError, parse_teams
+from trainhub.usage.panel import cluster_queue_quotas
 
 GOLDEN = Path(__file__).parent / "golden"
 BASE = yaml.safe_load((GOLDEN / "teams.yaml").read_text())
@@ -208,3 +210,27 @@ def test_only_a_job_asking_for_the_share_lands_on_the_shared_pool_and_requests_i
     assert tolerations == [SHARED_TAINT]
     got, _ = requests(job(gpus_per_worker=2), teams.pool("a100"))
     assert got["nvidia.com/gpu"] == "2" and "nvidia.com/gpu.shared" not in got
+
+
+def test_the_usage_panel_says_shares_in_gpus() -> None:
+    """The ClusterQueue counts shares in units; the Usage panel's quota says them in GPUs
+    (one session of 1/4 and a job of 1/4 hold half a GPU of the 2), and leaves out the GPU
+    resources a pool does not have."""
+    teams = shared_teams()
+    cq = cluster_queue(teams.team("vision"), teams)
+    cq["status"] = {
+        "flavorsReservation": [
+            {"name": "t4-shared", "resources": [{"name": "nvidia.com/gpu.shared", "total": "2"}]},
+            {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "total": "3"}]},
+        ]
+    }
+    shares = {"t4-shared": ("nvidia.com/gpu.shared", 4)}
+    quotas = {(q.pool, q.resource): q for q in cluster_queue_quotas(cq, shares)}
+    assert sorted(quotas) == [
+        (pool, resource)
+        for pool in ("a100", "t4", "t4-shared")
+        for resource in ("cpu", "memory", "nvidia.com/gpu")
+    ]
+    shared = quotas[("t4-shared", "nvidia.com/gpu")]
+    assert (shared.used, shared.nominal, shared.lendable) == (0.5, 2.0, 1.0)
+    assert quotas[("a100", "nvidia.com/gpu")].used == 3.0
