@@ -4,13 +4,17 @@ offers, the mistakes named by their path, and the quota objects that count a sha
 from __future__ import annotations
 
 import copy
+import json
 import os
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.fixtures.fake_nvml.fake import GIB
 from tests.fixtures.shared_gpus import SHARED_POOL, SHARED_TAINT, with_shared_pool
 from trainhub.backends.kubernetes import manifests, render
 from trainhub.backends.kubernetes.backend import KubernetesBackend
@@ -234,3 +238,49 @@ def test_the_usage_panel_says_shares_in_gpus() -> None:
     shared = quotas[("t4-shared", "nvidia.com/gpu")]
     assert (shared.used, shared.nominal, shared.lendable) == (0.5, 2.0, 1.0)
     assert quotas[("a100", "nvidia.com/gpu")].used == 3.0
+
+
+SESSION_GPU = (
+    "from trainhub.metrics.gpushare import session_gpu; print(session_gpu().model_dump_json())"
+)
+
+
+def test_a_shared_session_sees_its_share_and_the_memory_others_use(fake_nvml) -> None:
+    """Through the real nvidia-ml-py on the fake NVML: the GPU's used memory less what this
+    session's own processes hold (this test's process stands for the session's kernel, seen in
+    the child's /proc; the other pid is no process here: another pod's)."""
+    fake_nvml.set(
+        0,
+        memory_used=int(11.1 * GIB),
+        processes=f"{os.getpid()}:{2 * GIB},{2**22 + 7}:{int(9.1 * GIB)}",
+    )
+    env = {**fake_nvml.env, "TRAINHUB_GPU_SHARE": "1/4", "TRAINHUB_GPU_SHARING": "time-slicing"}
+    out = subprocess.run(
+        [sys.executable, "-c", SESSION_GPU], env=env, capture_output=True, text=True, check=True
+    )
+    got = json.loads(out.stdout)
+    assert got["line"] == "¼ of a GPU (time-sliced with 3 others) · 9.1 GiB in use by others"
+    assert (got["share"], got["others_bytes"], got["reason"]) == ("1/4", int(9.1 * GIB), None)
+    assert got["memory_total_bytes"] == 80 * GIB
+
+    fake_nvml.fail("nvmlDeviceGetComputeRunningProcesses_v3", 3)
+    out = subprocess.run(
+        [sys.executable, "-c", SESSION_GPU], env=env, capture_output=True, text=True, check=True
+    )
+    got = json.loads(out.stdout)
+    assert got["line"] == "¼ of a GPU (time-sliced with 3 others)"
+    assert got["others_bytes"] is None and got["reason"].startswith("NVML could not read the GPU")
+
+    env.pop("TRAINHUB_GPU_SHARE")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from trainhub.metrics.gpushare import session_gpu; print(session_gpu())",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "None"

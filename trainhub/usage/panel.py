@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from trainhub.metrics.gpushare import SessionGpu
 from trainhub.usage.models import UsageBy, utc_day
 from trainhub.usage.store import UsageStore
 
@@ -97,6 +98,9 @@ class UsagePanel(BaseModel):
     )
     wasteful: list[WastefulJob] = Field(default_factory=list)
     waste_utilization_pct: float
+    session_gpu: SessionGpu | None = Field(
+        None, description="The share of a GPU this session holds, and others' memory on it"
+    )
 
 
 def period_starts(now: float) -> tuple[float, float]:
