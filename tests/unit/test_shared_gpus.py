@@ -3,6 +3,7 @@ offers, the mistakes named by their path, and the quota objects that count a sha
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import os
@@ -16,10 +17,14 @@ import yaml
 
 from tests.fixtures.fake_nvml.fake import GIB
 from tests.fixtures.shared_gpus import SHARED_POOL, SHARED_TAINT, with_shared_pool
+from trainhub.api import build_spec
 from trainhub.backends.kubernetes import manifests, render
 from trainhub.backends.kubernetes.backend import KubernetesBackend
 from trainhub.backends.kubernetes.queues import cluster_queue
+from trainhub.backends.local.backend import LocalBackend
+from trainhub.cli.jobargs import add_job_arguments, job_keywords
 from trainhub.jobs.models import JobRecord
+from trainhub.jobs.service import JobService
 from trainhub.jobs.shares import parse_share, share_words
 from trainhub.jobs.spec import SpecError, parse_spec
 from trainhub.jobs.states import JobState
@@ -284,3 +289,24 @@ def test_a_shared_session_sees_its_share_and_the_memory_others_use(fake_nvml) ->
         check=True,
     )
     assert out.stdout.strip() == "None"
+
+
+def test_the_cli_asks_for_a_share_and_one_machine_refuses_it(tmp_path: Path) -> None:
+    """`trainhub submit --gpu-share 1/4` writes the spec's field; a local installation has no
+    shared pool and says so, naming it."""
+    parser = argparse.ArgumentParser()
+    add_job_arguments(parser, runtime_help="")
+    args = parser.parse_args(["--gpu-share", "1/4"])
+    spec = build_spec("train.py", **job_keywords(args))
+    assert spec["resources"]["gpu_share"] == "1/4" and spec["resources"]["gpus_per_worker"] == 0
+
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    backend = LocalBackend(tmp_path / "home")
+    service = JobService(backend, workspace_root=tmp_path, jobs_root=tmp_path / "jobs")
+    try:
+        with pytest.raises(SpecError) as info:
+            service.submit(spec, user="ada")
+    finally:
+        backend.close()
+    assert info.value.errors[0].field == "resources.gpu_share"
+    assert "here jobs get whole GPUs" in info.value.errors[0].message
