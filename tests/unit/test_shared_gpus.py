@@ -29,6 +29,7 @@ from trainhub.jobs.shares import parse_share, share_words
 from trainhub.jobs.spec import SpecError, parse_spec
 from trainhub.jobs.states import JobState
 from trainhub.teams import TeamsError, parse_teams
+from trainhub.usage.compute import usage_row
 from trainhub.usage.panel import cluster_queue_quotas
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -310,3 +311,22 @@ def test_the_cli_asks_for_a_share_and_one_machine_refuses_it(tmp_path: Path) -> 
         backend.close()
     assert info.value.errors[0].field == "resources.gpu_share"
     assert "here jobs get whole GPUs" in info.value.errors[0].message
+
+
+def test_a_share_counts_its_fraction_of_gpu_time() -> None:
+    """A 1/4 share held for 400 s is 100 GPU-seconds; its GPU's samples (the whole GPU it is
+    on) count for their quarter."""
+    record = job(gpu_share="1/4").model_copy(
+        update={"state": JobState.SUCCEEDED, "started_at": 1000.0, "finished_at": 1400.0}
+    )
+    samples = [{"time": 1000.0 + t, "gpu": 0, "utilization": 90} for t in range(10, 401, 10)]
+    row = usage_row(record, [], samples, threshold_pct=10)
+    assert (row.gpus, row.gpu_allocated_s) == (0.25, 100.0)
+    assert row.gpu_busy_s == pytest.approx(100.0 * 0.9, rel=0.05)
+    whole = usage_row(
+        record.model_copy(update={"spec": job(gpus_per_worker=2).spec, "gpus": 2}),
+        [],
+        [],
+        threshold_pct=10,
+    )
+    assert (whole.gpus, whole.gpu_allocated_s) == (2, 800.0)

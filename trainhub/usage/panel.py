@@ -61,7 +61,7 @@ class WastefulJob(BaseModel):
     job_id: str
     state: str
     finished_at: float
-    gpus: int
+    gpus: float
     gpu_allocated_s: float
     gpu_waste_s: float
     goodput: float | None
