@@ -82,7 +82,11 @@ def test_a_team_offers_a_share_of_a_shared_pool() -> None:
             "pools[2].sharing.strategy",
             "time-slicing",
         ),
-        (lambda d: d["pools"][2]["sharing"].update(strategy="mig"), "pools[2].sharing", "profile"),
+        (
+            lambda d: d["pools"][2]["sharing"].update(strategy="mig"),
+            "pools[2].sharing.profile",
+            "1g.10gb",
+        ),
         (
             lambda d: d["pools"].append(
                 {

@@ -133,6 +133,8 @@ def _sharing_pools(teams: Teams) -> list[tuple[str, str]]:
     for i, pool in enumerate(teams.pools):
         if pool.sharing is None:
             continue
+        if problem := pool.sharing.profile_error():
+            errors.append((f"pools[{i}].sharing.profile", problem))
         if not pool.tolerations:
             errors.append(
                 (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from trainhub.jobs.shares import MAX_SHARES, MIG_PREFIX, SHARED_GPU
 from trainhub.teams.fields import FileModel
@@ -32,13 +32,14 @@ class Sharing(FileModel):
         None, pattern=r"^[1-7]g\.[0-9]+gb$", description="MIG: each share's profile (1g.10gb)"
     )
 
-    @model_validator(mode="after")
-    def _profile(self) -> Sharing:
+    def profile_error(self) -> str | None:
+        """Why ``profile`` does not go with ``strategy`` (checked with the file's other rules,
+        so that the refusal names ``pools[i].sharing.profile``)."""
         if self.strategy == "mig" and self.profile is None:
-            raise ValueError("profile: MIG sharing names the partition profile, e.g. 1g.10gb")
+            return "MIG sharing names the partition profile each share is, e.g. 1g.10gb"
         if self.strategy == "time-slicing" and self.profile is not None:
-            raise ValueError("profile: only MIG sharing has partition profiles")
-        return self
+            return "only MIG sharing has partition profiles"
+        return None
 
     @property
     def resource(self) -> str:
