@@ -20,6 +20,7 @@ from tests.fixtures.shared_gpus import SHARED_POOL, SHARED_TAINT, with_shared_po
 from trainhub.api import build_spec
 from trainhub.backends.kubernetes import manifests, render
 from trainhub.backends.kubernetes.backend import KubernetesBackend
+from trainhub.backends.kubernetes.doctor import Seen, findings
 from trainhub.backends.kubernetes.queues import cluster_queue
 from trainhub.backends.local.backend import LocalBackend
 from trainhub.cli.jobargs import add_job_arguments, job_keywords
@@ -334,3 +335,15 @@ def test_a_share_counts_its_fraction_of_gpu_time() -> None:
         threshold_pct=10,
     )
     assert (whole.gpus, whole.gpu_allocated_s) == (2, 800.0)
+
+
+def test_the_doctor_looks_for_a_shared_pools_own_resource() -> None:
+    teams = shared_teams()
+    pool = {"trainhub.io/pool": "t4-shared"}
+    whole_only = Seen(nodes=[(pool, {"nvidia.com/gpu": 4})])
+    assert (
+        "pool t4-shared: its nodes (trainhub.io/pool=t4-shared) offer no nvidia.com/gpu.shared: "
+        "is the GPU device plugin running on them, sharing its GPUs with renameByDefault?"
+    ) in findings(teams, whole_only)
+    shared = Seen(nodes=[(pool, {"nvidia.com/gpu.shared": 16})])
+    assert not any(f.startswith("pool t4-shared") for f in findings(teams, shared))
