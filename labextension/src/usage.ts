@@ -55,6 +55,19 @@ export interface IWastefulJob extends IGoodputParts {
   gpu_waste_s: number;
 }
 
+/** The share of a GPU this session holds (trainhub/metrics/gpushare.py), null for none. */
+export interface ISessionGpu {
+  share: string;
+  strategy: string;
+  words: string;
+  gpu_name: string | null;
+  memory_total_bytes: number | null;
+  others_bytes: number | null;
+  /** "¼ of a GPU (time-sliced with 3 others) · 9.1 GiB in use by others" */
+  line: string;
+  reason: string | null;
+}
+
 export interface IUsagePanel {
   user: string;
   team: string | null;
@@ -72,6 +85,8 @@ export interface IUsagePanel {
   goodput_30d: number | null;
   wasteful: IWastefulJob[];
   waste_utilization_pct: number;
+  /** Absent in answers of servers from before shared GPUs. */
+  session_gpu?: ISessionGpu | null;
 }
 
 export type GoodputKey =
@@ -158,6 +173,17 @@ export interface IQuotaBar {
 
 function amount(v: number): string {
   return Number.isInteger(v) ? String(v) : v.toFixed(2);
+}
+
+/**
+ * The session's GPU line: the server's own sentence, and when the memory others use is not
+ * known, why (its reason) in brackets; null when the session holds no share.
+ */
+export function sessionGpuText(s: ISessionGpu | null | undefined): string | null {
+  if (!s) {
+    return null;
+  }
+  return s.others_bytes === null && s.reason ? `${s.line} (memory in use: ${s.reason})` : s.line;
 }
 
 /** One pool's bar: the scale is the larger of the nominal quota and what is in use. */

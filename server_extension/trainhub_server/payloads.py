@@ -18,6 +18,7 @@ from trainhub.jobs.sharing import Sharing
 from trainhub.jobs.spec import FieldError
 from trainhub.jobs.specparts import Resources
 from trainhub.jobs.states import JobState
+from trainhub.metrics.gpushare import SessionGpu, session_gpu
 from trainhub.usage.models import DEFAULT_SINCE, UsageBy, since_time
 from trainhub_server.base import MAX_INTEGER
 
@@ -197,6 +198,9 @@ class ServerConfig(BaseModel):
     limits: ConfigLimits
     user: str
     allow_pip: bool
+    session_gpu: SessionGpu | None = Field(
+        None, description="The share of a GPU this session holds (trainhub/metrics/gpushare.py)"
+    )
 
 
 class DryRun(BaseModel):
@@ -277,6 +281,7 @@ def config_payload(
     limits: dict[str, int],
 ) -> dict[str, Any]:
     catalog = backend.catalog()  # a cluster's teams file, unless the admin configured a list
+    share = session_gpu()
     return {
         "backend": backend.name,
         "features": sorted(f.value for f in backend.features),
@@ -285,6 +290,7 @@ def config_payload(
         "limits": {**backend_limits(backend), **limits},
         "user": user,
         "allow_pip": allow_pip,
+        "session_gpu": None if share is None else share.model_dump(mode="json"),
     }
 
 

@@ -29,6 +29,7 @@ from trainhub.alerts import saturation
 from trainhub.alerts.channels import TeamEvent
 from trainhub.alerts.saturation import Saturation
 from trainhub.teams import load_teams
+from trainhub.usage.compute import held_gpus
 from trainhub.usage.prometheus import (
     CONTENT_TYPE,
     IdleSession,
@@ -73,11 +74,11 @@ class QuotaWatch:
         if not teams_file or not Path(teams_file).is_file():
             return []
         teams = load_teams(teams_file)
-        held: dict[str, int] = {}
+        held: dict[str, float] = {}
         for record in backend_snapshot(self.backends).records:
             if record.state.active:
                 team = record.team or record.spec.team or ""
-                held[team] = held.get(team, 0) + record.gpus
+                held[team] = held.get(team, 0) + held_gpus(record)  # a 1/4 share is 0.25
         announced = []
         for team in teams.teams:
             alerts = team_alerts(team.name)

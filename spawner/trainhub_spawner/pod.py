@@ -22,6 +22,7 @@ from trainhub.backends.kubernetes.identity import session_account
 from trainhub.backends.kubernetes.manifests import HOME
 from trainhub.backends.kubernetes.names import GPU, NOTEBOOK_ACCOUNT, TEAM_LABEL
 from trainhub.jobs.ownership import RunAs
+from trainhub.jobs.shares import share_text
 from trainhub.teams import TeamDataset, Teams
 from trainhub_spawner.profiles import Session
 
@@ -78,7 +79,12 @@ def session_environment(
         env["TRAINHUB_ALERTS_FILE"] = str(mount / member_alerts_path(user))
     if member is not None:
         env["TRAINHUB_RUN_AS"] = str(member)  # its jobs run as the member too
-    if session.gpus == 0:
+    if session.share is not None and session.pool.sharing is not None:
+        # Which share the session holds, for its server extension to say (a time-sliced
+        # replica sees the whole GPU: nothing inside the pod tells it that it is shared).
+        env["TRAINHUB_GPU_SHARE"] = share_text(session.share)
+        env["TRAINHUB_GPU_SHARING"] = session.pool.sharing.strategy
+    elif session.gpus == 0:
         # CUDA images set NVIDIA_VISIBLE_DEVICES=all; "void" keeps a GPU-less session GPU-less
         # on nodes whose container runtime would otherwise expose every device.
         env["NVIDIA_VISIBLE_DEVICES"] = "void"
@@ -153,7 +159,7 @@ def session_overrides(
             mount["subPath"] = ds.sub_path
         mounts.append(mount)
 
-    gpus = {GPU: str(session.gpus)} if session.gpus else {}
+    gpus = session.gpu_requests
     return {
         "namespace": team.namespace,
         "service_account": account,
@@ -178,7 +184,9 @@ def session_overrides(
             TEAM_LABEL: team.name,
             POOL_LABEL: pool.name,
             ROLE_LABEL: NOTEBOOK_ROLE,
-            SESSION_GPUS_LABEL: str(session.gpus),
+            SESSION_GPUS_LABEL: str(session.gpus)
+            if session.share is None
+            else f"{float(session.share):.4g}",
         },
     }
 
@@ -234,21 +242,28 @@ def pod_deviation(
             f"image {notebook.get('image')!r} is not one of team {team.name}'s curated images "
             f"({', '.join(team.images)})"
         )
-    gpus = 0
+    wanted = session.gpu_requests
+    held = dict.fromkeys({GPU, *wanted}, 0)
     for c in [*containers, *(spec.get("initContainers") or [])]:
         res = c.get("resources") or {}
-        limit = int((res.get("limits") or {}).get(GPU, 0))
-        request = int((res.get("requests") or {}).get(GPU, limit))
-        if limit != request:
-            return (
-                f"container {c.get('name')}: GPU requests ({request}) must equal limits ({limit})"
-            )
-        gpus += limit
+        for resource in held:
+            limit = int((res.get("limits") or {}).get(resource, 0))
+            request = int((res.get("requests") or {}).get(resource, limit))
+            if limit != request:
+                what = "GPU" if resource == GPU else resource
+                return (
+                    f"container {c.get('name')}: {what} requests ({request}) must equal "
+                    f"limits ({limit})"
+                )
+            held[resource] += limit
         ctx = c.get("securityContext") or {}
         if ctx.get("privileged") or ctx.get("allowPrivilegeEscalation", True):
             return f"container {c.get('name')} may not run privileged or escalate privileges"
-    if gpus != session.gpus:
-        return f"the session asks for {session.gpus} GPUs but its pod requests {gpus}"
+    if held[GPU] != session.gpus:
+        return f"the session asks for {session.gpus} GPUs but its pod requests {held[GPU]}"
+    for resource, count in wanted.items():
+        if held[resource] != int(count):
+            return f"the session asks for {count} {resource} but its pod requests {held[resource]}"
     selector = spec.get("nodeSelector") or {}
     if any(selector.get(k) != v for k, v in session.pool.node_labels.items()):
         return f"the session pod must run on pool {session.pool.name}'s nodes"

@@ -10,10 +10,13 @@ offered to the user is refused with a sentence naming what was asked for.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
+from trainhub.backends.kubernetes.names import GPU
 from trainhub.errors import NotAllowed
 from trainhub.imagepolicy import choose_image
+from trainhub.jobs.shares import parse_share, share_text, share_words
 from trainhub.teams import Image, Pool, Team, Teams
 
 OPTION_KEYS = ("profile", "image", "gpus")
@@ -31,10 +34,18 @@ class Session:
     pool: Pool
     image: Image
     gpus: int
+    share: Fraction | None = None  # a share of one GPU of a pool that shares its GPUs
 
     @property
     def profile(self) -> str:
         return profile_slug(self.team, self.pool)
+
+    @property
+    def gpu_requests(self) -> dict[str, str]:
+        """The pod's GPU requests (= limits): whole GPUs, or one unit of the pool's share."""
+        if self.share is not None and self.pool.shared_resource:
+            return {self.pool.shared_resource: "1"}
+        return {GPU: str(self.gpus)} if self.gpus else {}
 
 
 def profile_slug(team: Team, pool: Pool) -> str:
@@ -42,12 +53,17 @@ def profile_slug(team: Team, pool: Pool) -> str:
     return f"{team.name}.{pool.name}"
 
 
-def session_sizes(team: Team, pool: Pool) -> list[int]:
-    """The team's session GPU sizes that fit on one node of the pool."""
-    return [n for n in team.session_gpus if n <= pool.gpus_per_node]
+def session_sizes(team: Team, pool: Pool) -> list[int | str]:
+    """The team's session GPU sizes that fit on one node of the pool: on a pool that shares
+    its GPUs N ways only the share 1/N (whole GPUs and CPU-only sessions go elsewhere)."""
+    if pool.sharing is not None:
+        return [n for n in team.session_gpus if n == share_text(pool.sharing.share)]
+    return [n for n in team.session_gpus if isinstance(n, int) and n <= pool.gpus_per_node]
 
 
-def _gpus_label(n: int) -> str:
+def _gpus_label(n: int | str, pool: Pool) -> str:
+    if isinstance(n, str) and pool.sharing is not None:
+        return share_words(parse_share(n), pool.sharing.strategy)
     return "no GPU" if n == 0 else f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
@@ -86,7 +102,7 @@ def profile_list(teams: Teams, groups: list[str]) -> list[dict[str, Any]]:
                         "gpus": {
                             "display_name": "GPUs",
                             "choices": {
-                                str(n): {"display_name": _gpus_label(n), "default": k == 0}
+                                str(n): {"display_name": _gpus_label(n, pool), "default": k == 0}
                                 for k, n in enumerate(sizes)
                             },
                         },
@@ -141,12 +157,14 @@ def resolve_session(teams: Teams, groups: list[str], user_options: Any) -> Sessi
 
     sizes = session_sizes(team, pool)
     raw_gpus = user_options.get("gpus", sizes[0])
-    gpus = _as_count(raw_gpus)
+    gpus = _as_size(raw_gpus)
     if gpus is None or gpus not in sizes:
         raise Refused(
             f"{raw_gpus!r} GPUs is not a session size of team {team.name} in pool "
             f"{pool.name} ({', '.join(map(str, sizes))})"
         )
+    if isinstance(gpus, str):
+        return Session(team=team, pool=pool, image=image, gpus=0, share=parse_share(gpus))
     return Session(team=team, pool=pool, image=image, gpus=gpus)
 
 
@@ -163,14 +181,18 @@ def _allowed_image(teams: Teams, team: Team, wanted: Any) -> Image:
     return allowed.entry or Image(name="custom", image=allowed.reference)
 
 
-def _as_count(value: Any) -> int | None:
+def _as_size(value: Any) -> int | str | None:
+    """A number of GPUs, or a share's text ("1/4"); None for anything else."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
-    return None
+    try:
+        return share_text(parse_share(value))
+    except ValueError:
+        return None
 
 
 def options_from_formdata(formdata: dict[str, list[str]]) -> dict[str, str]:

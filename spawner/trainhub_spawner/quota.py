@@ -39,6 +39,12 @@ _WHAT = {
 }
 
 
+def _what(resource: str) -> tuple[str, Any]:
+    if resource not in _WHAT and resource.startswith("requests.nvidia.com/"):  # a share
+        return f"shares of a GPU ({resource.removeprefix('requests.')})", _number
+    return _WHAT.get(resource, (resource, _number))
+
+
 def shortfall(team: str, quotas: list[dict[str, Any]], needs: dict[str, str]) -> str | None:
     """The first resource of ``needs`` that would pass a quota's hard limit, as a sentence.
 
@@ -57,7 +63,7 @@ def shortfall(team: str, quotas: list[dict[str, Any]], needs: dict[str, str]) ->
                 continue
             limit, in_use = parse_quantity(hard[resource]), parse_quantity(used.get(resource, "0"))
             if in_use + need > limit:
-                what, fmt = _WHAT.get(resource, (resource, _number))
+                what, fmt = _what(resource)
                 return (
                     f"team {team} uses {fmt(in_use)} of {fmt(limit)} {what}; "
                     f"this profile needs {fmt(need)}"

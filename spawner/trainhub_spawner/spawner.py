@@ -258,6 +258,7 @@ class TrainHubSpawner(KubeSpawner):
     def session_needs(self, session: Session) -> dict[str, str]:
         """What the pod will request, as the quota names it."""
         needs = {f"requests.{pods.GPU}": str(session.gpus)}
+        needs |= {f"requests.{r}": n for r, n in session.gpu_requests.items()}
         if self.cpu_guarantee:
             needs["requests.cpu"] = f"{self.cpu_guarantee}"
         if self.mem_guarantee:

@@ -76,3 +76,25 @@ def test_process_user_source_serves_the_server_account() -> None:
     assert app.job_owner(User(username="anonymous-moon")) == getpass.getuser()
     app = TrainhubExtension(user_source="identity")
     assert app.job_owner(User(username="alice")) == "alice"
+
+
+async def test_a_session_on_a_shared_gpu_says_its_share(api: Any, monkeypatch: Any) -> None:
+    """The spawner's TRAINHUB_GPU_SHARE reaches the config and the Usage panel's answers; the
+    memory others use is unknown here (TRAINHUB_GPUS=0 hides the GPUs), and says why."""
+    status, body, _ = await api("GET", "config")
+    assert (status, body["session_gpu"]) == (200, None)
+    monkeypatch.setenv("TRAINHUB_GPU_SHARE", "1/4")
+    monkeypatch.setenv("TRAINHUB_GPU_SHARING", "time-slicing")
+    for path in (("config",), ("usage", "panel")):
+        status, body, _ = await api("GET", *path)
+        assert status == 200
+        assert body["session_gpu"] == {
+            "share": "1/4",
+            "strategy": "time-slicing",
+            "words": "¼ of a GPU (time-sliced with 3 others)",
+            "gpu_name": None,
+            "memory_total_bytes": None,
+            "others_bytes": None,
+            "line": "¼ of a GPU (time-sliced with 3 others)",
+            "reason": "GPUs are hidden by TRAINHUB_GPUS=0.",
+        }

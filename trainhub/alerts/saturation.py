@@ -13,7 +13,7 @@ class Saturation:
 
 
 def observe(
-    state: Saturation, now: float, used_gpus: int, quota_gpus: int, minutes: float
+    state: Saturation, now: float, used_gpus: float, quota_gpus: int, minutes: float
 ) -> tuple[Saturation, bool]:
     """The new state, and whether to announce now. A team without GPU quota never saturates."""
     if quota_gpus <= 0 or used_gpus < quota_gpus:
@@ -24,8 +24,8 @@ def observe(
     return Saturation(since, state.announced), False
 
 
-def sentence(used_gpus: int, quota_gpus: int, since: float, now: float) -> str:
+def sentence(used_gpus: float, quota_gpus: int, since: float, now: float) -> str:
     return (
-        f"its jobs have held {used_gpus} of the {quota_gpus} GPUs of its quota for "
+        f"its jobs have held {used_gpus:g} of the {quota_gpus} GPUs of its quota for "
         f"{(now - since) / 60:.0f} minutes; new jobs wait (or borrow, where the cohort lends)"
     )

@@ -14,6 +14,7 @@ PLACEMENT = (
     "workers",
     "processes_per_worker",
     "gpus_per_worker",
+    "gpu_share",
     "cpu",
     "memory",
     "image",
@@ -28,6 +29,11 @@ def add_job_arguments(parser: argparse.ArgumentParser, *, runtime_help: str) -> 
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--processes-per-worker", "--nproc", type=int)
     parser.add_argument("--gpus-per-worker", "--gpus", type=int, default=0)
+    parser.add_argument(
+        "--gpu-share",
+        metavar="1/N",
+        help="a share of one GPU, on the team's pool that shares its GPUs N ways (one worker)",
+    )
     parser.add_argument("--cpu", type=float)
     parser.add_argument("--memory")
     parser.add_argument(

@@ -15,11 +15,13 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from trainhub.jobs.quantities import MAX_MEMORY, QUANTITY, parse_quantity
+from trainhub.jobs.shares import parse_share, share_text
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DATASET_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -63,6 +65,11 @@ class Resources(Model):
         None, ge=1, le=64, description="Ranks per worker; defaults to GPUs per worker, or 1"
     )
     gpus_per_worker: int = Field(0, ge=0, le=16)
+    gpu_share: str | None = Field(
+        None,
+        description='A share of one GPU, "1/N", on a pool of the team that shares its GPUs N '
+        "ways (cluster only; one worker, no whole GPUs)",
+    )
     cpu: float | None = Field(None, gt=0, le=512, description="CPU cores per worker")
     memory: str | None = Field(
         None,
@@ -82,6 +89,20 @@ class Resources(Model):
             # API would refuse the quantity with an error of its own, not a sentence.
             raise ValueError(f"{v!r} is more than 1Pi, more than any machine has")
         return v
+
+    @field_validator("gpu_share")
+    @classmethod
+    def _share(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return None
+        text = share_text(parse_share(v))
+        if info.data.get("workers", 1) != 1:
+            raise ValueError(
+                f"a shared GPU holds one worker; {info.data['workers']} workers need whole GPUs"
+            )
+        if info.data.get("gpus_per_worker"):
+            raise ValueError("ask for whole GPUs (gpus_per_worker) or a share, not both")
+        return text
 
     @property
     def ranks_per_worker(self) -> int:

@@ -221,6 +221,11 @@ def _fork_start(service: JobService, spec: JobSpec, user: str) -> str | None:
 
 def _place(backend: Backend, record: JobRecord, image: str, start: str | None) -> Placement:
     """The job's placement, its pool chosen here, refused where it could never run."""
+    if record.spec.resources.gpu_share is not None and not isinstance(backend, Pools):
+        raise field_error(
+            "resources.gpu_share",
+            "a share of a GPU is offered by a cluster's shared pool; here jobs get whole GPUs",
+        )
     pool = backend.pool_for(record) if isinstance(backend, Pools) else None
     placement = Placement(image=image, pool=pool, resume_from=start)
     backend.check_fits(record, placement)

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from trainhub.teams.fields import DNS_LABEL, FileModel
+from trainhub.teams.sharing import Sharing
 
 LABEL_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -41,6 +42,11 @@ class Pool(FileModel):
         description="A cluster autoscaler adds its nodes on demand: no node now is expected, "
         "not a mistake to warn of",
     )
+    sharing: Sharing | None = Field(
+        None,
+        description="Each GPU offered as shares (time-slicing or MIG): only sessions and jobs "
+        "that ask for a share run here; gpus_per_node counts whole GPUs",
+    )
     description: str = ""
 
     @field_validator("node_labels")
@@ -50,3 +56,7 @@ class Pool(FileModel):
             if not LABEL_KEY.match(key):
                 raise ValueError(f"{key!r} is not a Kubernetes label key")
         return v
+
+    @property
+    def shared_resource(self) -> str | None:
+        return None if self.sharing is None else self.sharing.resource

@@ -56,8 +56,10 @@ def reference_errors(teams: Teams) -> list[tuple[str, str]]:
                     )
                 )
             errors += _dataset_readers(teams, i, team, name, ds)
-        biggest = max((p.gpus_per_node for p in teams.pools if p.name in team.quota), default=0)
-        too_big = [n for n in team.session_gpus if n > biggest]
+        # Whole GPUs come from pools that do not share theirs; shares from pools that do.
+        whole = [p for p in teams.pools if p.name in team.quota and p.sharing is None]
+        biggest = max((p.gpus_per_node for p in whole), default=0)
+        too_big = [n for n in team.session_gpus if isinstance(n, int) and n > biggest]
         if too_big:
             errors.append(
                 (
@@ -66,6 +68,7 @@ def reference_errors(teams: Teams) -> list[tuple[str, str]]:
                     f"(at most {biggest})",
                 )
             )
+        errors += _shares_offered(teams, i, team)
         if teams.controller and team.shared_volume.size:
             errors.append(
                 (
@@ -76,6 +79,7 @@ def reference_errors(teams: Teams) -> list[tuple[str, str]]:
                 )
             )
     errors += _shared_twice(teams)
+    errors += _sharing_pools(teams)
     if teams.controller is not None:
         errors += _mounts_apart(teams)
     return errors
@@ -102,6 +106,52 @@ def _dataset_readers(
                 "not mount; share it through a claim",
             )
         )
+    return errors
+
+
+def _shares_offered(teams: Teams, i: int, team: Team) -> list[tuple[str, str]]:
+    """A session share 1/N needs a pool of the team that shares its GPUs N ways."""
+    ways = {p.sharing.replicas for p in teams.pools if p.name in team.quota and p.sharing}
+    for share in team.session_shares:
+        if share.denominator not in ways:
+            offered = ", ".join(f"1/{n}" for n in sorted(ways)) or "none"
+            return [
+                (
+                    f"teams[{i}].session_gpus",
+                    f"no pool of the team shares its GPUs {share.denominator} ways, so "
+                    f"{share} cannot be offered (shares of its pools: {offered})",
+                )
+            ]
+    return []
+
+
+def _sharing_pools(teams: Teams) -> list[tuple[str, str]]:
+    """A shared pool is tainted (ordinary GPU jobs must never land there), and one shared
+    resource means one size of share (quota counts its units as 1/N GPU)."""
+    errors: list[tuple[str, str]] = []
+    replicas: dict[str, tuple[int, str]] = {}
+    for i, pool in enumerate(teams.pools):
+        if pool.sharing is None:
+            continue
+        if problem := pool.sharing.profile_error():
+            errors.append((f"pools[{i}].sharing.profile", problem))
+        if not pool.tolerations:
+            errors.append(
+                (
+                    f"pools[{i}].tolerations",
+                    "a pool that shares its GPUs needs its nodes tainted, so that jobs asking "
+                    "for whole GPUs stay off them: list the taint its pods tolerate",
+                )
+            )
+        first = replicas.setdefault(pool.sharing.resource, (pool.sharing.replicas, pool.name))
+        if first[0] != pool.sharing.replicas:
+            errors.append(
+                (
+                    f"pools[{i}].sharing.replicas",
+                    f"pool {first[1]} already offers {pool.sharing.resource} as 1/{first[0]} of "
+                    "a GPU; one resource counts as one size of share",
+                )
+            )
     return errors
 
 

@@ -4,6 +4,7 @@ images, shared volume, datasets, alerts, retention and MLflow server."""
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -11,6 +12,7 @@ from pydantic import Field, field_validator
 
 from trainhub.alerts.channels import TeamAlerts
 from trainhub.datasets.catalog import DatasetEntry, check_names, mount_path
+from trainhub.jobs.shares import parse_share, share_text
 from trainhub.outputs.retention import Retention
 from trainhub.registry.policy import ModelPolicy
 from trainhub.teams.fields import DNS_LABEL, FileModel, quantity
@@ -69,8 +71,10 @@ class Team(FileModel):
         min_length=1, description="Names of the curated images the team may use"
     )
     image_policy: ImagePolicy = Field(default_factory=ImagePolicy)
-    session_gpus: list[int] = Field(
-        default_factory=lambda: [0], description="GPU sizes offered for sessions"
+    session_gpus: list[int | str] = Field(
+        default_factory=lambda: [0],
+        description='GPU sizes offered for sessions: whole GPUs, or a share "1/N" of a pool '
+        "that shares its GPUs N ways",
     )
     shared_volume: SharedVolume
     datasets: dict[str, TeamDataset] = Field(default_factory=dict)
@@ -110,16 +114,29 @@ class Team(FileModel):
 
     @field_validator("session_gpus")
     @classmethod
-    def _sizes(cls, v: list[int]) -> list[int]:
-        if any(n < 0 or n > 16 for n in v):
-            raise ValueError("sizes must be between 0 and 16")
-        return sorted(set(v))
+    def _sizes(cls, v: list[int | str]) -> list[int | str]:
+        sizes: set[int | str] = set()
+        for n in v:
+            if isinstance(n, str) and n.strip().isdigit():
+                n = int(n)
+            if isinstance(n, str):
+                sizes.add(share_text(parse_share(n)))
+            elif n < 0 or n > 16:
+                raise ValueError("sizes must be between 0 and 16")
+            else:
+                sizes.add(n)
+        return sorted(sizes, key=lambda n: Fraction(n) if isinstance(n, int) else parse_share(n))
 
     @field_validator("datasets")
     @classmethod
     def _dataset_names(cls, v: dict[str, TeamDataset]) -> dict[str, TeamDataset]:
         check_names(v)
         return v
+
+    @property
+    def session_shares(self) -> list[Fraction]:
+        """The shares of a GPU offered for sessions (``"1/4"`` -> 1/4)."""
+        return [parse_share(n) for n in self.session_gpus if isinstance(n, str)]
 
     @property
     def cluster_queue(self) -> str:

@@ -4,7 +4,8 @@
 :func:`job_usage` reads the job directory for it (confined: a file the job replaced by a link
 or FIFO counts as absent, and the row is then built from the record alone).
 
-- GPU-seconds allocated: ``gpus`` x the length of each attempt, from its ``running`` state
+- GPU-seconds allocated: ``gpus`` (a share of one GPU counts as its fraction: 0.25 for
+  ``gpu_share: 1/4``) x the length of each attempt, from its ``running`` state
   event to the next state change (or the record's started/finished times when the
   directory has none).
 - GPU-seconds busy: each GPU sample stands for the sampling interval before it (the median
@@ -29,6 +30,7 @@ from typing import Any, get_type_hints
 from pydantic import create_model
 
 from trainhub.jobs.models import DataWait, JobRecord
+from trainhub.jobs.shares import parse_share
 from trainhub.jobs.states import JobState
 from trainhub.usage.goodput import Goodput, goodput
 from trainhub.usage.models import utc_day
@@ -47,7 +49,7 @@ class UsageRow(Goodput):
     pool: str
     state: str
     failure_class: str | None
-    gpus: int
+    gpus: float  # whole GPUs, or the fraction of one a job on a share held
     created_at: float
     admitted_at: float | None
     started_at: float | None
@@ -196,11 +198,16 @@ def usage_row(
     events = list(events)
     spans = attempt_spans(events, record.started_at, end)
     system_samples = list(system_samples)
-    good = goodput(spans, events, scalars, record.gpus, system_samples)
+    gpus = held_gpus(record)
+    good = goodput(spans, events, scalars, gpus, system_samples)
     allocated_each = sum(e - s for s, e in spans)
-    allocated = record.gpus * allocated_each
+    allocated = gpus * allocated_each
+    # A share's samples are of the whole GPU it is on: its part of them is its fraction.
+    part = gpus if record.spec.resources.gpu_share else 1.0
     busy, waste, sampled = (
-        gpu_seconds(gpu_samples, spans, threshold_pct) if record.gpus else (0.0, 0.0, 0.0)
+        (x * part for x in gpu_seconds(gpu_samples, spans, threshold_pct))
+        if gpus
+        else (0.0, 0.0, 0.0)
     )
     # Samples stand for an interval each: never report more than was allocated.
     busy, waste, sampled = (min(x, allocated) for x in (busy, waste, sampled))
@@ -212,7 +219,7 @@ def usage_row(
         pool=record.spec.queue or record.queue or "",
         state=record.state.value,
         failure_class=record.verdict.failure_class.value if record.verdict else None,
-        gpus=record.gpus,
+        gpus=gpus,
         created_at=record.created_at,
         admitted_at=record.admitted_at,
         started_at=record.started_at,
@@ -233,6 +240,12 @@ def usage_row(
     )
 
 
+def held_gpus(record: JobRecord) -> float:
+    """The GPUs the job's attempts held: its whole GPUs, or its share's fraction of one."""
+    share = record.spec.resources.gpu_share
+    return float(parse_share(share)) if share else record.gpus
+
+
 def job_usage(record: JobRecord, *, threshold_pct: float) -> UsageRow:
     """:func:`usage_row` from the job's directory."""
     from trainhub.jobs.directory import JobDir
@@ -249,7 +262,7 @@ def job_usage(record: JobRecord, *, threshold_pct: float) -> UsageRow:
     return usage_row(
         record,
         events,
-        records(jobdir.read_metrics, "gpu") if record.gpus else [],
+        records(jobdir.read_metrics, "gpu") if held_gpus(record) else [],
         records(jobdir.read_metrics, "system"),
         records(jobdir.read_metrics, "scalars"),
         threshold_pct=threshold_pct,

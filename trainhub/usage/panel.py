@@ -9,14 +9,18 @@ ClusterQueue (:func:`local_quotas`, :func:`cluster_queue_quotas`).
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from trainhub.metrics.gpushare import SessionGpu
 from trainhub.usage.models import UsageBy, utc_day
 from trainhub.usage.store import UsageStore
 
+GPU_RESOURCE = "nvidia.com/gpu"
 MONTH_DAYS = 30  # the failure rate, the waits and the daily chart look this far back
 WASTEFUL = 5
 
@@ -57,7 +61,7 @@ class WastefulJob(BaseModel):
     job_id: str
     state: str
     finished_at: float
-    gpus: int
+    gpus: float
     gpu_allocated_s: float
     gpu_waste_s: float
     goodput: float | None
@@ -94,6 +98,9 @@ class UsagePanel(BaseModel):
     )
     wasteful: list[WastefulJob] = Field(default_factory=list)
     waste_utilization_pct: float
+    session_gpu: SessionGpu | None = Field(
+        None, description="The share of a GPU this session holds, and others' memory on it"
+    )
 
 
 def period_starts(now: float) -> tuple[float, float]:
@@ -208,10 +215,30 @@ def _amount(value: Any) -> float | None:
         return None
 
 
-def cluster_queue_quotas(cq: dict[str, Any] | None) -> list[PoolQuota]:
+def _not_its_gpus(key: tuple[str, str], own: str, shares: Mapping[str, tuple[str, int]]) -> bool:
+    """A GPU resource the flavor lists at quota 0 only because another flavor has it."""
+    flavor, resource = key
+    if resource in ("cpu", "memory") or resource == own:
+        return False
+    return flavor in shares or any(resource == s for s, _ in shares.values())
+
+
+def _per(per_gpu: int, value: float | None) -> float | None:
+    return value / per_gpu if value is not None else None
+
+
+def cluster_queue_quotas(
+    cq: dict[str, Any] | None, shares: Mapping[str, tuple[str, int]] | None = None
+) -> list[PoolQuota]:
     """Per flavor and resource of a ClusterQueue: used and borrowed (its status), nominal and
     the lending limit (its spec). Lendable: the unused nominal quota, within the lending
-    limit when one is set."""
+    limit when one is set.
+
+    ``shares``: flavor -> (its shared GPU resource, shares per GPU), for pools that share
+    their GPUs; their shares are said in GPUs (4 units of 1/4 are 1 GPU, ``nvidia.com/gpu``),
+    and the GPU resources a flavor does not have (quota 0, listed because Kueue covers a
+    resource for every flavor of the group) are left out."""
+    shares = shares or {}
     if not cq:
         return []
     usage: dict[tuple[str, str], tuple[float, float]] = {}
@@ -227,20 +254,25 @@ def cluster_queue_quotas(cq: dict[str, Any] | None) -> list[PoolQuota]:
         for flavor in group.get("flavors") or []:
             for r in flavor.get("resources") or []:
                 key = (flavor.get("name", ""), r.get("name", ""))
+                own_gpus, per_gpu = shares.get(key[0], (GPU_RESOURCE, 1))
+                if _not_its_gpus(key, own_gpus, shares):
+                    continue
                 used, borrowed = usage.get(key, (0.0, 0.0))
                 nominal = _amount(r.get("nominalQuota"))
                 limit = _amount(r.get("lendingLimit"))
                 free = None if nominal is None else max(0.0, nominal - min(used, nominal))
                 if free is not None and limit is not None:
                     free = min(free, limit)
+                per = per_gpu if key[1] == own_gpus else 1
+                unit = partial(_per, per)
                 out.append(
                     PoolQuota(
                         pool=key[0],
-                        resource=key[1],
-                        used=used,
-                        nominal=nominal,
-                        borrowed=borrowed,
-                        lendable=free,
+                        resource=GPU_RESOURCE if per > 1 else key[1],
+                        used=unit(used) or 0.0,
+                        nominal=unit(nominal),
+                        borrowed=unit(borrowed) or 0.0,
+                        lendable=unit(free),
                     )
                 )
     return out

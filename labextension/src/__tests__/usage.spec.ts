@@ -7,7 +7,8 @@ import {
   formatShare,
   goodputSegments,
   IGoodputParts,
-  quotaBar
+  quotaBar,
+  sessionGpuText
 } from '../usage';
 
 const parts = (over: Partial<IGoodputParts> = {}): IGoodputParts => ({
@@ -125,5 +126,33 @@ describe('formats', () => {
     expect(formatGpuSeconds(600)).toBe('10.0 GPU-min');
     expect(formatGpuSeconds(7200)).toBe('2.0 GPU-h');
     expect(failureText({ failure_class: 'code', jobs: 1, rate: 0.25 })).toBe('code: 1 job (25 %)');
+  });
+});
+
+describe('sessionGpuText', () => {
+  const share = {
+    share: '1/4',
+    strategy: 'time-slicing',
+    words: '¼ of a GPU (time-sliced with 3 others)',
+    gpu_name: 'Tesla T4',
+    memory_total_bytes: 16 * 2 ** 30,
+    others_bytes: 9.1 * 2 ** 30,
+    line: '¼ of a GPU (time-sliced with 3 others) · 9.1 GiB in use by others',
+    reason: null
+  };
+  it("says the server's line, and why the memory is unknown when it is", () => {
+    expect(sessionGpuText(share)).toBe(share.line);
+    expect(
+      sessionGpuText({
+        ...share,
+        others_bytes: null,
+        line: share.words,
+        reason: 'GPUs are hidden by TRAINHUB_GPUS=0.'
+      })
+    ).toBe(
+      '¼ of a GPU (time-sliced with 3 others) (memory in use: GPUs are hidden by TRAINHUB_GPUS=0.)'
+    );
+    expect(sessionGpuText(null)).toBeNull();
+    expect(sessionGpuText(undefined)).toBeNull();
   });
 });

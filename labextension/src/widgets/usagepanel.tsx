@@ -11,7 +11,15 @@ import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
 import { formatDuration } from '../format';
-import { barLayout, failureText, formatHours, formatShare, IUsagePanel, quotaBar } from '../usage';
+import {
+  barLayout,
+  failureText,
+  formatHours,
+  formatShare,
+  IUsagePanel,
+  quotaBar,
+  sessionGpuText
+} from '../usage';
 import { GoodputBar } from './goodput';
 
 export const USAGE_COMMAND = 'trainhub:usage';
@@ -228,6 +236,11 @@ export function UsageView(props: {
           Refresh
         </button>
       </div>
+      {sessionGpuText(data.session_gpu) ? (
+        <div className="jp-trainhub-usage-session-gpu">
+          This session: {sessionGpuText(data.session_gpu)}
+        </div>
+      ) : null}
       <section className="jp-trainhub-usage-figures">
         <Figure label="my GPU-hours this week" value={formatHours(data.mine.week)} />
         <Figure label="my GPU-hours this month" value={formatHours(data.mine.month)} />

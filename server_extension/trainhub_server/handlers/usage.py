@@ -7,6 +7,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from trainhub import settings
+from trainhub.metrics.gpushare import session_gpu
 from trainhub.usage.models import UsageQuery
 from trainhub_server.handlers import TrainhubAPIHandler
 from trainhub_server.payloads import UsageParams
@@ -30,9 +31,11 @@ class UsagePanelHandler(TrainhubAPIHandler):
     @authorized
     async def get(self) -> None:
         # The user's own figures; the team's totals only of the team this session belongs to.
-        self.reply(
-            await self.calls.call(self.service.usage_panel, user=self.owner, team=settings.team())
+        panel = await self.calls.call(
+            self.service.usage_panel, user=self.owner, team=settings.team()
         )
+        # The GPU share this session holds, with the memory others use on it now.
+        self.reply(panel.model_copy(update={"session_gpu": await self.calls.read(session_gpu)}))
 
 
 class JobUsageHandler(TrainhubAPIHandler):

@@ -1011,8 +1011,18 @@ def _parent_death_signal() -> None:
 
 
 def node_manifest(
-    name: str, pool: str, gpus: int, cpu: str, memory: str, product: str
+    name: str,
+    pool: str,
+    gpus: int,
+    cpu: str,
+    memory: str,
+    product: str,
+    replicas: int | None = None,
 ) -> dict[str, Any]:
+    """A kwok node as NVIDIA's device plugin and GPU feature discovery describe it. With
+    ``replicas``, its GPUs are time-sliced that many ways and advertised renamed
+    (``renameByDefault``): ``nvidia.com/gpu.shared``, ``gpus * replicas`` of it and no
+    ``nvidia.com/gpu``, labelled with the replicas, the strategy and a ``-SHARED`` product."""
     capacity = {
         "cpu": cpu,
         "memory": memory,
@@ -1020,6 +1030,15 @@ def node_manifest(
         "nvidia.com/gpu": str(gpus),
         "ephemeral-storage": "1Ti",
     }
+    sharing: dict[str, str] = {}
+    if replicas is not None:
+        del capacity["nvidia.com/gpu"]
+        capacity["nvidia.com/gpu.shared"] = str(gpus * replicas)
+        product += "-SHARED"
+        sharing = {
+            "nvidia.com/gpu.replicas": str(replicas),
+            "nvidia.com/gpu.sharing-strategy": "time-slicing",
+        }
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -1037,6 +1056,7 @@ def node_manifest(
                 "trainhub.io/pool": pool,
                 "nvidia.com/gpu.product": product,
                 "nvidia.com/gpu.count": str(gpus),
+                **sharing,
             },
         },
         "spec": {},

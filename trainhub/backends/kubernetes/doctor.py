@@ -24,7 +24,8 @@ class Seen:
     namespaces: set[str] = field(default_factory=set)
     cluster_queues: set[str] = field(default_factory=set)
     local_queues: set[tuple[str, str]] = field(default_factory=set)  # (namespace, name)
-    nodes: list[tuple[dict[str, str], int]] = field(default_factory=list)  # labels, GPUs
+    # labels, and the count of each GPU resource it has (nvidia.com/gpu, a share's)
+    nodes: list[tuple[dict[str, str], dict[str, int]]] = field(default_factory=list)
     claims: dict[tuple[str, str], str] = field(default_factory=dict)  # -> phase
     controller: tuple[int, int] | None = None  # (ready, wanted) replicas; None: no Deployment
 
@@ -40,15 +41,17 @@ def findings(teams: Teams, seen: Seen) -> list[str]:
         )
     for pool in teams.pools:
         wanted = matcher(",".join(f"{k}={v}" for k, v in pool.node_labels.items()))
-        nodes = [gpus for labels, gpus in seen.nodes if wanted(labels)]
+        resource = pool.shared_resource or GPU  # a shared pool's nodes advertise its shares
+        nodes = [gpus.get(resource, 0) for labels, gpus in seen.nodes if wanted(labels)]
         labels = ", ".join(f"{k}={v}" for k, v in pool.node_labels.items())
         if not nodes:
             if not pool.autoscaled:  # its autoscaler adds nodes when jobs ask
                 found.append(f"pool {pool.name}: no node has the labels {labels}")
         elif pool.gpus_per_node and not any(nodes):
             found.append(
-                f"pool {pool.name}: its nodes ({labels}) offer no {GPU}: is the GPU device "
-                "plugin running on them?"
+                f"pool {pool.name}: its nodes ({labels}) offer no {resource}: is the GPU device "
+                "plugin running on them"
+                + (", sharing its GPUs with renameByDefault?" if pool.sharing else "?")
             )
     for team in teams.teams:
         ns, claim = team.namespace, team.shared_volume.claim
@@ -113,7 +116,14 @@ def look(api: Any, teams: Teams) -> Seen:
                 )["items"]
             }
     seen.nodes = [
-        (dict(n.metadata.labels or {}), int((n.status.allocatable or {}).get(GPU, "0")))
+        (
+            dict(n.metadata.labels or {}),
+            {
+                k: int(v)
+                for k, v in (n.status.allocatable or {}).items()
+                if k.startswith("nvidia.com/") and str(v).isdigit()
+            },
+        )
         for n in core.list_node().items
     ]
     seen.claims = {

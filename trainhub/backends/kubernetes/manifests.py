@@ -86,7 +86,7 @@ def container_command(record: JobRecord, service: str, grace: int) -> list[str]:
         "trainhub.rank.pod",
         f"--grace={wait}",
         "--metrics",
-        f"--gpus={res.gpus_per_worker}",
+        f"--gpus={res.gpus_per_worker or int(res.gpu_share is not None)}",
         f"--ranks={res.ranks_per_worker}",
         *torchrun_args(record, service),
     ]
@@ -146,7 +146,7 @@ def worker_request(record: JobRecord) -> Request:
     )
 
 
-def _resources(record: JobRecord) -> dict[str, Any]:
+def _resources(record: JobRecord, pool: Pool) -> dict[str, Any]:
     res = record.spec.resources
     request = worker_request(record)
     cpu, memory = format_cpu(request.cpu), format_bytes(request.memory)
@@ -154,6 +154,12 @@ def _resources(record: JobRecord) -> dict[str, Any]:
     limits: dict[str, str] = {"memory": memory}
     if res.gpus_per_worker:
         requests[GPU] = limits[GPU] = str(res.gpus_per_worker)
+    if res.gpu_share is not None:
+        # Only a job that asks for a share requests the pool's shared resource (submit placed
+        # it on the pool whose share it is): no other job's manifest ever names it.
+        if pool.shared_resource is None:
+            raise ValueError(f"pool {pool.name} does not share its GPUs ({res.gpu_share} asked)")
+        requests[pool.shared_resource] = limits[pool.shared_resource] = "1"
     return {"requests": requests, "limits": limits}
 
 
@@ -255,7 +261,7 @@ def job_manifest(
         "command": container_command(record, record.id, stop_grace),
         "workingDir": str(job_dir / "bundle"),
         "env": container_env,
-        "resources": _resources(record),
+        "resources": _resources(record, pool),
         "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
         "volumeMounts": [
             {"name": "shared", "mountPath": str(shared)},

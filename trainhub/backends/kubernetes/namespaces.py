@@ -45,11 +45,19 @@ def _nominal(team: Team, pool: str, resource: str) -> float:
     }[resource]
 
 
-def reachable(teams: Teams, team: Team, resource: str) -> float:
+def reachable(teams: Teams, team: Team, resource: str, gpu: str = GPU) -> float:
     """The most of ``resource`` Kueue could ever admit for ``team``: nominal plus what it may
-    borrow from the rest of its cohort, over all its pools. Used as the namespace's hard cap."""
+    borrow from the rest of its cohort, over all its pools. Used as the namespace's hard cap.
+    GPUs are counted in one GPU resource ``gpu``, over the pools that advertise it, in its
+    units (a pool sharing each GPU N ways has N units a GPU)."""
     total = 0.0
     for pool, q in team.quota.items():
+        units = 1
+        if resource == "gpus":
+            sharing = teams.pool(pool).sharing
+            if (sharing.resource if sharing else GPU) != gpu:
+                continue
+            units = sharing.replicas if sharing else 1
         nominal = _nominal(team, pool, resource)
         lendable = 0.0
         if team.cohort:
@@ -60,7 +68,7 @@ def reachable(teams: Teams, team: Team, resource: str) -> float:
                 cap = _limit(other.quota[pool].lending_limit, resource)
                 lendable += own if cap is None else min(cap, own)
         cap = _limit(q.borrowing_limit, resource)
-        total += nominal + (lendable if cap is None else min(cap, lendable))
+        total += units * (nominal + (lendable if cap is None else min(cap, lendable)))
     return total
 
 
@@ -82,6 +90,8 @@ def resource_quota(teams: Teams, team: Team) -> Manifest:
         "requests.memory": format_bytes(int(reachable(teams, team, "memory"))),
         f"requests.{GPU}": str(int(reachable(teams, team, "gpus"))),
     }
+    for shared in sorted({teams.pool(p).shared_resource for p in team.quota} - {None}):
+        hard[f"requests.{shared}"] = str(int(reachable(teams, team, "gpus", str(shared))))
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",

@@ -180,7 +180,12 @@ class Observing(Listing):
     def quotas(self) -> tuple[list[PoolQuota], str]:
         """The team's ClusterQueue: its spec's quotas and its status's usage."""
         cq = self._cluster_queue()
-        return cluster_queue_quotas(cq), f"ClusterQueue {self.team.cluster_queue}"
+        shares = {
+            pool.name: (pool.sharing.resource, pool.sharing.replicas)
+            for pool in self.teams.pools
+            if pool.sharing is not None
+        }
+        return cluster_queue_quotas(cq, shares), f"ClusterQueue {self.team.cluster_queue}"
 
     def live_log(
         self, job_id: str, rank: int, offset: int, length: int

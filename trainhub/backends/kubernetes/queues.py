@@ -15,7 +15,7 @@ from trainhub.backends.kubernetes.names import (
     meta,
     priority_class_name,
 )
-from trainhub.teams import Team, Teams
+from trainhub.teams import Pool, Team, Teams
 
 
 def local_queue(team: Team) -> Manifest:
@@ -57,24 +57,38 @@ def priority_classes(teams: Teams) -> list[Manifest]:
     ]
 
 
-def _flavor_resource(team: Team, pool: str, key: str, resource: str) -> dict[str, Any]:
-    q = team.quota[pool]
-    nominal = {"gpus": str(q.gpus), "cpu": q.cpu, "memory": q.memory}[key]
-    entry: dict[str, Any] = {"name": resource, "nominalQuota": nominal}
+def _flavor_resource(team: Team, pool: Pool, key: str, resource: str) -> dict[str, Any]:
+    """One resource of one flavor. A pool's GPUs are counted in the resource its nodes
+    advertise (``nvidia.com/gpu``, or a share's) as units: one GPU of a pool shared N ways is
+    N units; the pool has none of the other GPU resources."""
+    q = team.quota[pool.name]
+    units = 1 if pool.sharing is None else pool.sharing.replicas
+    mine = key != "gpus" or resource == (pool.shared_resource or GPU)
+    nominal = {"gpus": str(q.gpus * units), "cpu": q.cpu, "memory": q.memory}[key]
+    entry: dict[str, Any] = {"name": resource, "nominalQuota": nominal if mine else "0"}
     for field, limits in (("borrowingLimit", q.borrowing_limit), ("lendingLimit", q.lending_limit)):
-        value = None if limits is None else getattr(limits, key)
+        value = None if limits is None or not mine else getattr(limits, key)
         if value is not None and team.cohort:  # Kueue refuses both limits outside a cohort
-            entry[field] = str(value)
+            entry[field] = str(value * units if key == "gpus" else value)
     return entry
 
 
-def cluster_queue(team: Team) -> Manifest:
+def gpu_resources(teams: Teams, team: Team) -> list[str]:
+    """The GPU resources of the team's ClusterQueue: whole GPUs, then each kind of share its
+    pools offer. Kueue covers a resource in one resource group only, so every flavor lists
+    them all (quota 0 where the pool has none)."""
+    shared = {teams.pool(p).shared_resource for p in team.quota} - {None}
+    return [GPU, *sorted(shared)]  # type: ignore[list-item]
+
+
+def cluster_queue(team: Team, teams: Teams) -> Manifest:
+    gpus = gpu_resources(teams, team)
+    resources = [("cpu", "cpu"), ("memory", "memory"), *(("gpus", g) for g in gpus)]
     flavors = [
         {
             "name": pool,
             "resources": [
-                _flavor_resource(team, pool, key, res)
-                for key, res in (("cpu", "cpu"), ("memory", "memory"), ("gpus", GPU))
+                _flavor_resource(team, teams.pool(pool), key, res) for key, res in resources
             ],
         }
         for pool in team.quota
@@ -82,7 +96,7 @@ def cluster_queue(team: Team) -> Manifest:
     spec: dict[str, Any] = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
         "queueingStrategy": "BestEffortFIFO",
-        "resourceGroups": [{"coveredResources": ["cpu", "memory", GPU], "flavors": flavors}],
+        "resourceGroups": [{"coveredResources": ["cpu", "memory", *gpus], "flavors": flavors}],
         "preemption": {
             "withinClusterQueue": team.preemption.within_cluster_queue,
             "reclaimWithinCohort": team.preemption.reclaim_within_cohort,

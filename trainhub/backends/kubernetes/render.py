@@ -47,7 +47,9 @@ def render(teams: Teams) -> list[Manifest]:
     objs: list[Manifest] = [namespace(t) for t in teams.teams]
     objs += controller_objects(teams)
     objs += (
-        resource_flavors(teams) + priority_classes(teams) + [cluster_queue(t) for t in teams.teams]
+        resource_flavors(teams)
+        + priority_classes(teams)
+        + [cluster_queue(t, teams) for t in teams.teams]
     )
     objs += queue_reader(teams) + require_queue_policy()
     controlled = teams.controller is not None

@@ -18,7 +18,8 @@ from trainhub.imagepolicy import Allowed, choose_image
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.ownership import RunAs
-from trainhub.jobs.spec import SpecError
+from trainhub.jobs.shares import share_text
+from trainhub.jobs.spec import SpecError, field_error
 from trainhub.jobs.states import JobState
 from trainhub.lifecycle.resume import resume_source
 from trainhub.teams import Pool
@@ -29,15 +30,36 @@ class Submitting(Owners):
         """The pool named by the spec's queue, else the team's first pool whose nodes
         hold a worker."""
         per_worker = record.spec.resources.gpus_per_worker
+        share = record.spec.resources.gpu_share
         if record.spec.queue and record.spec.queue in self.team.quota:
-            return self.teams.pool(record.spec.queue).name
+            return self._shares_fit(self.teams.pool(record.spec.queue), share).name
         for name in self.team.quota:
             pool = self.teams.pool(name)
+            if share is not None or pool.sharing is not None:
+                # A shared pool takes only jobs that ask for its share, and nothing else.
+                if pool.sharing is not None and share == share_text(pool.sharing.share):
+                    return pool.name
+                continue
             if pool.gpus_per_node >= per_worker and (per_worker or not pool.gpu_only):
                 return pool.name
+        if share is not None:
+            raise field_error(
+                "resources.gpu_share", f"no pool of team {self.team.name} offers {share} of a GPU"
+            )
         raise OverQuota(
             f"no pool of team {self.team.name} has nodes with {per_worker} GPUs for one worker"
         )
+
+    def _shares_fit(self, pool: Pool, share: str | None) -> Pool:
+        offered = None if pool.sharing is None else share_text(pool.sharing.share)
+        if share != offered:
+            raise field_error(
+                "resources.gpu_share",
+                f"pool {pool.name} takes only jobs asking for "
+                f"{offered + ' of a GPU' if offered else 'whole GPUs'}, "
+                f"not {share + ' of a GPU' if share else 'whole GPUs'}",
+            )
+        return pool
 
     def check_image(self, wanted: str | None) -> Allowed:
         """The team's policy (:mod:`trainhub.imagepolicy`); no image asked: its first one."""
