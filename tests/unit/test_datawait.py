@@ -118,8 +118,10 @@ def test_the_rank_patches_torch_when_the_notebook_imports_it():
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    (record,) = json.loads(out.stdout)
-    assert record["batches"] == 3 and record["rank"] == 1 and record["num_workers"] == 0
+    # One record, or two where importing torch outlasted the meter's interval (a busy machine).
+    records = json.loads(out.stdout)
+    assert 1 <= len(records) <= 2 and sum(r["batches"] for r in records) == 3
+    assert all(r["rank"] == 1 and r["num_workers"] == 0 for r in records)
 
 
 def test_fraction_and_advice():
