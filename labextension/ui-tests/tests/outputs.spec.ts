@@ -47,7 +47,7 @@ test('the Outputs tab lists what a finished job wrote and downloads it', async (
   await expect(rows.nth(2)).toHaveAttribute('data-path', 'weights.bin');
   await expect(rows.nth(2)).toContainText('3.0 MiB');
 
-  await rows.nth(0).getByRole('button').click();
+  await rows.nth(0).getByRole('button', { name: '▸ eval/' }).click();
   await expect(rows).toHaveCount(4);
   const results = tab.locator('tr[data-path="eval/results.json"]');
   await expect(results).toContainText(`${RESULTS.length} B`);
