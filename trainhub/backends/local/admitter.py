@@ -37,7 +37,7 @@ from trainhub.errors import OverQuota
 from trainhub.jobs import confined, placement
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
-from trainhub.jobs.spec import SpecError
+from trainhub.jobs.spec import FieldError, SpecError
 from trainhub.jobs.states import JobState
 
 ACTIVE = (JobState.STARTING, JobState.RUNNING, JobState.RETRYING)
@@ -46,8 +46,20 @@ ADMISSION_PAGE = 16
 SLOTS = "slots"  # the machine setting: CPU slots for CPU-only ranks
 
 
-def demand_of(record: JobRecord) -> Demand:
-    return demand_for(record.gpus, record.spec.resources.world_size)
+def demand_of(record: JobRecord, workers: int | None = None) -> Demand:
+    """What ``workers`` of the job hold (all of them by default)."""
+    res = record.spec.resources
+    if workers is None or workers == res.workers:
+        return demand_for(record.gpus, res.world_size)
+    return demand_for(workers * res.gpus_per_worker, workers * res.ranks_per_worker)
+
+
+def most_workers(record: JobRecord, capacity: Capacity) -> int:
+    """How many of the job's workers this machine could hold at once, were it idle."""
+    res = record.spec.resources
+    if res.gpus_per_worker:
+        return len(capacity.gpus) // res.gpus_per_worker
+    return capacity.slots // res.ranks_per_worker
 
 
 def default_slots(environ: Mapping[str, str] = os.environ) -> int:
@@ -104,10 +116,24 @@ class Admitter:
         return Capacity(gpus=self.gpus, slots=self.slots(conn))
 
     def check_fits(self, record: JobRecord) -> None:
-        reason = never_fits(demand_of(record), self.capacity())
+        res = record.spec.resources
+        # An elastic job starts with MIN workers: they must fit; MAX must too, or it could
+        # never grow to the size it asks for.
+        capacity = self.capacity()
+        reason = never_fits(demand_of(record, res.fewest_workers), capacity)
         if reason:
             raise OverQuota(f"Job {record.name} {reason}.")
-        res = record.spec.resources
+        if res.elastic and never_fits(demand_of(record), capacity):
+            most = most_workers(record, capacity)
+            raise SpecError(
+                [
+                    FieldError(
+                        field="resources.workers",
+                        message=f"this machine holds at most {most} of the job's workers at "
+                        f"once, not {res.workers}; ask for at most {res.min_workers}:{most}",
+                    )
+                ]
+            )
         if res.memory_bytes is not None:  # GPUs and CPU slots: never_fits, above
             request = placement.Request(workers=res.workers, cpu=0, memory=res.memory_bytes, gpus=0)
             problem = placement.refusal(request, [this_machine()], where="this machine")
