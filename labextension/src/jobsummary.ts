@@ -273,6 +273,8 @@ export function describeEvent(e: ITimelineEvent): string {
       return `retry${f.delay ? ` in ${formatDuration(Number(f.delay))}` : ''}${
         f.reason ? `: ${String(f.reason)}` : ''
       }`;
+    case 'resize':
+      return String(f.reason ?? 'resized');
     case 'cancel_requested':
       return `cancel requested${f.reason ? `: ${String(f.reason)}` : ''}`;
     case 'suspend_requested':
