@@ -3,6 +3,8 @@ what its events say."""
 
 from __future__ import annotations
 
+import pytest
+
 from trainhub.backends.local.admission import Demand, Free
 from trainhub.backends.local.elastic import (
     Grant,
@@ -83,3 +85,37 @@ def test_elastic_agents_rendezvous_through_the_store_trainhub_hosts():
     assert "--rdzv-endpoint=127.0.0.1:9" in argv and "--max-restarts=5" in argv
     assert any(a.startswith("--rdzv-conf=is_host=false") for a in argv)
     assert not any(a.startswith("--node-rank") for a in argv)
+
+
+def test_usage_counts_each_size_an_elastic_job_ran_at():
+    from tests.unit.test_usage import T0, record
+    from trainhub.jobs.spec import parse_spec
+    from trainhub.usage.compute import usage_row
+
+    spec = parse_spec(
+        {
+            "name": "e",
+            "source": {"path": "t.py"},
+            "resources": {"workers": "1:3", "gpus_per_worker": 1},
+        }
+    )
+    events = [
+        {"time": T0 + 6, "type": "state", "state": "running", "gpus": [0]},
+        {"time": T0 + 16, "type": "resize", "workers": 3, "gpus": 3, "reason": "grew"},
+        {"time": T0 + 76, "type": "resize", "workers": 2, "gpus": 2, "reason": "shrank"},
+        {"time": T0 + 106, "type": "state", "state": "succeeded"},
+    ]
+    # Steps every second, but for the restart after each change (5 s without a step) and
+    # the 3 steps redone after the first (the last checkpoint was 3 steps back).
+    steps = [0.0, *range(21, 76), *range(81, 106)]
+    step_of = {t: i for i, t in enumerate(steps)}
+    step_of.update({t: step_of[t] - 3 for t in range(21, 24)})
+    scalars = [{"time": T0 + 6 + t, "rank": 0, "step": step_of[t], "loss": 1.0} for t in steps]
+    elastic = record(spec=spec, gpus=3)
+    row = usage_row(elastic, events, scalars=scalars, threshold_pct=10)
+    assert row.gpu_allocated_s == pytest.approx(1 * 10 + 3 * 60 + 2 * 30)
+    assert row.attempts == 1 and row.requeue_s == 0
+    # Each restart shows as start-up of the stretch after it, the repeated steps as redone.
+    assert row.startup_s > 10 and row.redone_steps >= 3 and row.gpu_redone_s > 0
+    fixed = usage_row(record(gpus=3), events, threshold_pct=10)
+    assert fixed.gpu_allocated_s == pytest.approx(3 * 100)  # a fixed size, as before

@@ -105,7 +105,7 @@ def goodput(
     spans: Sequence[tuple[float, float]],
     events: Iterable[Mapping[str, Any]],
     scalars: Iterable[Mapping[str, Any]],
-    gpus: int,
+    gpus: float,
     system: Iterable[Mapping[str, Any]] = (),
 ) -> Goodput:
     """The goodput of a job whose attempts held ``gpus`` GPUs during ``spans``; ``system``:
