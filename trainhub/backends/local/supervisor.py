@@ -228,7 +228,10 @@ class Supervisor:
             "state",
             state=JobState.RUNNING.value,
             attempt=attempt,
-            world_size=res.world_size,
+            # An elastic job's size now; resize events say each change.
+            world_size=len(self.group.workers) * res.ranks_per_worker
+            if self.group
+            else res.world_size,
             gpus=rec.assigned_gpus,
             **({"resume_from": resume} if resume else {}),
         )
