@@ -40,11 +40,11 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.report import print_table  # noqa: E402
 
 SLOTS = 3
-STEPS = 60
+STEPS = 300
 STEP_S = 0.3  # a step at 3 workers
-FILLER_S = 30.0
-URGENT_AT = 20.0
-URGENT_S = 20.0
+FILLER_S = 60.0
+URGENT_AT = 40.0
+URGENT_S = 60.0
 TARGET = 1.2
 
 TRAIN = textwrap.dedent(f"""

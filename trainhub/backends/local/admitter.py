@@ -159,7 +159,8 @@ class Admitter:
         free = self.free()  # once per page, not once per job
         for r in queued:
             ahead = self.store.jobs_ahead(r)
-            out[r.id] = (wait_reason(demand_of(r), free, ahead), ahead)
+            need = demand_of(r, r.spec.resources.fewest_workers)  # an elastic job's MIN
+            out[r.id] = (wait_reason(need, free, ahead), ahead)
         return out
 
     # --- admission ------------------------------------------------------------------------
