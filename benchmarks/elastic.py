@@ -18,7 +18,10 @@ the first submit to the last end. Target: the fixed job's completion time / the 
 (b) From the elastic run: for each membership change, the seconds between the last step
 before it and the first step after it, less one step at the new size: seconds lost.
 
-    python benchmarks/elastic.py
+    python benchmarks/elastic.py [SCALE]
+
+SCALE (default 2) multiplies the trace's times and the job's steps: how long the job is
+against what one membership change costs decides how much sooner the elastic job ends.
 """
 
 from __future__ import annotations
@@ -40,14 +43,14 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.report import print_table  # noqa: E402
 
 SLOTS = 3
-STEPS = 300
+STEPS = 300  # x scale
 STEP_S = 0.3  # a step at 3 workers
-FILLER_S = 60.0
+FILLER_S = 60.0  # x scale, as the two below
 URGENT_AT = 40.0
 URGENT_S = 60.0
 TARGET = 1.2
 
-TRAIN = textwrap.dedent(f"""
+TRAIN = textwrap.dedent("""
     import json, os, pathlib, time
     import torch, torch.distributed as dist
     import trainhub.checkpoint as ckpt
@@ -59,15 +62,15 @@ TRAIN = textwrap.dedent(f"""
     if start:
         w = ckpt.load()["w"]
     log = pathlib.Path(os.environ["TRAINHUB_JOB_DIR"]) / "steps.jsonl"
-    for step in range(start, {STEPS}):
-        time.sleep({STEP_S} * 3 / world)  # this rank's share of the step's work
+    for step in range(start, int(os.environ["STEPS"])):
+        time.sleep(float(os.environ["STEP_S"]) * 3 / world)  # this rank's share of the work
         grad = torch.ones(4)
         dist.all_reduce(grad)
         w = w - 0.01 * grad
-        ckpt.save({{"w": w}}, step)
+        ckpt.save({"w": w}, step)
         if rank == 0:
             with open(log, "a") as f:
-                f.write(json.dumps({{"t": time.time(), "step": step, "world": world}}) + "\\n")
+                f.write(json.dumps({"t": time.time(), "step": step, "world": world}) + "\\n")
 """)
 HOLD = "import os, time\ntime.sleep(float(os.environ['HOLD_SECONDS']))\n"
 
@@ -111,15 +114,32 @@ class Machine:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def play(root: Path, workers: str) -> dict:
-    """The trace with the job under test asking for ``workers``."""
+def play(root: Path, workers: str, scale: float) -> dict:
+    """The trace, its times and the job's steps times ``scale``, with the job under test
+    asking for ``workers``."""
     m = Machine(root)
     t0 = time.time()
-    m.submit("hold.py", "--env", f"HOLD_SECONDS={FILLER_S}", "--name", "filler")
-    job = m.submit("train.py", "--workers", workers, "--name", "under-test")
-    time.sleep(max(0.0, t0 + URGENT_AT - time.time()))
+    m.submit("hold.py", "--env", f"HOLD_SECONDS={FILLER_S * scale}", "--name", "filler")
+    job = m.submit(
+        "train.py",
+        "--workers",
+        workers,
+        "--name",
+        "under-test",
+        "--env",
+        f"STEPS={int(STEPS * scale)}",
+        "--env",
+        f"STEP_S={STEP_S}",
+    )
+    time.sleep(max(0.0, t0 + URGENT_AT * scale - time.time()))
     urgent = m.submit(
-        "hold.py", "--priority", "high", "--env", f"HOLD_SECONDS={URGENT_S}", "--name", "urgent"
+        "hold.py",
+        "--priority",
+        "high",
+        "--env",
+        f"HOLD_SECONDS={URGENT_S * scale}",
+        "--name",
+        "urgent",
     )
     ended = json.loads(m.cli("wait", job, urgent, "--timeout", "900", "--json"))
     if any(j["state"] != "succeeded" for j in ended):
@@ -166,14 +186,16 @@ def change_costs(steps: list[dict]) -> list[float]:
     return costs
 
 
-def run() -> list[dict]:
+def run(scale: float = 2.0) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="trainhub-bench-elastic-") as tmp:
-        elastic = play(Path(tmp) / "elastic", "1:3")
-        fixed = play(Path(tmp) / "fixed", "3")
+        elastic = play(Path(tmp) / "elastic", "1:3", scale)
+        fixed = play(Path(tmp) / "fixed", "3", scale)
     costs = elastic["changes"]
+    work = STEPS * scale * STEP_S
     return [
         {
-            "benchmark": "(a) completion time under churn (same trace), elastic 1:3 vs fixed 3",
+            "benchmark": f"(a) completion under churn, {work:.0f} s of work at 3 workers: "
+            "elastic 1:3 vs fixed 3",
             "trainhub": f"elastic {elastic['completion_s']:.1f} s",
             "peer": f"fixed {fixed['completion_s']:.1f} s",
             "ratio": f"{fixed['completion_s'] / elastic['completion_s']:.2f}x sooner",
@@ -197,4 +219,4 @@ def run() -> list[dict]:
 
 
 if __name__ == "__main__":
-    print_table("elastic", run())
+    print_table("elastic", run(float(sys.argv[1]) if len(sys.argv) > 1 else 2.0))
