@@ -41,6 +41,7 @@ SUITES = {
     "schedule_firing": ("benchmarks.schedule_firing", {}, {"schedules": 3, "minutes": 2}),
     "pipelines": ("benchmarks.pipelines", {}, {"repeats": 5, "rounds": 2}),
     "model_register": ("benchmarks.model_register", {}, {"repeats": 2}),
+    "elastic": ("benchmarks.elastic", {}, {}),
 }
 
 

@@ -45,7 +45,7 @@ def build_spec(
     args: list[str] | None = None,
     parameters: dict[str, Any] | None = None,
     allow_new_parameters: bool = False,
-    workers: int = 1,
+    workers: int | str = 1,  # "MIN:MAX" for an elastic job
     processes_per_worker: int | None = None,
     gpus_per_worker: int = 0,
     gpu_share: str | None = None,

@@ -5,6 +5,7 @@
  */
 import { cellLabel, formatDuration } from './format';
 import { ICheckpointInfo, IJobSpec, IScalarRecord, ITimelineEvent, IVerdict } from './models';
+import { workerText } from './specform';
 
 /** Scalars where smaller is better; every other scalar counts larger as better. */
 const SMALLER_IS_BETTER = /loss|err|perplexity|mse|mae|rmse|nll|wer|cer/i;
@@ -170,7 +171,7 @@ export function specRows(spec: IJobSpec): [string, string][] {
       'args',
       spec.source.kind === 'script' && spec.source.args?.length ? spec.source.args.join(' ') : null
     ],
-    ['workers', String(r.workers ?? 1)],
+    ['workers', workerText(r)],
     ['processes per worker', r.processes_per_worker ? String(r.processes_per_worker) : null],
     ['GPUs per worker', r.gpus_per_worker ? String(r.gpus_per_worker) : null],
     ['CPU', r.cpu ? String(r.cpu) : null],
@@ -272,6 +273,8 @@ export function describeEvent(e: ITimelineEvent): string {
       return `retry${f.delay ? ` in ${formatDuration(Number(f.delay))}` : ''}${
         f.reason ? `: ${String(f.reason)}` : ''
       }`;
+    case 'resize':
+      return String(f.reason ?? 'resized');
     case 'cancel_requested':
       return `cancel requested${f.reason ? `: ${String(f.reason)}` : ''}`;
     case 'suspend_requested':

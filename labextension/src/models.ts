@@ -67,7 +67,10 @@ export interface IScriptSource {
 }
 
 export interface IResources {
-  workers?: number;
+  /** An elastic job's most workers (MAX); a request may send "MIN:MAX". */
+  workers?: number | string;
+  /** An elastic job's fewest workers (MIN); null: a fixed size. */
+  min_workers?: number | null;
   processes_per_worker?: number | null;
   gpus_per_worker?: number;
   cpu?: number | null;

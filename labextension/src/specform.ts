@@ -6,6 +6,7 @@ import {
   IConfig,
   IFieldError,
   IJobSpec,
+  IResources,
   Priority
 } from './models';
 import { slugName } from './naming';
@@ -113,6 +114,12 @@ export function initialForm(
   };
 }
 
+/** The workers field of a job's resources: "3", or "1:3" for an elastic job. */
+export function workerText(res: IResources): string {
+  const most = String(res.workers ?? 1);
+  return res.min_workers ? `${res.min_workers}:${most}` : most;
+}
+
 /** A count as a number when it is one; otherwise the text, for the server to name the field. */
 function count(text: string): number | string {
   const t = text.trim();
@@ -184,7 +191,7 @@ export function formToSpec(
 const FIELD_OF_PATH: [RegExp, FormField][] = [
   [/^name$/, 'name'],
   [/^image$/, 'image'],
-  [/^resources\.workers$/, 'workers'],
+  [/^resources\.(min_)?workers$/, 'workers'],
   [/^resources\.processes_per_worker$/, 'processesPerWorker'],
   [/^resources\.gpus_per_worker$/, 'gpusPerWorker'],
   [/^resources\.cpu$/, 'cpuPerWorker'],
@@ -301,7 +308,7 @@ export function formFromSpec(
     ...base,
     name: '',
     image: spec.image ?? base.image,
-    workers: String(res.workers ?? 1),
+    workers: workerText(res),
     processesPerWorker:
       res.processes_per_worker !== null && res.processes_per_worker !== undefined
         ? String(res.processes_per_worker)

@@ -65,6 +65,7 @@ async def test_validation_errors_name_the_field(api: Any) -> None:
             "source",
         ),
         (spec(unknown=1), "unknown"),
+        (spec(resources={"workers": "3:2"}), "resources.min_workers"),  # elastic: MIN > MAX
     ]
     for body, field in cases:
         status, error, _ = await api("POST", "jobs", body=body)
@@ -97,6 +98,10 @@ async def test_dry_run_validates_without_creating(api: Any) -> None:
         body=spec(resources={"workers": 64, "processes_per_worker": 1}),
     )
     assert status == 403 and body["message"]
+    status, body, _ = await api(  # an elastic job whose MAX the machine could never hold
+        "POST", "jobs", params={"dry_run": "1"}, body=spec(resources={"workers": "1:64"})
+    )
+    assert status == 400 and body["errors"][0]["field"] == "resources.workers", body
     _, after, _ = await api("GET", "jobs")
     assert after["total"] == before["total"]
 

@@ -113,3 +113,43 @@ def test_parameters_must_be_identifiers_and_datasets_unique():
     )
     ds = [{"name": "imagenet", "path": "/a"}, {"name": "imagenet", "path": "/b"}]
     assert errors({**BASE, "datasets": ds})["datasets"] == "dataset name(s) used twice: imagenet"
+
+
+def test_workers_min_max_makes_an_elastic_job_and_fixed_sizes_stay_as_they_were():
+    res = parse_spec({**BASE, "resources": {"workers": "1:3"}}).resources
+    assert (res.min_workers, res.workers, res.elastic, res.worker_range) == (1, 3, True, "1:3")
+    assert res.fewest_workers == 1 and res.world_size == 3  # sized at MAX
+    same = parse_spec({**BASE, "resources": {"min_workers": 1, "workers": 3}}).resources
+    assert same == res
+    for fixed in ({"workers": 3}, {"workers": "3"}, {"workers": "3:3"}):
+        res = parse_spec({**BASE, "resources": fixed}).resources
+        assert (res.workers, res.min_workers, res.elastic, res.fewest_workers) == (
+            3,
+            None,
+            False,
+            3,
+        )
+    assert parse_spec(BASE).resources.model_dump()["min_workers"] is None
+
+
+def test_bad_worker_ranges_name_the_field():
+    def of(workers, **more):
+        return errors({**BASE, "resources": {"workers": workers, **more}})
+
+    assert (
+        of("4:3")["resources.min_workers"] == "4 is more than workers (3): MIN must be at most MAX"
+    )
+    assert "greater than or equal to 1" in of("0:3")["resources.min_workers"]
+    assert "less than or equal to 512" in of("1:999")["resources.workers"]
+    assert of("a:3")["resources.workers"] == "'a:3': use a whole number, or MIN:MAX such as 1:3"
+    assert "give one of them" in of("1:3", min_workers=2)["resources"]
+
+
+def test_the_request_schema_offers_min_max_and_answers_carry_numbers():
+    from trainhub.jobs.specparts import Resources
+
+    asked = Resources.model_json_schema()["properties"]["workers"]
+    assert [s["type"] for s in asked["anyOf"]] == ["integer", "string"]
+    assert Resources.model_json_schema(mode="serialization")["properties"]["workers"]["type"] == (
+        "integer"
+    )

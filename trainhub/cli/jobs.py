@@ -51,7 +51,7 @@ def _describe_text(job: DescribeJob) -> str:
         f"Job:        {job.id}",
         f"State:      {job.state.value}" + (f" (attempt {job.attempt})" if job.attempt else ""),
         f"Source:     {job.source}",
-        f"Resources:  {job.spec.resources.workers} worker(s) x "
+        f"Resources:  {job.spec.resources.worker_range} worker(s) x "
         f"{job.spec.resources.ranks_per_worker} "
         f"process(es), {job.gpus} GPU(s)" + (f" {job.assigned_gpus}" if job.assigned_gpus else ""),
         f"Priority:   {job.priority}",

@@ -6,6 +6,7 @@ announced on. :class:`trainhub.jobs.spec.JobSpec` puts them together.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -59,8 +60,25 @@ class Priority(StrEnum):
         return {"low": 0, "normal": 1, "high": 2}[self.value]
 
 
+# ``workers: "1:3"``, as torchrun's ``--nnodes MIN:MAX`` spells an elastic size.
+WORKER_RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
+
+
 class Resources(Model):
-    workers: int = Field(1, ge=1, le=512, description="Nodes (pods); one torchrun agent each")
+    workers: int = Field(
+        1,
+        ge=1,
+        le=512,
+        description="Nodes (pods); one torchrun agent each. An elastic job's most workers "
+        "(MAX); a request may send 'MIN:MAX' (e.g. '1:3'), which sets min_workers too",
+    )
+    min_workers: int | None = Field(
+        None,
+        ge=1,
+        le=512,
+        description="An elastic job's fewest workers (MIN): it starts once MIN fit, grows "
+        "toward workers as room frees up and shrinks down to MIN; None: a fixed size",
+    )
     processes_per_worker: int | None = Field(
         None, ge=1, le=64, description="Ranks per worker; defaults to GPUs per worker, or 1"
     )
@@ -78,6 +96,42 @@ class Resources(Model):
         # backend's bound (trainhub.jobs.placement), not only the parser's refusal.
         json_schema_extra={"pattern": QUANTITY.pattern},
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _worker_range(cls, value: Any) -> Any:
+        """``workers: "MIN:MAX"`` is ``min_workers: MIN, workers: MAX``."""
+        if not isinstance(value, dict) or not isinstance(value.get("workers"), str):
+            return value
+        match = WORKER_RANGE.match(value["workers"])
+        if match is None:
+            return value  # a plain number, or the field's own refusal below
+        low, high = int(match[1]), int(match[2])
+        given = value.get("min_workers")
+        if given is not None and given != low:
+            raise ValueError(
+                f"workers {value['workers']!r} says min_workers {low}, but min_workers is "
+                f"{given}: give one of them"
+            )
+        return {**value, "workers": high, "min_workers": low}
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers_text(cls, v: Any) -> Any:
+        if isinstance(v, str) and ":" in v:  # MIN:MAX that _worker_range could not read
+            raise ValueError(f"{v!r}: use a whole number, or MIN:MAX such as 1:3")
+        return v
+
+    @field_validator("min_workers")
+    @classmethod
+    def _min_workers(cls, v: int | None, info: ValidationInfo) -> int | None:
+        most = info.data.get("workers")  # absent when workers was refused itself
+        if v is None or most is None:
+            return v
+        if v > most:
+            raise ValueError(f"{v} is more than workers ({most}): MIN must be at most MAX")
+        # MIN == MAX is a fixed size, kept exactly as a fixed-size job (torchrun's N:N).
+        return None if v == most else v
 
     @field_validator("memory")
     @classmethod
@@ -115,6 +169,36 @@ class Resources(Model):
     @property
     def total_gpus(self) -> int:
         return self.workers * self.gpus_per_worker
+
+    @property
+    def elastic(self) -> bool:
+        return self.min_workers is not None
+
+    @property
+    def fewest_workers(self) -> int:
+        """What the job needs to start: MIN for an elastic job, all its workers otherwise."""
+        return self.workers if self.min_workers is None else self.min_workers
+
+    @property
+    def worker_range(self) -> str:
+        """``"1:3"`` for an elastic job, ``"3"`` for a fixed one (torchrun's --nnodes)."""
+        return f"{self.min_workers}:{self.workers}" if self.elastic else str(self.workers)
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: Any, handler: GetJsonSchemaHandler) -> Any:
+        """What a request may send for workers: a number, or ``"MIN:MAX"``."""
+        schema = handler(core)
+        if handler.mode != "validation":
+            return schema
+        target = handler.resolve_ref_schema(schema)
+        number = target["properties"]["workers"]
+        spelled = {"type": "string", "pattern": WORKER_RANGE.pattern, "description": "MIN:MAX"}
+        outer = ("title", "default", "description")
+        target["properties"]["workers"] = {
+            "anyOf": [{k: v for k, v in number.items() if k not in outer}, spelled],
+            **{k: number[k] for k in outer if k in number},
+        }
+        return schema
 
     @property
     def memory_bytes(self) -> int | None:

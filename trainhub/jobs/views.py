@@ -29,6 +29,7 @@ TIMELINE_EVENTS = frozenset(
         "submitted",
         "state",
         "retry",
+        "resize",  # an elastic job's membership change, with its reason
         "verdict",
         "cancel_requested",
         "pip_install",

@@ -7,7 +7,8 @@ or FIFO counts as absent, and the row is then built from the record alone).
 - GPU-seconds allocated: ``gpus`` (a share of one GPU counts as its fraction: 0.25 for
   ``gpu_share: 1/4``) x the length of each attempt, from its ``running`` state
   event to the next state change (or the record's started/finished times when the
-  directory has none).
+  directory has none). An elastic job's GPUs change within an attempt: each stretch counts
+  the GPUs it held (:func:`sized_spans`, from its ``running`` and ``resize`` events).
 - GPU-seconds busy: each GPU sample stands for the sampling interval before it (the median
   gap between that GPU's samples) at its utilization, clipped to the attempts.
 - GPU-seconds wasted: the sampled GPU-seconds whose utilization was under the threshold.
@@ -116,6 +117,45 @@ def attempt_spans(
     return [(start, min(end, finished_at)) for start, end in spans if start < finished_at]
 
 
+def _held(event: Mapping[str, Any]) -> float | None:
+    """The GPUs an elastic job holds from ``event`` on: a resize's count, or the GPUs an
+    attempt started with."""
+    if event.get("type") == "resize" and isinstance(event.get("gpus"), int | float):
+        return float(event["gpus"])
+    if event.get("type") == "state" and event.get("state") == JobState.RUNNING.value:
+        gpus = event.get("gpus")
+        return float(len(gpus)) if isinstance(gpus, list) else None
+    return None
+
+
+def sized_spans(
+    events: Sequence[Mapping[str, Any]],
+    spans: Sequence[tuple[float, float]],
+    gpus: float,
+    *,
+    elastic: bool,
+) -> list[tuple[float, float, float]]:
+    """(start, end, GPUs) of each stretch of the attempts at one size: an elastic job's spans
+    cut at its membership changes (``resize`` events); ``gpus`` where no event says."""
+    if not elastic:
+        return [(s, e, gpus) for s, e in spans]  # a fixed size: as it always was
+    changes = sorted(
+        (float(e["time"]), held)
+        for e in events
+        if isinstance(e.get("time"), int | float) and (held := _held(e)) is not None
+    )
+    out = []
+    for start, end in spans:
+        size = next((g for t, g in reversed(changes) if t <= start + 1.0), gpus)
+        cut = start
+        for t, g in changes:
+            if start + 1.0 < t < end:  # the attempt's own running event is at its start
+                out.append((cut, t, size))
+                cut, size = t, g
+        out.append((cut, end, size))
+    return out
+
+
 def _interval(times: Sequence[float]) -> float:
     gaps = [b - a for a, b in pairwise(times) if b > a]
     return statistics.median(gaps) if gaps else DEFAULT_INTERVAL
@@ -198,12 +238,17 @@ def usage_row(
     events = list(events)
     spans = attempt_spans(events, record.started_at, end)
     system_samples = list(system_samples)
+    res = record.spec.resources
     gpus = held_gpus(record)
-    good = goodput(spans, events, scalars, gpus, system_samples)
+    sized = sized_spans(events, spans, gpus, elastic=res.elastic)
     allocated_each = sum(e - s for s, e in spans)
-    allocated = gpus * allocated_each
+    allocated = sum((e - s) * g for s, e, g in sized)
+    # A membership change restarts every rank: its start-up and redone steps count as those of
+    # a new attempt; the parts' GPU-seconds at the job's mean size.
+    mean = allocated / allocated_each if allocated_each > 0 else gpus
+    good = goodput([(s, e) for s, e, _ in sized], events, scalars, mean, system_samples)
     # A share's samples are of the whole GPU it is on: its part of them is its fraction.
-    part = gpus if record.spec.resources.gpu_share else 1.0
+    part = gpus if res.gpu_share else 1.0
     busy, waste, sampled = (
         (x * part for x in gpu_seconds(gpu_samples, spans, threshold_pct))
         if gpus

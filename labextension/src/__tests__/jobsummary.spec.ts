@@ -2,13 +2,14 @@ import {
   bestCheckpoint,
   cellsDone,
   dedupeTimeline,
+  describeEvent,
   failureNotice,
   latestStep,
   parameterRows,
   specRows,
   summarizeScalars
 } from '../jobsummary';
-import { ICheckpointInfo, IScalarRecord } from '../models';
+import { ICheckpointInfo, IScalarRecord, ITimelineEvent } from '../models';
 
 const scalar = (name: string, step: number, value: number, attempt = 0): IScalarRecord => ({
   time: step,
@@ -173,5 +174,17 @@ describe('failureNotice', () => {
       })
     ).toBe('Job train failed in rank 1: rank 1 was killed by SIGKILL');
     expect(failureNotice('train', null)).toBe('Job train failed.');
+  });
+});
+
+describe('describeEvent', () => {
+  it("says an elastic job's membership change with its reason", () => {
+    const e = {
+      time: 1,
+      type: 'resize',
+      workers: 2,
+      reason: 'shrank to 2 workers: worker 2 preempted by job urgent'
+    } as ITimelineEvent;
+    expect(describeEvent(e)).toBe('shrank to 2 workers: worker 2 preempted by job urgent');
   });
 });

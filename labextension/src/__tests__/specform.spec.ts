@@ -1,6 +1,13 @@
 import { IConfig } from '../models';
 import { IParameter } from '../parameters';
-import { datasetNames, defaultJobName, errorsByField, formToSpec, initialForm } from '../specform';
+import {
+  datasetNames,
+  defaultJobName,
+  errorsByField,
+  formToSpec,
+  initialForm,
+  workerText
+} from '../specform';
 
 const localConfig: IConfig = {
   backend: 'local',
@@ -37,6 +44,17 @@ describe('defaultJobName', () => {
 });
 
 describe('formToSpec', () => {
+  it('sends MIN:MAX workers as typed, and shows an elastic job as MIN:MAX again', () => {
+    const form = initialForm('a/b.ipynb', clusterConfig, []);
+    form.workers = ' 1:3 ';
+    expect(formToSpec(form, clusterConfig).resources?.workers).toBe('1:3');
+    expect(workerText({ workers: 3, min_workers: 1 })).toBe('1:3');
+    expect(workerText({ workers: 3, min_workers: null })).toBe('3');
+    expect(errorsByField([{ field: 'resources.min_workers', message: 'MIN > MAX' }])).toEqual({
+      workers: ['MIN > MAX']
+    });
+  });
+
   it('sends changed parameters only, typed, and the local resources', () => {
     const form = initialForm('examples/train_ddp.ipynb', localConfig, params, [2, 0]);
     form.processesPerWorker = '2';

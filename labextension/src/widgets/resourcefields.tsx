@@ -117,8 +117,13 @@ export function ResourceFields(props: {
         </Row>
       ) : null}
       {has(config, 'multi_node') && limits.max_workers > 1 ? (
-        <Row label="Workers (nodes)" field="workers" errors={errors}>
-          {number('workers', limits.max_workers, 1)}
+        <Row
+          label="Workers (nodes)"
+          field="workers"
+          errors={errors}
+          hint={`a number, or MIN:MAX (e.g. 1:${limits.max_workers}) for an elastic job that starts with MIN and grows toward MAX`}
+        >
+          {input('workers', { inputMode: 'numeric', placeholder: '1' })}
         </Row>
       ) : null}
       <Row label="Processes per worker" field="processesPerWorker" errors={errors}>

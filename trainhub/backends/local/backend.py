@@ -135,7 +135,15 @@ class LocalBackend(Backend):
         if record.team is None and settings.team():
             record = record.model_copy(update={"team": settings.team()})
         # Kept for the first attempt, which may start long after, from another process.
-        local = LocalJob(slots=demand_of(record).slots, starts_from=placement.resume_from)
+        # An elastic job asks for its MIN workers until admitted (backends/local/elastic.py).
+        res = record.spec.resources
+        start = demand_of(record, res.fewest_workers)
+        local = LocalJob(
+            slots=start.slots,
+            starts_from=placement.resume_from,
+            workers=res.min_workers,
+            start_gpus=start.gpus if res.elastic else None,
+        )
         with self.store.transaction() as conn:
             record = self.store.insert(conn, record, local)
             admitted = self.admitter.admit(conn)
@@ -237,9 +245,7 @@ class LocalBackend(Backend):
                 suspended_step=None,  # the timeline keeps it (resume_step)
                 admitted_at=None,
             )
-            self.store.update_local(
-                conn, job_id, supervisor_pid=None, supervisor_start=None, process_groups=[]
-            )
+            self.admitter.requeued(conn, record)
         JobDir(record.job_dir).emit(
             "state",
             state=JobState.QUEUED.value,
@@ -356,9 +362,7 @@ class LocalBackend(Backend):
                     verdict=verdict.model_dump(),
                     assigned_gpus=[],
                 )
-                self.store.update_local(
-                    conn, record.id, supervisor_pid=None, supervisor_start=None, process_groups=[]
-                )
+                self.admitter.requeued(conn, record)
             else:
                 state = JobState.CANCELLED if record.cancel_requested else JobState.FAILED
                 self.store.update(

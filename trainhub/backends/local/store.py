@@ -156,8 +156,8 @@ class Store:
         cur = conn.execute(f"INSERT INTO jobs ({cols}) VALUES ({marks})", data)
         conn.execute(
             "INSERT INTO local_jobs"
-            " (job_id, slots, supervisor_pid, supervisor_start, process_groups, starts_from)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            " (job_id, slots, supervisor_pid, supervisor_start, process_groups, starts_from,"
+            " workers, start_gpus) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             local_row(record.id, local),
         )
         return record.model_copy(update={"seq": cur.lastrowid})
@@ -261,7 +261,8 @@ class Store:
         with thousands of jobs waiting.
         """
         sql = (
-            "SELECT jobs.id, jobs.priority, jobs.seq, jobs.gpus, IFNULL(local_jobs.slots, 0)"
+            "SELECT jobs.id, jobs.priority, jobs.seq, IFNULL(local_jobs.start_gpus, jobs.gpus),"
+            " IFNULL(local_jobs.slots, 0)"
             f" FROM jobs{_WITH_LOCAL} WHERE jobs.state = 'queued'"
         )
         args: list[Any] = []

@@ -31,6 +31,11 @@ class LocalJob:
     supervisor_start: float | None = None  # the supervisor's create time: pids are reused
     process_groups: tuple[int, ...] = ()
     starts_from: str | None = None
+    # An elastic job's grant (None for a fixed size): the workers it may run now (queued: MIN),
+    # the GPUs it asks to start with, and why the grant last changed (its supervisor's event).
+    workers: int | None = None
+    start_gpus: int | None = None
+    resize_reason: str | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> LocalJob:
@@ -40,6 +45,9 @@ class LocalJob:
             supervisor_start=row["supervisor_start"],
             process_groups=tuple(json.loads(row["process_groups"] or "[]")),
             starts_from=row["starts_from"],
+            workers=row["workers"],
+            start_gpus=row["start_gpus"],
+            resize_reason=row["resize_reason"],
         )
 
 
@@ -90,7 +98,7 @@ def job_fields(fields: dict[str, Any]) -> dict[str, Any]:
 
 def local_row(job_id: str, local: LocalJob) -> tuple[Any, ...]:
     """The ``local_jobs`` row of a new job: (job_id, slots, supervisor_pid, supervisor_start,
-    process_groups, starts_from)."""
+    process_groups, starts_from, workers, start_gpus)."""
     return (
         job_id,
         local.slots,
@@ -98,6 +106,8 @@ def local_row(job_id: str, local: LocalJob) -> tuple[Any, ...]:
         local.supervisor_start,
         json.dumps(list(local.process_groups)),
         local.starts_from,
+        local.workers,
+        local.start_gpus,
     )
 
 

@@ -84,7 +84,12 @@ _ADDED_COLUMNS = {
 }
 
 # Columns added to ``local_jobs`` since it was first written.
-_ADDED_LOCAL_COLUMNS = {"starts_from": "TEXT"}
+_ADDED_LOCAL_COLUMNS = {
+    "starts_from": "TEXT",
+    "workers": "INTEGER",
+    "start_gpus": "INTEGER",
+    "resize_reason": "TEXT",
+}
 
 # Databases written before ``local_jobs`` existed kept these columns in ``jobs``.
 _MOVED_TO_LOCAL_JOBS = ("slots", "supervisor_pid", "supervisor_start", "process_groups")

@@ -20,6 +20,7 @@ from pathlib import Path
 from trainhub import settings
 from trainhub.backends.local import processes
 from trainhub.backends.local.admitter import Admitter
+from trainhub.backends.local.elastic_group import ElasticGroup
 from trainhub.backends.local.ending import announce, record_ending, record_suspension
 from trainhub.backends.local.pip_install import install_job_requirements
 from trainhub.backends.local.plan import attempt_plan, resume_source_of, starts_from
@@ -78,6 +79,7 @@ class Supervisor:
         # This attempt's torchrun agents (or the rank of a one-process job).
         self.agents: list[subprocess.Popen[bytes]] = []
         self.sampler = None  # started once the first ranks are on their way
+        self.group: ElasticGroup | None = None  # an elastic job's agents, this attempt
 
     # --- signals ------------------------------------------------------------------------
     def _on_term(self, signum, frame) -> None:
@@ -153,10 +155,12 @@ class Supervisor:
                 self.jobdir.emit("verdict", **verdict.model_dump(mode="json"))
         finally:
             processes.terminate_tree([a.pid for a in self.agents], grace=2)
+            if self.group is not None:
+                self.group.close()
             if self.sampler is not None:
                 self.sampler.stop()
         self._finish(verdict)
-        self.admitter.admit_and_launch()
+        self.admitter.admit_and_launch(freed_by=f"job {self.record.id}")
         return 0
 
     def _start_sampler(self):
@@ -193,7 +197,14 @@ class Supervisor:
             )
         )
         oom_before = oom_kill_count()
-        if ready is None:
+        if res.elastic:  # its rendezvous store and agents, as many as granted
+            if self.group is not None:
+                self.group.close()
+            _, resume = attempt_plan(self.store, rec, python=sys.executable, env=os.environ)
+            group = ElasticGroup(self.store, self.admitter, rec, self.jobdir, resume, os.environ)
+            self.group = group
+            ready = self.group.start()
+        elif ready is None:
             plan, resume = attempt_plan(self.store, rec, python=sys.executable, env=os.environ)
             ready = start_plan(str(self.jobdir.root), plan)
         else:  # started by the launcher from the admitting process's plan
@@ -211,11 +222,16 @@ class Supervisor:
             )
             self.store.update_local(conn, rec.id, process_groups=[a.pid for a in self.agents])
         self.record = self.store.get(rec.id)  # type: ignore[assignment]
+        if res.elastic:  # running: it may grow into what is free now
+            self.admitter.admit_and_launch(freed_by=None)
         self.jobdir.emit(
             "state",
             state=JobState.RUNNING.value,
             attempt=attempt,
-            world_size=res.world_size,
+            # An elastic job's size now; resize events say each change.
+            world_size=len(self.group.workers) * res.ranks_per_worker
+            if self.group
+            else res.world_size,
             gpus=rec.assigned_gpus,
             **({"resume_from": resume} if resume else {}),
         )
@@ -225,6 +241,10 @@ class Supervisor:
             grace = SUSPEND_GRACE_SECONDS if self._suspending() else CANCEL_GRACE_SECONDS
             processes.terminate_tree([a.pid for a in self.agents], grace=grace)
 
+        if res.elastic and not any(exit_codes) and self.stop_reason is None:
+            # The group's last ranks ended their run; reports of ranks stopped by a
+            # membership change earlier in the attempt are not its ending.
+            return None
         agent_log = self._read_from(self.jobdir.supervisor_log, log_offset)
         single = res.world_size == 1
         exits = torchrun_root_causes(agent_log) or [
@@ -244,6 +264,13 @@ class Supervisor:
         return verdict
 
     def _wait_for_agents(self, started: float) -> list[int]:
+        while self.group is not None and not self.stop_event.is_set():
+            codes = self.group.step()
+            self.agents = self.group.agents
+            if codes is not None:
+                return codes
+            self._check_deadline(started)
+            self.stop_event.wait(POLL_SECONDS)
         while not self.stop_event.is_set():
             codes = [a.poll() for a in self.agents]
             if all(c is not None for c in codes):

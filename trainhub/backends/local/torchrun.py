@@ -16,6 +16,17 @@ from trainhub.jobs.environment import (
 )
 from trainhub.jobs.spec import JobSpec
 
+# An elastic job's agents: the store is hosted by trainhub (rendezvous.py), so any agent may
+# leave; a dead agent is dropped after 5 missed one-second heartbeats; a round waits 1 s past
+# MIN for more agents (torchrun's defaults: a store in the first agent, 15 s, 30 s).
+ELASTIC_RDZV_CONF = (
+    "is_host=false,join_timeout=600,last_call_timeout=1,keep_alive_interval=1,"
+    "keep_alive_max_attempt=5"
+)
+# Without it, an agent that becomes rank 0 of a later round never publishes the master
+# address of that round (it keeps the one it shared before), and the others wait forever.
+ELASTIC_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+
 
 def torchrun_argv(
     python: str,
@@ -26,17 +37,29 @@ def torchrun_argv(
     nproc_per_worker: int,
     master_port: int,
     run_id: str,
+    elastic: tuple[int, int] | None = None,
+    max_restarts: int = 0,
 ) -> list[str]:
-    """One torchrun agent per worker; all workers of a local job rendezvous on loopback."""
+    """One torchrun agent per worker; all workers of a local job rendezvous on loopback.
+    ``elastic``: (MIN, MAX), torchrun's ``--nnodes MIN:MAX`` with a c10d rendezvous whose
+    store trainhub hosts at ``master_port``; ``max_restarts``: restarts after a lost worker
+    (membership changes restart the workers without counting)."""
     argv = [
         python,
         "-m",
         "torch.distributed.run",
         f"--nproc-per-node={nproc_per_worker}",
-        "--max-restarts=0",
+        f"--max-restarts={max_restarts}",
         f"--rdzv-id={run_id}",
     ]
-    if workers == 1:
+    if elastic is not None:
+        argv += [
+            f"--nnodes={elastic[0]}:{elastic[1]}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint=127.0.0.1:{master_port}",
+            f"--rdzv-conf={ELASTIC_RDZV_CONF}",
+        ]
+    elif workers == 1:
         argv += ["--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{master_port}"]
     else:
         argv += [
@@ -88,6 +111,7 @@ def launch_plan(
     assigned_gpus: Sequence[int],
     port: int,
     resume_from: str | None,
+    workers: int | None = None,
 ) -> LaunchPlan:
     """argv and environment of each process to start for one attempt; each starts with the
     job's read-only datasets behind read-only mounts (:mod:`~trainhub.backends.local.readonly`)."""
@@ -95,8 +119,26 @@ def launch_plan(
     run_id = f"{job_id}-{attempt}"
     datasets = {d.name: d.path for d in spec.datasets if d.path is not None}
     read_only = [d.path for d in spec.datasets if d.path is not None and d.read_only]
-    slices = gpu_slices(assigned_gpus, res.workers, res.gpus_per_worker)
     plan = LaunchPlan(agents=[])
+    if res.elastic:  # as many agents as granted; the supervisor adds and stops more
+        per = res.gpus_per_worker
+        for i in range(len(assigned_gpus) // per if per else workers or res.fewest_workers):
+            plan["agents"].append(
+                elastic_agent(
+                    python,
+                    base_env,
+                    spec,
+                    job_id=job_id,
+                    job_dir=job_dir,
+                    bundle=bundle,
+                    attempt=attempt,
+                    gpus=assigned_gpus[i * per : (i + 1) * per],
+                    port=port,
+                    resume_from=resume_from,
+                )
+            )
+        return plan
+    slices = gpu_slices(assigned_gpus, res.workers, res.gpus_per_worker)
     for node_rank in range(res.workers):
         env = rank_environment(
             base_env,
@@ -124,6 +166,49 @@ def launch_plan(
         )
         plan["agents"].append({"argv": wrap(python, job_dir, read_only, argv), "env": env})
     return plan
+
+
+def elastic_agent(
+    python: str,
+    base_env: Mapping[str, str],
+    spec: JobSpec,
+    *,
+    job_id: str,
+    job_dir: str,
+    bundle: str,
+    attempt: int,
+    gpus: Sequence[int],
+    port: int,
+    resume_from: str | None,
+) -> dict[str, Any]:
+    """argv and environment of one agent of an elastic job (the first ones, or one that joins
+    later: every agent is alike, torchrun's rendezvous gives each its ranks)."""
+    res = spec.resources
+    env = rank_environment(
+        base_env,
+        spec,
+        job_id=job_id,
+        job_dir=job_dir,
+        attempt=attempt,
+        gpus=gpus,
+        resume_from=resume_from,
+        dataset_paths={d.name: d.path for d in spec.datasets if d.path is not None},
+    )
+    env.update(ELASTIC_ENV)
+    argv = torchrun_argv(
+        python,
+        bundle,
+        workers=res.workers,
+        node_rank=0,
+        nproc_per_worker=res.ranks_per_worker,
+        master_port=port,
+        run_id=f"{job_id}-{attempt}",
+        elastic=(res.fewest_workers, res.workers),
+        # A lost worker restarts the others' ranks, as often as the job's retries allow.
+        max_restarts=spec.retry.preempted + spec.retry.infrastructure,
+    )
+    read_only = [d.path for d in spec.datasets if d.path is not None and d.read_only]
+    return {"argv": wrap(python, job_dir, read_only, argv), "env": env}
 
 
 def gpu_slices(assigned: Sequence[int], workers: int, per_worker: int) -> list[list[int]]:
