@@ -231,12 +231,21 @@ class Namespace:
 
 
 def by_owner(workloads: list[Obj]) -> dict[str, Obj]:
-    return {
-        o["uid"]: w
-        for w in workloads
-        for o in w["metadata"].get("ownerReferences") or []
-        if o.get("uid")
-    }
+    """Each Job's Workload. An elastic Job has one per slice (Kueue finishes the one a resize
+    replaced): its newest is the one that holds or waits for its quota."""
+    out: dict[str, Obj] = {}
+    for w in sorted(workloads, key=_slice_order):
+        for o in w["metadata"].get("ownerReferences") or []:
+            if o.get("uid"):
+                out[o["uid"]] = w
+    return out
+
+
+def _slice_order(workload: Obj) -> tuple[str, bool]:
+    """Oldest first; of two in one second, the replacement after the one it replaces."""
+    meta = workload["metadata"]
+    replaces = "kueue.x-k8s.io/workload-slice-replacement-for" in (meta.get("annotations") or {})
+    return meta.get("creationTimestamp") or "", replaces
 
 
 def events_by_object(events: list[Obj]) -> dict[str, list[Obj]]:

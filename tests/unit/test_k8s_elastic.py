@@ -1,0 +1,101 @@
+"""What size an elastic Job should run at next (trainhub.backends.kubernetes.elastic), from
+objects as the API server and Kueue write them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.unit.test_k8s_manifests import TEAMS, record
+from trainhub.backends.kubernetes import elastic, manifests
+
+GPU = "nvidia.com/gpu"
+
+
+def job(size: int = 1, **spec: Any) -> dict[str, Any]:
+    rec = record(resources={"workers": "1:3", "gpus_per_worker": 4}, **spec)
+    j = manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="i")
+    j["metadata"]["uid"] = "u1"
+    j["spec"].update(parallelism=size, completions=size, suspend=False)
+    return j
+
+
+def workload(workers: int, *, admitted: bool = True, priority: int = 10, owner: str = "x") -> dict:
+    conditions = [{"type": "QuotaReserved", "status": "True" if admitted else "False"}]
+    template = {"spec": {"containers": [{"resources": {"requests": {GPU: "4"}}}]}}
+    status: dict[str, Any] = {"conditions": conditions}
+    if admitted:
+        flavors = {GPU: "a100", "cpu": "a100"}
+        status["admission"] = {"podSetAssignments": [{"count": workers, "flavors": flavors}]}
+    return {
+        "metadata": {"name": f"job-{owner}", "ownerReferences": [{"name": owner, "uid": owner}]},
+        "spec": {"priority": priority, "podSets": [{"count": workers, "template": template}]},
+        "status": status,
+    }
+
+
+def queue(used_gpus: int, nominal: int = 12) -> dict:
+    resources = [{"name": GPU, "nominalQuota": str(nominal)}]
+    return {
+        "spec": {"resourceGroups": [{"flavors": [{"name": "a100", "resources": resources}]}]},
+        "status": {
+            "flavorsReservation": [
+                {"name": "a100", "resources": [{"name": GPU, "total": str(used_gpus)}]}
+            ]
+        },
+    }
+
+
+def test_grows_by_what_the_free_quota_holds_up_to_max() -> None:
+    assert elastic.next_size(job(1), [], workload(1), [], queue(4)).workers == 3
+    assert elastic.next_size(job(1), [], workload(1), [], queue(8)).workers == 2
+    assert elastic.next_size(job(1), [], workload(1), [], queue(10)) is None  # 2 GPUs: no worker
+    assert elastic.next_size(job(3), [], workload(3), [], queue(0)) is None  # at MAX
+
+
+def test_waits_for_its_larger_slice_and_lets_waiting_jobs_go_first() -> None:
+    # parallelism 2 asked, 1 admitted: Kueue's replacement slice waits; no second resize
+    assert elastic.next_size(job(2), [], workload(1), [], queue(4)) is None
+    waiting_peer = workload(1, admitted=False, priority=10, owner="peer")
+    assert elastic.next_size(job(1), [], workload(1), [waiting_peer], queue(4)) is None
+
+
+def test_shrinks_by_what_a_waiting_higher_priority_job_lacks() -> None:
+    high = workload(2, admitted=False, priority=100, owner="urgent")  # 8 GPUs
+    change = elastic.next_size(job(3), [], workload(3), [high], queue(12, nominal=16))
+    assert change is not None and change.workers == 2 and "urgent" in change.reason
+    # never below MIN, and a lower-priority waiter takes nothing
+    assert elastic.next_size(job(1), [], workload(1), [high], queue(12)) is None
+    low = workload(2, admitted=False, priority=1, owner="later")
+    assert elastic.next_size(job(3), [], workload(3), [low], queue(12)) is None
+
+
+def test_shrinks_by_a_worker_whose_pod_cannot_be_placed_again() -> None:
+    stuck = {
+        "metadata": {"annotations": {elastic.INDEX: "2"}},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+        },
+    }
+    change = elastic.next_size(job(3), [stuck], workload(3), [], queue(12))
+    assert change is not None and change.workers == 2 and "node lost" in change.reason
+
+
+def test_a_queued_job_asks_only_for_what_fits() -> None:
+    queued = job(3)
+    queued["spec"]["suspend"] = True
+    pending = workload(3, admitted=False)
+    change = elastic.next_size(queued, [], pending, [], queue(8), flavor="a100")
+    assert change is not None and change.workers == 1
+    assert elastic.next_size(job(1), [], None, [], queue(0)) is None  # fixed point
+
+
+def test_membership_events_name_each_change() -> None:
+    assert elastic.membership_event(None, 1, None) == {
+        "workers": 1,
+        "previous": None,
+        "reason": "admitted",
+    }
+    assert elastic.membership_event(1, 1, "x") is None
+    assert elastic.membership_event(1, 3, "room")["reason"] == "room"
+    assert elastic.membership_event(3, None, None) is None
