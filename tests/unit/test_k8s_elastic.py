@@ -33,40 +33,37 @@ def workload(workers: int, *, admitted: bool = True, priority: int = 10, owner: 
     }
 
 
-def queue(used_gpus: int, nominal: int = 12) -> dict:
+def queue(nominal: int = 12) -> dict:
     resources = [{"name": GPU, "nominalQuota": str(nominal)}]
-    return {
-        "spec": {"resourceGroups": [{"flavors": [{"name": "a100", "resources": resources}]}]},
-        "status": {
-            "flavorsReservation": [
-                {"name": "a100", "resources": [{"name": GPU, "total": str(used_gpus)}]}
-            ]
-        },
-    }
+    return {"spec": {"resourceGroups": [{"flavors": [{"name": "a100", "resources": resources}]}]}}
 
 
 def test_grows_by_what_the_free_quota_holds_up_to_max() -> None:
-    assert elastic.next_size(job(1), [], workload(1), [], queue(4)).workers == 3
-    assert elastic.next_size(job(1), [], workload(1), [], queue(8)).workers == 2
-    assert elastic.next_size(job(1), [], workload(1), [], queue(10)) is None  # 2 GPUs: no worker
-    assert elastic.next_size(job(3), [], workload(3), [], queue(0)) is None  # at MAX
+    assert elastic.next_size(job(1), [], workload(1), [], queue()).workers == 3
+    blocker = workload(1, owner="blocker")  # 4 GPUs of 12
+    assert elastic.next_size(job(1), [], workload(1), [blocker], queue()).workers == 2
+    assert elastic.next_size(job(1), [], workload(1), [blocker], queue(10)) is None  # 2 left
+    assert elastic.next_size(job(3), [], workload(3), [], queue(16)) is None  # at MAX
 
 
-def test_waits_for_its_larger_slice_and_lets_waiting_jobs_go_first() -> None:
+def test_one_resize_at_a_time_and_waiting_jobs_go_first() -> None:
     # parallelism 2 asked, 1 admitted: Kueue's replacement slice waits; no second resize
-    assert elastic.next_size(job(2), [], workload(1), [], queue(4)) is None
+    assert elastic.next_size(job(2), [], workload(1), [], queue()) is None
+    # parallelism 2, 3 still recorded: Kueue has yet to record the shrink
+    high = workload(2, admitted=False, priority=100, owner="urgent")
+    assert elastic.next_size(job(2), [], workload(3), [high], queue()) is None
     waiting_peer = workload(1, admitted=False, priority=10, owner="peer")
-    assert elastic.next_size(job(1), [], workload(1), [waiting_peer], queue(4)) is None
+    assert elastic.next_size(job(1), [], workload(1), [waiting_peer], queue()) is None
 
 
 def test_shrinks_by_what_a_waiting_higher_priority_job_lacks() -> None:
-    high = workload(2, admitted=False, priority=100, owner="urgent")  # 8 GPUs
-    change = elastic.next_size(job(3), [], workload(3), [high], queue(12, nominal=16))
+    high = workload(2, admitted=False, priority=100, owner="urgent")  # 8 GPUs, 4 free
+    change = elastic.next_size(job(3), [], workload(3), [high], queue(16))
     assert change is not None and change.workers == 2 and "urgent" in change.reason
     # never below MIN, and a lower-priority waiter takes nothing
-    assert elastic.next_size(job(1), [], workload(1), [high], queue(12)) is None
+    assert elastic.next_size(job(1), [], workload(1), [high], queue(4)) is None
     low = workload(2, admitted=False, priority=1, owner="later")
-    assert elastic.next_size(job(3), [], workload(3), [low], queue(12)) is None
+    assert elastic.next_size(job(3), [], workload(3), [low], queue()) is None
 
 
 def test_shrinks_by_a_worker_whose_pod_cannot_be_placed_again() -> None:
@@ -77,17 +74,17 @@ def test_shrinks_by_a_worker_whose_pod_cannot_be_placed_again() -> None:
             "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
         },
     }
-    change = elastic.next_size(job(3), [stuck], workload(3), [], queue(12))
+    change = elastic.next_size(job(3), [stuck], workload(3), [], queue())
     assert change is not None and change.workers == 2 and "node lost" in change.reason
 
 
 def test_a_queued_job_asks_only_for_what_fits() -> None:
     queued = job(3)
     queued["spec"]["suspend"] = True
-    pending = workload(3, admitted=False)
-    change = elastic.next_size(queued, [], pending, [], queue(8), flavor="a100")
+    pending, blocker = workload(3, admitted=False), workload(2, owner="blocker")
+    change = elastic.next_size(queued, [], pending, [blocker], queue(), flavor="a100")
     assert change is not None and change.workers == 1
-    assert elastic.next_size(job(1), [], None, [], queue(0)) is None  # fixed point
+    assert elastic.next_size(job(1), [], None, [], queue()) is None  # fixed point
 
 
 def test_membership_events_name_each_change() -> None:

@@ -180,6 +180,33 @@ def cpu_seconds(
     return total
 
 
+def allocated_gpu_seconds(
+    events: Sequence[Mapping[str, Any]],
+    spans: Sequence[tuple[float, float]],
+    gpus: int,
+    gpus_per_worker: int,
+) -> float:
+    """GPU-seconds the job held. An elastic job's ``workers`` events (one per membership
+    change, with the workers it holds from then on) count each size for its own time; a job
+    without them held ``gpus`` throughout its attempt spans."""
+    changes = sorted(
+        (float(e["time"]), int(e["workers"]))
+        for e in events
+        if e.get("type") == "workers" and isinstance(e.get("workers"), int) and "time" in e
+    )
+    if not changes:
+        return gpus * sum(end - start for start, end in spans)
+
+    def size_at(t: float) -> int:  # before the first change: the size it was admitted at
+        return next((n for when, n in reversed(changes) if when <= t), changes[0][1])
+
+    total = 0.0
+    for start, end in spans:
+        points = [start, *(t for t, _ in changes if start < t < end), end]
+        total += sum(size_at(a) * (b - a) for a, b in pairwise(points))
+    return total * gpus_per_worker
+
+
 def usage_row(
     record: JobRecord,
     events: Iterable[Mapping[str, Any]] = (),
@@ -197,8 +224,9 @@ def usage_row(
     spans = attempt_spans(events, record.started_at, end)
     system_samples = list(system_samples)
     good = goodput(spans, events, scalars, record.gpus, system_samples)
-    allocated_each = sum(e - s for s, e in spans)
-    allocated = record.gpus * allocated_each
+    allocated = allocated_gpu_seconds(
+        events, spans, record.gpus, record.spec.resources.gpus_per_worker
+    )
     busy, waste, sampled = (
         gpu_seconds(gpu_samples, spans, threshold_pct) if record.gpus else (0.0, 0.0, 0.0)
     )

@@ -54,11 +54,11 @@ def size(job: Obj) -> int:
 
 
 def admitted_workers(workload: Obj | None) -> int | None:
-    """Workers the Workload holds quota for now; None when it holds none."""
+    """Workers the Workload holds quota for now; None when it holds none. Its pod sets' counts:
+    Kueue records a scale-down there in place (the admission keeps the size it admitted)."""
     if workload is None or not is_true(workload, "QuotaReserved") or is_true(workload, "Finished"):
         return None
-    assignments = workload.get("status", {}).get("admission", {}).get("podSetAssignments") or []
-    return sum(int(a.get("count") or 0) for a in assignments)
+    return sum(int(ps.get("count") or 0) for ps in workload.get("spec", {}).get("podSets") or [])
 
 
 def _resource(job: Obj) -> str:
@@ -98,14 +98,21 @@ def _priority(workload: Obj | None) -> int:
     return int((workload or {}).get("spec", {}).get("priority") or 0)
 
 
-def free_quota(cq: Obj | None, flavor: str | None, resource: str) -> float:
-    """The queue's nominal quota of ``resource`` in ``flavor`` not reserved yet (0 unknown)."""
+def free_quota(cq: Obj | None, flavor: str | None, resource: str, workloads: list[Obj]) -> float:
+    """The queue's nominal quota of ``resource`` in ``flavor`` that none of the namespace's
+    ``workloads`` (the queue's: one team, one namespace) holds. Counted from the Workloads, not
+    the queue's status, which lags a resize Kueue already recorded; 0 when unknown."""
     if flavor is None:
         return 0.0
-    used, nominal = quota_figures(cq, flavor, resource)
+    _, nominal = quota_figures(cq, flavor, resource)
     if nominal is None:
         return 0.0
-    return float(parse_api_quantity(nominal) - parse_api_quantity(used or "0"))
+    held = sum(
+        _asks(w, resource)
+        for w in workloads
+        if admitted_workers(w) is not None and flavor_of(w, resource) == flavor
+    )
+    return float(parse_api_quantity(nominal)) - held
 
 
 def flavor_of(workload: Obj | None, resource: str) -> str | None:
@@ -167,7 +174,8 @@ def next_size(
     held = admitted_workers(workload)
     mine = _priority(workload)
     ahead = [w for w in others if waiting(w)]
-    free = free_quota(cq, flavor_of(workload, resource) or flavor, resource)
+    flavor = flavor_of(workload, resource) or flavor
+    free = free_quota(cq, flavor, resource, [*others, *([workload] if workload else [])])
     if held is None:  # queued: ask for what fits now, so Kueue does not wait for more
         if not job.get("spec", {}).get("suspend") or workload is None or not waiting(workload):
             return None
@@ -175,6 +183,8 @@ def next_size(
         if fits < now:
             return Resize(fits, f"queued: {fits} worker(s) fit the team's free quota")
         return None
+    if now < held:
+        return None  # a shrink Kueue has yet to record: one resize at a time
     higher = [w for w in ahead if _priority(w) > mine]
     lacking = sum(_asks(w, resource) for w in higher) - free
     if lacking > 0 and held > low:
