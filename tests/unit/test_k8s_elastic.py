@@ -78,13 +78,11 @@ def test_shrinks_by_a_worker_whose_pod_cannot_be_placed_again() -> None:
     assert change is not None and change.workers == 2 and "node lost" in change.reason
 
 
-def test_a_queued_job_asks_only_for_what_fits() -> None:
+def test_a_queued_job_is_left_as_it_is() -> None:
     queued = job(3)
     queued["spec"]["suspend"] = True
-    pending, blocker = workload(3, admitted=False), workload(2, owner="blocker")
-    change = elastic.next_size(queued, [], pending, [blocker], queue(), flavor="a100")
-    assert change is not None and change.workers == 1
-    assert elastic.next_size(job(1), [], None, [], queue()) is None  # fixed point
+    assert elastic.next_size(queued, [], workload(3, admitted=False), [], queue()) is None
+    assert elastic.next_size(job(1), [], None, [], queue()) is None
 
 
 def test_membership_events_name_each_change() -> None:

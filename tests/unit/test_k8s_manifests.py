@@ -410,7 +410,7 @@ def test_elastic_job_starts_at_min_on_a_c10d_rendezvous() -> None:
     assert job["spec"]["parallelism"] == job["spec"]["completions"] == 1
     notes = job["metadata"]["annotations"]
     assert notes["kueue.x-k8s.io/elastic-job"] == "true"
-    assert notes["trainhub.io/workers"] == "1:3" and notes["trainhub.io/pool"] == "a100"
+    assert notes["trainhub.io/workers"] == "1:3"
     command = job["spec"]["template"]["spec"]["containers"][0]["command"]
     run = command[command.index("torchrun") :]
     assert "--nnodes=1:3" in run and "--rdzv-backend=c10d" in run

@@ -11,11 +11,11 @@ admitted Workload at once and frees its quota. The controller only chooses the s
   job of the same or higher priority waits for that room;
 - shrink, down to MIN, by what a waiting higher-priority job lacks, and by each worker whose
   pod cannot be placed again (its node lost);
-- a queued elastic job (evicted, or never admitted) asks only for what fits, at least MIN.
+- a queued elastic job is left as it is (see next_size).
 
 Kueue itself evicts a whole Workload when it preempts, so a team whose ClusterQueue preempts
 within itself (``preemption.within_cluster_queue``) loses an elastic job whole to a higher-
-priority one; it is then queued again at the size that fits and resumes from its checkpoint.
+priority one; it is then queued again at the size it had and resumes from its checkpoint.
 The functions here are pure; the backend patches and records (Elastic in reconcile).
 """
 
@@ -150,39 +150,29 @@ def unplaceable(job: Obj, pods: list[Obj]) -> list[str]:
 
 
 def next_size(
-    job: Obj,
-    pods: list[Obj],
-    workload: Obj | None,
-    others: list[Obj],
-    cq: Obj | None,
-    flavor: str | None = None,
+    job: Obj, pods: list[Obj], workload: Obj | None, others: list[Obj], cq: Obj | None
 ) -> Resize | None:
     """The size an elastic Job should have now, and why; None to leave it. ``others``: the
-    Workloads of the namespace's other Jobs (same queue); ``flavor``: where a queued job's
-    quota is (an admitted one says itself)."""
+    Workloads of the namespace's other Jobs (the team's queue)."""
     bounds = worker_range(job)
     if bounds is None or job["metadata"].get("deletionTimestamp"):
         return None
     if any(is_true(job, c) for c in ("Complete", "Failed", "FailureTarget", "SuccessCriteriaMet")):
+        return None
+    held = admitted_workers(workload)
+    if held is None:
+        # Queued (never admitted, or evicted whole): Kueue readmits it at the size it asks.
+        # Not resized while queued: Kueue 0.17.1 then leaves the Job suspended for good (a
+        # second Workload for it fails on its slice-name annotation).
         return None
     low, high = bounds
     resource = _resource(job)
     each = per_worker(job, resource)
     if each <= 0:
         return None
-    now = size(job)
-    held = admitted_workers(workload)
-    mine = _priority(workload)
+    now, mine = size(job), _priority(workload)
     ahead = [w for w in others if waiting(w)]
-    flavor = flavor_of(workload, resource) or flavor
-    free = free_quota(cq, flavor, resource, [*others, *([workload] if workload else [])])
-    if held is None:  # queued: ask for what fits now, so Kueue does not wait for more
-        if not job.get("spec", {}).get("suspend") or workload is None or not waiting(workload):
-            return None
-        fits = max(low, min(high, int(free // each)))
-        if fits < now:
-            return Resize(fits, f"queued: {fits} worker(s) fit the team's free quota")
-        return None
+    free = free_quota(cq, flavor_of(workload, resource), resource, [*others, workload])
     if now < held:
         return None  # a shrink Kueue has yet to record: one resize at a time
     higher = [w for w in ahead if _priority(w) > mine]

@@ -36,7 +36,6 @@ MASTER_PORT = 29500
 # change of its parallelism is admitted as a new Workload slice, not a new Workload.
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
 WORKERS_ANNOTATION = "trainhub.io/workers"  # an elastic job's "MIN:MAX"
-POOL_ANNOTATION = "trainhub.io/pool"
 # An elastic agent's restarts: each membership change that loses a peer costs one.
 ELASTIC_RESTARTS = 50
 CONTAINER = "trainer"
@@ -104,14 +103,13 @@ def elastic_torchrun_args(record: JobRecord, service: str) -> list[str]:
     ]
 
 
-def elastic_annotations(record: JobRecord, pool: Pool) -> dict[str, str]:
+def elastic_annotations(record: JobRecord) -> dict[str, str]:
     """An elastic job's Job: Kueue's workload slices resize it in place (its parallelism),
-    and the controller reads its range and pool (the ResourceFlavor whose quota it grows
-    into) here (trainhub.backends.kubernetes.elastic)."""
+    and the controller reads its range here (trainhub.backends.kubernetes.elastic)."""
     res = record.spec.resources
     if not res.elastic:
         return {}
-    return {ELASTIC_JOB: "true", WORKERS_ANNOTATION: res.worker_range, POOL_ANNOTATION: pool.name}
+    return {ELASTIC_JOB: "true", WORKERS_ANNOTATION: res.worker_range}
 
 
 def container_command(record: JobRecord, service: str, grace: int) -> list[str]:
@@ -381,7 +379,7 @@ def job_manifest(
             "name": record.id,
             "namespace": team.namespace,
             "labels": labels,
-            "annotations": {**_annotations(record), **elastic_annotations(record, pool)},
+            "annotations": {**_annotations(record), **elastic_annotations(record)},
         },
         "spec": job_spec,
     }

@@ -10,7 +10,7 @@ from typing import Any
 
 from trainhub.backends.kubernetes import elastic
 from trainhub.backends.kubernetes.cluster import Obj
-from trainhub.backends.kubernetes.manifests import ANNOTATION, POOL_ANNOTATION
+from trainhub.backends.kubernetes.manifests import ANNOTATION
 from trainhub.jobs.directory import JobDir
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,7 @@ class Resizing:
                 for w in workloads
                 if not any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])
             ]
-            flavor = (job["metadata"].get("annotations") or {}).get(POOL_ANNOTATION)
-            change = elastic.next_size(job, pods_of(job), current.get(uid), others, cq, flavor)
+            change = elastic.next_size(job, pods_of(job), current.get(uid), others, cq)
             if change is None or change.workers == elastic.size(job):
                 continue
             patch = elastic.resize_patch(
