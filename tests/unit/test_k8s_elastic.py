@@ -94,3 +94,28 @@ def test_membership_events_name_each_change() -> None:
     assert elastic.membership_event(1, 1, "x") is None
     assert elastic.membership_event(1, 3, "room")["reason"] == "room"
     assert elastic.membership_event(3, None, None) is None
+
+
+def test_a_grown_job_was_admitted_when_it_first_got_its_quota() -> None:
+    from datetime import UTC, datetime
+
+    from trainhub.backends.kubernetes.names import SLICE_REPLACES
+    from trainhub.backends.kubernetes.records import job_times
+
+    unsuspended = {
+        "type": "Suspended",
+        "status": "False",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    grown = {"type": "Admitted", "status": "True", "lastTransitionTime": "2026-01-01T00:05:00Z"}
+    job = {"status": {"conditions": [unsuspended]}}
+    later_slice = {
+        "metadata": {"annotations": {SLICE_REPLACES: "ns/first"}},
+        "status": {"conditions": [grown]},
+    }
+    first = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    assert job_times(job, later_slice)["admitted_at"] == first
+    assert (
+        job_times(job, {"metadata": {}, "status": {"conditions": [grown]}})["admitted_at"]
+        == first + 300
+    )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from trainhub.backends.kubernetes import nodes
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
 from trainhub.backends.kubernetes.manifests import JOB_ID_LABEL, label_value
-from trainhub.backends.kubernetes.names import KUEUE_API, TEAM_LABEL
+from trainhub.backends.kubernetes.names import KUEUE_API, SLICE_REPLACES, TEAM_LABEL
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs import placement
 from trainhub.teams import Team, Teams
@@ -244,7 +244,7 @@ def by_owner(workloads: list[Obj]) -> dict[str, Obj]:
 def _slice_order(workload: Obj) -> tuple[str, bool]:
     """Oldest first; of two in one second, the replacement after the one it replaces."""
     meta = workload["metadata"]
-    replaces = "kueue.x-k8s.io/workload-slice-replacement-for" in (meta.get("annotations") or {})
+    replaces = SLICE_REPLACES in (meta.get("annotations") or {})
     return meta.get("creationTimestamp") or "", replaces
 
 
