@@ -5,6 +5,7 @@ plays the pods. The team's quota: 8 A100 GPUs."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,11 @@ from kubernetes import client
 
 from tests.k8s.test_admin_apply import apply_teams, teams_for
 from tests.k8s.test_backend import Team, wait_for
+from tests.k8s.test_controller import Deployment, recorded
 from trainhub.backends.kubernetes import elastic
 from trainhub.backends.kubernetes.backend import KubernetesBackend
 from trainhub.jobs.states import JobState
+from trainhub.teams import Controller
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 GPU = "nvidia.com/gpu"
@@ -161,3 +164,36 @@ def test_elastic_jobs_growing_at_once_never_exceed_the_quota(team: Team) -> None
     for job_id in jobs:
         team.end_pods(job_id, result="Succeeded")
         team.wait_state(job_id, JobState.SUCCEEDED)
+
+
+def test_with_nobody_logged_in_the_controller_grows_it_and_usage_counts_each_size(
+    k8s_namespace: Any, tmp_path: Path
+) -> None:
+    teams = teams_for([k8s_namespace.name], tmp_path)
+    teams = teams.model_copy(update={"controller": Controller(namespace=f"{k8s_namespace.name}-c")})
+    deployment = Deployment(k8s_namespace, teams, tmp_path)
+    team = Team(k8s_namespace, k8s_namespace.name, teams, tmp_path)
+    assert team.backend.controlled  # the service's reconcile does nothing: the controller's job
+    try:
+        deployment.start("solo")
+        blocker = team.submit("blocker", gpus=6)
+        recorded(team, blocker, JobState.RUNNING)
+        job_id = team.submit("elastic", workers="1:3", gpus=2)  # type: ignore[arg-type]
+        recorded(team, job_id, JobState.RUNNING)
+        time.sleep(3)  # at one worker a while (Kueue's times are whole seconds)
+        team.end_pods(blocker, result="Succeeded")
+        wait_for("grown to 3", lambda: (1, 3) in sizes(team, job_id), 90)
+        wait_for("3 running", lambda: len(running_workers(team, job_id)) == 3, 60)
+        time.sleep(2)
+        team.end_pods(job_id, result="Succeeded")
+        recorded(team, job_id, JobState.SUCCEEDED)
+        row = team.service.job_usage(job_id, user="ada")
+        # 2 GPUs a while, then 6: less than 6 GPUs throughout, more than 2
+        assert 2 * row.wall_s < row.gpu_allocated_s < 6 * row.wall_s, row
+    finally:
+        deployment.close()
+        team.cleanup()
+
+
+def sizes(team: Team, job_id: str) -> list[tuple[int | None, int]]:
+    return [(e["previous"], e["workers"]) for e in workers_events(team, job_id)]
