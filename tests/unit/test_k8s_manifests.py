@@ -408,6 +408,7 @@ def test_elastic_job_starts_at_min_on_a_c10d_rendezvous() -> None:
     rec = record(resources={"workers": "1:3", "gpus_per_worker": 4})
     job = manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="i")
     assert job["spec"]["parallelism"] == job["spec"]["completions"] == 1
+    assert job["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
     notes = job["metadata"]["annotations"]
     assert notes["kueue.x-k8s.io/elastic-job"] == "true"
     assert notes["trainhub.io/workers"] == "1:3"
@@ -422,4 +423,5 @@ def test_elastic_job_starts_at_min_on_a_c10d_rendezvous() -> None:
         record(), team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="i"
     )
     assert "kueue.x-k8s.io/elastic-job" not in fixed["metadata"]["annotations"]
+    assert "successPolicy" not in fixed["spec"]
     assert "--rdzv-backend=static" in fixed["spec"]["template"]["spec"]["containers"][0]["command"]

@@ -370,6 +370,11 @@ def job_manifest(
             "spec": pod_spec,
         },
     }
+    if res.elastic:
+        # Done once worker 0 is: a torchrun group ends together, and a worker still gated
+        # for a larger size Kueue has yet to admit must not keep the Job (or join a finished
+        # rendezvous); the Job controller stops the rest.
+        job_spec["successPolicy"] = {"rules": [{"succeededIndexes": "0"}]}
     if spec.max_runtime is not None:
         job_spec["activeDeadlineSeconds"] = max(1, int(spec.max_runtime.total_seconds()))
     return {
