@@ -3,6 +3,7 @@ objects as the API server and Kueue write them."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from tests.unit.test_k8s_manifests import TEAMS, record
@@ -71,11 +72,21 @@ def test_shrinks_by_a_worker_whose_pod_cannot_be_placed_again() -> None:
         "metadata": {"annotations": {elastic.INDEX: "2"}},
         "status": {
             "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
         },
     }
-    change = elastic.next_size(job(3), [stuck], workload(3), [], queue())
+    since = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    change = elastic.next_size(job(3), [stuck], workload(3), [], queue(), now=since + 61)
     assert change is not None and change.workers == 2 and "node lost" in change.reason
+    # a moment's wait (a stopping pod's room) is no lost worker
+    assert elastic.next_size(job(3), [stuck], workload(3), [], queue(), now=since + 5) is None
 
 
 def test_a_queued_job_is_left_as_it_is() -> None:
@@ -97,8 +108,6 @@ def test_membership_events_name_each_change() -> None:
 
 
 def test_a_grown_job_was_admitted_when_it_first_got_its_quota() -> None:
-    from datetime import UTC, datetime
-
     from trainhub.backends.kubernetes.names import SLICE_REPLACES
     from trainhub.backends.kubernetes.records import job_times
 

@@ -10,7 +10,7 @@ admitted Workload at once and frees its quota. The controller only chooses the s
 - grow by what the queue's free quota holds (one worker's request each), up to MAX, while no
   job of the same or higher priority waits for that room;
 - shrink, down to MIN, by what a waiting higher-priority job lacks, and by each worker whose
-  pod cannot be placed again (its node lost);
+  pod cannot be placed for a minute (its node lost);
 - a queued elastic job is left as it is (see next_size).
 
 Kueue itself evicts a whole Workload when it preempts, so a team whose ClusterQueue preempts
@@ -22,6 +22,7 @@ The functions here are pure; the backend patches and records (Elastic in reconci
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +30,11 @@ from trainhub.backends.kubernetes.manifests import WORKERS_ANNOTATION
 from trainhub.backends.kubernetes.names import GPU
 from trainhub.backends.kubernetes.status import is_true, quota_figures
 from trainhub.jobs.quantities import parse_api_quantity
+from trainhub.usage.kueue import timestamp
 
 Obj = dict[str, Any]
 INDEX = "batch.kubernetes.io/job-completion-index"
+UNPLACED_SECONDS = 60  # before a worker the scheduler cannot place is given up
 
 
 @dataclass(frozen=True)
@@ -123,9 +126,10 @@ def flavor_of(workload: Obj | None, resource: str) -> str | None:
     return None
 
 
-def unplaceable(job: Obj, pods: list[Obj]) -> list[str]:
-    """Workers (indexes below the size) whose pod the scheduler cannot place again: a
-    replacement for a pod whose node was lost, with no node left to take it."""
+def unplaceable(job: Obj, pods: list[Obj], now: float) -> list[str]:
+    """Workers (indexes below the size) whose pod the scheduler has not placed for
+    UNPLACED_SECONDS: a replacement for a pod whose node was lost, with no node left to take
+    it (not one that waits a moment for a stopping pod's room)."""
     out = []
     for pod in pods:
         index = (pod["metadata"].get("annotations") or {}).get(INDEX)
@@ -144,16 +148,22 @@ def unplaceable(job: Obj, pods: list[Obj]) -> list[str]:
             and cond is not None
             and cond.get("status") == "False"
             and cond.get("reason") == "Unschedulable"
+            and (timestamp(cond.get("lastTransitionTime")) or now) <= now - UNPLACED_SECONDS
         ):
             out.append(index)
     return sorted(out)
 
 
 def next_size(
-    job: Obj, pods: list[Obj], workload: Obj | None, others: list[Obj], cq: Obj | None
+    job: Obj,
+    pods: list[Obj],
+    workload: Obj | None,
+    others: list[Obj],
+    cq: Obj | None,
+    now: float | None = None,
 ) -> Resize | None:
     """The size an elastic Job should have now, and why; None to leave it. ``others``: the
-    Workloads of the namespace's other Jobs (the team's queue)."""
+    Workloads of the namespace's other Jobs (the team's queue); ``now``: epoch seconds."""
     bounds = worker_range(job)
     if bounds is None or job["metadata"].get("deletionTimestamp"):
         return None
@@ -170,6 +180,7 @@ def next_size(
     each = per_worker(job, resource)
     if each <= 0:
         return None
+    clock = time.time() if now is None else now
     now, mine = size(job), _priority(workload)
     ahead = [w for w in others if waiting(w)]
     free = free_quota(cq, flavor_of(workload, resource), resource, [*others, workload])
@@ -181,11 +192,13 @@ def next_size(
         target = max(low, held - math.ceil(lacking / each))
         names = ", ".join(_owner(w) for w in higher)
         return Resize(target, f"a higher-priority job waits for the team's quota ({names})")
-    if lost := unplaceable(job, pods):
+    if lost := unplaceable(job, pods, clock):
         target = max(low, now - len(lost))
         if target < now:
             workers = ", ".join(lost)
-            return Resize(target, f"worker(s) {workers} cannot be placed again (node lost)")
+            return Resize(
+                target, f"worker(s) {workers} unplaced for {UNPLACED_SECONDS} s (node lost)"
+            )
     if now > held:
         return None  # a larger slice waits for Kueue: one resize at a time
     if held < high and not any(_priority(w) >= mine for w in ahead):
