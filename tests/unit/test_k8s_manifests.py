@@ -402,3 +402,26 @@ def test_pip_in_notebooks_is_refused_where_the_backend_cannot_install(tmp_path: 
     assert service.allow_pip is False
     assert service.pip_refused is not None
     assert service.pip_refused.startswith("the kubernetes backend does not run %pip in jobs")
+
+
+def test_elastic_job_starts_at_min_on_a_c10d_rendezvous() -> None:
+    rec = record(resources={"workers": "1:3", "gpus_per_worker": 4})
+    job = manifests.job_manifest(rec, team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="i")
+    assert job["spec"]["parallelism"] == job["spec"]["completions"] == 1
+    assert job["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
+    notes = job["metadata"]["annotations"]
+    assert notes["kueue.x-k8s.io/elastic-job"] == "true"
+    assert notes["trainhub.io/workers"] == "1:3"
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    run = command[command.index("torchrun") :]
+    assert "--nnodes=1:3" in run and "--rdzv-backend=c10d" in run
+    assert "--rdzv-endpoint=resnet-0a1b2c3d-0.resnet-0a1b2c3d:29500" in run
+    assert not any(a.startswith(("--node-rank", "--master-addr")) for a in run)
+    assert any(a.startswith("--max-restarts=") and a != "--max-restarts=0" for a in run)
+    # a fixed size keeps its static rendezvous and no elastic annotation
+    fixed = manifests.job_manifest(
+        record(), team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="i"
+    )
+    assert "kueue.x-k8s.io/elastic-job" not in fixed["metadata"]["annotations"]
+    assert "successPolicy" not in fixed["spec"]
+    assert "--rdzv-backend=static" in fixed["spec"]["template"]["spec"]["containers"][0]["command"]

@@ -47,6 +47,25 @@ def record(job_id: str = "j", **fields) -> JobRecord:
     return JobRecord(**values)
 
 
+def test_an_elastic_job_is_counted_at_each_size_it_held() -> None:
+    spec = parse_spec(
+        {
+            "name": "train",
+            "source": {"path": "train.py", "kind": "script"},
+            "resources": {"workers": "1:3", "gpus_per_worker": 2},
+        }
+    )
+    # 100 s in all: 20 s at 1 worker, 50 s at 3, 30 s at 2 (2 GPUs each)
+    events = [
+        {"time": T0 + 6, "type": "workers", "workers": 1, "previous": None},
+        {"time": T0 + 26, "type": "workers", "workers": 3, "previous": 1},
+        {"time": T0 + 76, "type": "workers", "workers": 2, "previous": 3},
+    ]
+    row = usage_row(record(spec=spec, gpus=6), events, threshold_pct=10)
+    assert row.gpu_allocated_s == pytest.approx(2 * (20 * 1 + 50 * 3 + 30 * 2))
+    assert usage_row(record(), threshold_pct=10).gpu_allocated_s == pytest.approx(2 * 100)
+
+
 def gpu_samples(gpu: int, start: float, end: float, utilization: float | None, step: float = 1.0):
     t, out = start, []
     while t <= end + 1e-9:

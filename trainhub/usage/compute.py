@@ -8,7 +8,8 @@ or FIFO counts as absent, and the row is then built from the record alone).
   ``gpu_share: 1/4``) x the length of each attempt, from its ``running`` state
   event to the next state change (or the record's started/finished times when the
   directory has none). An elastic job's GPUs change within an attempt: each stretch counts
-  the GPUs it held (:func:`sized_spans`, from its ``running`` and ``resize`` events).
+  the GPUs it held (:func:`sized_spans`, from its ``running`` and ``resize`` events, or on a
+  cluster its ``workers`` events).
 - GPU-seconds busy: each GPU sample stands for the sampling interval before it (the median
   gap between that GPU's samples) at its utilization, clipped to the attempts.
 - GPU-seconds wasted: the sampled GPU-seconds whose utilization was under the threshold.
@@ -117,11 +118,14 @@ def attempt_spans(
     return [(start, min(end, finished_at)) for start, end in spans if start < finished_at]
 
 
-def _held(event: Mapping[str, Any]) -> float | None:
-    """The GPUs an elastic job holds from ``event`` on: a resize's count, or the GPUs an
-    attempt started with."""
+def _held(event: Mapping[str, Any], gpus_per_worker: int) -> float | None:
+    """The GPUs an elastic job holds from ``event`` on: a resize's count (one machine), the
+    workers Kueue admitted (a cluster's ``workers`` event), or the GPUs an attempt started
+    with."""
     if event.get("type") == "resize" and isinstance(event.get("gpus"), int | float):
         return float(event["gpus"])
+    if event.get("type") == "workers" and isinstance(event.get("workers"), int):
+        return float(event["workers"] * gpus_per_worker)
     if event.get("type") == "state" and event.get("state") == JobState.RUNNING.value:
         gpus = event.get("gpus")
         return float(len(gpus)) if isinstance(gpus, list) else None
@@ -134,6 +138,7 @@ def sized_spans(
     gpus: float,
     *,
     elastic: bool,
+    gpus_per_worker: int = 0,
 ) -> list[tuple[float, float, float]]:
     """(start, end, GPUs) of each stretch of the attempts at one size: an elastic job's spans
     cut at its membership changes (``resize`` events); ``gpus`` where no event says."""
@@ -142,7 +147,8 @@ def sized_spans(
     changes = sorted(
         (float(e["time"]), held)
         for e in events
-        if isinstance(e.get("time"), int | float) and (held := _held(e)) is not None
+        if isinstance(e.get("time"), int | float)
+        and (held := _held(e, gpus_per_worker)) is not None
     )
     out = []
     for start, end in spans:
@@ -240,7 +246,9 @@ def usage_row(
     system_samples = list(system_samples)
     res = record.spec.resources
     gpus = held_gpus(record)
-    sized = sized_spans(events, spans, gpus, elastic=res.elastic)
+    sized = sized_spans(
+        events, spans, gpus, elastic=res.elastic, gpus_per_worker=res.gpus_per_worker
+    )
     allocated_each = sum(e - s for s, e in spans)
     allocated = sum((e - s) * g for s, e, g in sized)
     # A membership change restarts every rank: its start-up and redone steps count as those of

@@ -737,6 +737,9 @@ class Cluster:
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": ["batch/job", "pod"]},
             "clientConnection": {"qps": 100, "burst": 200},
+            # Elastic jobs (resources.min_workers): a resized Job's Workload is admitted as a
+            # new slice, in place, not evicted and requeued (alpha in Kueue 0.13 to 0.17).
+            "featureGates": {"ElasticJobsViaWorkloadSlices": True},
         }
         cfg_path = self.dir / "kueue" / "config.yaml"
         cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))

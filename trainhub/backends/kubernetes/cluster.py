@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from trainhub.backends.kubernetes import nodes
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
 from trainhub.backends.kubernetes.manifests import JOB_ID_LABEL, label_value
-from trainhub.backends.kubernetes.names import KUEUE_API, TEAM_LABEL
+from trainhub.backends.kubernetes.names import KUEUE_API, SLICE_REPLACES, TEAM_LABEL
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs import placement
 from trainhub.teams import Team, Teams
@@ -231,12 +231,21 @@ class Namespace:
 
 
 def by_owner(workloads: list[Obj]) -> dict[str, Obj]:
-    return {
-        o["uid"]: w
-        for w in workloads
-        for o in w["metadata"].get("ownerReferences") or []
-        if o.get("uid")
-    }
+    """Each Job's Workload. An elastic Job has one per slice (Kueue finishes the one a resize
+    replaced): its newest is the one that holds or waits for its quota."""
+    out: dict[str, Obj] = {}
+    for w in sorted(workloads, key=_slice_order):
+        for o in w["metadata"].get("ownerReferences") or []:
+            if o.get("uid"):
+                out[o["uid"]] = w
+    return out
+
+
+def _slice_order(workload: Obj) -> tuple[str, bool]:
+    """Oldest first; of two in one second, the replacement after the one it replaces."""
+    meta = workload["metadata"]
+    replaces = SLICE_REPLACES in (meta.get("annotations") or {})
+    return meta.get("creationTimestamp") or "", replaces
 
 
 def events_by_object(events: list[Obj]) -> dict[str, list[Obj]]:

@@ -32,6 +32,12 @@ PIPELINE_RUN_LABEL = "trainhub.io/pipeline-run"  # on a pipeline run's steps
 SWEEP_LABEL = "trainhub.io/sweep"  # on a sweep's trials: kubectl get jobs -l trainhub.io/sweep=<id>
 ANNOTATION = "trainhub.io/"  # prefix of the record fields kept on the Job
 MASTER_PORT = 29500
+# Kueue's switch for an elastic batch/v1 Job (feature gate ElasticJobsViaWorkloadSlices): a
+# change of its parallelism is admitted as a new Workload slice, not a new Workload.
+ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
+WORKERS_ANNOTATION = "trainhub.io/workers"  # an elastic job's "MIN:MAX"
+# An elastic agent's restarts: each membership change that loses a peer costs one.
+ELASTIC_RESTARTS = 50
 CONTAINER = "trainer"
 # STOPPED_EXIT: how trainhub.rank.pod ends a pod stopped from outside (128 + SIGTERM), and only
 # such a pod; ignored by the Job's podFailurePolicy, which fails the Job on any other non-zero
@@ -58,6 +64,8 @@ def label_value(text: str) -> str:
 
 def torchrun_args(record: JobRecord, service: str) -> list[str]:
     res = record.spec.resources
+    if res.elastic:
+        return elastic_torchrun_args(record, service)
     master = "127.0.0.1" if res.workers == 1 else f"{record.id}-0.{service}"
     return [
         "torchrun",
@@ -73,6 +81,35 @@ def torchrun_args(record: JobRecord, service: str) -> list[str]:
         "trainhub.rank.runner",
         str(PurePosixPath(record.job_dir) / "bundle"),
     ]
+
+
+def elastic_torchrun_args(record: JobRecord, service: str) -> list[str]:
+    """torchrun's elastic agent: ``--nnodes MIN:MAX`` on a c10d rendezvous whose store worker
+    0 hosts (torch finds its own address behind ``<job>-0.<service>``); no node rank, the
+    rendezvous numbers the workers of each round. A membership change restarts the ranks from
+    the latest checkpoint; a lost peer counts as a restart too, hence the budget."""
+    res = record.spec.resources
+    return [
+        "torchrun",
+        f"--nnodes={res.worker_range}",
+        f"--nproc-per-node={res.ranks_per_worker}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={record.id}-0.{service}:{MASTER_PORT}",
+        f"--max-restarts={ELASTIC_RESTARTS}",
+        f"--rdzv-id={record.id}-{record.attempt}",
+        "-m",
+        "trainhub.rank.runner",
+        str(PurePosixPath(record.job_dir) / "bundle"),
+    ]
+
+
+def elastic_annotations(record: JobRecord) -> dict[str, str]:
+    """An elastic job's Job: Kueue's workload slices resize it in place (its parallelism),
+    and the controller reads its range here (trainhub.backends.kubernetes.elastic)."""
+    res = record.spec.resources
+    if not res.elastic:
+        return {}
+    return {ELASTIC_JOB: "true", WORKERS_ANNOTATION: res.worker_range}
 
 
 def container_command(record: JobRecord, service: str, grace: int) -> list[str]:
@@ -304,8 +341,10 @@ def job_manifest(
     job_spec: dict[str, Any] = {
         "suspend": True,  # Kueue unsuspends it once the team's quota admits it
         "completionMode": "Indexed",
-        "completions": res.workers,
-        "parallelism": res.workers,
+        # An elastic job starts at MIN: Kueue admits MIN workers' quota, the controller grows it
+        # (completions and parallelism together: an Indexed Job resizes so).
+        "completions": res.fewest_workers,
+        "parallelism": res.fewest_workers,
         "backoffLimit": 0,  # retries are trainhub's (per failure class) and Kueue's (preemption)
         "podFailurePolicy": {
             "rules": [
@@ -337,6 +376,11 @@ def job_manifest(
             "spec": pod_spec,
         },
     }
+    if res.elastic:
+        # Done once worker 0 is: a torchrun group ends together, and a worker still gated
+        # for a larger size Kueue has yet to admit must not keep the Job (or join a finished
+        # rendezvous); the Job controller stops the rest.
+        job_spec["successPolicy"] = {"rules": [{"succeededIndexes": "0"}]}
     if spec.max_runtime is not None:
         job_spec["activeDeadlineSeconds"] = max(1, int(spec.max_runtime.total_seconds()))
     return {
@@ -346,7 +390,7 @@ def job_manifest(
             "name": record.id,
             "namespace": team.namespace,
             "labels": labels,
-            "annotations": _annotations(record),
+            "annotations": {**_annotations(record), **elastic_annotations(record)},
         },
         "spec": job_spec,
     }

@@ -11,6 +11,8 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# On an elastic Job's Workload slice that replaces an earlier one (a resize Kueue admitted).
+SLICE_REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"
 TEAM_LABEL = "trainhub.io/team"
 MANAGED_LABEL = "trainhub.io/managed"
 NAMESPACE_QUEUE_LABEL = "trainhub.io/local-queue"

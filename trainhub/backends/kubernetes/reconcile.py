@@ -21,6 +21,7 @@ from trainhub.backends.kubernetes.cluster import (
 )
 from trainhub.backends.kubernetes.endings import Ending
 from trainhub.backends.kubernetes.records import job_times, last_state, refusals_logged
+from trainhub.backends.kubernetes.resizing import Resizing
 from trainhub.jobs import confined
 from trainhub.jobs.directory import LINEAGE, JobDir
 from trainhub.jobs.models import JobRecord
@@ -30,7 +31,7 @@ from trainhub.lifecycle.notify import preemption_alert_kind
 _ENDED = frozenset(s.value for s in JobState if s.terminal)
 
 
-class Reconciling(Ending):
+class Reconciling(Resizing, Ending):
     """Recording what the cluster did to each job, and carrying out what follows from it."""
 
     _reconciled: dict[str, tuple[Any, ...]]  # uid -> the versions reconcile last recorded
@@ -40,7 +41,8 @@ class Reconciling(Ending):
         changes, preemptions, the verdict of a job that ended, and the Kubernetes events of the
         Job, its pods and its Workload; from one read of the namespace and one list of events."""
         seen = self._read_namespace(None)
-        workloads = by_owner(self._workloads())
+        listed = self._workloads()
+        workloads = by_owner(listed)
         events = events_by_object(self._items(self.core.list_namespaced_event, self.namespace))
         reconciled = {}
         for job in seen.jobs:
@@ -54,6 +56,7 @@ class Reconciling(Ending):
                 record = self._record_base(job)
                 self._record_changes(record, job, pods, workload)
                 self._sync_events(JobDir(record.job_dir), mine)
+                self._note_workers(JobDir(record.job_dir), job, workload)
                 if not self._note_image(JobDir(record.job_dir), pods):
                     reconciled.pop(uid)  # the submitter has not written the lineage yet
                 if self._waits_in_vain(record, job, pods, events):
@@ -61,6 +64,7 @@ class Reconciling(Ending):
         self._reconciled = reconciled  # only once all are recorded: a failure retries them
         self._start_retries(seen.jobs)
         self._deactivate_suspended(seen.jobs, workloads)
+        self._resize_elastic(seen.jobs, seen.pods_of, listed, workloads)
 
     def _deactivate_suspended(self, jobs: list[Obj], workloads: dict[str, Obj]) -> None:
         """Deactivate the Workload of each Job its owner marked for suspension: where a

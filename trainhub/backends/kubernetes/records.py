@@ -15,6 +15,7 @@ from trainhub.backends.kubernetes import status
 from trainhub.backends.kubernetes.cluster import Cluster, Obj
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
 from trainhub.backends.kubernetes.manifests import ANNOTATION
+from trainhub.backends.kubernetes.names import SLICE_REPLACES
 from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
@@ -321,8 +322,11 @@ def job_times(
         ),
         None,
     )
+    # A later slice of an elastic Job was admitted when it grew: the Job's own unsuspension
+    # says when it first got its quota.
+    resized = SLICE_REPLACES in ((workload or {}).get("metadata", {}).get("annotations") or {})
     return {
-        "admitted_at": workload_times(workload).admitted_at or ts(admitted),
+        "admitted_at": (None if resized else workload_times(workload).admitted_at) or ts(admitted),
         "started_at": ts(st.get("startTime")),
         "finished_at": ts(st.get("completionTime"))
         or workload_times(workload).finished_at

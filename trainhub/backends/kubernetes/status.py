@@ -52,7 +52,7 @@ def is_true(obj: Obj | None, type_: str) -> bool:
     return c is not None and c.get("status") == "True"
 
 
-def _quota_figures(cq: Obj | None, flavor: str, resource: str) -> tuple[str | None, str | None]:
+def quota_figures(cq: Obj | None, flavor: str, resource: str) -> tuple[str | None, str | None]:
     """(in use, nominal) of one resource of one flavor of a ClusterQueue, as the API writes them."""
     if not cq:
         return None, None
@@ -99,7 +99,7 @@ def wait_reason(workload: Obj | None, cluster_queue: Obj | None = None) -> str |
             f"can ever get ({m['max']}); ask for less"
         )
     if m := _SHORT.search(message):
-        used, nominal = _quota_figures(cluster_queue, m["flavor"], m["res"])
+        used, nominal = quota_figures(cluster_queue, m["flavor"], m["res"])
         figures = (
             f" ({used} of {nominal} in use)" if used is not None and nominal is not None else ""
         )
