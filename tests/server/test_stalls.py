@@ -33,6 +33,9 @@ BOB, BOB_TOKEN = "bob", "bob-token"
 TIME_LIMIT_S = 5.0
 ANSWER_S = 20  # generous: "answered meanwhile" means well before the stuck call's end
 STUCK = "stuck/train.ipynb"  # in a git repository whose index is a FIFO
+# The stuck submit's job name, which no other test of the session's shared home uses: its
+# directory coming and going is what these tests watch.
+STALLED = "stalled-submit"
 
 
 class AliceAndBob(FixedUserIdentity):
@@ -159,8 +162,8 @@ async def test_a_submit_stuck_on_a_fifo_ends_with_503_while_another_user_goes_on
     api: Any, bob: Any, server_service: JobService, fifo: Path
 ) -> None:
     started = time.monotonic()
-    alice = asyncio.ensure_future(api("POST", "jobs", body=spec(STUCK)))
-    await until(lambda: bool(job_dirs(server_service, "train")))  # alice's submit has begun
+    alice = asyncio.ensure_future(api("POST", "jobs", body=spec(STUCK, name=STALLED)))
+    await until(lambda: bool(job_dirs(server_service, STALLED)))  # alice's submit has begun
     await bob_is_answered(bob, server_service)
     status, error, _ = await asyncio.wait_for(alice, TIME_LIMIT_S + ANSWER_S)
     assert status == 503, error
@@ -168,8 +171,8 @@ async def test_a_submit_stuck_on_a_fifo_ends_with_503_while_another_user_goes_on
     assert time.monotonic() - started < TIME_LIMIT_S + ANSWER_S
     # Still stuck afterwards, the call is let go: it makes no job, and leaves no directory.
     assert release(fifo)
-    await until(lambda: not job_dirs(server_service, "train"))
-    assert alice_jobs(server_service, "train") == []
+    await until(lambda: not job_dirs(server_service, STALLED))
+    assert alice_jobs(server_service, STALLED) == []
 
 
 async def test_a_submit_whose_client_went_away_makes_no_job(
@@ -181,7 +184,7 @@ async def test_a_submit_whose_client_went_away_makes_no_job(
     workspace: Path,
     fifo: Path,
 ) -> None:
-    body = json.dumps(spec(STUCK)).encode()
+    body = json.dumps(spec(STUCK, name=STALLED)).encode()
     head = (
         f"POST {jp_base_url}trainhub/api/jobs HTTP/1.1\r\n"
         f"Host: 127.0.0.1:{jp_http_port}\r\n"
@@ -192,24 +195,24 @@ async def test_a_submit_whose_client_went_away_makes_no_job(
     _, writer = await asyncio.open_connection("127.0.0.1", jp_http_port)
     writer.write(head + body)
     await writer.drain()
-    await until(lambda: bool(job_dirs(server_service, "train")))  # the submit has begun
+    await until(lambda: bool(job_dirs(server_service, STALLED)))  # the submit has begun
     writer.close()
     await writer.wait_closed()
     await asyncio.sleep(0.5)  # the server sees the connection close
     assert release(fifo)  # well within the time limit: only the client's going stops it
-    await until(lambda: not job_dirs(server_service, "train"))
-    assert alice_jobs(server_service, "train") == []
+    await until(lambda: not job_dirs(server_service, STALLED))
+    assert alice_jobs(server_service, STALLED) == []
 
 
 async def test_the_same_submit_with_its_client_still_there_makes_the_job(
     api: Any, server_service: JobService, fifo: Path
 ) -> None:
-    alice = asyncio.ensure_future(api("POST", "jobs", body=spec(STUCK)))
-    await until(lambda: bool(job_dirs(server_service, "train")))
+    alice = asyncio.ensure_future(api("POST", "jobs", body=spec(STUCK, name=STALLED)))
+    await until(lambda: bool(job_dirs(server_service, STALLED)))
     assert release(fifo)
     status, job, _ = await asyncio.wait_for(alice, ANSWER_S)
     assert status == 201, job
-    assert alice_jobs(server_service, "train") == [job["id"]]
+    assert alice_jobs(server_service, STALLED) == [job["id"]]
     status, _, _ = await api("POST", "jobs", job["id"], "cancel")
     assert status == 200
 
