@@ -58,12 +58,21 @@ def tolerates(toleration: Mapping[str, str], taint: Taint) -> bool:
     return toleration.get("key") == taint.key and (toleration.get("value") or "") == taint.value
 
 
+# Taints Kubernetes sets and lifts with a node's conditions (not-ready, unreachable, pressure,
+# cordoned, a cloud node not yet initialised): they heal, so they never make a placement
+# impossible; a job meanwhile waits, saying why.
+CONDITION_TAINTS = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
+
+
 def untolerated(node: Node, tolerations: Sequence[Mapping[str, str]]) -> list[Taint]:
-    """The taints of ``node`` that keep a pod with ``tolerations`` off it."""
+    """The taints of ``node`` that keep a pod with ``tolerations`` off it for good (a
+    condition's taint passes)."""
     return [
         t
         for t in node.taints
-        if t.effect in BLOCKING_EFFECTS and not any(tolerates(tol, t) for tol in tolerations)
+        if t.effect in BLOCKING_EFFECTS
+        and not t.key.startswith(CONDITION_TAINTS)
+        and not any(tolerates(tol, t) for tol in tolerations)
     ]
 
 
