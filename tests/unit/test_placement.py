@@ -72,6 +72,12 @@ def test_a_pool_whose_every_node_has_an_untolerated_taint_is_refused() -> None:
     assert refused(Request(1, 1, GI, 0), tainted, TOLERATE_GPU) is None
     soft = [node(taints=[Taint("x", "", "PreferNoSchedule")])]
     assert refused(Request(1, 1, GI, 0), soft) is None
+    # A condition's taint heals (a node not ready for a moment): the job waits, not refused.
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        passing = [node(taints=[Taint(key, "", "NoSchedule"), Taint(key, "", "NoExecute")])]
+        assert refused(Request(1, 1, GI, 0), passing) is None
+    cordoned = [node(taints=[Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")])]
+    assert refused(Request(1, 1, GI, 0), cordoned) is not None  # the admin's, for good
     # Only the nodes it may use count for the figures.
     field, _ = refused(Request(1, 1, GI, 8), [node(gpus=8, taints=[GPU_TAINT]), node(gpus=1)])
     assert field == "resources.gpus_per_worker"

@@ -58,12 +58,22 @@ def tolerates(toleration: Mapping[str, str], taint: Taint) -> bool:
     return toleration.get("key") == taint.key and (toleration.get("value") or "") == taint.value
 
 
+# Taints Kubernetes sets and lifts with a node's conditions (not-ready, unreachable, pressure,
+# a cloud node not yet initialised): they heal, so they never make a placement impossible; a
+# job meanwhile waits, saying why. A cordon is the admin's: it still counts.
+CONDITION_TAINTS = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
+CORDON = "node.kubernetes.io/unschedulable"
+
+
 def untolerated(node: Node, tolerations: Sequence[Mapping[str, str]]) -> list[Taint]:
-    """The taints of ``node`` that keep a pod with ``tolerations`` off it."""
+    """The taints of ``node`` that keep a pod with ``tolerations`` off it for good (a
+    condition's taint passes; a cordon does not)."""
     return [
         t
         for t in node.taints
-        if t.effect in BLOCKING_EFFECTS and not any(tolerates(tol, t) for tol in tolerations)
+        if t.effect in BLOCKING_EFFECTS
+        and (t.key == CORDON or not t.key.startswith(CONDITION_TAINTS))
+        and not any(tolerates(tol, t) for tol in tolerations)
     ]
 
 
