@@ -18,7 +18,6 @@ import json
 import os
 import secrets
 import smtplib
-import subprocess
 import sys
 import time
 import urllib.request
@@ -27,6 +26,7 @@ from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
+from trainhub import detached
 from trainhub.alerts.channels import Channels, Smtp
 from trainhub.alerts.message import Alert
 
@@ -115,18 +115,7 @@ def known_ids(outbox: Path) -> set[str]:
 
 
 def spawn_sender(outbox: Path) -> None:
-    # Not the job's process: without the variables that mark a job's processes, so that
-    # nothing takes it for the job (and the job's end never waits for it).
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINHUB_JOB")}
-    subprocess.Popen(
-        [sys.executable, "-m", "trainhub.alerts.outbox", str(outbox)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=(outbox / "sender.log").open("ab"),
-        start_new_session=True,
-        close_fds=True,
-    )
+    detached.spawn("trainhub.alerts.outbox", str(outbox), outbox / "sender.log")
 
 
 # --- transports ----------------------------------------------------------------------------------

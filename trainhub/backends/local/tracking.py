@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from trainhub import settings
+from trainhub import detached, settings
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord
 from trainhub.teams.loading import env_team
@@ -97,20 +95,9 @@ def _sender_running(state: Path) -> bool:
 
 
 def spawn_sender(home: Path) -> None:
-    # Its own session, without the variables that mark a job's processes (as the alerts'
-    # sender): nothing takes it for the job, and the job's end never waits for it.
     state = state_dir(home)
     state.mkdir(parents=True, exist_ok=True, mode=0o700)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINHUB_JOB")}
-    subprocess.Popen(
-        [sys.executable, "-m", "trainhub.backends.local.tracking", str(home)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=(state / "sender.log").open("ab"),
-        start_new_session=True,
-        close_fds=True,
-    )
+    detached.spawn("trainhub.backends.local.tracking", str(home), state / "sender.log")
 
 
 def run_sender(home: Path) -> None:
