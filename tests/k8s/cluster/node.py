@@ -457,6 +457,7 @@ class RealNode:
         held = archive_images(archive)
         if held and all(self._image_id(ref) == image_id for ref, image_id in held.items()):
             return list(held)  # the store has these very images
+        self._forget_older_builds(held)
         extra = ["--base-name", base_name] if base_name else []
         out = self._ctr("images", "import", *extra, str(archive)).stdout
         # ctr prints "unpacking <name> (sha256:...)...done" for each image it imported.
@@ -473,6 +474,20 @@ class RealNode:
         stale = [r for r in listed if r.rsplit(":", 1)[0] in repositories and r not in names]
         if stale:
             self._ctr("images", "remove", *stale)
+
+    def _forget_older_builds(self, held: dict[str, str]) -> None:
+        """Before an import, remove the store's other builds of the archive's repositories and
+        wait for containerd to collect their layers: the store then never holds two builds of
+        a curated image (~13 GB each for pytorch-cpu) at once, which a small disk cannot."""
+        repositories = {ref.rsplit(":", 1)[0] for ref in held}
+        listed = self._ctr("images", "list", "--quiet").stdout.split()
+        older = [
+            r
+            for r in listed
+            if r.rsplit(":", 1)[0] in repositories and self._image_id(r) != held.get(r)
+        ]
+        if older:
+            self._ctr("images", "remove", "--sync", *older)
 
     def _image_id(self, ref: str) -> str | None:
         """The image ID (config digest) of ref in the store, or None when it is not there."""
