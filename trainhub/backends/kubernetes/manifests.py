@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from trainhub.backends.elastic_agent import ELASTIC_ENV, rdzv_conf
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
 from trainhub.backends.kubernetes.names import (
     GPU,
@@ -95,6 +96,8 @@ def elastic_torchrun_args(record: JobRecord, service: str) -> list[str]:
         f"--nproc-per-node={res.ranks_per_worker}",
         "--rdzv-backend=c10d",
         f"--rdzv-endpoint={record.id}-0.{service}:{MASTER_PORT}",
+        # Pods of a grown size start seconds apart: a round waits 5 s past MIN for them.
+        f"--rdzv-conf={rdzv_conf(last_call=5)}",
         f"--max-restarts={ELASTIC_RESTARTS}",
         f"--rdzv-id={record.id}-{record.attempt}",
         "-m",
@@ -291,6 +294,7 @@ def job_manifest(
             },
         },
         *({"name": k, "value": v} for k, v in env.items()),
+        *({"name": k, "value": v} for k, v in (ELASTIC_ENV if res.elastic else {}).items()),
     ]
     container = {
         "name": CONTAINER,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from trainhub.backends.elastic_agent import ELASTIC_ENV, rdzv_conf
 from trainhub.backends.local.readonly import wrap
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.environment import (
@@ -17,15 +18,8 @@ from trainhub.jobs.environment import (
 from trainhub.jobs.spec import JobSpec
 
 # An elastic job's agents: the store is hosted by trainhub (rendezvous.py), so any agent may
-# leave; a dead agent is dropped after 5 missed one-second heartbeats; a round waits 1 s past
-# MIN for more agents (torchrun's defaults: a store in the first agent, 15 s, 30 s).
-ELASTIC_RDZV_CONF = (
-    "is_host=false,join_timeout=600,last_call_timeout=1,keep_alive_interval=1,"
-    "keep_alive_max_attempt=5"
-)
-# Without it, an agent that becomes rank 0 of a later round never publishes the master
-# address of that round (it keeps the one it shared before), and the others wait forever.
-ELASTIC_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+# leave; the agents start together, so a round waits 1 s past MIN for more.
+ELASTIC_RDZV_CONF = rdzv_conf(last_call=1, store_elsewhere=True)
 
 
 def torchrun_argv(
