@@ -418,6 +418,12 @@ def test_elastic_job_starts_at_min_on_a_c10d_rendezvous() -> None:
     assert "--rdzv-endpoint=resnet-0a1b2c3d-0.resnet-0a1b2c3d:29500" in run
     assert not any(a.startswith(("--node-rank", "--master-addr")) for a in run)
     assert any(a.startswith("--max-restarts=") and a != "--max-restarts=0" for a in run)
+    # each round's rank 0 publishes its own master address (a shared store would not)
+    env = {
+        e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
+    assert any(a.startswith("--rdzv-conf=") and "last_call_timeout=5" in a for a in run)
     # a fixed size keeps its static rendezvous and no elastic annotation
     fixed = manifests.job_manifest(
         record(), team=TEAMS.team("vision"), pool=TEAMS.pool("a100"), image="i"
@@ -425,3 +431,5 @@ def test_elastic_job_starts_at_min_on_a_c10d_rendezvous() -> None:
     assert "kueue.x-k8s.io/elastic-job" not in fixed["metadata"]["annotations"]
     assert "successPolicy" not in fixed["spec"]
     assert "--rdzv-backend=static" in fixed["spec"]["template"]["spec"]["containers"][0]["command"]
+    fixed_env = fixed["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert not any(e["name"] == "TORCH_DISABLE_SHARE_RDZV_TCP_STORE" for e in fixed_env)
