@@ -88,8 +88,14 @@ def test_a_1_to_3_job_grows_shrinks_and_matches_a_fixed_size_run(elastic_team: R
     grown_at = max(t.scalar_steps(job_id, "loss"))
     t.until(job_id, "training at 3", lambda d: max(t.scalar_steps(job_id, "loss")) > grown_at)
 
-    high = t.submit_spec(t.spec(QUICK, workers=1, priority="high", name="high", **WORKER))
+    # One core: the half core left beside three workers is too little, one worker's more is not.
+    high = t.submit_spec(
+        t.spec(QUICK, workers=1, priority="high", name="high", cpu=1.0, memory="1200Mi")
+    )
     t.until(job_id, "shrunk to 2", lambda d: (3, 2) in sizes(t, job_id))
+    # The fixed-size run to compare with, queued now at the elastic job's priority: once the
+    # high one ends, a job of the same priority waits, so the elastic job does not grow back.
+    fixed = t.submit_spec(t.spec(LONG, workers=2, priority="low", name="fixed", **WORKER))
     assert t.ended(high).state == JobState.SUCCEEDED
     done = t.ended(job_id, timeout=600)
     assert done.state == JobState.SUCCEEDED, (done.verdict, t.rank_log(job_id, 0)[-3000:])
@@ -102,6 +108,5 @@ def test_a_1_to_3_job_grows_shrinks_and_matches_a_fixed_size_run(elastic_team: R
     # Each membership change restarted the ranks from the latest checkpoint.
     assert "resumed from step" in t.rank_log(job_id, 0)
 
-    fixed = t.submit_spec(t.spec(LONG, workers=2, name="fixed", **WORKER))
     assert t.ended(fixed, timeout=600).state == JobState.SUCCEEDED
     assert abs(accuracy(t, job_id) - accuracy(t, fixed)) <= 0.05
