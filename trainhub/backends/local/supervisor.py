@@ -30,7 +30,7 @@ from trainhub.backends.local.tracking import enroll_job
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.lifecycle.notebooks import close_notebooks
+from trainhub.lifecycle.notebooks import close_notebooks, finish_notebooks
 from trainhub.lifecycle.notify import preemption_alert_kind
 from trainhub.lifecycle.results import rank_results
 from trainhub.lifecycle.retry import RetryPlan, plan_retry, retry_event
@@ -161,6 +161,7 @@ class Supervisor:
                 self.sampler.stop()
         self._finish(verdict)
         self.admitter.admit_and_launch(freed_by=f"job {self.record.id}")
+        finish_notebooks(self.jobdir, self.record.spec)  # recorded and freed: nothing waits
         return 0
 
     def _start_sampler(self):
