@@ -10,8 +10,9 @@ when one is present) written into the same directory:
 - ``torch.save + fsync``: the same, made durable, as trainhub's background write is.
 - ``DCP async_save``: ``torch.distributed.checkpoint.async_save`` with its ``DefaultStager``
   (the ecosystem's asynchronous save: its own directory format), the time it blocks; its
-  write is awaited outside the timed region as trainhub's is. The peer of trainhub's own
-  staging (trainhub.checkpoint.staging), which it could replace (benchmarks/RESULTS.md).
+  write is awaited outside the timed region as trainhub's is. trainhub stages with the same
+  ``DefaultStager`` (trainhub.checkpoint.staging), on one intra-op thread where this peer
+  keeps torch's default: what that choice is worth on a busy machine (benchmarks/RESULTS.md).
 
 The headline ratio divides by plain ``torch.save`` (the faster, stricter baseline); the ratio
 against ``torch.save + fsync`` is printed too. Target: stall <= 0.1x of torch.save.

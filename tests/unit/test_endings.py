@@ -1,6 +1,7 @@
 """How an attempt's end is told, by the rules both backends apply (trainhub/lifecycle/): the
 state a verdict ends a job in, a time limit's reason, and the executed notebooks their ranks
-left unfinished, closed with the verdict."""
+left unfinished, closed with the verdict, and the executed notebooks handed to nbformat once
+the job has ended."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import nbformat
+
+from trainhub.bundle.schema import BundleCell
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.spec import JobSpec
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.lifecycle.notebooks import close_notebooks
+from trainhub.lifecycle.notebooks import close_notebooks, finish_notebooks
 from trainhub.lifecycle.verdict import RunningCell, end_state, time_limit_reason
+from trainhub.rank.nbcapture import NotebookCapture
 
 
 def test_a_verdict_ends_the_job_failed_unless_it_is_a_stop() -> None:
@@ -105,3 +110,33 @@ def test_the_notebooks_closed_are_those_of_the_ranks_the_spec_keeps_one_for(
     assert [read(p)[0]["state"] for p in paths] == ["failed", "running"]
     close_notebooks(jobdir, spec(**two, notebook_ranks="all"), 0, CRASH)
     assert read(paths[1])[0]["state"] == "failed"
+
+
+def test_an_ended_jobs_notebooks_are_written_by_nbformat_and_an_invalid_one_is_left(
+    tmp_path: Path,
+) -> None:
+    jobdir = JobDir(tmp_path / "job").create()
+    written = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# Two\nlines"), nbformat.v4.new_code_cell("1")]
+    )
+    run = [BundleCell(cell_index=1, source="1")]
+    capture = NotebookCapture(jobdir, run, rank=0, attempt=0, written=written)
+    capture.start()
+    capture.start_cell(0, 1)
+    capture.stream("stdout", "one\ntwo\n")
+    capture.result({"text/plain": "1"})
+    capture.end_cell(True, 0.1)
+    capture.close("completed")
+    path = jobdir.root / "notebook.ipynb"
+    as_ran = json.loads(path.read_text())
+    invalid = executed(jobdir, 1, 0, "completed", ["ok"])  # no nbformat version, no ids
+    before = invalid.read_bytes()
+
+    finish_notebooks(jobdir, spec(resources={"processes_per_worker": 2}, notebook_ranks="all"))
+    node = nbformat.reads(path.read_text(), as_version=4)
+    nbformat.validate(node)
+    assert path.read_text() == nbformat.v4.writes(node, split_lines=False)  # nbformat's form
+    assert json.loads(path.read_text()) == as_ran  # what the rank wrote, strings kept whole
+    assert invalid.read_bytes() == before
+    (event,) = [e for e in jobdir.iter_events() if e["type"] == "notebook"]
+    assert event["rank"] == 1 and "not a valid notebook" in event["error"]

@@ -29,8 +29,9 @@ checkpoint is either whole or absent, also when the writer is killed. Under
 torch.distributed, rank 0 alone writes replicated (DDP) state with ``torch.save``, or with
 ``sharded=True`` all ranks write it together with ``dcp.save`` (replicated tensors once,
 each shard by its owner); all ranks agree on the outcome before any of them sees the save as
-done. With ``async_=True`` training waits only for the copy to CPU memory, into buffers kept
-from the previous save; writing happens on a background thread, and its errors surface on
+done. With ``async_=True`` training waits only for the copy to CPU memory, made by
+torch.distributed.checkpoint's ``DefaultStager`` into the copies kept from the previous save;
+writing happens on a background thread, and its errors surface on
 the next ``save``/``wait``. Older per-rank sharded checkpoints (``rank-<r>.pt``) still load.
 
 A save the job should make when it is asked to stop (preempted, suspended, cancelled) is

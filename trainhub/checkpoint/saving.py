@@ -57,15 +57,12 @@ class CheckpointHandle:
             raise self._error
         return self._info
 
-    def _run(self, payload: Any, lease: list[Any] | None = None) -> None:
+    def _run(self, payload: Any) -> None:
         try:
             self._info = write(self._plan, payload, self.stall_seconds)
         except BaseException as e:
             self._error = e
         finally:
-            if lease:
-                # Before done: the next save may reuse them at once.
-                staging.buffers.give_back(lease)
             self._done.set()
 
     def __repr__(self) -> str:
@@ -121,9 +118,9 @@ def save(
         handle.wait()
         return handle
 
-    staged, lease = staging.stage(payload) if plan.writes else (None, [])
+    staged = staging.stage(payload) if plan.writes else None
     handle.stall_seconds = time.perf_counter() - started
-    _start_background(handle, staged, lease)
+    _start_background(handle, staged)
     return handle
 
 
@@ -136,11 +133,11 @@ def wait_all() -> None:
         pending.wait()
 
 
-def _start_background(handle: CheckpointHandle, staged: Any, lease: list[Any]) -> None:
+def _start_background(handle: CheckpointHandle, staged: Any) -> None:
     global _pending, _atexit_registered
     thread = threading.Thread(
         target=_run_in_background,
-        args=(handle, staged, lease),
+        args=(handle, staged),
         name=f"trainhub-checkpoint-{handle.step}",
     )
     with _lock:
@@ -154,13 +151,13 @@ def _start_background(handle: CheckpointHandle, staged: Any, lease: list[Any]) -
 _BACKGROUND_NICENESS = 10
 
 
-def _run_in_background(handle: CheckpointHandle, staged: Any, lease: list[Any]) -> None:
+def _run_in_background(handle: CheckpointHandle, staged: Any) -> None:
     # Writing competes with training for cores on a busy machine: training goes first; the
     # write only has to end before the next save.
     # Not Linux, or not allowed: the write runs at training's priority.
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _BACKGROUND_NICENESS)
-    handle._run(staged, lease)
+    handle._run(staged)
 
 
 def _flush_at_exit() -> None:
@@ -193,4 +190,4 @@ def _check_metrics(metrics: Mapping[str, Any] | None) -> dict[str, float]:
 def release_staging_memory() -> None:
     """Free the CPU copies kept between async saves (after waiting for the pending one)."""
     wait_all()
-    staging.buffers.release()
+    staging.release()

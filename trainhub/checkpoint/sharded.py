@@ -11,7 +11,6 @@ trainhub's own part (manifest, atomic publish, retention, events) stays in
 from __future__ import annotations
 
 import hashlib
-import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -98,26 +97,3 @@ def _describe(path: Path) -> CheckpointFile:
             sha.update(chunk)
             size += len(chunk)
     return CheckpointFile(name=path.name, bytes=size, sha256=sha.hexdigest())
-
-
-def stage_dtensor(tensor: Any, copy_local: Any) -> Any:
-    """A DTensor with the same placement whose local shard is ``copy_local(local shard)``."""
-    from torch.distributed.tensor import DTensor
-
-    local = copy_local(tensor.to_local())
-    return DTensor.from_local(
-        local,
-        tensor.device_mesh,
-        tensor.placements,
-        run_check=False,
-        shape=tensor.shape,
-        stride=tensor.stride(),
-    )
-
-
-def is_dtensor(obj: Any) -> bool:
-    if "torch.distributed.tensor" not in sys.modules:  # no DTensor can exist yet
-        return False
-    from torch.distributed.tensor import DTensor
-
-    return isinstance(obj, DTensor)

@@ -1,13 +1,18 @@
 """The executed notebooks of an attempt that ended where their ranks could not say how (killed,
 crashed, exited past the runner, stopped): closed once the verdict is known, by whoever saw
 the end (the local supervisor; on Kubernetes the reconcile that records it, or the cancel).
-A notebook its rank closed itself as ``completed`` or ``failed`` is left as it is."""
+A notebook its rank closed itself as ``completed`` or ``failed`` is left as it is.
+
+Once the job's end is recorded, the same process hands each executed notebook to nbformat
+(:func:`finish_notebooks`): checked against the notebook schema and written as Jupyter writes
+notebooks. Ranks write the file as they go with the standard library alone (importing nbformat
+costs a rank start a second or more on a busy machine); nbformat has the last word."""
 
 from __future__ import annotations
 
 import json
 
-from trainhub.jobs import confined
+from trainhub.jobs import confined, limits
 from trainhub.jobs.directory import JobDir, notebook_name
 from trainhub.jobs.models import Verdict
 from trainhub.jobs.spec import JobSpec
@@ -25,13 +30,53 @@ def close_notebooks(
     their ranks left unfinished, saying ``verdict``'s reason. A suspension or a stop leaves
     them ``stopped``; any other verdict is a failure."""
     failed = verdict.failure_class not in _STOPS and not suspended
-    world = spec.resources.world_size
-    ranks = range(world) if spec.notebook_ranks == "all" else spec.notebook_ranks
-    for rank in (r for r in ranks if r < world):
+    for rank in _notebook_ranks(spec):
         try:
             close_unfinished(jobdir, rank, attempt, verdict.reason, failed=failed)
         except OSError as e:  # a full disk: the verdict still stands, the log has it all
             jobdir.emit("notebook", rank=rank, error=str(e))
+
+
+def finish_notebooks(jobdir: JobDir, spec: JobSpec) -> None:
+    """Have nbformat validate and write the executed notebooks of a job that has ended (each
+    rank the spec keeps one for). Called after the end is recorded: nothing waits for it."""
+    for rank in _notebook_ranks(spec):
+        try:
+            finish_notebook(jobdir, rank)
+        except OSError as e:  # a full disk: the rank's own file stays
+            jobdir.emit("notebook", rank=rank, error=str(e))
+
+
+def finish_notebook(job: JobDir, rank: int) -> bool:
+    """Rewrite a rank's executed notebook with nbformat (its strings kept whole, as the rank
+    wrote them), once it validates; one that does not stays as it is, and the job's events say
+    why. Whether it was rewritten."""
+    import nbformat
+
+    try:
+        with confined.opened(job.root, notebook_name(rank)) as f:
+            text = f.read()
+    except (OSError, confined.NotAJobFile):
+        return False  # none written (the rank never started, or keeps none)
+    try:
+        node = nbformat.from_dict(json.loads(text))
+        nbformat.validate(node)
+    except (ValueError, nbformat.ValidationError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        job.emit("notebook", rank=rank, error=f"not a valid notebook (nbformat 4): {reason}")
+        return False
+    data = nbformat.v4.writes(node, split_lines=False).encode()
+    # The file cap holds for this form too: nbformat's indentation may not push it over.
+    if data == text or len(data) > max(len(text), limits.current().notebook_bytes):
+        return False
+    confined.replace(job.root, notebook_name(rank), data)
+    return True
+
+
+def _notebook_ranks(spec: JobSpec) -> list[int]:
+    world = spec.resources.world_size
+    ranks = range(world) if spec.notebook_ranks == "all" else spec.notebook_ranks
+    return [r for r in ranks if r < world]
 
 
 def close_unfinished(

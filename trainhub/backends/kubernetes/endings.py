@@ -25,7 +25,7 @@ from trainhub.jobs import ownership
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.lifecycle.notebooks import close_notebooks
+from trainhub.lifecycle.notebooks import close_notebooks, finish_notebooks
 from trainhub.lifecycle.notify import end_alert_kind
 from trainhub.lifecycle.retry import RetryPlan, plan_retry, retry_event
 from trainhub.usage import kept
@@ -69,6 +69,7 @@ class Ending(Submitting, Observing):
         if kind is not None:
             ended = record.model_copy(update={"state": state, "verdict": verdict})
             self._announce(ended, kind, f"{record.id}-a{record.attempt}-{kind}")
+        finish_notebooks(JobDir(record.job_dir), record.spec)  # the end recorded: nothing waits
 
     def _keep_usage(self, job_id: str) -> None:
         """Where members own their files, the ended job's usage row, for the team (read as
