@@ -25,8 +25,16 @@ worker and a stranger do not.
 
 Day 2, while that session and job run: a bigger quota and a new curated image, by `trainhub
 admin apply` and `helm upgrade`; the hub's pod is replaced, the session's runs on and answers
-again, the job ends well, the queue has the new quota, the next spawn form the new image. Then
-`helm uninstall` keeps the team's claim and the job's directory.
+again, the job ends well, the queue has the new quota, the next spawn form the new image.
+
+trainhub's controller keeps the release's jobs (the teams file's `controller:` section; a process
+of the test with its ServiceAccount's token). The researcher's path in Chromium through the
+proxy's Service (researcher_path.cjs without its queue): login, the team's profile, JupyterLab
+from the session pod, Submit as job of the example notebook, its logs, metrics and a checkpoint
+while it runs; the browser leaves, the chart's idle culler (set short by a `helm upgrade`)
+stops the session, and the job's end is recorded by the controller with nobody logged in.
+
+Last, `helm uninstall` keeps the team's claim and the jobs' directories.
 """
 
 from __future__ import annotations
