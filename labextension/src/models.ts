@@ -73,6 +73,8 @@ export interface IResources {
   min_workers?: number | null;
   processes_per_worker?: number | null;
   gpus_per_worker?: number;
+  /** A share of one GPU, "1/4", on a pool that shares its GPUs (one worker, no whole GPUs). */
+  gpu_share?: string | null;
   cpu?: number | null;
   memory?: string | null;
 }
@@ -270,9 +272,18 @@ export interface IImageChoice {
   description?: string;
 }
 
+/** A share of one GPU a team's jobs may ask for, and the pool (queue) that offers it. */
+export interface IGpuShare {
+  share: string; // "1/4"
+  queue: string;
+  label: string; // "¼ of a GPU (time-sliced with 3 others)"
+}
+
 export interface ITeam {
   name: string;
   queues: string[];
+  /** Shares of a GPU the team's pools offer (a cluster's teams file); none: whole GPUs only. */
+  gpu_shares?: IGpuShare[];
 }
 
 export interface ILimits {

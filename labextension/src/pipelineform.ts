@@ -39,6 +39,7 @@ export function stepToForm(
     workers: text(res.workers, '1'),
     processesPerWorker: text(res.processes_per_worker, '1'),
     gpusPerWorker: text(res.gpus_per_worker, '0'),
+    gpuShare: text(res.gpu_share, ''),
     cpuPerWorker: text(res.cpu, ''),
     memoryPerWorker: text(res.memory, ''),
     team: '',

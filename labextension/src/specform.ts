@@ -5,6 +5,7 @@ import {
   ICheckpointRef,
   IConfig,
   IFieldError,
+  IGpuShare,
   IJobSpec,
   IResources,
   Priority
@@ -37,6 +38,8 @@ export interface ISubmitForm {
   workers: string;
   processesPerWorker: string;
   gpusPerWorker: string;
+  /** A share of one GPU ("1/4") the team offers; empty for whole GPUs. */
+  gpuShare: string;
   /** CPU cores and memory per worker (e.g. 0.5, 16Gi); empty for the backend's default. */
   cpuPerWorker: string;
   memoryPerWorker: string;
@@ -64,6 +67,7 @@ export type FormField =
   | 'workers'
   | 'processesPerWorker'
   | 'gpusPerWorker'
+  | 'gpuShare'
   | 'cpuPerWorker'
   | 'memoryPerWorker'
   | 'team'
@@ -101,6 +105,7 @@ export function initialForm(
     workers: '1',
     processesPerWorker: '1',
     gpusPerWorker: has(config, 'gpus') && config.limits.max_gpus_per_worker > 0 ? '1' : '0',
+    gpuShare: '',
     cpuPerWorker: '',
     memoryPerWorker: '',
     team: team?.name ?? '',
@@ -111,6 +116,42 @@ export function initialForm(
     cells: 'all',
     selectedCells,
     datasets: []
+  };
+}
+
+/** The shares of a GPU the team's pools offer its jobs (none where the backend has no GPUs). */
+export function sharesOffered(
+  config: Pick<IConfig, 'features' | 'teams'>,
+  team: string
+): IGpuShare[] {
+  if (!has(config, 'gpus')) {
+    return [];
+  }
+  return config.teams.find(t => t.name === team)?.gpu_shares ?? [];
+}
+
+/**
+ * What choosing a share ('' for whole GPUs) changes in the form: a share runs one worker with
+ * no whole GPUs, in the pool that offers it; back to whole GPUs, one GPU in the team's first
+ * queue that is no shared pool.
+ */
+export function sharePatch(
+  config: Pick<IConfig, 'features' | 'teams'>,
+  form: Pick<ISubmitForm, 'team' | 'queue'>,
+  share: string
+): Partial<ISubmitForm> {
+  const offered = sharesOffered(config, form.team);
+  const chosen = offered.find(s => s.share === share);
+  if (chosen) {
+    return { gpuShare: share, queue: chosen.queue, workers: '1', gpusPerWorker: '0' };
+  }
+  const sharedQueues = offered.map(s => s.queue);
+  const team = config.teams.find(t => t.name === form.team);
+  const whole = team?.queues.find(q => !sharedQueues.includes(q));
+  return {
+    gpuShare: '',
+    gpusPerWorker: '1',
+    queue: sharedQueues.includes(form.queue) ? (whole ?? form.queue) : form.queue
   };
 }
 
@@ -149,6 +190,9 @@ export function formToSpec(
     workers: has(config, 'multi_node') ? count(form.workers) : 1,
     gpus_per_worker: has(config, 'gpus') ? count(form.gpusPerWorker) : 0
   };
+  if (form.gpuShare && has(config, 'gpus')) {
+    resources.gpu_share = form.gpuShare; // the server names resources.gpu_share if it refuses
+  }
   if (form.processesPerWorker.trim()) {
     resources.processes_per_worker = count(form.processesPerWorker);
   }
@@ -194,6 +238,7 @@ const FIELD_OF_PATH: [RegExp, FormField][] = [
   [/^resources\.(min_)?workers$/, 'workers'],
   [/^resources\.processes_per_worker$/, 'processesPerWorker'],
   [/^resources\.gpus_per_worker$/, 'gpusPerWorker'],
+  [/^resources\.gpu_share$/, 'gpuShare'],
   [/^resources\.cpu$/, 'cpuPerWorker'],
   [/^resources\.memory$/, 'memoryPerWorker'],
   [/^team$/, 'team'],
@@ -314,6 +359,7 @@ export function formFromSpec(
         ? String(res.processes_per_worker)
         : '',
     gpusPerWorker: String(res.gpus_per_worker ?? 0),
+    gpuShare: res.gpu_share ?? '',
     cpuPerWorker: res.cpu !== null && res.cpu !== undefined ? String(res.cpu) : '',
     memoryPerWorker: res.memory ?? '',
     team: spec.team ?? base.team,

@@ -194,7 +194,10 @@ class ServerConfig(BaseModel):
     backend: str
     features: list[str]
     images: list[dict[str, Any]]
-    teams: list[dict[str, Any]]
+    teams: list[dict[str, Any]] = Field(
+        description="{name, queues, gpu_shares}: gpu_shares lists the shares of a GPU the "
+        'team\'s pools offer a job, [{share: "1/4", queue, label}] (none: whole GPUs only)'
+    )
     limits: ConfigLimits
     user: str
     allow_pip: bool

@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainhub.jobs.shares import parse_share
 from trainhub_spawner.idle_policy import Action, IdleState
+from trainhub_spawner.profiles import session_size
 from trainhub_spawner.stops import replace_json
 
 
@@ -19,7 +21,7 @@ class GpuServer:
     name: str  # "" for the default server
     namespace: str
     pod: str
-    gpus: int
+    gpus: float  # whole GPUs, or a share's fraction of one (0.25 for "1/4")
     team: str = ""  # from the profile's slug, "<team>.<pool>"
     url: str = ""  # the server's path behind the proxy, "/user/<name>/[<server>/]"
 
@@ -37,10 +39,7 @@ def gpu_servers(users: list[dict[str, Any]]) -> list[GpuServer]:
                 continue
             state = server.get("state") or {}
             options = server.get("user_options") or {}
-            try:
-                gpus = int(options.get("gpus", 0))
-            except (TypeError, ValueError):
-                gpus = 0
+            gpus = held(options.get("gpus", 0))
             if gpus > 0 and state.get("pod_name") and state.get("namespace"):
                 team = str(options.get("profile") or "").partition(".")[0]
                 out.append(
@@ -55,6 +54,16 @@ def gpu_servers(users: list[dict[str, Any]]) -> list[GpuServer]:
                     )
                 )
     return out
+
+
+def held(size: object) -> float:
+    """The GPUs a session's spawn option holds: 2 for "2", 0.25 for the share "1/4" (so the
+    idle-GPU service watches shared sessions too and the metrics count their fraction); 0 for
+    anything that is no session size."""
+    value = session_size(size)
+    if isinstance(value, str):
+        return float(parse_share(value))
+    return float(value or 0)
 
 
 def sessions_document(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from fractions import Fraction
 
 
 @dataclass(frozen=True)
@@ -64,24 +65,32 @@ def decide(state: IdleState, now: float, policy: IdlePolicy) -> Action:
     return Action.KEEP
 
 
-def warning_sentence(user: str, gpus: int, state: IdleState, now: float, policy: IdlePolicy) -> str:
+def gpu_amount(gpus: float) -> str:
+    """ "1 GPU", "2 GPUs", or a share: "1/4 of a GPU"."""
+    if gpus == int(gpus):
+        return f"{int(gpus)} GPU{'' if gpus == 1 else 's'}"
+    share = Fraction(gpus).limit_denominator(64)
+    return f"{share.numerator}/{share.denominator} of a GPU"
+
+
+def warning_sentence(
+    user: str, gpus: float, state: IdleState, now: float, policy: IdlePolicy
+) -> str:
     idle = 0.0 if state.low_since is None else (now - state.low_since) / 60
     left = max(policy.stop_after_minutes - idle, 0)
-    gpu_word = "GPU" if gpus == 1 else "GPUs"
     return (
         f"{user}'s server has used less than {policy.threshold_percent:g}% "
-        f"of its {gpus} {gpu_word} "
+        f"of its {gpu_amount(gpus)} "
         f"for {idle:.0f} minutes; it will be stopped in {left:.0f} minutes unless it gets busy"
     )
 
 
-def stopped_sentence(gpus: int, now: float, policy: IdlePolicy) -> str:
+def stopped_sentence(gpus: float, now: float, policy: IdlePolicy) -> str:
     """Why a server was stopped, as the spawn form says it ("This server was ...")."""
-    gpu_word = "GPU" if gpus == 1 else "GPUs"
     minutes = policy.stop_after_minutes
     minute_word = "minute" if minutes == 1 else "minutes"
     at = time.strftime("%H:%M UTC on %Y-%m-%d", time.gmtime(now))
     return (
-        f"stopped at {at}: its {gpus} {gpu_word} stayed under {policy.threshold_percent:g}% "
+        f"stopped at {at}: its {gpu_amount(gpus)} stayed under {policy.threshold_percent:g}% "
         f"for {minutes:g} {minute_word}"
     )

@@ -109,7 +109,7 @@ def read_sessions(path: str) -> list[IdleSession]:
     except FileNotFoundError:
         return []
     return [
-        IdleSession(str(s["user"]), str(s.get("team") or ""), int(s["gpus"]), bool(s["idle"]))
+        IdleSession(str(s["user"]), str(s.get("team") or ""), float(s["gpus"]), bool(s["idle"]))
         for s in document.get("sessions", [])
     ]
 

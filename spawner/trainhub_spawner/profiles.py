@@ -157,7 +157,7 @@ def resolve_session(teams: Teams, groups: list[str], user_options: Any) -> Sessi
 
     sizes = session_sizes(team, pool)
     raw_gpus = user_options.get("gpus", sizes[0])
-    gpus = _as_size(raw_gpus)
+    gpus = session_size(raw_gpus)
     if gpus is None or gpus not in sizes:
         raise Refused(
             f"{raw_gpus!r} GPUs is not a session size of team {team.name} in pool "
@@ -181,7 +181,7 @@ def _allowed_image(teams: Teams, team: Team, wanted: Any) -> Image:
     return allowed.entry or Image(name="custom", image=allowed.reference)
 
 
-def _as_size(value: Any) -> int | str | None:
+def session_size(value: Any) -> int | str | None:
     """A number of GPUs, or a share's text ("1/4"); None for anything else."""
     if isinstance(value, bool):
         return None

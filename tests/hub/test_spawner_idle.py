@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trainhub_spawner.gpu_sessions import GpuServer, gpu_servers, notice_url
+from trainhub.usage.prometheus import IdleSession
+from trainhub_spawner.gpu_sessions import GpuServer, gpu_servers, notice_url, sessions_document
 from trainhub_spawner.idle_policy import (
     Action,
     IdlePolicy,
@@ -18,6 +19,7 @@ from trainhub_spawner.idle_policy import (
     stopped_sentence,
     warning_sentence,
 )
+from trainhub_spawner.metrics_service import read_sessions
 from trainhub_spawner.stops import (
     KEEP_SECONDS,
     Stop,
@@ -97,7 +99,7 @@ def test_the_warning_says_how_long_and_what_happens_next() -> None:
     )
 
 
-def test_only_ready_servers_holding_gpus_are_watched() -> None:
+def test_only_ready_servers_holding_gpus_are_watched(tmp_path: Path) -> None:
     users = [
         {
             "name": "ada",
@@ -135,10 +137,34 @@ def test_only_ready_servers_holding_gpus_are_watched() -> None:
             "servers": {"": {"ready": True, "user_options": {"gpus": "x"}, "state": {}}},
         },
         {"name": "ed", "servers": {}},
+        {
+            "name": "fay",
+            "servers": {
+                "": {
+                    "ready": True,
+                    "user_options": {"profile": "vision.t4-shared", "gpus": "1/4"},
+                    "state": {"pod_name": "jupyter-fay", "namespace": "team-vision"},
+                }
+            },
+        },
     ]
+    fay = GpuServer("fay", "", "team-vision", "jupyter-fay", 0.25, team="vision")
     assert gpu_servers(users) == [
-        GpuServer("ada", "", "team-nlp", "jupyter-ada", 2, url="/user/ada/")
+        GpuServer("ada", "", "team-nlp", "jupyter-ada", 2, url="/user/ada/"),
+        fay,  # a shared session is watched too, holding its share's fraction
     ]
+    # What the metrics service reads of the pass: the share's fraction, not a whole GPU.
+    document = sessions_document([fay], {fay.key: IdleState(low_since=5)}, {}, 10)
+    assert document["sessions"] == [
+        {"user": "fay", "server": "", "team": "vision", "gpus": 0.25, "idle": True, "idle_since": 5}
+    ]
+    path = tmp_path / "sessions.json"
+    path.write_text(json.dumps(document))
+    assert read_sessions(str(path)) == [IdleSession("fay", "vision", 0.25, True)]
+    assert warning_sentence("fay", 0.25, IdleState(low_since=0), 20 * 60, POLICY).startswith(
+        "fay's server has used less than 10% of its 1/4 of a GPU for 20 minutes"
+    )
+    assert "its 1/4 of a GPU stayed under 10%" in stopped_sentence(0.25, 60, POLICY)
 
 
 def test_the_warning_is_posted_to_the_server_through_the_proxy() -> None:

@@ -389,7 +389,7 @@ def test_catalog_offers_the_teams_images_and_pools() -> None:
     backend = KubernetesBackend(TEAMS, team.name, api_client=object())
     catalog = backend.catalog()
     assert [i["name"] for i in catalog["images"]] == team.images
-    assert catalog["teams"] == [{"name": team.name, "queues": list(team.quota)}]
+    assert catalog["teams"] == [{"name": team.name, "queues": list(team.quota), "gpu_shares": []}]
     assert "pip_install" not in {f.value for f in backend.features}
 
 

@@ -225,6 +225,10 @@ def test_only_a_job_asking_for_the_share_lands_on_the_shared_pool_and_requests_i
     assert tolerations == [SHARED_TAINT]
     got, _ = requests(job(gpus_per_worker=2), teams.pool("a100"))
     assert got["nvidia.com/gpu"] == "2" and "nvidia.com/gpu.shared" not in got
+    # The submit dialog offers the share with the pool such a job goes to (GET config).
+    assert backend.catalog()["teams"][0]["gpu_shares"] == [
+        {"share": "1/4", "queue": "t4-shared", "label": "¼ of a GPU (time-sliced with 3 others)"}
+    ]
 
 
 def test_the_usage_panel_says_shares_in_gpus() -> None:

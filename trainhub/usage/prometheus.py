@@ -29,6 +29,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
+from trainhub.usage.compute import held_gpus
 from trainhub.usage.models import UsageBy, UsageGroup
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -43,7 +44,7 @@ class IdleSession:
 
     user: str
     team: str
-    gpus: int
+    gpus: float  # a shared session: its share's fraction of one GPU
     idle: bool  # its GPUs are under the idle threshold now
 
 
@@ -70,13 +71,14 @@ def families(snap: Snapshot) -> list[Metric]:
 
     gpus = GaugeMetricFamily(
         "trainhub_job_gpus_in_use",
-        "GPUs held by admitted jobs (starting, running, retrying), by team.",
+        "GPUs held by admitted jobs (starting, running, retrying), by team; a job on a "
+        "share of a GPU counts its fraction.",
         labels=["team"],
     )
-    held: Counter[str] = Counter()
+    held: defaultdict[str, float] = defaultdict(float)
     for r in snap.records:
         if r.state.active:
-            held[_team(r)] += r.gpus
+            held[_team(r)] += held_gpus(r)
     for team in teams:
         gpus.add_metric([team], held.get(team, 0))
 
@@ -130,7 +132,7 @@ def families(snap: Snapshot) -> list[Metric]:
         )
         idle_gpus = GaugeMetricFamily(
             "trainhub_idle_gpus",
-            "GPUs held by idle interactive sessions, by team.",
+            "GPUs held by idle interactive sessions, by team (a share counts its fraction).",
             labels=["team"],
         )
         for team in sorted({s.team for s in snap.sessions} | set(teams)):
@@ -148,7 +150,7 @@ def families(snap: Snapshot) -> list[Metric]:
         )
         for r in snap.records:
             if r.state.active:
-                active.add_metric([r.id, r.name, _team(r), r.state.value], r.gpus)
+                active.add_metric([r.id, r.name, _team(r), r.state.value], held_gpus(r))
         out.append(active)
 
     up = GaugeMetricFamily("trainhub_exporter_source_errors", "Sources this scrape could not read.")

@@ -4,8 +4,11 @@ import {
   datasetNames,
   defaultJobName,
   errorsByField,
+  formFromSpec,
   formToSpec,
   initialForm,
+  sharePatch,
+  sharesOffered,
   workerText
 } from '../specform';
 
@@ -125,6 +128,55 @@ describe('formToSpec', () => {
         { field: 'resources.workers', message: workers }
       ])
     ).toEqual({ queue: [taint], memoryPerWorker: [memory], workers: [workers] });
+  });
+
+  it('offers the team’s GPU shares and sends the one chosen, in the pool that offers it', () => {
+    const quarter = {
+      share: '1/4',
+      queue: 't4-shared',
+      label: '¼ of a GPU (time-sliced with 3 others)'
+    };
+    const config: IConfig = {
+      ...clusterConfig,
+      teams: [
+        { name: 'vision', queues: ['t4-shared', 'a100'], gpu_shares: [quarter] },
+        { name: 'nlp', queues: ['a100'] }
+      ]
+    };
+    expect(sharesOffered(config, 'vision')).toEqual([quarter]);
+    expect(sharesOffered(config, 'nlp')).toEqual([]);
+    expect(sharesOffered({ ...config, features: ['queues'] }, 'vision')).toEqual([]);
+
+    const form = { ...initialForm('n.ipynb', config, []), workers: '3' };
+    expect(formToSpec(form, config).resources?.gpu_share).toBeUndefined();
+    const shared = { ...form, ...sharePatch(config, form, '1/4') };
+    expect(shared).toMatchObject({ gpuShare: '1/4', queue: 't4-shared', workers: '1' });
+    const spec = formToSpec(shared, config);
+    expect(spec.resources).toEqual({
+      workers: 1,
+      gpus_per_worker: 0,
+      gpu_share: '1/4',
+      processes_per_worker: 1
+    });
+    expect(spec.queue).toBe('t4-shared');
+    // Back to whole GPUs: one GPU, in the team's first pool that does not share.
+    expect(sharePatch(config, shared, '')).toEqual({
+      gpuShare: '',
+      gpusPerWorker: '1',
+      queue: 'a100'
+    });
+    // The server's refusal shows next to the share field; a rerun keeps the share.
+    const refusal = 'a shared GPU holds one worker; 2 workers need whole GPUs';
+    expect(errorsByField([{ field: 'resources.gpu_share', message: refusal }])).toEqual({
+      gpuShare: [refusal]
+    });
+    const rerun = formFromSpec(spec, config, [], {
+      kind: 'resubmit',
+      jobId: 'j-1',
+      jobName: 'n',
+      suggestedName: 'n-2'
+    });
+    expect(rerun.gpuShare).toBe('1/4');
   });
 
   it('never sends what the backend cannot do', () => {

@@ -1,13 +1,13 @@
 /**
  * Where and on what a job runs, in the submit dialog: image, datasets, workers, processes,
- * GPUs, CPU and memory, team, queue, priority and the runtime limit; only what the backend
+ * GPUs (or a share of one where the team's pools offer shares), CPU and memory, team, queue, priority and the runtime limit; only what the backend
  * supports is offered.
  */
 import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
 import { IConfig, IDatasetInfo, Priority } from '../models';
-import { has, ISubmitForm } from '../specform';
+import { has, ISubmitForm, sharePatch, sharesOffered } from '../specform';
 import { Errors, Row } from './formrow';
 
 /** The datasets the user's team may read, once (none when the backend has no datasets). */
@@ -51,6 +51,8 @@ export function ResourceFields(props: {
   const limits = config.limits;
   const team = config.teams.find(t => t.name === form.team);
   const offered = useDatasets(api, has(config, 'datasets'));
+  const shares = sharesOffered(config, form.team);
+  const chosen = shares.find(s => s.share === form.gpuShare);
   const set = (field: keyof ISubmitForm) => (value: string) =>
     update({ [field]: value } as Partial<ISubmitForm>);
   const input = (field: keyof ISubmitForm, more: React.InputHTMLAttributes<HTMLInputElement>) => (
@@ -129,7 +131,38 @@ export function ResourceFields(props: {
       <Row label="Processes per worker" field="processesPerWorker" errors={errors}>
         {number('processesPerWorker', limits.max_processes_per_worker, 1)}
       </Row>
-      {has(config, 'gpus') && limits.max_gpus_per_worker > 0 ? (
+      {shares.length || form.gpuShare ? (
+        <Row
+          label="GPU share"
+          field="gpuShare"
+          errors={errors}
+          hint={
+            chosen
+              ? `One worker, on pool ${chosen.queue}`
+              : form.gpuShare
+                ? `No pool of team ${form.team} offers ${form.gpuShare} of a GPU`
+                : 'Whole GPUs, or a share of one GPU your team’s pools offer'
+          }
+        >
+          <select
+            className="jp-mod-styled"
+            name="gpuShare"
+            value={form.gpuShare}
+            onChange={e => update(sharePatch(config, form, e.target.value))}
+          >
+            <option value="">whole GPUs</option>
+            {form.gpuShare && !chosen ? (
+              <option value={form.gpuShare}>{form.gpuShare} of a GPU</option>
+            ) : null}
+            {shares.map(s => (
+              <option key={s.share} value={s.share}>
+                {s.label}
+              </option>
+            ))}
+          </select>
+        </Row>
+      ) : null}
+      {has(config, 'gpus') && limits.max_gpus_per_worker > 0 && !form.gpuShare ? (
         <Row label="GPUs per worker" field="gpusPerWorker" errors={errors}>
           {number('gpusPerWorker', limits.max_gpus_per_worker)}
         </Row>
@@ -161,7 +194,7 @@ export function ResourceFields(props: {
             config.teams.map(t => t.name),
             name => {
               const t = config.teams.find(x => x.name === name);
-              update({ team: name, queue: t?.queues[0] ?? '' });
+              update({ team: name, queue: t?.queues[0] ?? '', gpuShare: '' });
             }
           )}
         </Row>

@@ -285,6 +285,7 @@ if [[ -x "$bin/trainhub-device-plugin" && "$(cat "$bin/trainhub-device-plugin.so
   step "trainhub-device-plugin already built"
 else
   step "building trainhub-device-plugin ($deviceplugin_src)"
+  (cd "$deviceplugin_src" && run "$GO" test .)  # its IDs and allocations (main_test.go)
   (cd "$deviceplugin_src" && run "$GO" build -trimpath -ldflags "-s -w" \
     -o "$bin/trainhub-device-plugin.tmp" .)
   mv "$bin/trainhub-device-plugin.tmp" "$bin/trainhub-device-plugin"

@@ -49,6 +49,11 @@ NODE_LABELS = {
 NODE_TAINT = {"key": "trainhub.io/real-node", "value": "true", "effect": "NoSchedule"}
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_COUNT = 2
+# One more fake GPU, shared as a pool's `sharing` says, the way NVIDIA's device plugin does
+# with time-slicing and renameByDefault: `replicas` units of nvidia.com/gpu.shared. The whole
+# GPUs stay whole; only pods that request the shared resource get a replica.
+SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
+SHARED_SHARING = {"strategy": "time-slicing", "replicas": 4}
 CONTAINERD_NAMESPACE = "k8s.io"  # the namespace the CRI plugin (and so the kubelet) uses
 CLUSTER_DOMAIN = "cluster.local"
 CNI_BIN = Path("/usr/lib/cni")
@@ -73,6 +78,7 @@ NODE_COMPONENTS = (
     "coredns",
     "api-forward",
     "device-plugin",
+    "device-plugin-shared",
 )
 NODE_BINARIES = ("kubelet", "kube-proxy", "coredns", "pause", "trainhub-device-plugin")
 HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "busybox")
@@ -167,6 +173,27 @@ def deviceplugin_hash() -> str:
         f"{hashlib.sha256((src / f).read_bytes()).hexdigest()}  ./{f}\n" for f in files
     )
     return hashlib.sha256(listing.encode()).hexdigest()[:16]
+
+
+def sharing_flags(sharing: dict[str, Any]) -> list[str]:
+    """The device plugin's flags that share its GPUs as a pool's ``sharing`` says (the teams
+    file's ``pools[i].sharing``); time-slicing only: a fake GPU has no MIG partitions."""
+    if sharing.get("strategy") != "time-slicing":
+        raise NodeError(f"the fake device plugin time-slices GPUs only, not {sharing!r}")
+    return [f"-resource={SHARED_GPU_RESOURCE}", f"-replicas={int(sharing['replicas'])}"]
+
+
+def fake_gpu_lines(indices: range) -> list[str]:
+    """A fake NVML state file's lines naming these GPUs (their index in the file from 0)."""
+    lines = ["driver_version=550.54.15", f"gpu_count={len(indices)}"]
+    for n, i in enumerate(indices):
+        lines += [
+            f"gpu{n}.name=Fake NVML GPU",
+            f"gpu{n}.uuid=GPU-{i:08x}-7e57-4000-8000-{i:012x}",
+            f"gpu{n}.memory_total={80 << 30}",
+            f"gpu{n}.memory_used={i << 30}",
+        ]
+    return lines
 
 
 def missing_node_parts(base: Path) -> list[str]:
@@ -457,6 +484,7 @@ class RealNode:
         held = archive_images(archive)
         if held and all(self._image_id(ref) == image_id for ref, image_id in held.items()):
             return list(held)  # the store has these very images
+        self._forget_older_builds(held)
         extra = ["--base-name", base_name] if base_name else []
         out = self._ctr("images", "import", *extra, str(archive)).stdout
         # ctr prints "unpacking <name> (sha256:...)...done" for each image it imported.
@@ -473,6 +501,20 @@ class RealNode:
         stale = [r for r in listed if r.rsplit(":", 1)[0] in repositories and r not in names]
         if stale:
             self._ctr("images", "remove", *stale)
+
+    def _forget_older_builds(self, held: dict[str, str]) -> None:
+        """Before an import, remove the store's other builds of the archive's repositories and
+        wait for containerd to collect their layers: the store then never holds two builds of
+        a curated image (~13 GB each for pytorch-cpu) at once, which a small disk cannot."""
+        repositories = {ref.rsplit(":", 1)[0] for ref in held}
+        listed = self._ctr("images", "list", "--quiet").stdout.split()
+        older = [
+            r
+            for r in listed
+            if r.rsplit(":", 1)[0] in repositories and self._image_id(r) != held.get(r)
+        ]
+        if older:
+            self._ctr("images", "remove", "--sync", *older)
 
     def _image_id(self, ref: str) -> str | None:
         """The image ID (config digest) of ref in the store, or None when it is not there."""
@@ -748,35 +790,47 @@ class RealNode:
 
     def _start_device_plugin(self, deadline: float, gpus: int) -> None:
         library = fake_nvml_library(self.cluster.base.parent / "fake-nvml")
-        state = self.dir / "nvml" / "state"
-        lines = ["driver_version=550.54.15", f"gpu_count={gpus}"]
-        for i in range(gpus):
-            lines += [
-                f"gpu{i}.name=Fake NVML GPU",
-                f"gpu{i}.uuid=GPU-{i:08x}-7e57-4000-8000-{i:012x}",
-                f"gpu{i}.memory_total={80 << 30}",
-                f"gpu{i}.memory_used={i << 30}",
-            ]
-        state.write_text("\n".join(lines) + "\n")
+        state, shared = self.dir / "nvml" / "state", self.dir / "nvml" / "shared-state"
+        state.write_text("\n".join(fake_gpu_lines(range(gpus))) + "\n")
+        shared.write_text("\n".join(fake_gpu_lines(range(gpus, gpus + 1))) + "\n")
         self.state["nvml_state"] = str(state)
+        self.state["nvml_shared_state"] = str(shared)
         self.state["nvml_library"] = str(library)
-        self.cluster._spawn(
-            "device-plugin",
-            [
-                str(self.bin / "trainhub-device-plugin"),
-                f"-socket-dir={self.plugin_dir}",
-                f"-resource={GPU_RESOURCE}",
-                f"-nvml-library={library}",
-                f"-nvml-state={state}",
-                f"-alloc-dir={self.dir / 'nvml' / 'alloc'}",
-            ],
-        )
-        self.cluster._wait(
-            "device-plugin",
-            lambda: self._allocatable(GPU_RESOURCE) == str(gpus),
-            deadline,
-            what=f"{gpus} {GPU_RESOURCE} allocatable on {NODE_NAME}",
-        )
+        replicas = int(SHARED_SHARING["replicas"])
+        for name, flags, resource, count in (
+            (
+                "device-plugin",
+                [f"-resource={GPU_RESOURCE}", f"-nvml-state={state}"],
+                GPU_RESOURCE,
+                gpus,
+            ),
+            (
+                "device-plugin-shared",
+                [
+                    *sharing_flags(SHARED_SHARING),
+                    f"-nvml-state={shared}",
+                    "-endpoint=trainhub-gpu-shared.sock",
+                ],
+                SHARED_GPU_RESOURCE,
+                replicas,
+            ),
+        ):
+            self.cluster._spawn(
+                name,
+                [
+                    str(self.bin / "trainhub-device-plugin"),
+                    f"-socket-dir={self.plugin_dir}",
+                    f"-nvml-library={library}",
+                    f"-alloc-dir={self.dir / 'nvml' / 'alloc'}",
+                    *flags,
+                ],
+            )
+            self.cluster._wait(
+                name,
+                lambda resource=resource, count=count: self._allocatable(resource) == str(count),
+                deadline,
+                what=f"{count} {resource} allocatable on {NODE_NAME}",
+            )
 
     def _allocatable(self, resource: str) -> str | None:
         status, node = self.cluster._request("GET", f"/api/v1/nodes/{NODE_NAME}")
@@ -949,7 +1003,12 @@ class RealNode:
                         link.unlink()
 
     def _device_plugin_files(self) -> list[Path]:
-        names = ("kubelet.sock", "kubelet_internal_checkpoint", "trainhub-gpu.sock")
+        names = (
+            "kubelet.sock",
+            "kubelet_internal_checkpoint",
+            "trainhub-gpu.sock",
+            "trainhub-gpu-shared.sock",
+        )
         return [DEVICE_PLUGIN_DIR / n for n in names if (DEVICE_PLUGIN_DIR / n).exists()]
 
     def _remove_device_plugin_files(self) -> None:

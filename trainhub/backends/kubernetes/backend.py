@@ -27,6 +27,7 @@ from trainhub.backends.kubernetes.cluster import REQUEST_TIMEOUT
 from trainhub.backends.kubernetes.manifests import RUN_AS
 from trainhub.datasets.catalog import Catalog, Readable
 from trainhub.jobs.ownership import RunAs
+from trainhub.jobs.shares import share_text, share_words
 from trainhub.outputs.retention import Retention
 from trainhub.registry.policy import ModelPolicy
 from trainhub.teams import TeamDataset, Teams, load_teams
@@ -135,8 +136,25 @@ class KubernetesBackend(Acting, Backend):
             "images": [
                 {"name": i.name, "image": i.image, "description": i.description} for i in images
             ],
-            "teams": [{"name": self.team.name, "queues": list(self.team.quota)}],
+            "teams": [
+                {
+                    "name": self.team.name,
+                    "queues": list(self.team.quota),
+                    "gpu_shares": self.gpu_shares(),
+                }
+            ],
         }
+
+    def gpu_shares(self) -> list[dict[str, str]]:
+        """The shares of a GPU a job of the team may ask for: one per pool of the team that
+        shares its GPUs, with the pool (the queue such a job goes to) and its words."""
+        out = []
+        for name in self.team.quota:
+            sharing = self.teams.pool(name).sharing
+            if sharing is not None:
+                words = share_words(sharing.share, sharing.strategy)
+                out.append({"share": share_text(sharing.share), "queue": name, "label": words})
+        return out
 
     def dataset_roots(self) -> list[Path]:
         """Where a session sees the team's data: its shared volume and its datasets' mounts."""

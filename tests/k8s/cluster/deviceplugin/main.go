@@ -7,6 +7,11 @@
 //   - the fake libnvidia-ml.so.1 mounted where the NVIDIA container toolkit puts the real one,
 //   - FAKE_NVML_STATE naming a state file that lists only its own GPUs, kept in step with the
 //     node's state file, so NVML inside the pod sees what a real container would see.
+//
+// With -replicas N it shares the GPUs as NVIDIA's device plugin does with time-slicing and
+// renameByDefault: each GPU is N devices <uuid>::<k> (k = 0..N-1) of -resource
+// (nvidia.com/gpu.shared), and a container holding replicas gets the GPUs under them, each
+// once (NVIDIA_VISIBLE_DEVICES=<uuid>): several containers see, and share, the same GPU.
 package main
 
 import (
@@ -46,6 +51,23 @@ type config struct {
 	state     string
 	allocDir  string
 	endpoint  string
+	replicas  int // 0: whole GPUs; N: each GPU advertised as N time-sliced replicas
+}
+
+// replicaSeparator joins a GPU's UUID and a replica's number in a device ID, as NVIDIA's
+// device plugin does (GPU-<uuid>::3).
+const replicaSeparator = "::"
+
+// deviceIDs lists what the kubelet is offered for one GPU: the GPU itself, or its replicas.
+func deviceIDs(uuid string, replicas int) []string {
+	if replicas == 0 {
+		return []string{uuid}
+	}
+	ids := make([]string, replicas)
+	for k := range ids {
+		ids[k] = uuid + replicaSeparator + strconv.Itoa(k)
+	}
+	return ids
 }
 
 // fleet is the parsed node state file: global lines and, per GPU index, its key=value lines.
@@ -147,7 +169,9 @@ func (p *plugin) devices() []*pluginapi.Device {
 	defer p.mu.Unlock()
 	out := make([]*pluginapi.Device, 0, len(p.fleet.gpus))
 	for _, g := range p.fleet.gpus {
-		out = append(out, &pluginapi.Device{ID: g["uuid"], Health: pluginapi.Healthy})
+		for _, id := range deviceIDs(g["uuid"], p.cfg.replicas) {
+			out = append(out, &pluginapi.Device{ID: id, Health: pluginapi.Healthy})
+		}
 	}
 	return out
 }
@@ -199,13 +223,19 @@ func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*p
 	return resp, nil
 }
 
-// ordered returns the requested UUIDs in the node's GPU order, refusing unknown ones.
+// ordered returns the GPUs of the requested devices in the node's GPU order, each once (two
+// replicas of one GPU are that GPU), refusing unknown ones.
 func (p *plugin) ordered(ids []string) ([]string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	want := map[string]bool{}
 	for _, id := range ids {
-		want[id] = true
+		uuid, replica, shared := strings.Cut(id, replicaSeparator)
+		if k, err := strconv.Atoi(replica); shared != (p.cfg.replicas > 0) ||
+			(shared && (err != nil || k < 0 || k >= p.cfg.replicas)) {
+			return nil, fmt.Errorf("unknown device id %q", id)
+		}
+		want[uuid] = true
 	}
 	var out []string
 	for _, g := range p.fleet.gpus {
@@ -358,7 +388,11 @@ func main() {
 	flag.StringVar(&cfg.state, "nvml-state", "", "host path of the fake NVML state file naming the GPUs")
 	flag.StringVar(&cfg.allocDir, "alloc-dir", "", "directory for the per-container state files")
 	flag.StringVar(&cfg.endpoint, "endpoint", "trainhub-gpu.sock", "socket name in -socket-dir")
+	flag.IntVar(&cfg.replicas, "replicas", 0, "time-slicing: advertise each GPU as this many replicas <uuid>::<k> (0: whole GPUs)")
 	flag.Parse()
+	if cfg.replicas < 0 || cfg.replicas == 1 {
+		log.Fatalf("-replicas=%d: 0 for whole GPUs, or 2 or more replicas of each GPU", cfg.replicas)
+	}
 	for name, value := range map[string]string{"-nvml-library": cfg.library, "-nvml-state": cfg.state, "-alloc-dir": cfg.allocDir} {
 		if value == "" {
 			log.Fatalf("%s is required", name)

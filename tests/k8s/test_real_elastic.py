@@ -1,0 +1,107 @@
+"""An elastic job (``--workers 1:3``) on the real node: the example notebook under torchrun's
+elastic agent (c10d rendezvous on worker 0), Kueue's workload slices admitting each size. It
+starts with one worker while a blocking job holds the rest of the team's quota, grows to three
+when that job ends, shrinks to two when a higher-priority job takes a worker's place, and
+succeeds, its validation accuracy equal (within tolerance) to a fixed-size run's.
+
+The real node has two (fake) GPUs, too few for three workers and a blocker: here a worker's
+place is CPU quota (0.5 of the team's 2 cores each; a CPU-only elastic job is counted by CPU).
+The team's queue does not preempt within itself, so the backend's reconcile (the controller's,
+where one runs) shrinks the elastic job to make room; Kueue would evict it whole otherwise.
+Each membership change restarts the ranks, which resume from the latest checkpoint (the
+example's idiom: every rank trains on the same batches, so the result does not depend on the
+world size). Run on the machine of the real-node tier: bash scripts/test.sh
+tests/k8s/test_real_elastic.py (it builds the curated images first).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.k8s import test_real_jobs
+from tests.k8s.test_real_jobs import QUICK, RealTeam
+from trainhub.jobs.states import JobState
+
+pytestmark = pytest.mark.real_node
+
+# The fixtures: the curated image imported into the node, and an umask the pods' user can write.
+pytorch_image, open_umask = test_real_jobs.pytorch_image, test_real_jobs.open_umask
+
+# Long enough to grow and shrink while it trains: 160 steps of at least 0.5 s, saved every 20.
+LONG = {**QUICK, "epochs": 4, "step_delay": 0.5}
+WORKER = {"cpu": 0.5, "memory": "1200Mi"}  # 3 of them and a blocker of 1.5 cores: the quota
+HOLD = {**QUICK, "epochs": 30, "step_delay": 0.5}  # 600 s: held until cancelled
+ACCURACY = re.compile(r"done: validation accuracy ([0-9.]+)")
+
+
+@pytest.fixture
+def elastic_team(
+    k8s_namespace: Any, k8s_real_node: Any, pytorch_image: str, tmp_path: Path, open_umask: None
+) -> Iterator[RealTeam]:
+    team = RealTeam(
+        k8s_namespace,
+        k8s_real_node,
+        pytorch_image,
+        tmp_path,
+        preemption={"within_cluster_queue": "Never"},
+    )
+    yield team
+    team.cleanup()
+
+
+def running(t: RealTeam, job_id: str) -> int:
+    return sum(
+        1
+        for p in t.pods(job_id)
+        if p.status.phase == "Running" and not p.metadata.deletion_timestamp
+    )
+
+
+def sizes(t: RealTeam, job_id: str) -> list[tuple[int | None, int]]:
+    return [(e["previous"], e["workers"]) for e in t.events(job_id) if e["type"] == "workers"]
+
+
+def accuracy(t: RealTeam, job_id: str) -> float:
+    found = ACCURACY.findall(t.rank_log(job_id, 0))
+    assert found, t.rank_log(job_id, 0)[-3000:]
+    return float(found[-1])
+
+
+def test_a_1_to_3_job_grows_shrinks_and_matches_a_fixed_size_run(elastic_team: RealTeam) -> None:
+    t = elastic_team
+    # The blocker trains far longer than the test: it ends when cancelled, not before the
+    # elastic job's one worker has been seen training alone.
+    blocker = t.submit_spec(t.spec(HOLD, workers=1, cpu=1.5, memory="1200Mi", name="blocker"))
+    t.until(blocker, "running", lambda d: d.state == JobState.RUNNING)
+    job_id = t.submit_spec(t.spec(LONG, workers="1:3", priority="low", name="elastic", **WORKER))
+    t.until(job_id, "one worker training", lambda d: t.scalar_steps(job_id, "loss"))
+    assert running(t, job_id) == 1 and sizes(t, job_id) == [(None, 1)]
+
+    t.service.cancel(blocker, user=t.user, reason="the test frees its quota")
+    assert t.ended(blocker).state == JobState.CANCELLED
+    t.until(job_id, "grown to 3", lambda d: running(t, job_id) == 3 and (1, 3) in sizes(t, job_id))
+    grown_at = max(t.scalar_steps(job_id, "loss"))
+    t.until(job_id, "training at 3", lambda d: max(t.scalar_steps(job_id, "loss")) > grown_at)
+
+    high = t.submit_spec(t.spec(QUICK, workers=1, priority="high", name="high", **WORKER))
+    t.until(job_id, "shrunk to 2", lambda d: (3, 2) in sizes(t, job_id))
+    assert t.ended(high).state == JobState.SUCCEEDED
+    done = t.ended(job_id, timeout=600)
+    assert done.state == JobState.SUCCEEDED, (done.verdict, t.rank_log(job_id, 0)[-3000:])
+    assert done.attempt == 0 and not done.retries  # never restarted whole
+    events = t.events(job_id)
+    assert not any(e["type"] == "preempted" for e in events)
+    assert sizes(t, job_id) == [(None, 1), (1, 3), (3, 2)]
+    shrink = [e for e in events if e["type"] == "workers"][-1]
+    assert "higher-priority job waits" in shrink["reason"] and high in shrink["reason"]
+    # Each membership change restarted the ranks from the latest checkpoint.
+    assert "resumed from step" in t.rank_log(job_id, 0)
+
+    fixed = t.submit_spec(t.spec(LONG, workers=2, name="fixed", **WORKER))
+    assert t.ended(fixed, timeout=600).state == JobState.SUCCEEDED
+    assert abs(accuracy(t, job_id) - accuracy(t, fixed)) <= 0.05
