@@ -4,8 +4,14 @@
 // it runs (logs of both ranks, metrics) and once it succeeded (checkpoints), a fork from one.
 // A job holding one of the team's GPUs makes the submitted one wait; cancelling it lets it in.
 // argv: <playwright dir> <hub url> <user> <password> <profile> <image> <job image> <shots dir>
+//       [<notebook file>]
+// With a notebook file (the path through Zero-to-JupyterHub's chart, whose sessions start with
+// an empty home): upload it to examples/ from the lab, submit a longer job with no holder, and
+// leave once its logs, metrics and a checkpoint show while it runs (no fork), so that the
+// session goes idle while the job runs on.
 // Prints one JSON line: what it saw, or {error, ...what it saw until then}.
-const [pwDir, hubUrl, user, password, profile, image, jobImage, shots] = process.argv.slice(2);
+const [pwDir, hubUrl, user, password, profile, image, jobImage, shots, upload] = process.argv.slice(2);
+const queue = !upload; // the whole path: a holder makes the job wait, then a fork
 const { chromium } = require(pwDir);
 const NOTEBOOK = 'examples/train_ddp.ipynb';
 
@@ -27,6 +33,21 @@ async function until(what, fn, timeout) {
 }
 
 const text = async locator => ((await locator.count()) ? (await locator.first().innerText()) : '');
+
+// A request of the lab's own (its _xsrf cookie), run in the page.
+const inLab = (page, url, method, body) =>
+  page.evaluate(
+    async ([url, method, body]) => {
+      const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || '';
+      const r = await fetch(url, {
+        method,
+        headers: { 'Content-Type': 'application/json', 'X-XSRFToken': decodeURIComponent(xsrf) },
+        body: JSON.stringify(body)
+      });
+      return { status: r.status, body: await r.json() };
+    },
+    [url, method, body]
+  );
 
 (async () => {
   const browser = await chromium.launch({
@@ -59,6 +80,14 @@ const text = async locator => ((await locator.count()) ? (await locator.first().
     await page.waitForSelector('#jupyterlab-splash', { state: 'detached', timeout: 120000 });
     result.labReadyS = (Date.now() - spawned) / 1000;
     const base = `/user/${user}`;
+    if (upload) {
+      const content = JSON.parse(require('fs').readFileSync(upload, 'utf8'));
+      await inLab(page, `${base}/api/contents/examples`, 'PUT', { type: 'directory' });
+      const put = await inLab(page, `${base}/api/contents/${NOTEBOOK}`, 'PUT', { type: 'notebook', format: 'json', content });
+      if (put.status !== 201 && put.status !== 200) {
+        throw new Error(`the upload was refused: ${JSON.stringify(put)}`);
+      }
+    }
     await page.goto(`${hubUrl}${base}/lab/tree/${NOTEBOOK}`);
     const toolbar = page.locator('.jp-NotebookPanel-toolbar');
     await toolbar.getByText('Submit as job').waitFor({ timeout: 120000 });
@@ -69,29 +98,21 @@ const text = async locator => ((await locator.count()) ? (await locator.first().
     const panel = page.locator('#trainhub-jobs');
 
     // Another job of the team holds one of its two GPUs (submitted as the lab itself does).
-    const holder = await page.evaluate(
-      async ([url, jobImage]) => {
-        const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || '';
-        const r = await fetch(url, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json', 'X-XSRFToken': decodeURIComponent(xsrf) },
-          body: JSON.stringify({
-            name: 'holder',
-            source: { path: 'hold.py' },
-            image: jobImage,
-            resources: { workers: 1, gpus_per_worker: 1, cpu: 0.25, memory: '1Gi' }
-          })
-        });
-        return { status: r.status, body: await r.json() };
-      },
-      [`${base}/trainhub/api/jobs`, jobImage]
-    );
-    if (holder.status !== 201) {
-      throw new Error(`the holder was refused: ${JSON.stringify(holder)}`);
+    let holderRow;
+    if (queue) {
+      const holder = await inLab(page, `${base}/trainhub/api/jobs`, 'POST', {
+        name: 'holder',
+        source: { path: 'hold.py' },
+        image: jobImage,
+        resources: { workers: 1, gpus_per_worker: 1, cpu: 0.25, memory: '1Gi' }
+      });
+      if (holder.status !== 201) {
+        throw new Error(`the holder was refused: ${JSON.stringify(holder)}`);
+      }
+      result.holderId = holder.body.id;
+      holderRow = panel.locator(`.jp-trainhub-job[data-job-id="${result.holderId}"]`);
+      await until('the holder running', async () => (await holderRow.getAttribute('data-state')) === 'running', 240000);
     }
-    result.holderId = holder.body.id;
-    const holderRow = panel.locator(`.jp-trainhub-job[data-job-id="${result.holderId}"]`);
-    await until('the holder running', async () => (await holderRow.getAttribute('data-state')) === 'running', 240000);
 
     // Submit as job: two workers of one GPU each, small CPU and memory, the job image.
     await toolbar.getByText('Submit as job').click();
@@ -103,8 +124,9 @@ const text = async locator => ((await locator.count()) ? (await locator.first().
     await dialog.locator('input[name="memoryPerWorker"]').fill('1500Mi');
     await dialog.locator('select[name="image"]').selectOption(jobImage);
     await dialog.locator('input[name="param-epochs"]').fill('1');
-    await dialog.locator('input[name="param-steps_per_epoch"]').fill('20');
-    await dialog.locator('input[name="param-step_delay"]').fill('1.5'); // ~30 s to follow it
+    // ~30 s to follow it; without the holder ~120 s, to outlast the idle session
+    await dialog.locator('input[name="param-steps_per_epoch"]').fill(queue ? '20' : '120');
+    await dialog.locator('input[name="param-step_delay"]').fill(queue ? '1.5' : '1');
     await shot(page, 'hub-submit');
     await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
     await dialog.waitFor({ state: 'detached' });
@@ -113,20 +135,22 @@ const text = async locator => ((await locator.count()) ? (await locator.first().
     // that it waits for Kueue).
     const row = panel.locator('.jp-trainhub-job').filter({ hasText: 'train-ddp' }).first();
     result.jobId = await until('the job in the panel', () => row.getAttribute('data-job-id'), 60000);
-    result.waiting = await until(
-      "Kueue's reason in the panel",
-      async () => {
-        const said = (await row.getAttribute('data-state')) === 'queued' && (await text(row.locator('.jp-trainhub-job-wait')));
-        return said && said.includes('ClusterQueue') ? said : '';
-      },
-      120000
-    );
-    await shot(page, 'hub-waiting');
+    if (queue) {
+      result.waiting = await until(
+        "Kueue's reason in the panel",
+        async () => {
+          const said = (await row.getAttribute('data-state')) === 'queued' && (await text(row.locator('.jp-trainhub-job-wait')));
+          return said && said.includes('ClusterQueue') ? said : '';
+        },
+        120000
+      );
+      await shot(page, 'hub-waiting');
 
-    // The holder ends: the job is admitted and runs; both ranks' logs arrive.
-    await holderRow.getByRole('button', { name: 'Cancel…' }).click();
-    await page.locator('.jp-Dialog').getByRole('button', { name: 'Cancel job' }).click();
-    await until('the holder cancelled', async () => (await holderRow.getAttribute('data-state')) === 'cancelled', 120000);
+      // The holder ends: the job is admitted and runs; both ranks' logs arrive.
+      await holderRow.getByRole('button', { name: 'Cancel…' }).click();
+      await page.locator('.jp-Dialog').getByRole('button', { name: 'Cancel job' }).click();
+      await until('the holder cancelled', async () => (await holderRow.getAttribute('data-state')) === 'cancelled', 120000);
+    }
     await row.getByRole('button', { name: 'Open' }).click();
     const view = page.locator(`#trainhub-job-${result.jobId}`);
     await view.locator('.lm-TabBar-tab').filter({ hasText: 'Logs' }).click();
@@ -143,33 +167,39 @@ const text = async locator => ((await locator.count()) ? (await locator.first().
     await until('the GPU utilization chart', async () => (await view.locator('.jp-trainhub-chart-title').filter({ hasText: 'GPU utilization' }).count()) > 0, 120000);
     await shot(page, 'hub-metrics');
 
-    // It succeeds; its checkpoints are listed; a fork from one makes a new job.
-    await until('the job succeeded', async () => (await row.getAttribute('data-state')) === 'succeeded', 420000);
+    // It succeeds; its checkpoints are listed; a fork from one makes a new job. (Without the
+    // holder: its first checkpoint, while it runs, and the researcher leaves.)
+    if (queue) {
+      await until('the job succeeded', async () => (await row.getAttribute('data-state')) === 'succeeded', 420000);
+    }
     await view.locator('.lm-TabBar-tab').filter({ hasText: 'Checkpoints' }).click();
     const step19 = view.locator('.jp-trainhub-checkpoints tr[data-step="19"]');
-    await step19.waitFor({ timeout: 60000 });
+    await step19.waitFor({ timeout: 120000 });
     result.checkpoints = await view.locator('.jp-trainhub-checkpoints tr[data-step]').evaluateAll(
       rows => rows.map(r => Number(r.getAttribute('data-step')))
     );
+    result.checkpointsState = await row.getAttribute('data-state');
     await shot(page, 'hub-checkpoints');
-    await step19.getByRole('button', { name: 'Fork from' }).click();
-    const fork = page.locator('.jp-trainhub-submit-dialog');
-    // Prefilled from the job (read from the server) before it is submitted.
-    result.forkHeader = await until(
-      'the fork dialog prefilled',
-      async () => {
-        const header = await text(fork.locator('.jp-Dialog-header'));
-        const workers = await fork.locator('input[name="workers"]').inputValue();
-        return header.startsWith('Fork from') && workers === '2' && header;
-      },
-      60000
-    );
-    await fork.getByRole('button', { name: 'Submit', exact: true }).click();
-    await fork.waitFor({ state: 'detached', timeout: 120000 });
-    const forked = panel.locator('.jp-trainhub-job').filter({ hasText: `fork of ${result.jobId}` }).first();
-    result.forkId = await until('the fork in the panel', () => forked.getAttribute('data-job-id'), 60000);
-    result.forkText = await text(forked);
-    await shot(page, 'hub-forked');
+    if (queue) {
+      await step19.getByRole('button', { name: 'Fork from' }).click();
+      const fork = page.locator('.jp-trainhub-submit-dialog');
+      // Prefilled from the job (read from the server) before it is submitted.
+      result.forkHeader = await until(
+        'the fork dialog prefilled',
+        async () => {
+          const header = await text(fork.locator('.jp-Dialog-header'));
+          const workers = await fork.locator('input[name="workers"]').inputValue();
+          return header.startsWith('Fork from') && workers === '2' && header;
+        },
+        60000
+      );
+      await fork.getByRole('button', { name: 'Submit', exact: true }).click();
+      await fork.waitFor({ state: 'detached', timeout: 120000 });
+      const forked = panel.locator('.jp-trainhub-job').filter({ hasText: `fork of ${result.jobId}` }).first();
+      result.forkId = await until('the fork in the panel', () => forked.getAttribute('data-job-id'), 60000);
+      result.forkText = await text(forked);
+      await shot(page, 'hub-forked');
+    }
   } catch (e) {
     result.error = String(e);
     result.dialog = await text(page.locator('.jp-Dialog')).catch(() => '');

@@ -25,8 +25,16 @@ worker and a stranger do not.
 
 Day 2, while that session and job run: a bigger quota and a new curated image, by `trainhub
 admin apply` and `helm upgrade`; the hub's pod is replaced, the session's runs on and answers
-again, the job ends well, the queue has the new quota, the next spawn form the new image. Then
-`helm uninstall` keeps the team's claim and the job's directory.
+again, the job ends well, the queue has the new quota, the next spawn form the new image.
+
+trainhub's controller keeps the release's jobs (the teams file's `controller:` section; a process
+of the test with its ServiceAccount's token). The researcher's path in Chromium through the
+proxy's Service (researcher_path.cjs without its queue): login, the team's profile, JupyterLab
+from the session pod, Submit as job of the example notebook, its logs, metrics and a checkpoint
+while it runs; the browser leaves, the chart's idle culler (set short by a `helm upgrade`)
+stops the session, and the job's end is recorded by the controller with nobody logged in.
+
+Last, `helm uninstall` keeps the team's claim and the jobs' directories.
 """
 
 from __future__ import annotations
@@ -50,10 +58,14 @@ import yaml
 from kubernetes import client
 
 from tests.fixtures.k8s import shared_claim
-from tests.hub.conftest import real_node_pool, wait_for
+from tests.hub.conftest import ROOT, real_node_pool, wait_for
 from tests.hub.netpolicy import Peer, may_connect, peer_of
+from tests.hub.test_spawn_form_browser import PLAYWRIGHT
 from tests.hub.test_z2jh_values import HUB_CONFIG, TEST_VALUES, vendored_chart
+from tests.k8s.test_controller import Replica, controller_kubeconfig
 from tests.k8s.test_real_jobs import RUN_AS, import_built_image
+from trainhub.backends.kubernetes.identity import session_account
+from trainhub.jobs.directory import JobDir
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -73,6 +85,13 @@ print("done", flush=True)
 """
 NEW_IMAGE = "base-2027"  # the curated image an upgrade adds
 DB_CLASS = "trainhub-test-hub-db"  # the hub database's volume: hostPath, made by the test
+# The chart's idle culler (jupyterhub-idle-culler, a hub service: cull.*) for the browser's
+# test: a session idle for 30 s stopped, looked for every 5 s; the hub reads the proxy's
+# record of each server's activity every 5 s as well (its default: every 5 minutes).
+SHORT_CULL = {
+    "cull": {"timeout": 30, "every": 5},
+    "hub": {"config": {"JupyterHub": {"last_activity_interval": 5}}},
+}
 
 
 @dataclass
@@ -85,9 +104,11 @@ class Release:
     images: dict[str, str]  # hub, proxy, the session's: their references in the node
     teams: dict[str, Any]  # the teams file, as installed
     shared: Path  # the team volumes' host folder (shared/<team>)
-    # An admin's day 2: a changed teams file applied (`trainhub admin apply`, `helm upgrade`).
-    upgrade: Callable[[dict[str, Any]], None]
+    # An admin's day 2: a changed teams file applied (`trainhub admin apply`, `helm upgrade`),
+    # with more values where given.
+    upgrade: Callable[..., None]
     uninstall: Callable[[], None]
+    controller_log: Path
 
     @property
     def core(self) -> Any:
@@ -145,6 +166,10 @@ def teams_data(suffix: str, node: Any, images: dict[str, str], shared: Path) -> 
         "pools": [real_node_pool(node, POOL)],
         "images": [{"name": n, "image": ref} for n, ref in images.items()],
         "teams": [team(TEAM), team(OTHER_TEAM)],
+        # trainhub's controller keeps the jobs, whoever is logged in (a process of the test,
+        # with its ServiceAccount's token: tests/k8s/test_controller.py); the members share
+        # the pods' user, as the install's sessions run as the image's.
+        "controller": {"namespace": f"hub-ctl-{suffix}", "per_user_ids": False},
     }
 
 
@@ -207,6 +232,7 @@ def release(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Release]:
     from trainhub.backends.kubernetes.apply import apply_objects
+    from trainhub.backends.kubernetes.controlplane import teams_config
     from trainhub.teams import parse_teams
     from trainhub_spawner.hub_objects import hub_objects
 
@@ -233,6 +259,7 @@ def release(
     teams = parse_teams(data)
     team_ns = teams.teams[0].namespace
     team_namespaces = [t.namespace for t in teams.teams]
+    controller_ns = teams.controller.namespace  # type: ignore[union-attr]
 
     api = k8s_cluster.api_client()
     core = client.CoreV1Api(api)
@@ -261,6 +288,7 @@ def release(
         assert applied.returncode == 0, applied.stderr
 
     world: Release | None = None
+    controller: Replica | None = None
     try:
         # What an admin runs before the chart (hub_config/values.yaml's header): the team objects,
         # and the hub's rights and network access in the team namespaces.
@@ -269,6 +297,16 @@ def release(
         apply_objects(api, hub_objects(teams, hub_ns))
         for t in teams.teams:
             shared_claim(core, t.namespace, Path(t.shared_volume.mount_path))
+        # The controller, with its rights (what `admin apply` made in its namespace).
+        controller_teams = tmp / "controller-teams.yaml"
+        controller_teams.write_text(teams_config(teams, controller_ns)["data"]["teams.yaml"])
+        kubeconfig = Path(k8s_cluster.kubeconfig)
+        controller = Replica(
+            controller_teams,
+            controller_kubeconfig(api, kubeconfig, controller_ns, tmp / "controller.kubeconfig"),
+            "only",
+            tmp / "controller.log",
+        )
         # The hub database's volume: the chart's claim (hub.db.pvc) binds it by its class.
         db_dir = tmp / "hub-db"
         db_dir.mkdir()
@@ -318,14 +356,20 @@ def release(
         installed = helm("install", *chart_args(teams_file))
         assert installed.returncode == 0, installed.stderr
 
-        def upgrade(changed: dict[str, Any]) -> None:
+        def upgrade(changed: dict[str, Any], more: dict[str, Any] | None = None) -> None:
             """What the admin's docs say after a change to the teams file: apply it, then
-            upgrade the release with it."""
+            upgrade the release with it (and ``more`` values, for this upgrade only)."""
             new_file = tmp / f"teams-{secrets.token_hex(2)}.yaml"
             new_file.write_text(yaml.safe_dump(changed, sort_keys=False))
             admin_apply(new_file)
-            upgraded = helm("upgrade", *chart_args(new_file), "--wait", timeout=600)
+            more_file = tmp / "more-values.yaml"
+            more_file.write_text(yaml.safe_dump(more or {}))
+            upgraded = helm(
+                "upgrade", *chart_args(new_file), "-f", more_file, "--wait", timeout=600
+            )
             assert upgraded.returncode == 0, upgraded.stderr
+            if world is not None:
+                world.teams = changed
 
         def uninstall() -> None:
             gone = helm("uninstall", "jhub", "--namespace", hub_ns, "--wait", timeout=300)
@@ -343,15 +387,18 @@ def release(
             shared=shared,
             upgrade=upgrade,
             uninstall=uninstall,
+            controller_log=controller.log,
         )
         yield world
     finally:
         if world is not None:
             print(world.pods_report(hub_ns, team_ns), file=sys.stderr)
+        if controller is not None:
+            controller.kill()
         helm("uninstall", "jhub", "--namespace", hub_ns, "--wait", timeout=300)
         gone = [
             lambda ns=ns: core.delete_namespace(ns, propagation_policy="Background")
-            for ns in (*team_namespaces, hub_ns)
+            for ns in (*team_namespaces, hub_ns, controller_ns)
         ]
         gone += [
             lambda pv=pv: core.delete_persistent_volume(pv)
@@ -405,6 +452,11 @@ def session_pods(world: Release) -> list[Any]:
     ]
 
 
+def hub_answers(world: Release) -> Any:
+    r = requests.get(f"{world.url}/hub/api/", timeout=10)
+    return r if r.status_code == 200 else None
+
+
 def login(world: Release, user: str) -> requests.Session:
     s = requests.Session()
     assert s.get(f"{world.url}/hub/login", timeout=30).status_code == 200
@@ -432,11 +484,7 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     print(f"hub and proxy Ready in {time.monotonic() - started:.0f} s", file=sys.stderr)
 
     # The hub, through the proxy's Service.
-    def hub_answers() -> Any:
-        r = requests.get(f"{world.url}/hub/api/", timeout=10)
-        return r if r.status_code == 200 else None
-
-    info = wait_or_report(world, "the hub's API through the proxy", hub_answers, 120)
+    info = wait_or_report(world, "the hub's API through the proxy", lambda: hub_answers(world), 120)
     assert info.json()["version"].startswith("5.")
     # The chart's services (its idle culler, hub.services) beside trainhub's.
     services = world.hub_api("GET", "/services")
@@ -494,7 +542,7 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     print(f"session ready in {time.monotonic() - started:.0f} s", file=sys.stderr)
     [pod] = session_pods(world)
     assert pod.spec.node_name == k8s_real_node.name
-    assert pod.spec.service_account_name == "trainhub-notebook"
+    assert pod.spec.service_account_name == session_account(USER)  # its own: a controller runs
     assert pod.spec.containers[0].image == world.images[SESSION_IMAGE]
 
     assert pod.spec.containers[0].resources.limits["nvidia.com/gpu"] == "1"
@@ -602,7 +650,7 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
         lambda: [p for p in ready_pods(world, "hub") if p.metadata.uid != hub_pod.metadata.uid],
         180,
     )
-    wait_or_report(world, "the new hub's API through the proxy", hub_answers, 120)
+    wait_or_report(world, "the new hub's API through the proxy", lambda: hub_answers(world), 120)
     resumed = world.hub_api("GET", f"/users/{USER}").json()["servers"][""]
     assert resumed["ready"], resumed
     [after] = session_pods(world)
@@ -652,8 +700,110 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     form = s.get(f"{world.url}/hub/spawn/{USER}", timeout=60)
     assert form.status_code == 200 and NEW_IMAGE in form.text, form.text[-3000:]
 
-    # helm uninstall takes the hub away and keeps the users' data: the team's namespace and
-    # volume claim, and the job's directory with its log.
+
+@pytest.mark.skipif(
+    PLAYWRIGHT is None or not shutil.which("chromium") or not shutil.which("node"),
+    reason="playwright and Chromium come with scripts/setup-ui.sh",
+)
+def test_the_researchers_path_in_chromium_and_the_idle_culler_with_the_job_running(
+    release: Release, k8s_real_node: Any, tmp_path: Path
+) -> None:
+    """In Chromium, through the proxy's Service: log in, the team's profile, JupyterLab from a
+    session pod of the curated image on the real node, the example notebook uploaded and
+    submitted as a job of two workers (tests/hub/researcher_path.cjs, its path without a
+    queue), whose logs, metrics and first checkpoint show in the job's view while it runs.
+    Then nobody uses the session: the chart's idle culler stops it, the job runs on, and the
+    controller records its end with nobody logged in."""
+    world = release
+    started = time.monotonic()
+    world.upgrade(world.teams, SHORT_CULL)
+    wait_or_report(world, "the hub's API through the proxy", lambda: hub_answers(world), 120)
+    print(f"culler set (helm upgrade) in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+    started = time.monotonic()
+    out = subprocess.run(
+        [
+            "node",
+            str(Path(__file__).with_name("researcher_path.cjs")),
+            str(PLAYWRIGHT),
+            world.url,
+            USER,
+            PASSWORD,
+            f"{TEAM}.{POOL}",
+            SESSION_IMAGE,
+            JOB_IMAGE,
+            str(tmp_path),
+            str(ROOT / "examples" / "train_ddp.ipynb"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    left = time.time()  # the researcher closed the browser
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    if "error" in seen:
+        raise AssertionError(f"{seen}\n{world.pods_report(world.namespace, world.team_namespace)}")
+    print(
+        f"browser: JupyterLab in {seen['labReadyS']:.0f} s, "
+        f"the job's view in {time.monotonic() - started:.0f} s",
+        file=sys.stderr,
+    )
+    assert seen["statesSeen"] == {"firstLog": "running", "metrics": "running"}, seen
+    assert seen["checkpointsState"] == "running" and 19 in seen["checkpoints"], seen
+    job_id = seen["jobId"]
+    [pod] = session_pods(world)  # left running by the researcher
+    assert pod.spec.node_name == k8s_real_node.name
+    assert pod.spec.containers[0].image == world.images[SESSION_IMAGE]
+
+    # Nobody uses it: the idle culler stops it, while the job runs on.
+    wait_or_report(
+        world,
+        "the idle culler to stop the session",
+        lambda: not world.hub_api("GET", f"/users/{USER}").json()["servers"],
+        120,
+    )
+    culled = time.time()
+    print(f"culled {culled - left:.0f} s after the browser left", file=sys.stderr)
+    job = client.BatchV1Api(world.api).read_namespaced_job(job_id, world.team_namespace)
+    assert job.status.active and not job.status.succeeded, job.status
+    [hub_pod] = ready_pods(world, "hub")
+    hub_log = world.core.read_namespaced_pod_log(hub_pod.metadata.name, world.namespace)
+    assert f"Culling server {USER} (inactive for" in hub_log, hub_log[-3000:]
+    wait_or_report(world, "the session pod to go", lambda: not session_pods(world), 120)
+
+    # With nobody logged in, the controller records how the job ended.
+    job_dir = JobDir(world.shared / TEAM / "jobs" / job_id)
+
+    def ending() -> Any:
+        states = [e for e in job_dir.read_events()[0] if e["type"] == "state"]
+        end = states[-1] if states else {}
+        return end if end.get("state") in ("succeeded", "failed", "cancelled") else None
+
+    end = wait_or_report(world, f"job {job_id} to end", ending, 300)
+    log = (job_dir.root / "logs" / "rank-0.log").read_text()
+    assert end["state"] == "succeeded", (end, log[-2000:], world.controller_log.read_text()[-3000:])
+    # Written after the cull (its time), of a job started before it (Kubernetes' time).
+    assert end["started_at"] < culled < end["time"], (end, culled)
+    assert "step 119: loss" in log, log[-2000:]
+    assert not world.hub_api("GET", f"/users/{USER}").json()["servers"]
+    nodes = {
+        p.spec.node_name
+        for p in world.core.list_namespaced_pod(
+            world.team_namespace, label_selector=f"job-name={job_id}"
+        ).items
+    }
+    assert nodes == {k8s_real_node.name}, nodes
+    print(f"job's end recorded {end['time'] - culled:.0f} s after the cull", file=sys.stderr)
+
+
+def test_helm_uninstall_keeps_the_teams_volume_and_job_directories(release: Release) -> None:
+    """The module's last test: helm uninstall takes the hub away and keeps the users' data:
+    the team's namespace and volume claim, and the directories of the jobs the tests before
+    ran, with their logs."""
+    world = release
+    jobs = sorted((world.shared / TEAM / "jobs").glob("*/logs/rank-0.log"))
+    assert jobs, "no job ran before"
     world.uninstall()
     wait_for(
         "the release's pods to go",
@@ -663,5 +813,5 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     )
     claim = world.core.read_namespaced_persistent_volume_claim("shared", world.team_namespace)
     assert claim.status.phase == "Bound"
-    [job_dir] = [d for d in (world.shared / TEAM).rglob(job_id) if d.is_dir()]
-    assert "hello from rank 0 of 1" in (job_dir / "logs" / "rank-0.log").read_text()
+    assert jobs == sorted((world.shared / TEAM / "jobs").glob("*/logs/rank-0.log"))
+    assert all(log.read_text() for log in jobs)
