@@ -135,6 +135,14 @@ def test_the_job_times_prefer_kueues_admission() -> None:
     }
     assert job_times(job)["admitted_at"] == at("2026-11-03T10:05:30")  # the Job's unsuspension
     assert job_times(job)["finished_at"] is None
+    # Succeeded while its pods still stop: no completionTime yet, the criteria's time instead.
+    met = {
+        "type": "SuccessCriteriaMet",
+        "status": "True",
+        "lastTransitionTime": "2026-11-03T10:59:58Z",
+    }
+    ending = {"status": {**job["status"], "conditions": [*job["status"]["conditions"], met]}}
+    assert job_times(ending)["finished_at"] == at("2026-11-03T10:59:58")
 
 
 def test_a_cluster_jobs_usage_comes_from_its_directory_after_the_job_is_gone(

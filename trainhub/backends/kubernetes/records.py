@@ -334,12 +334,17 @@ def job_times(
             (
                 ts(c.get("lastTransitionTime"))
                 for c in st.get("conditions") or []
-                if c.get("type") == "Failed" and c.get("status") == "True"
+                # Kubernetes sets completionTime only once every pod has stopped; the
+                # success or failure criteria are met (and the job recorded) before that.
+                if c.get("type") in _ENDED_CONDITIONS and c.get("status") == "True"
             ),
             None,
         )
         or ts(status.finished_at(status.failing_pod(job, pods or []))),
     }
+
+
+_ENDED_CONDITIONS = ("Failed", "FailureTarget", "SuccessCriteriaMet", "Complete")
 
 
 def _replacing(retrying: dict[str, Any], backoff: float) -> bool:
