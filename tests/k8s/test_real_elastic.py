@@ -93,8 +93,11 @@ def test_a_1_to_3_job_grows_shrinks_and_matches_a_fixed_size_run(elastic_team: R
         t.spec(QUICK, workers=1, priority="high", name="high", cpu=1.0, memory="1200Mi")
     )
     t.until(job_id, "shrunk to 2", lambda d: (3, 2) in sizes(t, job_id))
-    # The fixed-size run to compare with, queued now at the elastic job's priority: once the
-    # high one ends, a job of the same priority waits, so the elastic job does not grow back.
+    t.until(high, "running", lambda d: d.state == JobState.RUNNING)
+    # The fixed-size run to compare with, queued once the quota is full, at the elastic job's
+    # priority: when the high one ends, a job of the same priority waits for its room, so the
+    # elastic job does not grow back. (Queued earlier, it could take the room the shrink
+    # freed before the high one, which Kueue retries after a backoff.)
     fixed = t.submit_spec(t.spec(LONG, workers=2, priority="low", name="fixed", **WORKER))
     assert t.ended(high).state == JobState.SUCCEEDED
     done = t.ended(job_id, timeout=600)
