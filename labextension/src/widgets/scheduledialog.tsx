@@ -18,9 +18,8 @@ import {
   scheduleRequest
 } from '../schedules';
 import { ISubmitForm } from '../specform';
-import { CellsAndParameters } from './cellsandparameters';
 import { Errors, FieldErrors, Row } from './formrow';
-import { ResourceFields } from './resourcefields';
+import { JobFields } from './jobfields';
 import { showFormDialog } from './submitdialog';
 
 export interface IScheduleDialogOptions {
@@ -158,13 +157,10 @@ function ScheduleForm(props: {
             </Row>
           );
         })}
-        <ResourceFields api={api} config={config} form={form} errors={errors} update={update} />
-        <CellsAndParameters
-          parameters={parameters}
-          form={form}
-          errors={errors}
-          typeErrors={typeErrors}
-          update={update}
+        <JobFields
+          api={api}
+          config={config}
+          edit={{ parameters, form, errors, typeErrors, update }}
         />
         <FieldErrors errors={errors.general} id="trainhub-error-general" />
       </div>
