@@ -13,6 +13,7 @@ import { ISubmitForm } from '../specform';
 import { FieldErrors, FormRow } from './formrow';
 import { JobFields } from './jobfields';
 import type { IPipelineEditorHost } from './pipelineeditor';
+import { LinkButton } from './linkbutton';
 
 /** The side form of the selected step: the submit dialog's fields, written back as changed. */
 export function StepForm(props: {
@@ -87,13 +88,7 @@ export function StepForm(props: {
         {nameError ? <FieldErrors errors={[nameError]} id="trainhub-step-name-error" /> : null}
       </FormRow>
       <FormRow label="Notebook" several>
-        <button
-          type="button"
-          className="jp-trainhub-link jp-trainhub-mono"
-          onClick={() => host.openNotebook(step.notebook)}
-        >
-          {step.notebook}
-        </button>
+        <LinkButton text={step.notebook} open={() => host.openNotebook(step.notebook)} mono />
       </FormRow>
       {step.outputs.length || Object.keys(step.inputs).length ? (
         <div className="jp-trainhub-form-hint">

@@ -22,6 +22,7 @@ import {
 } from '../sweeps';
 import { openComments } from './commentstab';
 import { FollowedBody, FollowedView, showOnce } from './followedview';
+import { LinkButton } from './linkbutton';
 
 export const OPEN_SWEEP_COMMAND = 'trainhub:open-sweep';
 
@@ -225,13 +226,7 @@ class SweepBody extends FollowedBody {
                 ))}
                 <td>
                   {t.job_id ? (
-                    <button
-                      type="button"
-                      className="jp-trainhub-link"
-                      onClick={() => this.openJob(t.job_id!)}
-                    >
-                      {t.job_id}
-                    </button>
+                    <LinkButton text={t.job_id} open={() => this.openJob(t.job_id!)} />
                   ) : (
                     (t.error ?? '–')
                   )}
