@@ -29,7 +29,7 @@ import {
 } from '../pipelineruns';
 import { FollowedBody, FollowedView } from './followedview';
 import { PipelineCanvas } from './pipelinecanvas';
-import { openComments } from './commentstab';
+import { CommentsButton } from './commentsbutton';
 import { showRunAgainDialog } from './runagaindialog';
 
 export const OPEN_PIPELINE_RUN_COMMAND = CommandIDs.openPipelineRun;
@@ -83,13 +83,7 @@ class RunBody extends FollowedBody {
             </span>
           ) : null}
           {run.cache ? null : <span>no cache</span>}
-          <button
-            type="button"
-            className="jp-mod-styled"
-            onClick={() => openComments('pipeline_run', run.id)}
-          >
-            Comments
-          </button>
+          <CommentsButton kind="pipeline_run" target={run.id} />
           {run.state === 'running' ? (
             <button
               type="button"

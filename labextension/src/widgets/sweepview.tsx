@@ -20,7 +20,7 @@ import {
   sortTrials,
   trialStateLabel
 } from '../sweeps';
-import { openComments } from './commentstab';
+import { CommentsButton } from './commentsbutton';
 import { FollowedBody, FollowedView, showOnce } from './followedview';
 import { LinkButton } from './linkbutton';
 
@@ -171,13 +171,7 @@ class SweepBody extends FollowedBody {
               by {sweep.metric} ({sweep.mode})
             </span>
           ) : null}
-          <button
-            type="button"
-            className="jp-mod-styled"
-            onClick={() => openComments('sweep', sweep.id)}
-          >
-            Comments
-          </button>
+          <CommentsButton kind="sweep" target={sweep.id} />
           {sweep.state === 'running' ? (
             <button
               type="button"
