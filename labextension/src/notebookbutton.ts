@@ -1,13 +1,14 @@
 /**
  * A button in every notebook's toolbar that runs one of trainhub's commands on that notebook
- * ("Submit as job", "Schedule…").
+ * ("Submit as job", "Schedule…"), and the other places such a command shows.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { ToolbarButton } from '@jupyterlab/apputils';
+import { ICommandPalette, ToolbarButton } from '@jupyterlab/apputils';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
 import { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
-import { LabIcon } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+
+import { PALETTE_CATEGORY } from './commandids';
 
 export interface ICommandButton {
   /** The toolbar item's name, and where it goes among the toolbar's items. */
@@ -15,9 +16,7 @@ export interface ICommandButton {
   rank: number;
   command: string;
   className: string;
-  icon: LabIcon;
   label: string;
-  tooltip: string;
 }
 
 export class CommandButtonExtension implements DocumentRegistry.IWidgetExtension<
@@ -30,12 +29,13 @@ export class CommandButtonExtension implements DocumentRegistry.IWidgetExtension
   ) {}
 
   createNew(panel: NotebookPanel): IDisposable {
-    const { name, rank, command, className, icon, label, tooltip } = this.button;
+    const { name, rank, command, className, label } = this.button;
     const button = new ToolbarButton({
       className,
-      icon,
       label,
-      tooltip,
+      // the command's icon and caption, as the palette and menus show them
+      icon: this.app.commands.icon(command),
+      tooltip: this.app.commands.caption(command),
       onClick: () => {
         this.app.shell.activateById(panel.id);
         void this.app.commands.execute(command);
@@ -44,4 +44,20 @@ export class CommandButtonExtension implements DocumentRegistry.IWidgetExtension
     panel.toolbar.insertItem(rank, name, button);
     return new DisposableDelegate(() => button.dispose());
   }
+}
+
+/**
+ * Shows a notebook's commands: `palette` in the command palette, `cellMenu` in a cell's context
+ * menu (at its rank), and `button` in every notebook's toolbar.
+ */
+export function placeNotebookCommands(
+  app: JupyterFrontEnd,
+  palette: ICommandPalette | null,
+  where: { palette: string[]; cellMenu: { command: string; rank: number }; button: ICommandButton }
+): void {
+  for (const command of where.palette) {
+    palette?.addItem({ command, category: PALETTE_CATEGORY });
+  }
+  app.contextMenu.addItem({ ...where.cellMenu, selector: '.jp-Notebook .jp-Cell' });
+  app.docRegistry.addWidgetExtension('Notebook', new CommandButtonExtension(app, where.button));
 }

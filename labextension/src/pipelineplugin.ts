@@ -18,6 +18,7 @@ import {
 } from './widgets/pipelineeditor';
 import { OPEN_PIPELINE_RUN_COMMAND, PipelineRunView } from './widgets/pipelinerunview';
 import { PipelineRunCompare } from './widgets/pipelineruncompare';
+import { showOnce } from './widgets/followedview';
 
 export const pipelinePlugin: JupyterFrontEndPlugin<void> = {
   id: 'trainhub:pipelines',
@@ -43,17 +44,15 @@ export const pipelinePlugin: JupyterFrontEndPlugin<void> = {
         if (!runId) {
           throw new Error(`${OPEN_PIPELINE_RUN_COMMAND} needs {runId}`);
         }
-        let view = runs.get(runId);
-        if (!view || view.isDisposed) {
-          const openJob = (id: string) => void app.commands.execute(CommandIDs.openJob, { id });
-          const openRun = (id: string) =>
-            void app.commands.execute(OPEN_PIPELINE_RUN_COMMAND, { runId: id });
-          view = new PipelineRunView(runId, settings, openJob, api, openRun);
-          runs.set(runId, view);
-          app.shell.add(view, 'main');
-        }
-        app.shell.activateById(view.id);
-        return view;
+        const openJob = (id: string) => void app.commands.execute(CommandIDs.openJob, { id });
+        const openRun = (id: string) =>
+          void app.commands.execute(OPEN_PIPELINE_RUN_COMMAND, { runId: id });
+        return showOnce(
+          app,
+          runs,
+          runId,
+          () => new PipelineRunView(runId, settings, openJob, api, openRun)
+        );
       }
     });
 

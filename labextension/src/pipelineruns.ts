@@ -65,35 +65,37 @@ export function checkPipeline(
   return requestAPI(['pipelines', 'check'], { method: 'POST', body: { file } }, settings);
 }
 
+/** What a new run takes besides its pipeline: parameters over the pipeline's, and the cache. */
+export interface IRunOptions {
+  parameters?: Record<string, unknown>;
+  cache?: boolean;
+}
+
+/** POST pipelines/runs: a run of `source` (a pipeline file, or a run to start again). */
+function postRun(
+  settings: ServerConnection.ISettings,
+  source: { file: string } | { from_run: string },
+  options: IRunOptions
+): Promise<IDescribeRun> {
+  const body = { ...source, parameters: options.parameters ?? {}, cache: options.cache ?? true };
+  return requestAPI(['pipelines', 'runs'], { method: 'POST', body }, settings);
+}
+
 export function startRun(
   settings: ServerConnection.ISettings,
   file: string,
-  options: { parameters?: Record<string, unknown>; cache?: boolean } = {}
+  options: IRunOptions = {}
 ): Promise<IDescribeRun> {
-  return requestAPI(
-    ['pipelines', 'runs'],
-    {
-      method: 'POST',
-      body: { file, parameters: options.parameters ?? {}, cache: options.cache ?? true }
-    },
-    settings
-  );
+  return postRun(settings, { file }, options);
 }
 
 /** Run `id` again as one's own: its pipeline and code, `parameters` over its parameters. */
 export function startRunAgain(
   settings: ServerConnection.ISettings,
   id: string,
-  options: { parameters?: Record<string, unknown>; cache?: boolean } = {}
+  options: IRunOptions = {}
 ): Promise<IDescribeRun> {
-  return requestAPI(
-    ['pipelines', 'runs'],
-    {
-      method: 'POST',
-      body: { from_run: id, parameters: options.parameters ?? {}, cache: options.cache ?? true }
-    },
-    settings
-  );
+  return postRun(settings, { from_run: id }, options);
 }
 
 export function listRuns(settings: ServerConnection.ISettings): Promise<{ runs: IRunSummary[] }> {

@@ -7,13 +7,12 @@ import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { TrainHubAPI } from './api';
-import { CommandButtonExtension } from './notebookbutton';
-import { CommandIDs, PALETTE_CATEGORY, scheduleIcon } from './commandids';
+import { placeNotebookCommands } from './notebookbutton';
+import { CommandIDs, scheduleIcon } from './commandids';
 import { confirmJobAction } from './confirmjobaction';
 import { IConfig } from './models';
 import { ISchedule } from './schedules';
-import { initialForm } from './specform';
-import { notebookParameters, selectedCellIndices } from './submitcommands';
+import { notebookForm } from './notebookform';
 import { showScheduleDialog } from './widgets/scheduledialog';
 import { IScheduleActions } from './widgets/schedulerow';
 import { SchedulesPanel } from './widgets/schedulespanel';
@@ -64,27 +63,8 @@ export function registerSchedules(app: JupyterFrontEnd, ctx: IScheduleContext): 
       reportError('No notebook open', new Error('Open the notebook to schedule first.'));
       return;
     }
-    await current.context.ready;
-    let cfg: IConfig;
-    try {
-      cfg = await config();
-    } catch (error) {
-      reportError('trainhub is not available', error);
-      return;
-    }
-    const parameters = notebookParameters(current.content);
-    const created = await showScheduleDialog({
-      api,
-      config: cfg,
-      form: initialForm(
-        current.context.path,
-        cfg,
-        parameters,
-        selectedCellIndices(current.content)
-      ),
-      parameters,
-      save: () => current.context.save()
-    });
+    const opened = await notebookForm(current, config, reportError);
+    const created = opened ? await showScheduleDialog({ api, ...opened }) : null;
     if (created) {
       panel.refresh.emit();
       app.shell.activateById(panel.id);
@@ -105,25 +85,16 @@ export function registerSchedules(app: JupyterFrontEnd, ctx: IScheduleContext): 
     label: 'Open training schedules panel',
     execute: () => app.shell.activateById(panel.id)
   });
-  for (const command of [CommandIDs.scheduleNotebook, CommandIDs.openSchedules]) {
-    palette?.addItem({ command, category: PALETTE_CATEGORY });
-  }
-  app.contextMenu.addItem({
-    command: CommandIDs.scheduleNotebook,
-    selector: '.jp-Notebook .jp-Cell',
-    rank: 101
-  });
-  app.docRegistry.addWidgetExtension(
-    'Notebook',
-    new CommandButtonExtension(app, {
+  placeNotebookCommands(app, palette, {
+    palette: [CommandIDs.scheduleNotebook, CommandIDs.openSchedules],
+    cellMenu: { command: CommandIDs.scheduleNotebook, rank: 101 },
+    button: {
       name: 'trainhubSchedule',
       rank: 11,
       command: CommandIDs.scheduleNotebook,
       className: 'jp-trainhub-schedule-button',
-      icon: scheduleIcon,
-      label: 'Schedule…',
-      tooltip: 'Run this notebook as a training job on a schedule'
-    })
-  );
+      label: 'Schedule…'
+    }
+  });
   return panel;
 }

@@ -1,9 +1,9 @@
-import { IConfig } from '../models';
 import { formChanges, stepFormErrors, stepToForm } from '../pipelineform';
 import { errorsByStep, localChecks, mergeErrors } from '../pipelinechecks';
 import { PipelineDocument } from '../pipelinedocument';
 import { stepNameFor } from '../pipelinegraph';
 import { layout } from '../pipelinelayout';
+import { fieldErrors, localConfig as config } from './fixtures';
 
 const TEXT = `# nightly training
 name: train-eval
@@ -21,16 +21,6 @@ steps:
     notebook: evaluate.ipynb
     depends_on: [train]
 `;
-
-const config: IConfig = {
-  backend: 'local',
-  features: ['gpus', 'priority'],
-  images: [],
-  teams: [],
-  limits: { max_workers: 1, max_processes_per_worker: 8, max_gpus_per_worker: 0 },
-  user: 'alice',
-  allow_pip: false
-};
 
 describe('PipelineDocument', () => {
   it('reads steps and their wiring as edges', () => {
@@ -165,16 +155,18 @@ describe('localChecks', () => {
         '  d: {notebook: d.ipynb, depends_on: [c]}'
       ].join('\n')
     );
-    expect(localChecks(p)).toEqual([
-      { field: 'steps.a.notebook', message: "'a.py' is not a notebook (.ipynb)" },
-      { field: 'steps.b.depends_on.0', message: "no step 'zz'" },
-      { field: 'steps.b.inputs.d', message: "step 'a' has no output 'y'; it declares x" },
-      { field: 'steps.b.inputs.e', message: "'nope' is not '<step>.<output>'" },
-      { field: 'steps.b.inputs.f', message: "no step 'q'" },
-      { field: 'steps.c.notebook', message: 'Field required' },
-      { field: 'steps.c.depends_on', message: 'is part of a cycle' },
-      { field: 'steps.d.depends_on', message: 'is part of a cycle' }
-    ]);
+    expect(localChecks(p)).toEqual(
+      fieldErrors({
+        'steps.a.notebook': "'a.py' is not a notebook (.ipynb)",
+        'steps.b.depends_on.0': "no step 'zz'",
+        'steps.b.inputs.d': "step 'a' has no output 'y'; it declares x",
+        'steps.b.inputs.e': "'nope' is not '<step>.<output>'",
+        'steps.b.inputs.f': "no step 'q'",
+        'steps.c.notebook': 'Field required',
+        'steps.c.depends_on': 'is part of a cycle',
+        'steps.d.depends_on': 'is part of a cycle'
+      })
+    );
   });
 
   it('says where the YAML is broken', () => {

@@ -9,15 +9,11 @@ import {
   runtimeText,
   submittedName
 } from '../specform';
+import { localConfig } from './fixtures';
 
 const config: IConfig = {
-  backend: 'local',
-  features: ['gpus', 'priority'],
-  images: [],
-  teams: [],
-  limits: { max_workers: 1, max_processes_per_worker: 8, max_gpus_per_worker: 2 },
-  user: 'alice',
-  allow_pip: false
+  ...localConfig,
+  limits: { ...localConfig.limits, max_gpus_per_worker: 2 }
 };
 
 const notebook: IParameter[] = [

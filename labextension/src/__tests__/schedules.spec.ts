@@ -1,4 +1,3 @@
-import { IConfig } from '../models';
 import {
   initialScheduleFields,
   ISchedule,
@@ -15,16 +14,7 @@ import {
   whenText
 } from '../schedules';
 import { initialForm } from '../specform';
-
-const config: IConfig = {
-  backend: 'local',
-  features: ['gpus', 'priority'],
-  images: [],
-  teams: [],
-  limits: { max_workers: 1, max_processes_per_worker: 8, max_gpus_per_worker: 0 },
-  user: 'alice',
-  allow_pip: false
-};
+import { fieldErrors, localConfig as config } from './fixtures';
 
 const run = (patch: Partial<IScheduleRun>): IScheduleRun => ({
   at: 1796000000,
@@ -111,15 +101,17 @@ describe('scheduleRequest', () => {
 
 describe('scheduleErrors', () => {
   it("puts the schedule's own fields under its rows and the job's under the job fields", () => {
-    const { job, schedule: own } = scheduleErrors([
-      { field: 'cron', message: 'bad cron' },
-      { field: 'timezone', message: 'unknown zone' },
-      { field: 'starting_deadline', message: 'not a duration' },
-      { field: 'target.job.resources.workers', message: 'too many' },
-      { field: 'target.job.max_runtime', message: 'bad runtime' },
-      { field: 'name', message: 'bad name' },
-      { field: 'target.job', message: 'notebook not found' }
-    ]);
+    const { job, schedule: own } = scheduleErrors(
+      fieldErrors({
+        cron: 'bad cron',
+        timezone: 'unknown zone',
+        starting_deadline: 'not a duration',
+        'target.job.resources.workers': 'too many',
+        'target.job.max_runtime': 'bad runtime',
+        name: 'bad name',
+        'target.job': 'notebook not found'
+      })
+    );
     expect(own).toEqual({
       cron: ['bad cron'],
       timezone: ['unknown zone'],

@@ -11,25 +11,7 @@ import {
   sharesOffered,
   workerText
 } from '../specform';
-
-const localConfig: IConfig = {
-  backend: 'local',
-  features: ['gpus', 'priority'],
-  images: [],
-  teams: [],
-  limits: { max_workers: 1, max_processes_per_worker: 8, max_gpus_per_worker: 0 },
-  user: 'alice',
-  allow_pip: false
-};
-
-const clusterConfig: IConfig = {
-  ...localConfig,
-  backend: 'kubernetes',
-  features: ['gpus', 'priority', 'multi_node', 'queues', 'images'],
-  images: [{ name: 'pytorch-2.4', image: 'registry/pytorch:2.4', description: 'PyTorch' }],
-  teams: [{ name: 'vision', queues: ['vision-default', 'vision-long'] }],
-  limits: { max_workers: 8, max_processes_per_worker: 8, max_gpus_per_worker: 8 }
-};
+import { clusterConfig, fieldErrors, localConfig } from './fixtures';
 
 const params: IParameter[] = [
   { name: 'epochs', text: '4' },
@@ -220,14 +202,16 @@ describe('formToSpec', () => {
 describe('errorsByField', () => {
   it('puts each server message next to its field', () => {
     expect(
-      errorsByField([
-        { field: 'name', message: 'use lower-case letters' },
-        { field: 'resources.gpus_per_worker', message: 'at most 8' },
-        { field: 'resources', message: '4 processes per worker cannot share 2 GPU(s)' },
-        { field: 'parameters', message: "'1x' is not a Python identifier" },
-        { field: 'source.cells.indices', message: 'cell 9 does not exist' },
-        { field: 'spec', message: 'GPU quota of team vision exceeded' }
-      ])
+      errorsByField(
+        fieldErrors({
+          name: 'use lower-case letters',
+          'resources.gpus_per_worker': 'at most 8',
+          resources: '4 processes per worker cannot share 2 GPU(s)',
+          parameters: "'1x' is not a Python identifier",
+          'source.cells.indices': 'cell 9 does not exist',
+          spec: 'GPU quota of team vision exceeded'
+        })
+      )
     ).toEqual({
       name: ['use lower-case letters'],
       gpusPerWorker: ['at most 8'],

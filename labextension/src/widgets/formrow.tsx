@@ -46,11 +46,14 @@ export function FormRow(props: {
   );
 }
 
-/** A row for one field of the spec: its hint, and the server's messages for the field. */
-export function Row(props: {
+/**
+ * A row for one field (of the spec, or of a schedule: `F` names the form's fields): its hint,
+ * and the server's messages for the field.
+ */
+export function Row<F extends string = FormField>(props: {
   label: string;
-  field: FormField;
-  errors: Errors;
+  field: F;
+  errors: Partial<Record<F, string[]>>;
   hint?: string;
   children: React.ReactNode;
 }): JSX.Element {

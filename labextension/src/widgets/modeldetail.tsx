@@ -18,7 +18,7 @@ import {
   versionLineage,
   versionSnippets
 } from '../registry';
-import { openComments } from './commentstab';
+import { CommentsButton } from './commentsbutton';
 import { KeyValues } from './keyvalues';
 
 export interface IModelActions {
@@ -76,13 +76,12 @@ function VersionDetail(props: {
         >
           {v.archived ? 'Unarchive…' : 'Archive…'}
         </button>
-        <button
+        <CommentsButton
+          kind="model_version"
+          target={`${v.model}/${v.version}`}
           className="jp-mod-styled jp-trainhub-link"
           title="The team's discussion of this version"
-          onClick={() => openComments('model_version', `${v.model}/${v.version}`)}
-        >
-          Comments
-        </button>
+        />
       </div>
       <div className="jp-trainhub-model-snippets" aria-label="Load snippets">
         {versionSnippets(v).map(s => (

@@ -136,26 +136,38 @@ export async function askRegister(
   return values ? { name: values.model, description: values.description } : null;
 }
 
+/**
+ * Ask for a change the audit log keeps (moving an alias, archiving): `fields`, then the reason
+ * the log keeps with who and when.
+ */
+async function askReasoned(
+  title: string,
+  intro: string,
+  accept: string,
+  fields: IField[] = []
+): Promise<Record<string, string> | null> {
+  const reason: IField = { name: 'reason', label: 'Reason', multiline: true, maxLength: 500 };
+  return askFields(title, intro, [...fields, reason], accept);
+}
+
 /** Ask for the alias to point at `version` of `model` and the reason the audit log keeps. */
 export async function askMoveAlias(
   model: string,
   version: number,
   aliases: string[]
 ): Promise<{ alias: string; reason: string } | null> {
-  const values = await askFields(
+  const alias: IField = {
+    name: 'alias',
+    label: 'Alias',
+    options: [...new Set([...aliases, 'staging', 'production'])],
+    maxLength: 63,
+    check: aliasError
+  };
+  const values = await askReasoned(
     `Move an alias to ${model} version ${version}`,
     'The alias moves here from where it points now; the audit log keeps who, when and why.',
-    [
-      {
-        name: 'alias',
-        label: 'Alias',
-        options: [...new Set([...aliases, 'staging', 'production'])],
-        maxLength: 63,
-        check: aliasError
-      },
-      { name: 'reason', label: 'Reason', multiline: true, maxLength: 500 }
-    ],
-    'Move alias'
+    'Move alias',
+    [alias]
   );
   return values ? { alias: values.alias, reason: values.reason } : null;
 }
@@ -166,13 +178,13 @@ export async function askArchive(
   version: number,
   archive: boolean
 ): Promise<{ reason: string } | null> {
-  const values = await askFields(
-    `${archive ? 'Archive' : 'Unarchive'} ${model} version ${version}`,
+  const verb = archive ? 'Archive' : 'Unarchive';
+  const values = await askReasoned(
+    `${verb} ${model} version ${version}`,
     archive
       ? 'An archived version stays (by its number) but is no longer the model’s newest.'
       : 'The version becomes a candidate for the model’s newest again.',
-    [{ name: 'reason', label: 'Reason', multiline: true, maxLength: 500 }],
-    archive ? 'Archive' : 'Unarchive'
+    verb
   );
   return values ? { reason: values.reason } : null;
 }

@@ -3,14 +3,13 @@
  * last changed), and one model opened below them (widgets/modeldetail.tsx). It asks the
  * server again every few seconds while shown, and at once after an action.
  */
-import { ReactWidget } from '@jupyterlab/apputils';
-import { Signal } from '@lumino/signaling';
 import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
 import { formatTime } from '../format';
 import { aliasesOf, IModelSummary, IModelView } from '../registry';
 import { IModelActions, ModelDetail } from './modeldetail';
+import { IPolled, SidePanel, SidePanelFrame, usePolling } from './sidepanel';
 
 const POLL_MS = 10000;
 
@@ -23,12 +22,11 @@ export interface IModelFocus {
 function ModelsList(props: {
   api: TrainHubAPI;
   actions: IModelActions;
-  refresh: Signal<unknown, void>;
+  polled: IPolled;
   focus: IModelFocus;
   setFocus: (focus: IModelFocus) => void;
-  isVisible: () => boolean;
 }): JSX.Element {
-  const { api, actions, refresh, focus, setFocus, isVisible } = props;
+  const { api, actions, polled, focus, setFocus } = props;
   const [models, setModels] = React.useState<IModelSummary[] | null>(null);
   const [detail, setDetail] = React.useState<IModelView | null>(null);
   const [error, setError] = React.useState('');
@@ -50,15 +48,7 @@ function ModelsList(props: {
     }
   }, [api]);
 
-  React.useEffect(() => {
-    const onRefresh = () => void load();
-    refresh.connect(onRefresh);
-    const timer = setInterval(() => isVisible() && void load(), POLL_MS);
-    return () => {
-      refresh.disconnect(onRefresh);
-      clearInterval(timer);
-    };
-  }, [load, refresh, isVisible]);
+  usePolling(load, polled, POLL_MS);
   // a model opened (by a row, or by the Register button's link): read it now
   React.useEffect(() => {
     setDetail(null);
@@ -66,81 +56,64 @@ function ModelsList(props: {
   }, [focus.name, load]);
 
   return (
-    <div className="jp-trainhub-models">
-      <div className="jp-trainhub-jobs-header">
-        <h2>Models</h2>
-        <button
-          className="jp-mod-styled jp-trainhub-link"
-          title="Reload"
-          aria-label="Reload"
-          onClick={() => void load()}
+    <SidePanelFrame
+      className="jp-trainhub-models"
+      title="Models"
+      reload={() => void load()}
+      error={error}
+      listClassName="jp-trainhub-model-list"
+      items={models}
+      empty={
+        <>
+          No models yet. Register one from a job’s Checkpoints or Outputs tab (“Register as model”),
+          or with trainhub model register NAME --from JOB.
+        </>
+      }
+      row={m => (
+        <div
+          key={m.name}
+          role="listitem"
+          className={`jp-trainhub-side-row jp-trainhub-model-row${focus.name === m.name ? ' jp-mod-selected' : ''}`}
+          data-model={m.name}
         >
-          ⟳
-        </button>
-      </div>
-      {error ? <div className="jp-trainhub-banner">{error}</div> : null}
-      <div className="jp-trainhub-model-list" role="list" aria-label="Models">
-        {models === null ? (
-          <div className="jp-trainhub-empty">Loading…</div>
-        ) : models.length ? (
-          models.map(m => (
-            <div
-              key={m.name}
-              role="listitem"
-              className={`jp-trainhub-model-row${focus.name === m.name ? ' jp-mod-selected' : ''}`}
-              data-model={m.name}
-            >
-              <button
-                className="jp-trainhub-model-head"
-                aria-expanded={focus.name === m.name}
-                onClick={() =>
-                  setFocus({ name: focus.name === m.name ? null : m.name, version: null })
-                }
-              >
-                <span className="jp-trainhub-model-name">{m.name}</span>
-                <span className="jp-trainhub-model-facts">
-                  {m.versions} {m.versions === 1 ? 'version' : 'versions'} · latest{' '}
-                  {m.latest ?? 'none'}{' '}
-                  {aliasesOf(m.aliases).map(a => (
-                    <span key={a} className="jp-trainhub-model-alias" data-alias={a}>
-                      @{a}→{m.aliases[a]}
-                    </span>
-                  ))}
+          <button
+            className="jp-trainhub-side-head jp-trainhub-model-head"
+            aria-expanded={focus.name === m.name}
+            onClick={() => setFocus({ name: focus.name === m.name ? null : m.name, version: null })}
+          >
+            <span className="jp-trainhub-side-name jp-trainhub-model-name">{m.name}</span>
+            <span className="jp-trainhub-model-facts">
+              {m.versions} {m.versions === 1 ? 'version' : 'versions'} · latest {m.latest ?? 'none'}{' '}
+              {aliasesOf(m.aliases).map(a => (
+                <span key={a} className="jp-trainhub-model-alias" data-alias={a}>
+                  @{a}→{m.aliases[a]}
                 </span>
-                <span className="jp-trainhub-model-updated">
-                  {formatTime(m.updated_at)} · {m.user}
-                </span>
-              </button>
-              {focus.name === m.name ? (
-                detail && detail.name === m.name ? (
-                  <ModelDetail
-                    view={detail}
-                    focus={focus.version}
-                    setFocus={version => setFocus({ name: m.name, version })}
-                    actions={actions}
-                  />
-                ) : (
-                  <div className="jp-trainhub-empty">Loading…</div>
-                )
-              ) : null}
-            </div>
-          ))
-        ) : (
-          <div className="jp-trainhub-empty">
-            No models yet. Register one from a job’s Checkpoints or Outputs tab (“Register as
-            model”), or with trainhub model register NAME --from JOB.
-          </div>
-        )}
-      </div>
-    </div>
+              ))}
+            </span>
+            <span className="jp-trainhub-model-updated">
+              {formatTime(m.updated_at)} · {m.user}
+            </span>
+          </button>
+          {focus.name === m.name ? (
+            detail && detail.name === m.name ? (
+              <ModelDetail
+                view={detail}
+                focus={focus.version}
+                setFocus={version => setFocus({ name: m.name, version })}
+                actions={actions}
+              />
+            ) : (
+              <div className="jp-trainhub-empty">Loading…</div>
+            )
+          ) : null}
+        </div>
+      )}
+    />
   );
 }
 
-export class ModelsPanel extends ReactWidget {
-  /** Emitted to make the panel ask the server again (after an action, a registration). */
-  readonly refresh = new Signal<unknown, void>(this);
+export class ModelsPanel extends SidePanel {
   private focus: IModelFocus = { name: null, version: null };
-  private readonly visible = (): boolean => this.isVisible;
   private readonly setFocus = (focus: IModelFocus): void => {
     this.focus = focus;
     this.update();
@@ -150,10 +123,7 @@ export class ModelsPanel extends ReactWidget {
     private readonly api: TrainHubAPI,
     private readonly actions: IModelActions
   ) {
-    super();
-    this.id = 'trainhub-models';
-    this.addClass('jp-trainhub-models-panel');
-    this.title.caption = 'Models of your team';
+    super('trainhub-models', 'jp-trainhub-models-panel', 'Models of your team');
   }
 
   /** Open a model (and one of its versions) in the panel. */
@@ -167,10 +137,9 @@ export class ModelsPanel extends ReactWidget {
       <ModelsList
         api={this.api}
         actions={this.actions}
-        refresh={this.refresh}
+        polled={this.polled}
         focus={this.focus}
         setFocus={this.setFocus}
-        isVisible={this.visible}
       />
     );
   }

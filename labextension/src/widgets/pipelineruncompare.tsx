@@ -16,6 +16,7 @@ import {
   runDuration,
   runOutcome
 } from '../pipelineruns';
+import { LinkButton } from './linkbutton';
 
 function Side(props: { side: IStepSide | null; openJob: (id: string) => void }): JSX.Element {
   const s = props.side;
@@ -29,15 +30,7 @@ function Side(props: { side: IStepSide | null; openJob: (id: string) => void }):
       </span>{' '}
       {s.duration}
       {s.detail ? <div className="jp-trainhub-muted">{s.detail}</div> : null}
-      {s.job ? (
-        <button
-          type="button"
-          className="jp-trainhub-link jp-trainhub-mono"
-          onClick={() => props.openJob(s.job!)}
-        >
-          {s.job}
-        </button>
-      ) : null}
+      {s.job ? <LinkButton text={s.job} open={() => props.openJob(s.job!)} mono /> : null}
     </td>
   );
 }

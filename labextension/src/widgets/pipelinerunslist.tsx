@@ -5,6 +5,7 @@ import * as React from 'react';
 
 import { formatTime } from '../format';
 import { IRunSummary, runDuration, runOutcome } from '../pipelineruns';
+import { LinkButton } from './linkbutton';
 
 /** The runs of the pipeline open in the editor (null: still loading). */
 export function RunsList(props: {
@@ -66,13 +67,7 @@ export function RunsList(props: {
                   />
                 </td>
                 <td>
-                  <button
-                    type="button"
-                    className="jp-trainhub-link jp-trainhub-mono"
-                    onClick={() => props.openRun(r.id)}
-                  >
-                    {r.id}
-                  </button>
+                  <LinkButton text={r.id} open={() => props.openRun(r.id)} mono />
                 </td>
                 <td>{formatTime(r.created_at)}</td>
                 <td>{runDuration(r, now)}</td>

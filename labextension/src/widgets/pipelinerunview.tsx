@@ -6,7 +6,6 @@
  * outputs it reuses). "Run again…" starts a run of one's own from it (a teammate's shared run
  * too), with its parameters to change.
  */
-import { MainAreaWidget, ReactWidget } from '@jupyterlab/apputils';
 import { ServerConnection } from '@jupyterlab/services';
 import * as React from 'react';
 
@@ -28,19 +27,18 @@ import {
   stepJob,
   stepStateLabel
 } from '../pipelineruns';
+import { FollowedBody, FollowedView } from './followedview';
 import { PipelineCanvas } from './pipelinecanvas';
-import { openComments } from './commentstab';
+import { CommentsButton } from './commentsbutton';
 import { showRunAgainDialog } from './runagaindialog';
 
 export const OPEN_PIPELINE_RUN_COMMAND = CommandIDs.openPipelineRun;
 type Action = 'cancel' | 'retry' | 'again';
-const REFRESH_MS = 2000;
 
-class RunBody extends ReactWidget {
+class RunBody extends FollowedBody {
   run: IDescribeRun | null = null;
   /** The run's steps' jobs, by id, while it runs (why each waits, how long it has run). */
   jobs = new Map<string, IJobSummary>();
-  error = '';
 
   constructor(
     private readonly openJob: (id: string) => void,
@@ -85,13 +83,7 @@ class RunBody extends ReactWidget {
             </span>
           ) : null}
           {run.cache ? null : <span>no cache</span>}
-          <button
-            type="button"
-            className="jp-mod-styled"
-            onClick={() => openComments('pipeline_run', run.id)}
-          >
-            Comments
-          </button>
+          <CommentsButton kind="pipeline_run" target={run.id} />
           {run.state === 'running' ? (
             <button
               type="button"
@@ -137,9 +129,7 @@ class RunBody extends ReactWidget {
   }
 }
 
-export class PipelineRunView extends MainAreaWidget<RunBody> {
-  private timer = 0;
-
+export class PipelineRunView extends FollowedView<RunBody> {
   constructor(
     readonly runId: string,
     private readonly settings: ServerConnection.ISettings,
@@ -147,46 +137,38 @@ export class PipelineRunView extends MainAreaWidget<RunBody> {
     private readonly api: TrainHubAPI = new TrainHubAPI(settings),
     private readonly openRun: (id: string) => void = () => undefined
   ) {
-    super({ content: new RunBody(openJob, what => void this.act(what)) });
-    this.id = `trainhub-pipeline-run-${runId}`;
-    this.addClass('jp-trainhub-pipeline-runview-widget');
-    this.title.label = `Run ${runId}`;
-    this.title.closable = true;
+    super(
+      new RunBody(openJob, what => void this.act(what)),
+      `trainhub-pipeline-run-${runId}`,
+      'jp-trainhub-pipeline-runview-widget',
+      `Run ${runId}`
+    );
     void this.refresh();
   }
 
-  async refresh(): Promise<void> {
-    window.clearTimeout(this.timer);
-    try {
-      this.content.run = await getRun(this.settings, this.runId);
-      if (this.content.run.state === 'running') {
-        const page = await this.api.listJobs({ pipelineRun: this.runId, limit: 500 });
-        this.content.jobs = new Map(page.jobs.map(j => [j.id, j]));
-      }
-      this.content.error = '';
-    } catch (e) {
-      this.content.error = (e as Error).message ?? String(e);
+  protected async read(): Promise<void> {
+    this.content.run = await getRun(this.settings, this.runId);
+    if (this.content.run.state === 'running') {
+      const page = await this.api.listJobs({ pipelineRun: this.runId, limit: 500 });
+      this.content.jobs = new Map(page.jobs.map(j => [j.id, j]));
     }
-    this.content.update();
-    if (!this.isDisposed && (!this.content.run || this.content.run.state === 'running')) {
-      this.timer = window.setTimeout(() => void this.refresh(), REFRESH_MS);
-    }
+  }
+
+  protected running(): boolean {
+    return !this.content.run || this.content.run.state === 'running';
   }
 
   private async act(what: Action): Promise<void> {
     if (what === 'again') {
       return this.runAgain();
     }
-    try {
+    await this.attempt(async () => {
       this.content.run = await (what === 'cancel' ? cancelRun : retryRun)(
         this.settings,
         this.runId
       );
       this.content.error = '';
-    } catch (e) {
-      this.content.error = (e as Error).message ?? String(e);
-    }
-    this.content.update();
+    });
     if (what === 'retry') {
       void this.refresh();
     }
@@ -195,20 +177,11 @@ export class PipelineRunView extends MainAreaWidget<RunBody> {
   private async runAgain(): Promise<void> {
     const run = this.content.run;
     const asked = run ? await showRunAgainDialog(run) : null;
-    if (!asked) {
-      return;
+    if (asked) {
+      await this.attempt(async () => {
+        const started = await startRunAgain(this.settings, this.runId, asked);
+        this.openRun(started.id);
+      });
     }
-    try {
-      const started = await startRunAgain(this.settings, this.runId, asked);
-      this.openRun(started.id);
-    } catch (e) {
-      this.content.error = (e as Error).message ?? String(e);
-      this.content.update();
-    }
-  }
-
-  dispose(): void {
-    window.clearTimeout(this.timer);
-    super.dispose();
   }
 }

@@ -10,10 +10,10 @@ import { formChanges, stepFormErrors, stepToForm } from '../pipelineform';
 import { IStepNode } from '../pipelinegraph';
 import { notebookParametersOf } from '../rerun';
 import { ISubmitForm } from '../specform';
-import { CellsAndParameters } from './cellsandparameters';
-import { FieldErrors } from './formrow';
+import { FieldErrors, FormRow } from './formrow';
+import { JobFields } from './jobfields';
 import type { IPipelineEditorHost } from './pipelineeditor';
-import { ResourceFields } from './resourcefields';
+import { LinkButton } from './linkbutton';
 
 /** The side form of the selected step: the submit dialog's fields, written back as changed. */
 export function StepForm(props: {
@@ -72,36 +72,24 @@ export function StepForm(props: {
       onSubmit={e => e.preventDefault()}
     >
       <h3>Step</h3>
-      <label className="jp-trainhub-form-row">
-        <span className="jp-trainhub-form-label">Name</span>
-        <span className="jp-trainhub-form-control">
-          <input
-            className="jp-mod-styled"
-            name="step-name"
-            value={name}
-            onChange={e => setName(e.target.value)}
-            onBlur={() => {
-              if (name !== step.name) {
-                const refused = props.rename(name);
-                setNameError(refused ?? '');
-              }
-            }}
-          />
-          {nameError ? <FieldErrors errors={[nameError]} id="trainhub-step-name-error" /> : null}
-        </span>
-      </label>
-      <div className="jp-trainhub-form-row">
-        <span className="jp-trainhub-form-label">Notebook</span>
-        <span className="jp-trainhub-form-control">
-          <button
-            type="button"
-            className="jp-trainhub-link jp-trainhub-mono"
-            onClick={() => host.openNotebook(step.notebook)}
-          >
-            {step.notebook}
-          </button>
-        </span>
-      </div>
+      <FormRow label="Name">
+        <input
+          className="jp-mod-styled"
+          name="step-name"
+          value={name}
+          onChange={e => setName(e.target.value)}
+          onBlur={() => {
+            if (name !== step.name) {
+              const refused = props.rename(name);
+              setNameError(refused ?? '');
+            }
+          }}
+        />
+        {nameError ? <FieldErrors errors={[nameError]} id="trainhub-step-name-error" /> : null}
+      </FormRow>
+      <FormRow label="Notebook" several>
+        <LinkButton text={step.notebook} open={() => host.openNotebook(step.notebook)} mono />
+      </FormRow>
       {step.outputs.length || Object.keys(step.inputs).length ? (
         <div className="jp-trainhub-form-hint">
           {Object.keys(step.inputs).length
@@ -112,14 +100,12 @@ export function StepForm(props: {
           {step.outputs.length ? `outputs: ${step.outputs.join(', ')}` : ''}
         </div>
       ) : null}
-      <CellsAndParameters
-        parameters={parameters}
-        form={form}
-        errors={errors}
-        typeErrors={typeErrors}
-        update={update}
+      <JobFields
+        api={host.api}
+        config={config}
+        edit={{ parameters, form, errors, typeErrors, update }}
+        cellsFirst
       />
-      <ResourceFields api={host.api} config={config} form={form} errors={errors} update={update} />
       <FieldErrors errors={errors.general} id="trainhub-step-errors" />
       <button
         type="button"

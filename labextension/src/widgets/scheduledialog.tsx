@@ -10,19 +10,16 @@ import { IConfig } from '../models';
 import { IParameter, parameterErrors } from '../parameters';
 import { ApiError } from '../request';
 import {
-  Concurrency,
   initialScheduleFields,
   ISchedule,
   IScheduleFields,
-  Missed,
   ScheduleField,
   scheduleErrors,
   scheduleRequest
 } from '../schedules';
 import { ISubmitForm } from '../specform';
-import { CellsAndParameters } from './cellsandparameters';
-import { Errors, FieldErrors, FormRow, Row } from './formrow';
-import { ResourceFields } from './resourcefields';
+import { Errors, FieldErrors, Row } from './formrow';
+import { JobFields } from './jobfields';
 import { showFormDialog } from './submitdialog';
 
 export interface IScheduleDialogOptions {
@@ -36,22 +33,44 @@ export interface IScheduleDialogOptions {
 
 type ScheduleErrors = Partial<Record<ScheduleField, string[]>>;
 
-/** A row of the schedule's own fields, with the server's messages for it. */
-function WhenRow(props: {
-  label: string;
+/** The schedule's own fields, in the dialog's order: a text input, or a select of `choices`. */
+const WHEN_FIELDS: {
   field: ScheduleField;
-  errors: ScheduleErrors;
-  hint?: string;
-  children: React.ReactNode;
-}): JSX.Element {
-  return (
-    <FormRow label={props.label} data={{ field: props.field }}>
-      {props.children}
-      {props.hint ? <span className="jp-trainhub-form-hint">{props.hint}</span> : null}
-      <FieldErrors errors={props.errors[props.field]} id={`trainhub-error-${props.field}`} />
-    </FormRow>
-  );
-}
+  label: string;
+  hint: string;
+  choices?: [string, string][];
+}[] = [
+  {
+    field: 'cron',
+    label: 'Cron',
+    hint: 'minute hour day-of-month month day-of-week, e.g. 0 2 * * *'
+  },
+  { field: 'timezone', label: 'Time zone', hint: 'e.g. Europe/Berlin' },
+  {
+    field: 'concurrency',
+    label: 'If still running',
+    hint: 'What a run does while the last one has not ended',
+    choices: [
+      ['forbid', 'forbid: skip the new run'],
+      ['allow', 'allow: run both'],
+      ['replace', 'replace: cancel the running one']
+    ]
+  },
+  {
+    field: 'missed',
+    label: 'Missed runs',
+    hint: 'Times that passed while nothing could fire them',
+    choices: [
+      ['run-once', 'run once when back'],
+      ['skip', 'skip']
+    ]
+  },
+  {
+    field: 'startingDeadline',
+    label: 'Starting deadline',
+    hint: 'A run reached later than this is skipped, e.g. 10m; empty for none'
+  }
+];
 
 function ScheduleForm(props: {
   options: IScheduleDialogOptions;
@@ -113,80 +132,35 @@ function ScheduleForm(props: {
             onChange={e => update({ name: e.target.value })}
           />
         </Row>
-        <WhenRow
-          label="Cron"
-          field="cron"
-          errors={whenErrors}
-          hint="minute hour day-of-month month day-of-week, e.g. 0 2 * * *"
-        >
-          <input
-            className="jp-mod-styled"
-            name="cron"
-            value={when.cron}
-            onChange={e => updateWhen({ cron: e.target.value })}
-          />
-        </WhenRow>
-        <WhenRow label="Time zone" field="timezone" errors={whenErrors} hint="e.g. Europe/Berlin">
-          <input
-            className="jp-mod-styled"
-            name="timezone"
-            value={when.timezone}
-            onChange={e => updateWhen({ timezone: e.target.value })}
-          />
-        </WhenRow>
-        <WhenRow
-          label="If still running"
-          field="concurrency"
-          errors={whenErrors}
-          hint="What a run does while the last one has not ended"
-        >
-          <select
-            className="jp-mod-styled"
-            name="concurrency"
-            value={when.concurrency}
-            onChange={e => updateWhen({ concurrency: e.target.value as Concurrency })}
-          >
-            <option value="forbid">forbid: skip the new run</option>
-            <option value="allow">allow: run both</option>
-            <option value="replace">replace: cancel the running one</option>
-          </select>
-        </WhenRow>
-        <WhenRow
-          label="Missed runs"
-          field="missed"
-          errors={whenErrors}
-          hint="Times that passed while nothing could fire them"
-        >
-          <select
-            className="jp-mod-styled"
-            name="missed"
-            value={when.missed}
-            onChange={e => updateWhen({ missed: e.target.value as Missed })}
-          >
-            <option value="run-once">run once when back</option>
-            <option value="skip">skip</option>
-          </select>
-        </WhenRow>
-        <WhenRow
-          label="Starting deadline"
-          field="startingDeadline"
-          errors={whenErrors}
-          hint="A run reached later than this is skipped, e.g. 10m; empty for none"
-        >
-          <input
-            className="jp-mod-styled"
-            name="startingDeadline"
-            value={when.startingDeadline}
-            onChange={e => updateWhen({ startingDeadline: e.target.value })}
-          />
-        </WhenRow>
-        <ResourceFields api={api} config={config} form={form} errors={errors} update={update} />
-        <CellsAndParameters
-          parameters={parameters}
-          form={form}
-          errors={errors}
-          typeErrors={typeErrors}
-          update={update}
+        {WHEN_FIELDS.map(({ field, label, hint, choices }) => {
+          // the form's values are typed by field; a control's value is the text it shows
+          const control = {
+            className: 'jp-mod-styled',
+            name: field,
+            value: when[field],
+            onChange: (e: React.ChangeEvent<HTMLInputElement | HTMLSelectElement>) =>
+              updateWhen({ [field]: e.target.value } as Partial<IScheduleFields>)
+          };
+          return (
+            <Row key={field} label={label} field={field} errors={whenErrors} hint={hint}>
+              {choices ? (
+                <select {...control}>
+                  {choices.map(([value, text]) => (
+                    <option key={value} value={value}>
+                      {text}
+                    </option>
+                  ))}
+                </select>
+              ) : (
+                <input {...control} />
+              )}
+            </Row>
+          );
+        })}
+        <JobFields
+          api={api}
+          config={config}
+          edit={{ parameters, form, errors, typeErrors, update }}
         />
         <FieldErrors errors={errors.general} id="trainhub-error-general" />
       </div>

@@ -83,26 +83,26 @@ export function ScheduleRow(props: {
   const runs = (detail ?? s).runs;
   return (
     <div
-      className="jp-trainhub-schedule"
+      className="jp-trainhub-side-row jp-trainhub-schedule"
       role="listitem"
       data-schedule-id={s.id}
       data-paused={String(s.paused)}
     >
       <button
-        className="jp-trainhub-schedule-head"
+        className="jp-trainhub-side-head jp-trainhub-schedule-head"
         aria-expanded={expanded}
         title={expanded ? 'Hide its runs' : 'Show its runs'}
         onClick={() => onToggle(s.id)}
       >
-        <span className="jp-trainhub-schedule-name">
+        <span className="jp-trainhub-side-name jp-trainhub-schedule-name">
           {expanded ? '▾' : '▸'} {s.name}
         </span>
-        <span className="jp-trainhub-schedule-target">{targetPath(s)}</span>
+        <span className="jp-trainhub-muted jp-trainhub-schedule-target">{targetPath(s)}</span>
         <span className="jp-trainhub-schedule-when" title={s.cron}>
           {whenText(s)}
         </span>
-        <span className="jp-trainhub-schedule-next">{nextText(s)}</span>
-        <span className="jp-trainhub-schedule-last">{lastRunText(s)}</span>
+        <span className="jp-trainhub-muted jp-trainhub-schedule-next">{nextText(s)}</span>
+        <span className="jp-trainhub-muted jp-trainhub-schedule-last">{lastRunText(s)}</span>
       </button>
       <div className="jp-trainhub-schedule-actions">
         <button

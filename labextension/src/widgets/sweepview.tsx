@@ -5,7 +5,6 @@
  * the sweep runs. Every value goes in as text (React escapes it), never as HTML.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { MainAreaWidget, ReactWidget } from '@jupyterlab/apputils';
 import { ServerConnection } from '@jupyterlab/services';
 import * as React from 'react';
 
@@ -21,10 +20,11 @@ import {
   sortTrials,
   trialStateLabel
 } from '../sweeps';
-import { openComments } from './commentstab';
+import { CommentsButton } from './commentsbutton';
+import { FollowedBody, FollowedView, showOnce } from './followedview';
+import { LinkButton } from './linkbutton';
 
 export const OPEN_SWEEP_COMMAND = 'trainhub:open-sweep';
-const REFRESH_MS = 2000;
 
 function fmt(v: unknown): string {
   if (typeof v === 'number') {
@@ -63,9 +63,8 @@ function Scatter(props: { sweep: IDescribeSweep; param: string; metric: string }
   return <div className="jp-trainhub-sweep-plot" ref={box} />;
 }
 
-class SweepBody extends ReactWidget {
+class SweepBody extends FollowedBody {
   sweep: IDescribeSweep | null = null;
-  error = '';
   sortKey: SortKey = 'trial';
   descending = false;
   param = '';
@@ -172,13 +171,7 @@ class SweepBody extends ReactWidget {
               by {sweep.metric} ({sweep.mode})
             </span>
           ) : null}
-          <button
-            type="button"
-            className="jp-mod-styled"
-            onClick={() => openComments('sweep', sweep.id)}
-          >
-            Comments
-          </button>
+          <CommentsButton kind="sweep" target={sweep.id} />
           {sweep.state === 'running' ? (
             <button
               type="button"
@@ -227,13 +220,7 @@ class SweepBody extends ReactWidget {
                 ))}
                 <td>
                   {t.job_id ? (
-                    <button
-                      type="button"
-                      className="jp-trainhub-link"
-                      onClick={() => this.openJob(t.job_id!)}
-                    >
-                      {t.job_id}
-                    </button>
+                    <LinkButton text={t.job_id} open={() => this.openJob(t.job_id!)} />
                   ) : (
                     (t.error ?? '–')
                   )}
@@ -256,48 +243,33 @@ class SweepBody extends ReactWidget {
   }
 }
 
-export class SweepView extends MainAreaWidget<SweepBody> {
-  private timer = 0;
-
+export class SweepView extends FollowedView<SweepBody> {
   constructor(
     readonly sweepId: string,
     private readonly settings: ServerConnection.ISettings,
     openJob: (id: string) => void
   ) {
-    super({ content: new SweepBody(openJob, () => void this.cancel()) });
-    this.id = `trainhub-sweep-${sweepId}`;
-    this.addClass('jp-trainhub-sweepview');
-    this.title.label = `Sweep ${sweepId}`;
-    this.title.closable = true;
+    super(
+      new SweepBody(openJob, () => void this.cancel()),
+      `trainhub-sweep-${sweepId}`,
+      'jp-trainhub-sweepview',
+      `Sweep ${sweepId}`
+    );
     void this.refresh();
   }
 
-  async refresh(): Promise<void> {
-    window.clearTimeout(this.timer);
-    try {
-      this.content.sweep = await getSweep(this.settings, this.sweepId);
-      this.content.error = '';
-    } catch (e) {
-      this.content.error = (e as Error).message ?? String(e);
-    }
-    this.content.update();
-    if (!this.isDisposed && (!this.content.sweep || this.content.sweep.state === 'running')) {
-      this.timer = window.setTimeout(() => void this.refresh(), REFRESH_MS);
-    }
+  protected async read(): Promise<void> {
+    this.content.sweep = await getSweep(this.settings, this.sweepId);
+  }
+
+  protected running(): boolean {
+    return !this.content.sweep || this.content.sweep.state === 'running';
   }
 
   private async cancel(): Promise<void> {
-    try {
+    await this.attempt(async () => {
       this.content.sweep = await cancelSweep(this.settings, this.sweepId);
-    } catch (e) {
-      this.content.error = (e as Error).message ?? String(e);
-    }
-    this.content.update();
-  }
-
-  dispose(): void {
-    window.clearTimeout(this.timer);
-    super.dispose();
+    });
   }
 }
 
@@ -322,15 +294,8 @@ export function registerSweepView(
       if (!sweepId) {
         throw new Error('trainhub:open-sweep needs {sweepId}');
       }
-      let view = views.get(sweepId);
-      if (!view || view.isDisposed) {
-        const openJob = (id: string) => void app.commands.execute('trainhub:open-job', { id });
-        view = new SweepView(sweepId, settings, openJob);
-        views.set(sweepId, view);
-        app.shell.add(view, 'main');
-      }
-      app.shell.activateById(view.id);
-      return view;
+      const openJob = (id: string) => void app.commands.execute('trainhub:open-job', { id });
+      return showOnce(app, views, sweepId, () => new SweepView(sweepId, settings, openJob));
     }
   });
   opener = sweepId => void app.commands.execute(OPEN_SWEEP_COMMAND, { sweepId });

@@ -7,7 +7,7 @@
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
-import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { cell, openNewNotebook, openSubmitDialog, submitAndAwait } from './notebooks';
 import { SCREENSHOTS } from './screenshots';
 
 const NOTEBOOK = 'examples/executed.ipynb';
@@ -23,11 +23,7 @@ test('the executed notebook opens in the job view, at the failing cell too', asy
     cell('code', "print('never reached')")
   ]);
   const dialog = await openSubmitDialog(page, 'executed');
-  await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
-  await expect(dialog).toHaveCount(0);
-
-  const row = page.locator('.jp-trainhub-job').filter({ hasText: 'executed' }).first();
-  await expect(row).toHaveAttribute('data-state', 'failed', { timeout: 180 * 1000 });
+  const row = await submitAndAwait(page, dialog, 'executed', 'failed');
   await row.locator('.jp-trainhub-job-name').dblclick();
   // Opening a job by its row selects none of the row's words (here: its name's).
   expect(await page.evaluate(() => String(window.getSelection()))).toBe('');

@@ -5,7 +5,7 @@
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { expect, test } from './fixtures';
 import * as path from 'path';
-import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { cell, openNewNotebook, openSubmitDialog, submitAndAwait } from './notebooks';
 import { SCREENSHOTS } from './screenshots';
 
 const NOTEBOOK = 'examples/fails_in_cell_3.ipynb';
@@ -20,11 +20,7 @@ test('a failing cell is named in the verdict and opened from it', async ({ page 
   ]);
   const dialog = await openSubmitDialog(page, 'fails-in-cell-3');
   await expect(dialog.getByText('No cell tagged “parameters”')).toBeVisible();
-  await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
-  await expect(dialog).toHaveCount(0);
-
-  const row = page.locator('.jp-trainhub-job').filter({ hasText: 'fails-in-cell-3' }).first();
-  await expect(row).toHaveAttribute('data-state', 'failed', { timeout: 180 * 1000 });
+  const row = await submitAndAwait(page, dialog, 'fails-in-cell-3', 'failed');
   await expect(row.locator('.jp-trainhub-failure')).toHaveText('code');
   const toast = page.locator('.Toastify__toast').filter({ hasText: 'fails-in-cell-3 failed' });
   await expect(toast).toBeVisible();

@@ -7,7 +7,7 @@
  */
 import { expect, test } from './fixtures';
 import * as path from 'path';
-import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { cell, openNewNotebook, openSubmitDialog, submitAndAwait } from './notebooks';
 import { SCREENSHOTS } from './screenshots';
 
 const NOTEBOOK = 'examples/registry.ipynb';
@@ -26,11 +26,7 @@ test('an output registered from the job view shows in the Models panel', async (
     )
   ]);
   const submit = await openSubmitDialog(page, 'registry');
-  await submit.getByRole('button', { name: 'Submit', exact: true }).click();
-  await expect(submit).toHaveCount(0);
-
-  const row = page.locator('.jp-trainhub-job').filter({ hasText: 'registry' }).first();
-  await expect(row).toHaveAttribute('data-state', 'succeeded', { timeout: 180 * 1000 });
+  const row = await submitAndAwait(page, submit, 'registry', 'succeeded');
   const jobId = await row.getAttribute('data-job-id');
   await row.dblclick();
   const view = page.locator('.jp-trainhub-jobview:visible');

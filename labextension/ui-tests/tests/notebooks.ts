@@ -2,6 +2,7 @@
  * Notebooks the UI tests write through the contents API, and the submit every test starts with.
  */
 import { expect, IJupyterLabPageFixture } from '@jupyterlab/galata';
+import { Locator } from '@playwright/test';
 
 export const cell = (cell_type: 'code' | 'markdown', source: string) => ({
   cell_type,
@@ -36,4 +37,21 @@ export async function openSubmitDialog(page: IJupyterLabPageFixture, name: strin
   const dialog = page.locator('.jp-trainhub-submit-dialog');
   await expect(dialog.locator('input[name="name"]')).toHaveValue(name);
   return dialog;
+}
+
+/**
+ * Submit the open dialog as it stands, and wait until the job's row in the Jobs panel (the
+ * first that says `name`) reaches `state`; returns that row.
+ */
+export async function submitAndAwait(
+  page: IJupyterLabPageFixture,
+  dialog: Locator,
+  name: string,
+  state: 'succeeded' | 'failed'
+): Promise<Locator> {
+  await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
+  await expect(dialog).toHaveCount(0);
+  const row = page.locator('.jp-trainhub-job').filter({ hasText: name }).first();
+  await expect(row).toHaveAttribute('data-state', state, { timeout: 180 * 1000 });
+  return row;
 }

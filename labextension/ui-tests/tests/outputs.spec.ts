@@ -5,7 +5,7 @@
 import { expect, test } from './fixtures';
 import * as fs from 'fs';
 import * as path from 'path';
-import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { cell, openNewNotebook, openSubmitDialog, submitAndAwait } from './notebooks';
 import { SCREENSHOTS } from './screenshots';
 
 const NOTEBOOK = 'examples/outputs.ipynb';
@@ -28,11 +28,7 @@ test('the Outputs tab lists what a finished job wrote and downloads it', async (
     )
   ]);
   const dialog = await openSubmitDialog(page, 'outputs');
-  await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
-  await expect(dialog).toHaveCount(0);
-
-  const row = page.locator('.jp-trainhub-job').filter({ hasText: 'outputs' }).first();
-  await expect(row).toHaveAttribute('data-state', 'succeeded', { timeout: 180 * 1000 });
+  const row = await submitAndAwait(page, dialog, 'outputs', 'succeeded');
   await row.dblclick();
   const view = page.locator('.jp-trainhub-jobview:visible');
   await view.locator('.lm-TabBar-tab').filter({ hasText: 'Outputs' }).click();

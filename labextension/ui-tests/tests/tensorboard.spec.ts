@@ -3,7 +3,7 @@
  * shows TensorBoard inside JupyterLab (proxied by the server, as the session) with its scalar.
  */
 import { expect, test } from './fixtures';
-import { cell, openNewNotebook, openSubmitDialog } from './notebooks';
+import { cell, openNewNotebook, openSubmitDialog, submitAndAwait } from './notebooks';
 
 const NOTEBOOK = 'examples/tensorboard.ipynb';
 const TAG = 'galata_loss';
@@ -23,11 +23,7 @@ test('a job opens in TensorBoard and shows its scalar', async ({ page }) => {
     )
   ]);
   const dialog = await openSubmitDialog(page, 'tensorboard');
-  await dialog.getByRole('button', { name: 'Submit', exact: true }).click();
-  await expect(dialog).toHaveCount(0);
-
-  const row = page.locator('.jp-trainhub-job').filter({ hasText: 'tensorboard' }).first();
-  await expect(row).toHaveAttribute('data-state', 'succeeded', { timeout: 180 * 1000 });
+  const row = await submitAndAwait(page, dialog, 'tensorboard', 'succeeded');
   await row.dblclick();
   const view = page.locator('.jp-trainhub-jobview:visible');
   await view.locator('button.jp-trainhub-tensorboard').click();
