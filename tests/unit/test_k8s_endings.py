@@ -117,6 +117,11 @@ def test_a_complete_job_succeeded_only_if_no_rank_left_a_cell_without_a_word() -
     assert told(complete, [pod(0, 0)], {0: {"outcome": "ok"}}) == (None, JobState.SUCCEEDED)
     evidence = Evidence()  # a script's rank, or one that said nothing of any cell
     assert status.ending_verdict(complete, [], evidence, attempt=0) is None
+    # An elastic job that shrank from 3 ranks to 2: rank 2 was stopped inside cell 2 by the
+    # membership change; ranks 0 and 1 ran to the end.
+    shrunk = Evidence({0: {"outcome": "ok"}, 1: {"outcome": "ok"}}, {2: RunningCell(1, 0.0)})
+    assert status.ending_verdict(complete, [], shrunk, attempt=0, world=2) is None
+    assert status.ending_verdict(complete, [], shrunk, attempt=0) is not None  # fixed size: told
 
 
 def test_a_time_limit_is_a_stop_naming_the_cell_and_how_long_it_had_run() -> None:

@@ -103,7 +103,15 @@ class Records(Cluster):
         verdict = None
         if state.terminal:  # what the job directory says of the end decides how it ended
             evidence = attempt_evidence(JobDir(record.job_dir), record.attempt)
-            verdict = status.ending_verdict(job, pods, evidence, attempt=record.attempt)
+            res = record.spec.resources
+            world = (
+                (int(job["spec"].get("parallelism") or 0) * res.ranks_per_worker)
+                if res.elastic
+                else None
+            )
+            verdict = status.ending_verdict(
+                job, pods, evidence, attempt=record.attempt, world=world
+            )
             state = end_state(verdict)
         step = saved_step(record.job_dir) if state == JobState.SUSPENDED else None
         return record.model_copy(

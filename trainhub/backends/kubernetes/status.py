@@ -236,18 +236,21 @@ def deadline_passed(job: Obj) -> Obj | None:
 
 
 def ending_verdict(
-    job: Obj, pods: list[Obj], evidence: Evidence, *, attempt: int
+    job: Obj, pods: list[Obj], evidence: Evidence, *, attempt: int, world: int | None = None
 ) -> Verdict | None:
     """How an ended Job's attempt ended, by the lifecycle's rules as the local supervisor
-    applies them: None for a success, else the verdict (``end_state`` says the job's state)."""
+    applies them: None for a success, else the verdict (``end_state`` says the job's state).
+    ``world``: an elastic job's ranks at its last size."""
     if completed(job):
         # Every pod exited 0, yet a rank may have left a cell without a word (C's _exit(0)):
-        # that rank quit before the notebook's end.
+        # that rank quit before the notebook's end. An elastic job's ranks past its last size
+        # were stopped by a membership change: where they were is not how it ended.
+        kept = (lambda rank: True) if world is None else (lambda rank: rank < world)
         return attempt_verdict(
             attempt=attempt,
-            rank_results=evidence.rank_results,
+            rank_results={r: v for r, v in evidence.rank_results.items() if kept(r)},
             exits=[RankExit(None, 0)],
-            running=evidence.running,
+            running={r: c for r, c in evidence.running.items() if kept(r)},
         )
     if (stop := deadline_passed(job)) is not None:
         return _time_limit_verdict(job, stop, evidence, attempt)
