@@ -33,7 +33,7 @@ pytestmark = pytest.mark.real_node
 pytorch_image, open_umask = test_real_jobs.pytorch_image, test_real_jobs.open_umask
 
 # Long enough to grow and shrink while it trains: 160 steps of at least 0.5 s, saved every 20.
-LONG = {**QUICK, "epochs": 4, "step_delay": 0.5}
+LONG = {**QUICK, "epochs": 4, "step_delay": 0.5, "hidden": 64}
 WORKER = {"cpu": 0.5, "memory": "1200Mi"}  # 3 of them and a blocker of 1.5 cores: the quota
 HOLD = {**QUICK, "epochs": 30, "step_delay": 0.5}  # 600 s: held until cancelled
 ACCURACY = re.compile(r"done: validation accuracy ([0-9.]+)")
@@ -98,7 +98,10 @@ def test_a_1_to_3_job_grows_shrinks_and_matches_a_fixed_size_run(elastic_team: R
     # priority: when the high one ends, a job of the same priority waits for its room, so the
     # elastic job does not grow back. (Queued earlier, it could take the room the shrink
     # freed before the high one, which Kueue retries after a backoff.)
-    fixed = t.submit_spec(t.spec(LONG, workers=2, priority="low", name="fixed", **WORKER))
+    # Its learning rate for two workers by the example's linear scaling, as the elastic job's
+    # (0.05 meant for the one worker it started with) is at two.
+    fixed_params = {**LONG, "lr": 0.1}
+    fixed = t.submit_spec(t.spec(fixed_params, workers=2, priority="low", name="fixed", **WORKER))
     assert t.ended(high).state == JobState.SUCCEEDED
     done = t.ended(job_id, timeout=600)
     assert done.state == JobState.SUCCEEDED, (done.verdict, t.rank_log(job_id, 0)[-3000:])
