@@ -1,7 +1,7 @@
 """An elastic job (``--workers 1:3``) on the real node: the example notebook under torchrun's
 elastic agent (c10d rendezvous on worker 0), Kueue's workload slices admitting each size. It
 starts with one worker while a blocking job holds the rest of the team's quota, grows to three
-when that job ends, shrinks to two when a higher-priority job takes a worker's place, and
+when that job ends, shrinks to two when a higher-priority job needs a worker's place, and
 succeeds, its validation accuracy equal (within tolerance) to a fixed-size run's.
 
 The real node has two (fake) GPUs, too few for three workers and a blocker: here a worker's
@@ -9,9 +9,10 @@ place is CPU quota (0.5 of the team's 2 cores each; a CPU-only elastic job is co
 The team's queue does not preempt within itself, so the backend's reconcile (the controller's,
 where one runs) shrinks the elastic job to make room; Kueue would evict it whole otherwise.
 Each membership change restarts the ranks, which resume from the latest checkpoint (the
-example's idiom: every rank trains on the same batches, so the result does not depend on the
-world size). Run on the machine of the real-node tier: bash scripts/test.sh
-tests/k8s/test_real_elastic.py (it builds the curated images first).
+example's idiom: a DistributedSampler re-seeded by epoch, the learning rate scaled by the world
+size from the one the run started at), so the fixed run it is compared with uses the learning
+rate that scaling gives its two workers. Run on the machine of the real-node tier:
+bash scripts/test.sh tests/k8s/test_real_elastic.py (it builds the curated images first).
 """
 
 from __future__ import annotations
