@@ -15,7 +15,9 @@ queued and the list explains each job of its page (Kueue's wait reason). Reconci
 both servers, so only the requests are measured. PEER runs from ``git archive`` of it.
 
 With ``--base COMMIT``, that commit's tree where a controller runs is measured as well, on the
-same clusters right after this checkout's: a change's before and after in one run.
+same clusters right after this checkout's: a change's before and after in one run. The rows
+"side by side" measure the page of 50 with both servers (10 and 1,000 jobs) up at once, each
+round asking both in random order, so that the machine's changing load meets both sizes alike.
 
 Each request is timed to its answer's last byte (as wrk or ab time one); the column "p95 ms,
 parsed" adds the client's ``json.loads`` of the answer.
@@ -28,8 +30,10 @@ parsed" adds the client's ``json.loads`` of the answer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -130,39 +134,89 @@ def measure(
     byte; and the p95 with the client's parse of it (``json.loads``, what a caller of the API
     also pays, but not the server's answer). With ``cap_s``, no warm-up and requests given up
     after ``cap_s`` (the figures are then lower bounds, marked ">")."""
-    home, root = tmp / f"{label}-{jobs}" / "home", tmp / f"{label}-{jobs}" / "root"
-    home.mkdir(parents=True)
-    root.mkdir()
-    server = JupyterServer(
-        home,
-        root,
-        backend_class=BACKEND,
-        reconcile_interval=0,
-        call_time_limit=TIME_LIMIT_S,
-    )
-    server.env_overrides = {**env, "TRAINHUB_TEAM": team}
+    server = server_for(label, tmp, env, team, jobs)
     page = PAGE.format(limit=limit)
-    samples, parsed, cut = [], [], False
+    samples, parsed, cut = [], [], False  # cut: the last request was given up after cap_s
     with server:
         if settle_s:
             time.sleep(settle_s)  # the server's watch-fed cache lists the namespace once
         if cap_s is None:
-            first = get(server, page)  # warm up; checks the page is what is measured
-            total = jobs if total is None else total
-            assert first["total"] == total and len(first["jobs"]) == min(limit, total), first
-            assert all(j["wait_reason"] for j in first["jobs"]), first["jobs"][0]
+            warm(server, page, jobs if total is None else total, limit)
         for _ in range(requests):
-            start = time.perf_counter()
-            try:
-                body = answer(server, page, timeout=cap_s or TIME_LIMIT_S + 60)
-            except TimeoutError:  # the answer's wait, as urllib raises it past the connection
-                cut = True
-            samples.append((time.perf_counter() - start) * 1000)
-            if cut:
-                parsed.append(samples[-1])
+            if cut := not timed(server, page, samples, parsed, cap_s):
                 break
-            json.loads(body)  # outside the answer's time: the client's own work
-            parsed.append((time.perf_counter() - start) * 1000)
+    return figures(label, jobs, limit, samples, parsed, cut)
+
+
+def side_by_side(
+    label: str, tmp: Path, env: dict[str, str], names: dict[int, str], requests: int
+) -> list[dict[str, Any]]:
+    """The page of 50 from the servers of both namespaces, up at once, each round asking both
+    in random order: a load that comes and goes on the machine meets both sizes alike."""
+    label = f"{label}, side by side"
+    servers = {n: server_for(label, tmp, env, team, n) for n, team in names.items()}
+    page = PAGE.format(limit=50)
+    samples: dict[int, tuple[list[float], list[float]]] = {n: ([], []) for n in servers}
+    with contextlib.ExitStack() as up:
+        for server in servers.values():
+            up.enter_context(server)
+        time.sleep(10.0)  # their watch-fed caches list the namespaces once
+        for n, server in servers.items():
+            warm(server, page, n, 50)
+        for _ in range(requests):
+            for n in random.sample(list(servers), len(servers)):
+                timed(servers[n], page, *samples[n], None)
+    return [figures(label, n, 50, *samples[n]) for n in servers]
+
+
+def server_for(label: str, tmp: Path, env: dict[str, str], team: str, jobs: int) -> JupyterServer:
+    home, root = tmp / f"{label}-{jobs}" / "home", tmp / f"{label}-{jobs}" / "root"
+    home.mkdir(parents=True)
+    root.mkdir()
+    server = JupyterServer(
+        home, root, backend_class=BACKEND, reconcile_interval=0, call_time_limit=TIME_LIMIT_S
+    )
+    server.env_overrides = {**env, "TRAINHUB_TEAM": team}
+    return server
+
+
+def warm(server: JupyterServer, page: str, total: int, limit: int) -> None:
+    """One request to warm up, which checks the page is what is measured."""
+    first = get(server, page)
+    assert first["total"] == total and len(first["jobs"]) == min(limit, total), first
+    assert all(j["wait_reason"] for j in first["jobs"]), first["jobs"][0]
+
+
+def timed(
+    server: JupyterServer,
+    page: str,
+    samples: list[float],
+    parsed: list[float],
+    cap_s: float | None,
+) -> bool:
+    """One request, timed to its answer's last byte (into ``samples``) and then with the
+    client's parse of it (into ``parsed``); False when it was given up after ``cap_s``."""
+    start = time.perf_counter()
+    try:
+        body = answer(server, page, timeout=cap_s or TIME_LIMIT_S + 60)
+    except TimeoutError:  # the answer's wait, as urllib raises it past the connection
+        samples.append((time.perf_counter() - start) * 1000)
+        parsed.append(samples[-1])
+        return False
+    samples.append((time.perf_counter() - start) * 1000)
+    json.loads(body)  # outside the answer's time: the client's own work
+    parsed.append((time.perf_counter() - start) * 1000)
+    return True
+
+
+def figures(
+    label: str,
+    jobs: int,
+    limit: int,
+    samples: list[float],
+    parsed: list[float],
+    cut: bool = False,
+) -> dict[str, Any]:
     mark = ">" if cut else ""
     return {
         "reads": label,
@@ -249,6 +303,11 @@ def run(
             )
             print(row, flush=True)
             rows.append(row)
+            # Both sizes at once, asked in turn: the same load meets both.
+            for label in (CACHED, *([based(base)] if base else [])):
+                pair = side_by_side(label, tmp, {**env, **trees[label]}, names, requests)
+                print(pair, flush=True)
+                rows += pair
             # The same namespace size, 90 % of it teammates' jobs: the user's page of 50.
             row = measure(MATES, tmp, cached, mates, jobs, requests, None, 10.0, total=own)
             print(row, flush=True)
@@ -279,7 +338,9 @@ def ratios(rows: list[dict[str, Any]], few: int, jobs: int) -> list[dict[str, An
     short (">") makes its ratio a bound."""
     p95 = {(r["reads"], r["jobs"]): r["p95 ms"] for r in rows if r["page"] == 50}
     parsed = {(r["reads"], r["jobs"]): r["p95 ms, parsed"] for r in rows if r["page"] == 50}
-    bases = [r for r in dict.fromkeys(r["reads"] for r in rows) if r.endswith(based(""))]
+    labels = dict.fromkeys(r["reads"] for r in rows)
+    bases = [r for r in labels if r.endswith(based(""))]
+    pairs = [r for r in labels if r.endswith(", side by side")]
     same_page = next(r["p95 ms"] for r in rows if r["page"] == few and r["jobs"] == jobs)
     ours, peer = rows[0]["reads"], next(r["reads"] for r in rows if r["reads"].startswith(PEER))
 
@@ -294,7 +355,7 @@ def ratios(rows: list[dict[str, Any]], few: int, jobs: int) -> list[dict[str, An
                 "reads": f"ratio {jobs} jobs / {few} jobs, p95: {label}",
                 "p95 ms": ratio(p95[label, jobs], p95[label, few]),
             }
-            for label in (ours, CACHED, *bases, peer)
+            for label in (ours, CACHED, *bases, *pairs, peer)
             if (label, jobs) in p95
         ]
         + [
@@ -302,7 +363,7 @@ def ratios(rows: list[dict[str, Any]], few: int, jobs: int) -> list[dict[str, An
                 "reads": f"ratio {jobs} jobs / {few} jobs, p95 with the client's parse: {label}",
                 "p95 ms, parsed": ratio(parsed[label, jobs], parsed[label, few]),
             }
-            for label in (CACHED, *bases)
+            for label in (CACHED, *bases, *pairs)
             if (label, jobs) in parsed
         ]
         + [
