@@ -14,15 +14,26 @@ what a read needs (spec.json, the submitted event), into a ClusterQueue held by 
 queued and the list explains each job of its page (Kueue's wait reason). Reconcile is off in
 both servers, so only the requests are measured. PEER runs from ``git archive`` of it.
 
+With ``--base COMMIT``, that commit's tree where a controller runs is measured as well, on the
+same clusters right after this checkout's: a change's before and after in one run. The rows
+"side by side" measure the page of 50 with both servers (10 and 1,000 jobs) up at once, each
+round asking both in random order, so that the machine's changing load meets both sizes alike.
+
+Each request is timed to its answer's last byte (as wrk or ab time one); the column "p95 ms,
+parsed" adds the client's ``json.loads`` of the answer.
+
     python benchmarks/k8s_list.py [--jobs 1000] [--few 10] [--requests 60]
                                   [--peer-requests 1] [--peer-cap 300] [--kubeconfig PATH]
+                                  [--base COMMIT]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -45,7 +56,8 @@ from benchmarks.report import print_table  # noqa: E402
 PEER = "a23c047"  # the last commit whose Kubernetes reads went job by job
 BACKEND = "trainhub.backends.kubernetes.backend.KubernetesBackend"
 PAGE = "trainhub/api/jobs?limit={limit}"
-CACHED = "this checkout, watch-fed cache (a controller runs)"
+WATCHED = "watch-fed cache (a controller runs)"
+CACHED = f"this checkout, {WATCHED}"
 MATES = f"{CACHED}, 900 of the jobs 9 teammates'"
 TIME_LIMIT_S = 1800.0  # the peer's list of 1,000 jobs takes minutes; it is measured, not cut
 
@@ -93,12 +105,17 @@ def fill(api: Any, teams: Any, team_name: str, count: int, user: str) -> None:
         list(pool.map(one, range(count)))
 
 
-def get(server: JupyterServer, path: str, timeout: float = TIME_LIMIT_S + 60) -> Any:
+def answer(server: JupyterServer, path: str, timeout: float = TIME_LIMIT_S + 60) -> bytes:
+    """The answer's body, read to its last byte: a request's latency as wrk or ab time it."""
     request = urllib.request.Request(
         server.base + path, headers={"Authorization": f"token {server.token}"}
     )
     with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read())
+        return response.read()
+
+
+def get(server: JupyterServer, path: str, timeout: float = TIME_LIMIT_S + 60) -> Any:
+    return json.loads(answer(server, path, timeout))
 
 
 def measure(
@@ -113,38 +130,93 @@ def measure(
     limit: int = 50,
     total: int | None = None,
 ) -> dict[str, Any]:
-    """p50/p95/max of ``requests`` pages after one to warm up; with ``cap_s``, no warm-up and
-    requests given up after ``cap_s`` (the figures are then lower bounds, marked ">")."""
-    home, root = tmp / f"{label}-{jobs}" / "home", tmp / f"{label}-{jobs}" / "root"
-    home.mkdir(parents=True)
-    root.mkdir()
-    server = JupyterServer(
-        home,
-        root,
-        backend_class=BACKEND,
-        reconcile_interval=0,
-        call_time_limit=TIME_LIMIT_S,
-    )
-    server.env_overrides = {**env, "TRAINHUB_TEAM": team}
+    """p50/p95/max of ``requests`` pages after one to warm up, each timed to the answer's last
+    byte; and the p95 with the client's parse of it (``json.loads``, what a caller of the API
+    also pays, but not the server's answer). With ``cap_s``, no warm-up and requests given up
+    after ``cap_s`` (the figures are then lower bounds, marked ">")."""
+    server = server_for(label, tmp, env, team, jobs)
     page = PAGE.format(limit=limit)
-    samples, cut = [], False
+    samples, parsed, cut = [], [], False  # cut: the last request was given up after cap_s
     with server:
         if settle_s:
             time.sleep(settle_s)  # the server's watch-fed cache lists the namespace once
         if cap_s is None:
-            first = get(server, page)  # warm up; checks the page is what is measured
-            total = jobs if total is None else total
-            assert first["total"] == total and len(first["jobs"]) == min(limit, total), first
-            assert all(j["wait_reason"] for j in first["jobs"]), first["jobs"][0]
+            warm(server, page, jobs if total is None else total, limit)
         for _ in range(requests):
-            start = time.perf_counter()
-            try:
-                get(server, page, timeout=cap_s or TIME_LIMIT_S + 60)
-            except TimeoutError:  # the answer's wait, as urllib raises it past the connection
-                cut = True
-            samples.append((time.perf_counter() - start) * 1000)
-            if cut:
+            if cut := not timed(server, page, samples, parsed, cap_s):
                 break
+    return figures(label, jobs, limit, samples, parsed, cut)
+
+
+def side_by_side(
+    label: str, tmp: Path, env: dict[str, str], names: dict[int, str], requests: int
+) -> list[dict[str, Any]]:
+    """The page of 50 from the servers of both namespaces, up at once, each round asking both
+    in random order: a load that comes and goes on the machine meets both sizes alike."""
+    label = f"{label}, side by side"
+    servers = {n: server_for(label, tmp, env, team, n) for n, team in names.items()}
+    page = PAGE.format(limit=50)
+    samples: dict[int, tuple[list[float], list[float]]] = {n: ([], []) for n in servers}
+    with contextlib.ExitStack() as up:
+        for server in servers.values():
+            up.enter_context(server)
+        time.sleep(10.0)  # their watch-fed caches list the namespaces once
+        for n, server in servers.items():
+            warm(server, page, n, 50)
+        for _ in range(requests):
+            for n in random.sample(list(servers), len(servers)):
+                timed(servers[n], page, *samples[n], None)
+    return [figures(label, n, 50, *samples[n]) for n in servers]
+
+
+def server_for(label: str, tmp: Path, env: dict[str, str], team: str, jobs: int) -> JupyterServer:
+    home, root = tmp / f"{label}-{jobs}" / "home", tmp / f"{label}-{jobs}" / "root"
+    home.mkdir(parents=True)
+    root.mkdir()
+    server = JupyterServer(
+        home, root, backend_class=BACKEND, reconcile_interval=0, call_time_limit=TIME_LIMIT_S
+    )
+    server.env_overrides = {**env, "TRAINHUB_TEAM": team}
+    return server
+
+
+def warm(server: JupyterServer, page: str, total: int, limit: int) -> None:
+    """One request to warm up, which checks the page is what is measured."""
+    first = get(server, page)
+    assert first["total"] == total and len(first["jobs"]) == min(limit, total), first
+    assert all(j["wait_reason"] for j in first["jobs"]), first["jobs"][0]
+
+
+def timed(
+    server: JupyterServer,
+    page: str,
+    samples: list[float],
+    parsed: list[float],
+    cap_s: float | None,
+) -> bool:
+    """One request, timed to its answer's last byte (into ``samples``) and then with the
+    client's parse of it (into ``parsed``); False when it was given up after ``cap_s``."""
+    start = time.perf_counter()
+    try:
+        body = answer(server, page, timeout=cap_s or TIME_LIMIT_S + 60)
+    except TimeoutError:  # the answer's wait, as urllib raises it past the connection
+        samples.append((time.perf_counter() - start) * 1000)
+        parsed.append(samples[-1])
+        return False
+    samples.append((time.perf_counter() - start) * 1000)
+    json.loads(body)  # outside the answer's time: the client's own work
+    parsed.append((time.perf_counter() - start) * 1000)
+    return True
+
+
+def figures(
+    label: str,
+    jobs: int,
+    limit: int,
+    samples: list[float],
+    parsed: list[float],
+    cut: bool = False,
+) -> dict[str, Any]:
     mark = ">" if cut else ""
     return {
         "reads": label,
@@ -154,6 +226,7 @@ def measure(
         "p50 ms": f"{mark}{percentile(samples, 0.5):.1f}",
         "p95 ms": f"{mark}{percentile(samples, 0.95):.1f}",
         "max ms": f"{mark}{max(samples):.1f}",
+        "p95 ms, parsed": f"{mark}{percentile(parsed, 0.95):.1f}",
     }
 
 
@@ -164,6 +237,7 @@ def run(
     peer_requests: int = 1,
     kubeconfig: str | None = None,
     peer_cap_s: float = 300.0,
+    base: str | None = None,
 ) -> list[dict[str, Any]]:
     from kubernetes import client, config
 
@@ -204,29 +278,21 @@ def run(
                 fill(api, teams, mates, (jobs - own) // 9, f"mate{n}")
             print(f"{few + jobs} jobs made in {time.perf_counter() - started:.0f} s", flush=True)
 
-            peer = tmp / "peer"
-            peer.mkdir()
-            archive = subprocess.run(
-                ["git", "-C", str(ROOT), "archive", PEER], capture_output=True, check=True
-            ).stdout
-            subprocess.run(["tar", "-x", "-C", str(peer)], input=archive, check=True)
             env = {"KUBECONFIG": str(kube), "TRAINHUB_TEAMS_FILE": str(teams_file)}
             # The server's user is the process's: the jobs are made as that user.
             env["USER"] = env["LOGNAME"] = user
-            trees = {
-                "this checkout": {},
-                CACHED: {"TRAINHUB_TEAMS_FILE": str(controlled_file)},
-                f"{PEER} (per job)": {
-                    "PYTHONPATH": os.pathsep.join([str(peer), str(peer / "server_extension")])
-                },
-            }
+            controlled = {"TRAINHUB_TEAMS_FILE": str(controlled_file)}
+            trees = {"this checkout": {}, CACHED: controlled}
+            if base:
+                trees[based(base)] = {**controlled, **tree_of(base, tmp / "base")}
+            trees[f"{PEER} (per job)"] = tree_of(PEER, tmp / "peer")
             rows = []
             for label, extra in trees.items():
                 for count, name in names.items():
-                    slow = "checkout" not in label and count != few  # the peer, many jobs
+                    slow = label.startswith(PEER) and count != few  # the peer, many jobs
                     n = peer_requests if slow else requests
                     cap = peer_cap_s if slow else None
-                    settle = 10.0 if label == CACHED else 0.0
+                    settle = 10.0 if label.endswith(WATCHED) else 0.0
                     row = measure(label, tmp, {**env, **extra}, name, count, n, cap, settle)
                     print(row, flush=True)
                     rows.append(row)
@@ -237,6 +303,11 @@ def run(
             )
             print(row, flush=True)
             rows.append(row)
+            # Both sizes at once, asked in turn: the same load meets both.
+            for label in (CACHED, *([based(base)] if base else [])):
+                pair = side_by_side(label, tmp, {**env, **trees[label]}, names, requests)
+                print(pair, flush=True)
+                rows += pair
             # The same namespace size, 90 % of it teammates' jobs: the user's page of 50.
             row = measure(MATES, tmp, cached, mates, jobs, requests, None, 10.0, total=own)
             print(row, flush=True)
@@ -247,10 +318,29 @@ def run(
     return rows + ratios(rows, few, jobs)
 
 
+def based(commit: str) -> str:
+    return f"{commit} (before), {WATCHED}"
+
+
+def tree_of(commit: str, where: Path) -> dict[str, str]:
+    """The environment that runs ``commit``'s trainhub and server extension (from ``git
+    archive`` of it into ``where``)."""
+    where.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    return {"PYTHONPATH": os.pathsep.join([str(where), str(where / "server_extension")])}
+
+
 def ratios(rows: list[dict[str, Any]], few: int, jobs: int) -> list[dict[str, Any]]:
     """p95 of many jobs over few, for each; ours over the peer's, at each count. A figure cut
     short (">") makes its ratio a bound."""
     p95 = {(r["reads"], r["jobs"]): r["p95 ms"] for r in rows if r["page"] == 50}
+    parsed = {(r["reads"], r["jobs"]): r["p95 ms, parsed"] for r in rows if r["page"] == 50}
+    labels = dict.fromkeys(r["reads"] for r in rows)
+    bases = [r for r in labels if r.endswith(based(""))]
+    pairs = [r for r in labels if r.endswith(", side by side")]
     same_page = next(r["p95 ms"] for r in rows if r["page"] == few and r["jobs"] == jobs)
     ours, peer = rows[0]["reads"], next(r["reads"] for r in rows if r["reads"].startswith(PEER))
 
@@ -265,8 +355,16 @@ def ratios(rows: list[dict[str, Any]], few: int, jobs: int) -> list[dict[str, An
                 "reads": f"ratio {jobs} jobs / {few} jobs, p95: {label}",
                 "p95 ms": ratio(p95[label, jobs], p95[label, few]),
             }
-            for label in (ours, CACHED, peer)
+            for label in (ours, CACHED, *bases, *pairs, peer)
             if (label, jobs) in p95
+        ]
+        + [
+            {
+                "reads": f"ratio {jobs} jobs / {few} jobs, p95 with the client's parse: {label}",
+                "p95 ms, parsed": ratio(parsed[label, jobs], parsed[label, few]),
+            }
+            for label in (CACHED, *bases, *pairs)
+            if (label, jobs) in parsed
         ]
         + [
             {
@@ -304,9 +402,16 @@ def main() -> None:
     parser.add_argument("--peer-requests", type=int, default=1)
     parser.add_argument("--peer-cap", type=float, default=300.0, help="seconds")
     parser.add_argument("--kubeconfig")
+    parser.add_argument("--base", help="a commit to measure too, with a controller")
     args = parser.parse_args()
     rows = run(
-        args.jobs, args.few, args.requests, args.peer_requests, args.kubeconfig, args.peer_cap
+        args.jobs,
+        args.few,
+        args.requests,
+        args.peer_requests,
+        args.kubeconfig,
+        args.peer_cap,
+        args.base,
     )
     print_table("k8s_list", rows)
 

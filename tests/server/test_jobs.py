@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -128,6 +129,26 @@ async def test_list_pages_and_filters(api: Any, server_service: JobService) -> N
     assert failed in [j["id"] for j in only_failed["jobs"]]
     assert {j["state"] for j in only_failed["jobs"]} == {"failed"}
     assert only_failed["total"] == len(only_failed["jobs"])
+
+
+async def test_a_list_is_sent_with_its_etag_and_changes_with_its_jobs(
+    api: Any, jp_fetch: Any, server_service: JobService
+) -> None:
+    job_id = insert_job(server_service, state=JobState.SUCCEEDED, name="etagged").id
+    _, first, headers = await api("GET", "jobs", raw=True)
+    assert headers["Etag"] == f'"{hashlib.sha1(first).hexdigest()}"'
+    _, again, headers_again = await api("GET", "jobs", raw=True)
+    assert (again, headers_again["Etag"]) == (first, headers["Etag"])
+    unchanged = await jp_fetch(
+        "trainhub", "api", "jobs", headers={"If-None-Match": headers["Etag"]}, raise_error=False
+    )
+    assert unchanged.code == 304 and not unchanged.body
+
+    status, _, _ = await api("PATCH", "jobs", job_id, body={"note": "seen"})
+    assert status == 200
+    _, edited, headers_edited = await api("GET", "jobs", raw=True)
+    assert headers_edited["Etag"] != headers["Etag"]
+    assert json.loads(edited)["jobs"][0]["note"] == "seen"
 
 
 async def test_queued_job_explains_its_wait_and_cancels(

@@ -1,8 +1,10 @@
 """A page of jobs as the REST API answers it (trainhub.jobs.views.PageRows.json): the JSON
-JobPage's model writes, made of each row's JSON, which a kept summary writes once."""
+JobPage's model writes, made of each row's JSON, which a kept summary writes once; and the page
+as sent (PageRows.body), kept while it is made of the same rows."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import FailureClass, JobState
-from trainhub.jobs.views import PageRows, Row, Summaries, summary
+from trainhub.jobs.views import Bodies, PageRows, Row, Summaries, summary
 
 QUEUED = ("waiting for 2 nvidia.com/gpu in pool a100 (8 of 8 in use)", 3)
 
@@ -87,3 +89,28 @@ def test_a_kept_summary_is_serialized_once_while_its_record_and_wait_stay() -> N
     assert again is not row and json.loads(again.json)["wait_reason"] == moved[0]
     edited = job.model_copy(update={"note": "changed"})
     assert json.loads(summaries.of(backend, edited, moved).json)["note"] == "changed"  # type: ignore[arg-type]
+
+
+def test_a_page_of_the_same_rows_is_sent_as_the_same_body_until_one_changes() -> None:
+    summaries, backend, jobs = Summaries(), Backend(), [record(1), record(2)]
+
+    def page(*made: Row, total: int = 2) -> PageRows:
+        return PageRows(list(made), None, total, summaries.bodies)
+
+    made = [summaries.of(backend, j, QUEUED) for j in jobs]  # type: ignore[arg-type]
+    body = page(*made).body()
+    assert body.data == page(*made).model().model_dump_json().encode()
+    assert body.etag == f'"{hashlib.sha1(body.data).hexdigest()}"'  # as the web server hashes
+    assert page(*made).body() is body  # the same rows: neither written nor hashed again
+    assert page(*made, total=3).body() is not body  # another total
+    edited = summaries.of(backend, jobs[1].model_copy(update={"note": "n"}), QUEUED)  # type: ignore[arg-type]
+    changed = page(made[0], edited).body()
+    assert changed is not body and json.loads(changed.data)["jobs"][1]["note"] == "n"
+    assert PageRows(made, None, 2).body() == body  # not kept: written again, alike
+
+
+def test_kept_bodies_are_bounded() -> None:
+    bodies, row = Bodies(), rows(record(1))
+    for total in range(Bodies.KEPT + 1):
+        bodies.of(PageRows(row, None, total))
+    assert len(bodies._held) <= Bodies.KEPT

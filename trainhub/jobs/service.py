@@ -227,10 +227,10 @@ class JobService:
     def list_jobs(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> JobPage:
         return self._page(query, user).model()
 
-    def list_jobs_json(self, query: ListJobsQuery | None = None, *, user: str | None = None) -> str:
-        """:meth:`list_jobs`'s page as its JSON (what the REST API answers), each job's summary
-        serialized once while the job stays as it was."""
-        return self._page(query, user).json()
+    def list_jobs_body(self, query: ListJobsQuery, *, user: str | None = None) -> views.Body:
+        """:meth:`list_jobs`'s page as the REST API sends it (its JSON's bytes, their ETag): each
+        summary serialized once while its job stays, the page while its jobs do (views.Bodies)."""
+        return self._page(query, user).body()
 
     def _page(self, query: ListJobsQuery | None, user: str | None) -> views.PageRows:
         return views.job_page(self.access, query or ListJobsQuery(), user, self._summaries)

@@ -4,6 +4,7 @@ and a page of a user's jobs. Built from the records the backend keeps and the jo
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -138,6 +139,7 @@ class Summaries:
 
     def __init__(self) -> None:
         self._held: dict[str, tuple[JobRecord, Any, Row]] = {}
+        self.bodies = Bodies()  # the pages made of them, as sent
 
     def of(
         self, backend: Backend, record: JobRecord, wait: tuple[str | None, int | None] | None
@@ -153,12 +155,51 @@ class Summaries:
 
 
 @dataclass(frozen=True)
+class Body:
+    """A page's answer as sent: its JSON's bytes, and their ETag as the web server would hash
+    them (so a client's If-None-Match still finds it unchanged)."""
+
+    data: bytes
+    etag: str
+
+    @classmethod
+    def of(cls, text: str) -> Body:
+        data = text.encode()
+        return cls(data, f'"{hashlib.sha1(data).hexdigest()}"')
+
+
+class Bodies:
+    """The pages answered lately, each kept as its :class:`Body` while it is made of the very
+    same rows (:class:`Summaries` keeps a row while its job is unchanged), the same total and
+    the same next page: a page of unchanged jobs is neither written nor hashed again."""
+
+    KEPT = 256
+
+    def __init__(self) -> None:
+        # the rows' ids, total and next page -> the rows (their ids stay theirs), the body
+        self._held: dict[tuple[Any, ...], tuple[tuple[Row, ...], Body]] = {}
+
+    def of(self, page: PageRows) -> Body:
+        key = (page.total, page.next_before, *map(id, page.rows))
+        held = self._held.get(key)
+        if held is not None:
+            return held[1]
+        made = Body.of(page.json())
+        if len(self._held) >= self.KEPT:
+            self._held.clear()
+        self._held[key] = (tuple(page.rows), made)
+        return made
+
+
+@dataclass(frozen=True)
 class PageRows:
-    """A page of jobs as its rows, to answer as a :class:`JobPage` or as its JSON."""
+    """A page of jobs as its rows, to answer as a :class:`JobPage`, as its JSON or as the
+    bytes sent (:meth:`body`, kept by ``bodies`` where its rows are kept summaries)."""
 
     rows: list[Row]
     next_before: int | None
     total: int
+    bodies: Bodies | None = None
 
     def model(self) -> JobPage:
         return JobPage(
@@ -172,6 +213,10 @@ class PageRows:
         jobs = ",".join(r.json for r in self.rows)
         return empty.model_dump_json().replace(_NO_JOBS, f'{{"jobs":[{jobs}]', 1)
 
+    def body(self) -> Body:
+        """The page as sent: :meth:`json`'s bytes and their ETag."""
+        return Body.of(self.json()) if self.bodies is None else self.bodies.of(self)
+
 
 _NO_JOBS = '{"jobs":[]'  # how JobPage's JSON begins without jobs
 
@@ -184,7 +229,7 @@ def job_page(
 ) -> PageRows:
     """One page of the jobs ``user`` may read (every job without ``user``); ``summaries``
     keeps the summaries made for the pages before (not those with a scalar: its value is read
-    each time)."""
+    each time) and the pages made of them as sent."""
     backend = access.backend
     # A user's list holds what their team shared with them, where the backend has teams.
     shared = {"with_shared": True} if access.shares(user) else {}
@@ -209,12 +254,15 @@ def job_page(
         )
         waits = backend.wait_reasons(records)
     next_before = records[-1].seq if len(records) == query.limit else None
+    bodies = None  # rows made for this page alone: no page of them is seen again
     if summaries is None or query.scalar:
         made = [Row(summary(backend, r, waits.get(r.id), scalar=query.scalar)) for r in records]
     else:
         made = [summaries.of(backend, r, waits.get(r.id)) for r in records]
+        bodies = summaries.bodies
     return PageRows(
         rows=[s for r, s in zip(records, made, strict=True) if access.visible(r, user)],
         next_before=next_before,
         total=total,
+        bodies=bodies,
     )

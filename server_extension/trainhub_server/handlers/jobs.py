@@ -19,6 +19,8 @@ from trainhub_server.payloads import (
 
 
 class JobsHandler(TrainhubAPIHandler):
+    _etag: str | None = None  # the page's, as it was made (compute_etag)
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
@@ -32,8 +34,16 @@ class JobsHandler(TrainhubAPIHandler):
             search=params.q,
             scalar=params.scalar,
         )
-        # JSON written on the service's thread, of the summaries it keeps serialized
-        self.finish(await self.calls.call(self.service.list_jobs_json, query, user=self.owner))
+        # JSON written on the service's thread, of the summaries it keeps serialized; a page
+        # of unchanged jobs is sent as the bytes (and ETag) it was sent as before
+        body = await self.calls.call(self.service.list_jobs_body, query, user=self.owner)
+        self._etag = body.etag
+        self.finish(body.data)
+
+    def compute_etag(self) -> str | None:
+        """The page's ETag, hashed when the page was made (the web server would hash every
+        answer's body again)."""
+        return self._etag or super().compute_etag()
 
     @web.authenticated
     @authorized
