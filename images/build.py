@@ -473,6 +473,11 @@ class Builder:
             if image.parent:
                 self.load(image.parent, index)
             self.build(image, key)
+            # One archive per image, the older gone before the new is written: the PyTorch
+            # ones are gigabytes, and two of them at once fill a small disk.
+            for old in self.paths.out.glob(f"{name}-*.tar"):
+                if old != archive and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{16}}", old.stem):
+                    old.unlink()
             self.save(image, key, archive)
             index["images"][name] = {
                 "reference": image.reference,
@@ -486,9 +491,6 @@ class Builder:
                 "build_seconds": round(time.monotonic() - started, 1),
             }
             write_atomic(self.paths.index, json.dumps(index, indent=2, sort_keys=True) + "\n")
-            for old in self.paths.out.glob(f"{name}-*.tar"):
-                if old != archive and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{16}}", old.stem):
-                    old.unlink()  # one archive per image: the PyTorch ones are gigabytes
             self.buildah.drop_other_builds(name, image.local_ref(key))
             log(f"{name}: built in {time.monotonic() - started:.0f}s ({archive})")
         return index
@@ -615,13 +617,17 @@ class Builder:
     def save(self, image: Image, key: str, archive: Path) -> None:
         tmp = archive.with_name(f".{archive.name}.tmp")
         tmp.unlink(missing_ok=True)
-        self.buildah.run(
-            "push",
-            "--quiet",
-            image.local_ref(key),
-            f"docker-archive:{tmp}:{image.reference}",
-            quiet=True,
-        )
+        try:
+            self.buildah.run(
+                "push",
+                "--quiet",
+                image.local_ref(key),
+                f"docker-archive:{tmp}:{image.reference}",
+                quiet=True,
+            )
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a full disk's half archive would keep it full
+            raise
         os.replace(tmp, archive)
 
 
