@@ -20,16 +20,6 @@ from trainhub.lifecycle.verdict import cancel_verdict, first_running, running_ce
 class Acting(Reconciling):
     """A person's verbs on a job, carried out as the lifecycle's own are."""
 
-    def edit(
-        self, job_id: str, *, tags: list[str] | None, note: str | None, shared: str | None = None
-    ) -> JobRecord:
-        """Backend.edit, shown by the next read at once (a job directory's time of change is
-        otherwise trusted for a moment: Records._dir_stamp)."""
-        try:
-            return super().edit(job_id, tags=tags, note=note, shared=shared)
-        finally:
-            self._restat(job_id)
-
     def cancel(self, job_id: str, reason: str) -> JobRecord:
         from kubernetes.client import ApiException
 

@@ -93,7 +93,6 @@ class KubernetesBackend(Acting, Backend):
         self._reconciled: dict[str, tuple[Any, ...]] = {}
         self._records = {}
         self._admitted = {}
-        self._stamps = {}
         self._waits = {}
         self._sharing = {}
         self._gone_read = {}

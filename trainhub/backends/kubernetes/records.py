@@ -32,10 +32,6 @@ RECORDS_KEPT = 10_000  # records a backend keeps built (a few KiB each)
 # A retry replaces the failed Job by the next attempt's within seconds of its backoff; past
 # this, a retrying job with no Job was left so (its Job removed behind trainhub's back).
 REPLACING_S = 120.0
-# How long a look at a job directory's time of change stands (_dir_stamp): an NFS client
-# trusts the attributes it read for acregmin (3 s) itself, so a second loses nothing a team
-# volume would show, and a page of a thousand jobs' rows is not a thousand stats a second.
-STAT_TTL_S = 1.0
 
 
 class Records(Cluster):
@@ -46,8 +42,6 @@ class Records(Cluster):
     # uid -> (that record, the versions of its Job and Workload, what the Workload made of
     # it): a page of unchanged jobs copies no record.
     _admitted: dict[str, tuple[JobRecord, tuple[Any, ...], JobRecord]]
-    # job id -> (its directory's mtime and inode, when they were read): _dir_stamp
-    _stamps: dict[str, tuple[tuple[int, int], float]]
 
     def _observe(self, job: Obj, pods: list[Obj], workload: Obj | None) -> JobRecord:
         """The record of a live Job, from its objects and its directory; writes nothing."""
@@ -91,37 +85,17 @@ class Records(Cluster):
         """The versions of a Job and its pods, and the time its directory last changed (an
         edit, a file swapped: every write there is a rename into it); None when it cannot be
         read (then the record is built, and says why)."""
-        changed = self._dir_stamp(job["metadata"]["name"])
-        if changed is None:
+        try:
+            path = f"{self.jobs_root}/{job['metadata']['name']}"  # a name has no "/" (a label's)
+            changed = os.stat(path, follow_symlinks=False)
+        except OSError:
             return None
         return (
             job["metadata"].get("resourceVersion"),
             tuple(sorted(p["metadata"].get("resourceVersion") or "" for p in pods)),
-            changed,
+            changed.st_mtime_ns,
+            changed.st_ino,
         )
-
-    def _dir_stamp(self, job_id: str) -> tuple[int, int] | None:
-        """The mtime and inode of the job's directory, as read within the last STAT_TTL_S
-        (what a write through this backend changed is read again: :meth:`_restat`); None when
-        it cannot be read."""
-        now = time.monotonic()
-        held = self._stamps.get(job_id)
-        if held is not None and now - held[1] < STAT_TTL_S:
-            return held[0]
-        try:
-            path = f"{self.jobs_root}/{job_id}"  # a Job's name has no "/" (a label's)
-            changed = os.stat(path, follow_symlinks=False)
-        except OSError:
-            self._stamps.pop(job_id, None)
-            return None
-        if len(self._stamps) >= RECORDS_KEPT:
-            self._stamps.clear()
-        stamp = self._stamps[job_id] = ((changed.st_mtime_ns, changed.st_ino), now)
-        return stamp[0]
-
-    def _restat(self, job_id: str) -> None:
-        """The job's directory was written through this backend: its next read looks again."""
-        self._stamps.pop(job_id, None)
 
     def _observe_afresh(self, job: Obj, pods: list[Obj]) -> JobRecord:
         record = self._record_base(job)
