@@ -452,6 +452,19 @@ def session_pods(world: Release) -> list[Any]:
     ]
 
 
+def stop_session(world: Release) -> None:
+    """Stop the user's server, if any, and wait until the hub and the cluster hold none."""
+    r = world.hub_api("DELETE", f"/users/{USER}/server")
+    assert r.status_code in (202, 204, 400, 404), r.text  # 400: none running; 404: no user
+
+    def gone() -> bool:
+        user = world.hub_api("GET", f"/users/{USER}")
+        servers = user.json().get("servers") if user.status_code == 200 else None
+        return not servers and not session_pods(world)
+
+    wait_or_report(world, "the session to stop and its pod to go", gone, 180)
+
+
 def hub_answers(world: Release) -> Any:
     r = requests.get(f"{world.url}/hub/api/", timeout=10)
     return r if r.status_code == 200 else None
@@ -622,7 +635,8 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
         for p in world.core.list_namespaced_pod(
             world.team_namespace, label_selector=f"job-name={job_id}"
         ).items:
-            nodes_of_job.add(p.spec.node_name)
+            if p.spec.node_name:  # not before it is scheduled
+                nodes_of_job.add(p.spec.node_name)
         job = requests.get(f"{jobs}/{job_id}", headers=headers, timeout=60).json()
         return job if job["state"] in ("succeeded", "failed", "cancelled") else None
 
@@ -689,14 +703,7 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     assert nodes_of_job == {k8s_real_node.name}, nodes_of_job
 
     # Stopping the server removes the pod; the next spawn form offers the new image.
-    r = world.hub_api("DELETE", f"/users/{USER}/server")
-    assert r.status_code in (202, 204), r.text
-    wait_or_report(
-        world,
-        "the session pod to go",
-        lambda: not session_pods(world),
-        180,
-    )
+    stop_session(world)
     form = s.get(f"{world.url}/hub/spawn/{USER}", timeout=60)
     assert form.status_code == 200 and NEW_IMAGE in form.text, form.text[-3000:]
 
@@ -718,6 +725,7 @@ def test_the_researchers_path_in_chromium_and_the_idle_culler_with_the_job_runni
     started = time.monotonic()
     world.upgrade(world.teams, SHORT_CULL)
     wait_or_report(world, "the hub's API through the proxy", lambda: hub_answers(world), 120)
+    stop_session(world)  # the browser's login must find the spawn form, not a stopping server
     print(f"culler set (helm upgrade) in {time.monotonic() - started:.0f} s", file=sys.stderr)
 
     started = time.monotonic()
