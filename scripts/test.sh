@@ -38,6 +38,7 @@ images_pid=
 stop_all() {
   kill "${tier_pid[@]}" 2>/dev/null || true
   [[ -z $images_pid ]] || kill -- "-$images_pid" 2>/dev/null || true
+  [[ -z ${cpu_groups:-} ]] || rmdir "$cpu_groups"/* "$cpu_groups" 2>/dev/null || true
 }
 trap stop_all EXIT
 
@@ -65,15 +66,55 @@ if (($#)); then
   exit "$status"
 fi
 
+# Each tier runs in a cgroup of its own where this machine lets us make one (root; cgroup v1's
+# cpuacct or v2): the CPU it spent, daemons and detached processes included, is reported beside
+# its time, each test's at the end of its log (tests/fixtures/cpu_report.py), and a process the
+# tier left running is named.
+cpu_groups=
+for hierarchy in /sys/fs/cgroup/cpuacct /sys/fs/cgroup; do
+  if [[ -w $hierarchy/cgroup.procs ]] && mkdir -p "$hierarchy/trainhub-tests-$$" 2>/dev/null; then
+    cpu_groups=$hierarchy/trainhub-tests-$$
+    break
+  fi
+done
+declare -A tier_usage=()
 # The tiers run side by side: most of their time is spent waiting on clusters, pods, torchrun
 # and the browser, not computing. The real node is one per machine, so its tests (marked by
 # tests/fixtures/k8s.py) are one tier.
 tier() {
   local name=$1
   shift
-  "$@" >"$runs/$name.log" 2>&1 &
+  local group=$cpu_groups/$name usage=()
+  if [[ -n $cpu_groups ]] && mkdir "$group"; then
+    [[ -e $group/cpuacct.usage ]] && usage=("$group/cpuacct.usage") || usage=("$group/cpu.stat")
+    # The real node's pods run under the kubelet's cgroup root (tests/k8s/cluster/node.py):
+    # counted in each test's figure, gone with the node before the tier's total is read.
+    [[ $name != node+start ]] || usage+=("${cpu_groups%/*}/trainhub-node-*/cpuacct.usage")
+    tier_usage[$name]=$(IFS=:; echo "${usage[*]}")
+  fi
+  (
+    [[ -z ${tier_usage[$name]:-} ]] || echo "$BASHPID" >"$group/cgroup.procs"
+    export TRAINHUB_TEST_CPU_USAGE=${tier_usage[$name]:-}
+    "$@"
+  ) >"$runs/$name.log" 2>&1 &
   tier_pid[$name]=$!
   tier_start[$name]=$SECONDS
+}
+tier_cpu() {
+  [[ -n ${tier_usage[$1]:-} ]] || return 0
+  TRAINHUB_TEST_CPU_USAGE=${tier_usage[$1]} python -c \
+    'import os; from tests.fixtures.cpu_report import ENV, usage_s; print(f"  cpu {usage_s(os.environ[ENV].split(os.pathsep)):5.0f} s", end="")'
+}
+# What a tier left running: named (a leak), then stopped, so that its cgroup can go.
+tier_leftovers() {
+  local group=$cpu_groups/$1 pids
+  [[ -n $cpu_groups && -d $group ]] || return 0
+  pids=$(cat "$group/cgroup.procs")
+  if [[ -n $pids ]]; then
+    echo "=============== tier $1 left these running ==============="
+    ps -o pid,ppid,etime,args -p "${pids//$'\n'/,}" || true
+    kill -9 $pids 2>/dev/null || true
+  fi
 }
 # The tiers are sized to end together: alone, `processes` is bound by CPU and the other two
 # mostly wait, each for 8 to 11 minutes.
@@ -114,7 +155,8 @@ while ((${#tier_pid[@]})); do
     took=$((SECONDS - tier_start[$name]))
     echo "=============== tier $name: exit $tier_status after ${took} s ==============="
     cat "$runs/$name.log"
-    summary+=("$(printf '%-10s exit %d  %4d s' "$name" "$tier_status" "$took")")
+    tier_leftovers "$name"
+    summary+=("$(printf '%-10s exit %d  %4d s' "$name" "$tier_status" "$took")$(tier_cpu "$name")")
     ((tier_status == 0)) || status=$tier_status
     unset "tier_pid[$name]"
   done
