@@ -103,7 +103,7 @@ tier() {
 tier_cpu() {
   [[ -n ${tier_usage[$1]:-} ]] || return 0
   TRAINHUB_TEST_CPU_USAGE=${tier_usage[$1]} python -c \
-    'import os; from tests.fixtures.cpu_report import ENV, usage_s; print(f"  cpu {usage_s(os.environ[ENV].split(os.pathsep)):5.0f} s", end="")'
+    'import os; from tests.fixtures.cpu_report import ENV, usage_s; print(f"  cpu {sum(usage_s(os.environ[ENV].split(os.pathsep)).values()):5.0f} s", end="")'
 }
 # What a tier left running: named (a leak), then stopped, so that its cgroup can go.
 tier_leftovers() {
@@ -116,8 +116,8 @@ tier_leftovers() {
     kill -9 $pids 2>/dev/null || true
   fi
 }
-# The tiers are sized to end together: alone, `processes` is bound by CPU and the other two
-# mostly wait, each for 8 to 11 minutes.
+# The tiers are sized to end together (on a warm 2-core machine each takes 28 to 32 minutes
+# beside the others: `processes` spends the most CPU, `node+start` waits the most).
 node_and_start() {
   # The newcomer's `make start` in a fresh environment, which needs no image, while the curated
   # images (images/README.md) build in the background after a change to trainhub; then the
