@@ -110,6 +110,8 @@ tier_leftovers() {
   local group=$cpu_groups/$1 pids
   [[ -n $cpu_groups && -d $group ]] || return 0
   pids=$(cat "$group/cgroup.procs")
+  # A zombie whose parent left is init's to reap, not a leak (nor can it be killed).
+  [[ -z $pids ]] || pids=$(ps -o pid=,stat= -p "${pids//$'\n'/,}" | awk '$2 !~ /^Z/ {print $1}' || true)
   if [[ -n $pids ]]; then
     echo "=============== tier $1 left these running ==============="
     ps -o pid,ppid,etime,args -p "${pids//$'\n'/,}" || true
