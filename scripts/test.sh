@@ -107,16 +107,21 @@ tier_cpu() {
 }
 # What a tier left running: named (a leak), then stopped, so that its cgroup can go.
 tier_leftovers() {
-  local group=$cpu_groups/$1 pids
+  local group=$cpu_groups/$1 pid stat live=()
   [[ -n $cpu_groups && -d $group ]] || return 0
-  pids=$(cat "$group/cgroup.procs")
-  # A zombie whose parent left is init's to reap, not a leak (nor can it be killed).
-  [[ -z $pids ]] || pids=$(ps -o pid=,stat= -p "${pids//$'\n'/,}" | awk '$2 !~ /^Z/ {print $1}' || true)
-  if [[ -n $pids ]]; then
-    echo "=============== tier $1 left these running ==============="
-    ps -o pid,ppid,etime,args -p "${pids//$'\n'/,}" || true
-    kill -9 $pids 2>/dev/null || true
-  fi
+  # From /proc, not ps (procps may be absent). A zombie whose parent left is init's to reap,
+  # not a leak (nor can it be killed).
+  for pid in $(cat "$group/cgroup.procs"); do
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+    stat=${stat##*) }
+    [[ ${stat%% *} == Z ]] || live+=("$pid")
+  done
+  ((${#live[@]})) || return 0
+  echo "=============== tier $1 left these running ==============="
+  for pid in "${live[@]}"; do
+    echo "$pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"
+  done
+  kill -9 "${live[@]}" 2>/dev/null || true
 }
 # The tiers are sized to end together (on a warm 2-core machine each takes 28 to 32 minutes
 # beside the others: `processes` spends the most CPU, `node+start` waits the most).
