@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.report import print_table
 from trainhub.backends.local.backend import LocalBackend
+from trainhub.jobs.filter import EVERY_JOB
 from trainhub.jobs.service import JobService
 from trainhub.schedules import local
 
@@ -95,13 +96,12 @@ def run(schedules: int = 5, minutes: int = 4) -> list[dict[str, Any]]:
                     delays.append(backend.get(r.job_id).created_at - r.at)
         for sid in ids:
             service.schedules.delete(sid, user=getpass.getuser())
-        for job in backend.list_jobs(user=None, states=None, limit=1000, before_seq=None):
+        for job in backend.list_jobs(EVERY_JOB, limit=1000):
             if not job.state.terminal:
                 backend.cancel(job.id, "the benchmark is over")
         deadline = time.time() + 60
         while time.time() < deadline and any(
-            not j.state.terminal
-            for j in backend.list_jobs(user=None, states=None, limit=1000, before_seq=None)
+            not j.state.terminal for j in backend.list_jobs(EVERY_JOB, limit=1000)
         ):
             backend.reconcile()
             time.sleep(1)

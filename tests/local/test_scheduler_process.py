@@ -21,6 +21,7 @@ import pytest
 
 from tests.local.conftest import Trainhub, wait_for
 from trainhub.backends.local.backend import LocalBackend
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.records import records_for
 from trainhub.schedules.model import RunState, ScheduleRecord, run_tag
 from trainhub.schedules.service import KIND
@@ -104,9 +105,7 @@ def test_the_scheduler_outlives_the_cli_and_a_killed_one_loses_and_doubles_nothi
     assert times == sorted(set(times)), times  # none twice
     assert all(b - a == 60 for a, b in itertools.pairwise(times)), times  # none lost
     for run in settled:
-        found = backend.list_jobs(
-            user=None, states=None, limit=10, before_seq=None, search=run_tag(sid, run)
-        )
+        found = backend.list_jobs(JobFilter(search=run_tag(sid, run)), limit=10)
         assert [j.id for j in found] == [run.job_id], (run, [j.id for j in found])
         assert th.wait(run.job_id)["state"] == "succeeded"
         assert "rank 0" in th.logs(run.job_id)

@@ -19,6 +19,7 @@ import pytest
 from tests.local.conftest import wait_for
 from tests.local.test_alerts import Receiver
 from trainhub.backends.local.backend import LocalBackend
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.service import JobService
 from trainhub.schedules.model import Run, RunState, run_tag
 from trainhub.schedules.notify import announcer
@@ -254,9 +255,7 @@ def test_a_dead_submitters_claim_is_fired_again_once_or_matched_to_its_job(env: 
     # Exactly one job each: the matched claim was not submitted again.
     for sid, due in ((lost, at(2, 2)), (lost, at(2, 3)), (made, at(2, 2))):
         tag = run_tag(sid, Run(at=due, state=RunState.SUBMITTED))
-        found = s.service.backend.list_jobs(
-            user="ada", states=None, limit=10, before_seq=None, search=tag
-        )
+        found = s.service.backend.list_jobs(JobFilter(user="ada", search=tag), limit=10)
         assert len(found) == 1, (sid, [j.id for j in found])
         env.job(s, found[0].id)
 

@@ -17,7 +17,9 @@ from tests.server.token_users import TOKENS_VARIABLE, TokenUsers, tokens_text
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
 
-TOKENS = {"token-of-pia": "pia", "token-of-rex": "rex"}
+# Users no other module of the session submits as: the trainhub home is the session's, and
+# the counts below are of all their jobs.
+TOKENS = {"token-of-nora": "nora", "token-of-rex": "rex"}
 HUB_ONLY = {"trainhub_gpu_sessions", "trainhub_idle_gpu_sessions", "trainhub_idle_gpus"}
 
 
@@ -47,7 +49,7 @@ async def test_the_users_own_jobs_are_exported_after_authentication(
         "jobs",
         method="POST",
         body=json.dumps(spec()),
-        headers=headers("pia"),
+        headers=headers("nora"),
     )
     bad = await jp_fetch(
         "trainhub",
@@ -55,7 +57,7 @@ async def test_the_users_own_jobs_are_exported_after_authentication(
         "jobs",
         method="POST",
         body=json.dumps(spec("broken.ipynb")),
-        headers=headers("pia"),
+        headers=headers("nora"),
     )
     ids = [json.loads(r.body)["id"] for r in (ok, bad)]
     ended = [wait_state(server_service, i, {JobState.SUCCEEDED, JobState.FAILED}) for i in ids]
@@ -67,13 +69,13 @@ async def test_the_users_own_jobs_are_exported_after_authentication(
     )
     assert anonymous.code == 403
 
-    response = await jp_fetch("trainhub", "api", "metrics", headers=headers("pia"))
+    response = await jp_fetch("trainhub", "api", "metrics", headers=headers("nora"))
     assert response.headers["Content-Type"].startswith("text/plain")
     text = response.body.decode()
     jobs = samples(text, "trainhub_jobs")
     assert jobs[(("state", "succeeded"), ("team", ""))] == 1
     assert jobs[(("state", "failed"), ("team", ""))] == 1
-    assert jobs[(("state", "running"), ("team", ""))] == 0  # rex's running job is not pia's
+    assert jobs[(("state", "running"), ("team", ""))] == 0  # rex's running job is not nora's
     assert samples(text, "trainhub_job_failures_total") == {
         (("failure_class", "code"), ("team", "")): 1
     }

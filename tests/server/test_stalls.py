@@ -27,6 +27,7 @@ from tests.server.conftest import (
     tiny_notebook,
 )
 from trainhub.jobs.directory import JobDir
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.service import JobService
 
 BOB, BOB_TOKEN = "bob", "bob-token"
@@ -113,9 +114,7 @@ def bob(http_server_client: Any, jp_base_url: str, workspace: Path) -> Any:
 
 def alice_jobs(service: JobService, name: str) -> list[str]:
     return [
-        r.id
-        for r in service.backend.list_jobs(user=USER, states=None, limit=1000, before_seq=None)
-        if r.name == name
+        r.id for r in service.backend.list_jobs(JobFilter(user=USER), limit=1000) if r.name == name
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests.unit.test_k8s_manifests import TEAMS, record
 from trainhub.backends.kubernetes import manifests
+from trainhub.backends.local.plan import attempt_of
 from trainhub.backends.local.torchrun import rank_environment
 from trainhub.jobs.environment import admin_allowed, inherited, is_credential_name, job_environment
 
@@ -72,14 +73,7 @@ def test_both_backends_give_a_rank_the_same_trainhub_variables():
     container = job["spec"]["template"]["spec"]["containers"][0]
     pod_env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     local = rank_environment(
-        SERVER,
-        rec.spec,
-        job_id=rec.id,
-        job_dir=rec.job_dir,
-        attempt=rec.attempt,
-        gpus=[0],
-        resume_from="/ckpt/10",
-        dataset_paths={},
+        attempt_of(rec, python="py", env=SERVER, port=1234, resume="/ckpt/10"), gpus=[0]
     )
     assert {k: v for k, v in local.items() if k in pod_env} == pod_env
     assert pod_env["MY_SETTING"] == "1" and pod_env["TRAINHUB_RESUME_FROM"] == "/ckpt/10"
@@ -97,15 +91,9 @@ def test_where_pip_installs_is_the_jobs_layer_never_the_submitters_choice():
     }
     assert {k for k in inherited(submitter) if k.startswith("PIP_")} == {"PIP_INDEX_URL"}
     rec = record(env={}, datasets=[])
+    rec.job_dir = "/jobs/j1"
     env = rank_environment(
-        submitter,
-        rec.spec,
-        job_id=rec.id,
-        job_dir="/jobs/j1",
-        attempt=0,
-        gpus=[],
-        resume_from=None,
-        dataset_paths={},
+        attempt_of(rec, python="py", env=submitter, port=1234, resume=None), gpus=[]
     )
     # A cell's own `pip install` goes into the layer already on the rank's path.
     assert (env["PIP_PREFIX"], env["PIP_USER"]) == ("/jobs/j1/env", "0")

@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from trainhub.backends.kubernetes import listing
 from trainhub.backends.kubernetes.listing import Listing
 from trainhub.jobs.directory import JobDir
+from trainhub.jobs.states import JobState
 
 
 def reader(root: Path) -> Listing:
@@ -105,14 +107,16 @@ def test_a_gone_jobs_record_is_read_again_once_its_events_or_files_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job = JobDir(tmp_path / "a-1").create()
-    job.emit("state", state="running")
+    job.emit("state", state="failed")
     age(job.root / "events.jsonl")
     age(job.root)
     lists, built = reader(tmp_path), []
 
     def from_jobdir(root: Path) -> object:
         built.append(root.name)
-        return object()  # stands for the record; what _from_jobdir reads is tested elsewhere
+        # stands for the record; what _from_jobdir reads is tested elsewhere
+        states = [e["state"] for e in job.iter_events() if e.get("type") == "state"]
+        return SimpleNamespace(state=JobState(states[-1]))
 
     monkeypatch.setattr(lists, "_from_jobdir", from_jobdir, raising=False)
     first = lists._gone_record("a-1")
@@ -125,3 +129,10 @@ def test_a_gone_jobs_record_is_read_again_once_its_events_or_files_change(
     job.write_edits(["x"], "", "private")  # a rename into it
     age(job.root / "events.jsonl")
     assert lists._gone_record("a-1") is not kept
+
+    # One not yet final (its Job being made or replaced) is read again each time: it changes
+    # with time alone.
+    job.emit("state", state="retrying")
+    age(job.root / "events.jsonl")
+    built.clear()
+    assert lists._gone_record("a-1") is not lists._gone_record("a-1") and len(built) == 2

@@ -13,6 +13,7 @@ import pytest
 
 from trainhub.backends.local.store import Store
 from trainhub.jobs.directory import SCALAR_TAIL_BYTES, JobDir, append_jsonl
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.naming import slug_name, successor_name
 from trainhub.jobs.search import matches, search_text
@@ -130,14 +131,14 @@ def test_a_store_written_before_search_is_found_and_editable(tmp_path: Path) -> 
     try:
         record = store.get("old-run-1")
         assert record is not None and record.tags == ["legacy"] and record.note == ""
-        assert [r.id for r in store.list_jobs(user="ann", search="lr=0.003 legacy")] == [
+        assert [r.id for r in store.list_jobs(JobFilter(user="ann", search="lr=0.003 legacy"))] == [
             "old-run-1"
         ]
-        assert store.count(user="ann", search="LEGACY") == 1
-        assert store.count(user="bob", search="legacy") == 0
+        assert store.count(JobFilter(user="ann", search="LEGACY")) == 1
+        assert store.count(JobFilter(user="bob", search="legacy")) == 0
         store.edit("old-run-1", tags=["kept"], note="the first of its kind")
-        assert store.count(user="ann", search="legacy") == 0
-        assert store.count(user="ann", search="first kind kept") == 1
+        assert store.count(JobFilter(user="ann", search="legacy")) == 0
+        assert store.count(JobFilter(user="ann", search="first kind kept")) == 1
         assert store.get("old-run-1").spec.tags == ["legacy"]  # the spec as submitted
         plan = store.connection().execute(
             "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE user = ? AND search LIKE ?"
@@ -169,7 +170,7 @@ def test_a_new_job_is_found_by_what_it_was_given(tmp_path: Path) -> None:
         )
         with store.transaction() as conn:
             store.insert(conn, record)
-        assert store.count(user="ann", search="bs=64 t1 fresh") == 1
-        assert store.count(user="ann", search="100%") == 0  # % is itself
+        assert store.count(JobFilter(user="ann", search="bs=64 t1 fresh")) == 1
+        assert store.count(JobFilter(user="ann", search="100%")) == 0  # % is itself
     finally:
         store.close()

@@ -196,3 +196,39 @@ def test_a_retrying_job_whose_failed_job_is_gone_reads_as_retrying_while_it_is_r
     lost = left_retrying("t-2", since=POLICY.backoff_seconds + REPLACING_S + 60)
     assert lost.state == JobState.FAILED
     assert lost.verdict.reason == "its Job object disappeared"
+
+
+def test_a_job_whose_job_is_not_seen_yet_reads_as_being_made_until_its_word_is_old(
+    tmp_path: Path,
+):
+    """Between a submitter's "submitted" word and its Job, or a state word and the Job a
+    watch-fed cache has not seen yet, the job is queued, not cancelled or lost; a word long
+    past with no Job is: the submitter stopped before handing it over, or the Job was removed."""
+    from trainhub.backends.kubernetes.backend import KubernetesBackend
+    from trainhub.backends.kubernetes.records import SETTLING_S
+
+    teams = load_teams(GOLDEN / "teams.yaml")
+    team = teams.teams[0].name
+    backend = KubernetesBackend(teams, team, api_client=object(), jobs_root=tmp_path)
+    spec = parse_spec({"name": "t", "source": {"path": "t.py", "kind": "script"}, "team": team})
+
+    def left(job_id: str, ago: float, *words: dict):
+        jobdir = JobDir(tmp_path / job_id).create()
+        write_json_atomic(jobdir.spec, {**spec.model_dump(mode="json"), "id": job_id, "user": "a"})
+        for word in ({"type": "submitted"}, *words):
+            append_jsonl(jobdir.events, {"time": time.time() - ago, **word})
+        return backend._from_jobdir(jobdir.root)
+
+    queued = {"type": "state", "state": "queued", "attempt": 0}
+    being_made = left("t-1", 1.0)
+    assert being_made.state == JobState.QUEUED and being_made.verdict is None
+    unseen = left("t-2", 1.0, queued)
+    assert unseen.state == JobState.QUEUED and unseen.verdict is None
+    never_handed_over = left("t-3", SETTLING_S + 5)
+    assert never_handed_over.state == JobState.CANCELLED
+    lost = left("t-4", SETTLING_S + 5, queued)
+    assert lost.state == JobState.FAILED
+    assert lost.verdict.reason == "its Job object disappeared"
+    # Once it ran, its Job was seen: gone now, it was removed.
+    removed = left("t-5", 1.0, queued, {"type": "state", "state": "running", "attempt": 0})
+    assert removed.state == JobState.FAILED

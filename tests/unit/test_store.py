@@ -9,6 +9,7 @@ from pathlib import Path
 from trainhub.backends.local.store import Store
 from trainhub.backends.local.store_rows import LocalJob
 from trainhub.backends.local.store_schema import SCHEMA_VERSION
+from trainhub.jobs.filter import EVERY_JOB, JobFilter
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import parse_spec
 from trainhub.jobs.states import JobState
@@ -113,8 +114,8 @@ def test_list_and_count_filter_alike(tmp_path: Path) -> None:
         ):
             store.insert(conn, record(f"j{i}", state, user))
     queued = [JobState.QUEUED]
-    assert [r.id for r in store.list_jobs(user="ada", states=queued)] == ["j3", "j0"]
-    assert store.count(user="ada", states=queued) == 2
-    assert [r.id for r in store.list_jobs(before_seq=4, limit=2)] == ["j2", "j1"]
-    assert store.count() == 4 and store.count(states=[JobState.FAILED]) == 1
+    assert [r.id for r in store.list_jobs(JobFilter(user="ada", states=queued))] == ["j3", "j0"]
+    assert store.count(JobFilter(user="ada", states=queued)) == 2
+    assert [r.id for r in store.list_jobs(EVERY_JOB, before_seq=4, limit=2)] == ["j2", "j1"]
+    assert store.count() == 4 and store.count(JobFilter(states=[JobState.FAILED])) == 1
     store.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from trainhub.backends.local.store import Store
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.spec import SpecError, parse_spec
 from trainhub.jobs.states import JobState
@@ -67,8 +68,10 @@ def test_the_store_lists_and_counts_one_sweep(tmp_path: Path) -> None:
     with store.transaction() as conn:
         for i, sweep in enumerate(["s1", None, "s2", "s1"]):
             store.insert(conn, record(f"j{i}", sweep))
-    assert [r.id for r in store.list_jobs(sweep_id="s1")] == ["j3", "j0"]
-    assert store.count(sweep_id="s1") == 2 and store.count(sweep_id="none") == 0
+    assert [r.id for r in store.list_jobs(JobFilter(sweep_id="s1"))] == ["j3", "j0"]
+    assert (
+        store.count(JobFilter(sweep_id="s1")) == 2 and store.count(JobFilter(sweep_id="none")) == 0
+    )
     assert store.get("j3").sweep_id == "s1"  # type: ignore[union-attr]
     plan = store._conn.execute(
         "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE sweep_id = ? ORDER BY seq DESC", ("s1",)
@@ -85,6 +88,6 @@ def test_an_older_database_gains_the_sweep_column(tmp_path: Path) -> None:
     store = Store(path)
     with store.transaction() as conn:
         store.insert(conn, record("new", "s1"))
-    assert [r.id for r in store.list_jobs(sweep_id="s1")] == ["new"]
+    assert [r.id for r in store.list_jobs(JobFilter(sweep_id="s1"))] == ["new"]
     store.close()
     Store(path).close()  # opening it again adds nothing twice

@@ -1,4 +1,5 @@
 from trainhub.backends.local.torchrun import (
+    Attempt,
     gpu_slices,
     rank_environment,
     single_process_env,
@@ -29,17 +30,26 @@ def test_gpus_are_split_between_workers_in_order():
 
 
 def test_rank_environment_sets_trainhub_variables_and_hides_unassigned_gpus():
-    spec = parse_spec({"name": "t", "source": {"path": "a.ipynb"}, "env": {"MY_FLAG": "1"}})
-    env = rank_environment(
-        {"PATH": "/bin", "TRAINHUB_JOB_ID": "stale"},
-        spec,
+    spec = parse_spec(
+        {
+            "name": "t",
+            "source": {"path": "a.ipynb"},
+            "env": {"MY_FLAG": "1"},
+            "datasets": [{"name": "im-net", "path": "/d"}],
+        }
+    )
+    attempt = Attempt(
+        python="py",
+        base_env={"PATH": "/bin", "TRAINHUB_JOB_ID": "stale"},
+        spec=spec,
         job_id="t-1",
         job_dir="/j",
-        attempt=2,
-        gpus=[],
+        bundle="/j/bundle",
+        number=2,
+        port=1234,
         resume_from="/c/0000000019",
-        dataset_paths={"im-net": "/d"},
     )
+    env = rank_environment(attempt, gpus=[])
     assert env["TRAINHUB_JOB_ID"] == "t-1" and env["TRAINHUB_ATTEMPT"] == "2"
     assert env["CUDA_VISIBLE_DEVICES"] == "" and env["MY_FLAG"] == "1"
     # The job's own %pip layer comes first: its scripts, then its packages.
@@ -67,18 +77,7 @@ def test_launch_plan_has_one_agent_per_worker_with_its_own_gpus():
             "resources": {"workers": 2, "gpus_per_worker": 2},
         }
     )
-    plan = launch_plan(
-        "py",
-        {},
-        spec,
-        job_id="t-1",
-        job_dir="/j",
-        bundle="/j/bundle",
-        attempt=1,
-        assigned_gpus=[4, 5, 6, 7],
-        port=29500,
-        resume_from=None,
-    )
+    plan = launch_plan(_attempt(spec, env={}, number=1, port=29500), [4, 5, 6, 7])
     agents = plan["agents"]
     assert [a["env"]["CUDA_VISIBLE_DEVICES"] for a in agents] == ["4,5", "6,7"]
     assert ["--node-rank=0" in a["argv"] for a in agents] == [True, False]
@@ -97,18 +96,7 @@ def test_each_torchrun_agent_starts_the_runner_with_its_workers_gpus():
             "resources": {"workers": 2, "processes_per_worker": 2, "gpus_per_worker": 2},
         }
     )
-    plan = launch_plan(
-        "py",
-        {"PATH": "/bin"},
-        spec,
-        job_id="t-1",
-        job_dir="/j",
-        bundle="/j/bundle",
-        attempt=0,
-        assigned_gpus=[0, 1, 2, 3],
-        port=29500,
-        resume_from=None,
-    )
+    plan = launch_plan(_attempt(spec, env={"PATH": "/bin"}, number=0, port=29500), [0, 1, 2, 3])
     assert list(plan) == ["agents"]
     assert all(
         a["argv"][-3:] == ["-m", "trainhub.rank.runner", "/j/bundle"] for a in plan["agents"]
@@ -120,18 +108,21 @@ def test_a_one_process_plan_starts_the_runner_itself():
     from trainhub.backends.local.torchrun import launch_plan
 
     spec = parse_spec({"name": "t", "source": {"path": "a.ipynb"}})
-    plan = launch_plan(
-        "py",
-        {},
-        spec,
-        job_id="t-1",
-        job_dir="/j",
-        bundle="/j/bundle",
-        attempt=0,
-        assigned_gpus=[],
-        port=1234,
-        resume_from=None,
-    )
+    plan = launch_plan(_attempt(spec, env={}, number=0, port=1234), [])
     (agent,) = plan["agents"]
     assert agent["argv"] == ["py", "-m", "trainhub.rank.runner", "/j/bundle"]
     assert agent["env"]["RANK"] == "0" and agent["env"]["MASTER_PORT"] == "1234"
+
+
+def _attempt(spec, *, env, number, port):
+    return Attempt(
+        python="py",
+        base_env=env,
+        spec=spec,
+        job_id="t-1",
+        job_dir="/j",
+        bundle="/j/bundle",
+        number=number,
+        port=port,
+        resume_from=None,
+    )

@@ -219,12 +219,5 @@ def run_sender(outbox: Path) -> None:
             time.sleep(max(0.05, min(upcoming - time.time(), MAX_BACKOFF)))
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    with contextlib.suppress(KeyboardInterrupt):
-        run_sender(Path(args[0]))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(detached.main(run_sender))

@@ -18,11 +18,12 @@ from typing import Any, ClassVar
 
 from trainhub.datasets.catalog import Catalog
 from trainhub.imagepolicy import Allowed
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.outputs.retention import Retention
 from trainhub.registry.policy import UNPROTECTED, ModelPolicy
-from trainhub.usage.models import UsageBy, UsageGroup
+from trainhub.usage.models import UsageBy, UsageGroup, UsageScope
 from trainhub.usage.panel import PoolQuota
 from trainhub.usage.store import UsageStore
 
@@ -77,34 +78,14 @@ class Backend(ABC):
 
     @abstractmethod
     def list_jobs(
-        self,
-        *,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        limit: int,
-        before_seq: int | None,
-        sweep_id: str | None = None,
-        pipeline_run: str | None = None,
-        search: str | None = None,
-        with_shared: bool = False,
+        self, wanted: JobFilter, *, limit: int, before_seq: int | None = None
     ) -> list[JobRecord]:
-        """Newest first; only the trials of sweep ``sweep_id``, the steps of pipeline run
-        ``pipeline_run``, when given; only jobs that
-        ``search`` finds (:mod:`trainhub.jobs.search`) when given; with ``with_shared`` (a
-        backend with :attr:`Feature.TEAM_SHARING`) also the jobs other members of the team
-        shared with it."""
+        """The jobs ``wanted`` holds, newest first: at most ``limit`` (all for -1), submitted
+        before ``before_seq`` when given (the next page's)."""
 
     @abstractmethod
-    def count(
-        self,
-        *,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        sweep_id: str | None = None,
-        pipeline_run: str | None = None,
-        search: str | None = None,
-        with_shared: bool = False,
-    ) -> int: ...
+    def count(self, wanted: JobFilter) -> int:
+        """How many jobs ``wanted`` holds."""
 
     def edit(
         self,
@@ -215,21 +196,16 @@ class Backend(ABC):
     ) -> list[UsageGroup]:
         """Usage of the jobs that ended since ``since``, grouped (only ``user``'s, only
         ``team``'s when given); ``recompute`` derives every ended job's row again."""
-        with self.usage_rows(since, user=user, team=team, recompute=recompute) as rows:
+        with self.usage_rows(UsageScope(since, user, team), recompute=recompute) as rows:
             return rows.report(by, since, user=user, team=team)
 
     @abstractmethod
     def usage_rows(
-        self,
-        since: float,
-        *,
-        user: str | None = None,
-        team: str | None = None,
-        recompute: bool = False,
+        self, scope: UsageScope, *, recompute: bool = False
     ) -> contextlib.AbstractContextManager[UsageStore]:
-        """The usage rows of the jobs that ended since ``since`` (at least those: a store may
-        hold more, its queries take ``since``), for the report and the Usage panel's
-        questions; ``recompute``: kept rows are derived again."""
+        """The usage rows of the jobs in ``scope`` (at least those: a store may hold more, its
+        queries take the scope again), for the report and the Usage panel's questions;
+        ``recompute``: kept rows are derived again."""
 
     def quotas(self) -> tuple[list[PoolQuota], str]:
         """The team's quota per pool now, and where it comes from (none by default)."""

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from trainhub.bundle.compile import bundle_files, resolve_entry
 from trainhub.bundle.errors import BundleError
@@ -109,6 +109,42 @@ def freeze(
         files=len(hashes),
         bytes=sum(size for _, size in hashes.values()),
     )
+
+
+class Workspaces(Protocol):
+    """Where a service's jobs take their code from, and how much of it they may take."""
+
+    workspace_root: Path | None
+    max_workspace_bytes: int
+
+
+@contextmanager
+def freezing(
+    specs: JobSpec | Sequence[JobSpec],
+    service: Workspaces,
+    base: Path,
+    folder: str,
+    *,
+    source: Snapshot | None = None,
+) -> Iterator[Frozen]:
+    """:func:`freeze` from ``service``'s workspace (or from ``source``, a thawed one, with its
+    lineage) for the block that records who owns the folder: when the block fails, the folder
+    goes too, so no frozen source outlives a record that was never made."""
+    workspace = source.root if source is not None else service.workspace_root
+    assert workspace is not None  # a service without a workspace is refused before this
+    frozen = freeze(
+        specs,
+        workspace,
+        base,
+        folder,
+        max_workspace_bytes=service.max_workspace_bytes,
+        lineage=source.lineage if source is not None else None,
+    )
+    try:
+        yield frozen
+    except BaseException:
+        remove(base, folder)
+        raise
 
 
 def _write(files: dict[str, Path], base: Path, top: str) -> dict[str, tuple[str, int]]:

@@ -33,6 +33,7 @@ from trainhub.comments.model import (
 )
 from trainhub.comments.notify import MentionNotice, announce_mention, mention_notices
 from trainhub.errors import NotFound, ReadOnly, TrainhubError
+from trainhub.jobs.filter import EVERY_JOB
 from trainhub.jobs.records import records_for
 from trainhub.jobs.spec import explain
 
@@ -47,7 +48,7 @@ ROSTER_JOBS = 2000  # the newest jobs whose owners make the team's roster
 def team_members(service: JobService, user: str | None) -> set[str]:
     """Who is in the session's team: the owners of the jobs the backend keeps for it (a
     cluster: the team's namespace; a personal installation: its store), and the user."""
-    jobs = service.backend.list_jobs(user=None, states=None, limit=ROSTER_JOBS, before_seq=None)
+    jobs = service.backend.list_jobs(EVERY_JOB, limit=ROSTER_JOBS)
     return {j.user for j in jobs} | ({user} if user else set())
 
 

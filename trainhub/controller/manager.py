@@ -28,6 +28,7 @@ from trainhub.controller.leader import LeaseElector, Timing
 from trainhub.controller.metrics import ControllerMetrics
 from trainhub.controller.workqueue import WorkQueue
 from trainhub.jobs import ownership
+from trainhub.jobs.filter import EVERY_JOB
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.records import as_owner
 from trainhub.jobs.service import JobService
@@ -187,7 +188,7 @@ class TeamWork:
             return
         with ownership.acting_as_itself():
             self.mirror_state.mkdir(parents=True, exist_ok=True, mode=ownership.PRIVATE)
-            newest = self.backend.list_jobs(user=None, states=None, limit=100, before_seq=None)
+            newest = self.backend.list_jobs(EVERY_JOB, limit=100)
             enroll_new(self.mirror_state, newest)
             queue_registered(self.mirror_state, Registry.of_backend(self.backend))
         run_pass(

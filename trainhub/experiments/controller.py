@@ -43,6 +43,7 @@ from trainhub.experiments.records import (
 )
 from trainhub.experiments.sweep import MAX_TRIALS, CreateSweep, parse_sweep, trial_parameters
 from trainhub.jobs.directory import JobDir
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.naming import MAX_NAME_LENGTH
 from trainhub.jobs.records import as_owner, repair_claims
@@ -133,19 +134,8 @@ class Sweeps:
             sweep=sweep,
         )
         self.service.validate(self._trial_spec(record, 0), user=user)
-        assert self.service.workspace_root is not None  # validate refuses a service without
-        record.source = snapshot.freeze(
-            record.job,
-            self.service.workspace_root,
-            self.home,
-            record.id,
-            max_workspace_bytes=self.service.max_workspace_bytes,
-        )
-        try:
+        with snapshot.freezing(record.job, self.service, self.home, record.id) as record.source:
             self.records.create(record)
-        except BaseException:
-            snapshot.remove(self.home, record.id)
-            raise
         self.advance(record.id)
         return self.describe(record.id, user=user)
 
@@ -319,11 +309,7 @@ class Sweeps:
     def _jobs(self, record: SweepRecord) -> dict[str, JobRecord]:
         """The sweep's trials' jobs, by id (only the sweep's user's)."""
         found = self.service.backend.list_jobs(
-            user=record.user,
-            states=None,
-            limit=MAX_TRIALS,
-            before_seq=None,
-            sweep_id=record.id,
+            JobFilter(user=record.user, sweep_id=record.id), limit=MAX_TRIALS
         )
         return {j.id: j for j in found}
 

@@ -13,7 +13,9 @@ import math
 import re
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, WithJsonSchema
 
 from trainhub.jobs import limits
 
@@ -160,3 +162,10 @@ MAX_RUNTIME_SCHEMA = {
     ],
     "description": "Seconds, or a duration such as 90m, 2h or 1d12h",
 }
+
+# A spec's ``max_runtime`` field: read by parse_duration, documented by MAX_RUNTIME_SCHEMA.
+MaxRuntime = Annotated[
+    timedelta | None,
+    BeforeValidator(parse_duration),
+    WithJsonSchema(MAX_RUNTIME_SCHEMA, mode="validation"),
+]

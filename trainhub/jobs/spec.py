@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import keyword
 import re
-from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,13 +19,12 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
-    WithJsonSchema,
     field_validator,
 )
 
 from trainhub.jobs import limits
 from trainhub.jobs.naming import MAX_NAME_LENGTH, slug_name
-from trainhub.jobs.quantities import MAX_RUNTIME_SCHEMA, parse_duration
+from trainhub.jobs.quantities import MaxRuntime
 from trainhub.jobs.sources import Source
 from trainhub.jobs.specparts import (
     NAME_PATTERN,
@@ -78,9 +76,7 @@ class JobSpec(Model):
     team: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
     queue: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
     priority: Priority = Priority.NORMAL
-    max_runtime: Annotated[
-        timedelta | None, WithJsonSchema(MAX_RUNTIME_SCHEMA, mode="validation")
-    ] = None
+    max_runtime: MaxRuntime = None
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     env: dict[str, Text] = Field(default_factory=dict)
     datasets: list[Dataset] = Field(
@@ -107,11 +103,6 @@ class JobSpec(Model):
     )
     sweep: SweepRef | None = Field(None, description="The sweep this job is a trial of")
     pipeline: PipelineRef | None = Field(None, description="The pipeline run this job is a step of")
-
-    @field_validator("max_runtime", mode="before")
-    @classmethod
-    def _duration(cls, v: Any) -> timedelta | None:
-        return parse_duration(v)
 
     @field_validator("parameters")
     @classmethod

@@ -32,6 +32,7 @@ from trainhub.errors import Conflict, NotFound
 from trainhub.jobs import sharing, views
 from trainhub.jobs.datasets import check_dataset_paths
 from trainhub.jobs.directory import JobDir, write_json_atomic
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import DescribeJob, JobRecord
 from trainhub.jobs.naming import successor_name
 from trainhub.jobs.spec import JobSpec, field_error, parse_spec
@@ -277,5 +278,5 @@ def _successor_name(backend: Backend, old: JobRecord, user: str) -> str:
     number of a job that was itself run again counts on (``train-2`` -> ``train-3``)."""
     numbered = old.resubmitted_from is not None
     base = re.sub(r"-\d+$", "", old.name) if numbered else old.name
-    taken = backend.list_jobs(user=user, states=None, limit=500, before_seq=None, search=base)
+    taken = backend.list_jobs(JobFilter(user=user, search=base), limit=500)
     return successor_name(old.name, (r.name for r in taken), numbered=numbered)

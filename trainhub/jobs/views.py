@@ -11,6 +11,7 @@ from typing import Any
 from trainhub.backends.base import Backend
 from trainhub.jobs.access import JobAccess
 from trainhub.jobs.directory import JobDir
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import (
     DataWait,
     DescribeJob,
@@ -231,27 +232,18 @@ def job_page(
     keeps the summaries made for the pages before (not those with a scalar: its value is read
     each time) and the pages made of them as sent."""
     backend = access.backend
-    # A user's list holds what their team shared with them, where the backend has teams.
-    shared = {"with_shared": True} if access.shares(user) else {}
+    wanted = JobFilter(
+        user=user,
+        states=query.states,
+        sweep_id=query.sweep,
+        pipeline_run=query.pipeline_run,
+        search=query.search,
+        # A user's list holds what their team shared with them, where the backend has teams.
+        with_shared=access.shares(user),
+    )
     with backend.reading():  # the page, its total and its wait reasons agree
-        records = backend.list_jobs(
-            user=user,
-            states=query.states,
-            limit=query.limit,
-            before_seq=query.before,
-            sweep_id=query.sweep,
-            pipeline_run=query.pipeline_run,
-            search=query.search,
-            **shared,
-        )
-        total = backend.count(
-            user=user,
-            states=query.states,
-            sweep_id=query.sweep,
-            pipeline_run=query.pipeline_run,
-            search=query.search,
-            **shared,
-        )
+        records = backend.list_jobs(wanted, limit=query.limit, before_seq=query.before)
+        total = backend.count(wanted)
         waits = backend.wait_reasons(records)
     next_before = records[-1].seq if len(records) == query.limit else None
     bodies = None  # rows made for this page alone: no page of them is seen again

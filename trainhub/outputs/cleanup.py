@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from trainhub.jobs import confined
+from trainhub.jobs.filter import EVERY_JOB
 from trainhub.jobs.models import JobRecord
 from trainhub.outputs import FOLDER
 from trainhub.outputs.retention import JobOutputs, OutputFile, Retention, plan, team_key
@@ -136,9 +137,7 @@ def all_records(backend: object) -> list[JobRecord]:
     records: list[JobRecord] = []
     before = None
     while True:
-        page = backend.list_jobs(  # type: ignore[attr-defined]
-            user=None, states=None, limit=PAGE, before_seq=before
-        )
+        page = backend.list_jobs(EVERY_JOB, limit=PAGE, before_seq=before)  # type: ignore[attr-defined]
         records += page
         if len(page) < PAGE:
             return records

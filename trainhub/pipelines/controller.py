@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from trainhub.bundle import snapshot
 from trainhub.errors import Conflict, NotFound, ReadOnly, TrainhubError
 from trainhub.jobs import ownership
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.records import as_owner, repair_claims
 from trainhub.jobs.sharing import Sharing
@@ -103,21 +104,8 @@ class Pipelines:
             tag=tag,
             started_from=started_from,
         )
-        workspace = source.root if source is not None else self.service.workspace_root
-        assert workspace is not None  # checks refuse a service without
-        run.source = snapshot.freeze(
-            specs,
-            workspace,
-            self.home,
-            run.id,
-            max_workspace_bytes=self.service.max_workspace_bytes,
-            lineage=source.lineage if source is not None else None,
-        )
-        try:
+        with snapshot.freezing(specs, self.service, self.home, run.id, source=source) as run.source:
             self.records.create(run)
-        except BaseException:
-            snapshot.remove(self.home, run.id)
-            raise
         self.advance(run.id)
         return self.describe(run.id, user=user)
 
@@ -405,11 +393,7 @@ class Pipelines:
 
     def _jobs_of_id(self, run_id: str, user: str | None = None) -> dict[str, JobRecord]:
         found = self.service.backend.list_jobs(
-            user=user,
-            states=None,
-            limit=MAX_RUN_JOBS,
-            before_seq=None,
-            pipeline_run=run_id,
+            JobFilter(user=user, pipeline_run=run_id), limit=MAX_RUN_JOBS
         )
         return {j.id: j for j in found}
 

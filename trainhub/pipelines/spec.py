@@ -34,16 +34,15 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import Field, ValidationError, WithJsonSchema, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from trainhub.adminfiles import field_errors
 from trainhub.jobs.naming import MAX_NAME_LENGTH, slug_name
-from trainhub.jobs.quantities import MAX_RUNTIME_SCHEMA, parse_duration
+from trainhub.jobs.quantities import MaxRuntime
 from trainhub.jobs.sources import CellSelection
 from trainhub.jobs.spec import FieldError, SpecError
 from trainhub.jobs.specparts import (
@@ -141,16 +140,9 @@ class Step(Model):
         description="The pool to run in (on a cluster its queue); default: one that fits",
     )
     priority: Priority = Priority.NORMAL
-    max_runtime: Annotated[
-        timedelta | None, WithJsonSchema(MAX_RUNTIME_SCHEMA, mode="validation")
-    ] = None
+    max_runtime: MaxRuntime = None
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     env: dict[str, Text] = Field(default_factory=dict)
-
-    @field_validator("max_runtime", mode="before")
-    @classmethod
-    def _duration(cls, v: Any) -> timedelta | None:
-        return parse_duration(v)
 
     @field_validator("notebook")
     @classmethod

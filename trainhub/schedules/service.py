@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from trainhub.bundle import snapshot
 from trainhub.errors import Conflict, NotFound, TrainhubError
 from trainhub.jobs import claims
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.records import Records, as_owner, records_for, records_home
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
@@ -108,19 +109,8 @@ class Schedules:
                 raise SpecError(
                     [refused(f"target.pipeline.{x.field}", x.message) for x in e.errors]
                 ) from e
-        assert self.service.workspace_root is not None  # the checks refuse a service without
-        record.source = snapshot.freeze(
-            specs,
-            self.service.workspace_root,
-            self.home,
-            record.id,
-            max_workspace_bytes=self.service.max_workspace_bytes,
-        )
-        try:
+        with snapshot.freezing(specs, self.service, self.home, record.id) as record.source:
             self.records.create(record)
-        except BaseException:
-            snapshot.remove(self.home, record.id)
-            raise
         self.on_change()
         return self.describe(record.id, user=user)
 
@@ -282,7 +272,7 @@ class Schedules:
             tagged = self.service.pipelines.tagged(run_tag(record.id, run), user=record.user)
             return tagged.id if tagged is not None else None
         found = self.service.backend.list_jobs(
-            user=record.user, states=None, limit=1, before_seq=None, search=run_tag(record.id, run)
+            JobFilter(user=record.user, search=run_tag(record.id, run)), limit=1
         )
         return found[0].id if found else None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -19,6 +20,16 @@ class UsageBy(StrEnum):
     TEAM = "team"
     POOL = "pool"
     DAY = "day"  # the UTC day the job ended
+
+
+@dataclass(frozen=True)
+class UsageScope:
+    """The ended jobs a usage question is about: those that ended at or after ``since``, only
+    ``user``'s, only ``team``'s when given."""
+
+    since: float
+    user: str | None = None
+    team: str | None = None
 
 
 def since_time(since: str, now: float | None = None) -> float:

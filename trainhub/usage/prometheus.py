@@ -27,6 +27,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.usage.compute import held_gpus
@@ -182,7 +183,7 @@ def all_records(backend: Any, *, user: str | None) -> list[JobRecord]:
     out: list[JobRecord] = []
     before: int | None = None
     while True:
-        page = backend.list_jobs(user=user, states=None, limit=PAGE, before_seq=before)
+        page = backend.list_jobs(JobFilter(user=user), limit=PAGE, before_seq=before)
         out.extend(page)
         seqs = [r.seq for r in page if r.seq is not None]
         if len(page) < PAGE or not seqs:

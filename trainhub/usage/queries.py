@@ -8,8 +8,9 @@ import time
 from typing import TYPE_CHECKING
 
 from trainhub import settings
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.states import JobState
-from trainhub.usage.models import UsageBy, UsageQuery, UsageReport, since_time
+from trainhub.usage.models import UsageBy, UsageQuery, UsageReport, UsageScope, since_time
 from trainhub.usage.panel import MONTH_DAYS, UsagePanel, panel, period_starts
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def usage_panel(backend: Backend, *, user: str, team: str | None) -> UsagePanel:
     since = min(period_starts(now)[1], now - MONTH_DAYS * 86400)
     quotas, source = backend.quotas()
     queued = [JobState.QUEUED]
-    with backend.usage_rows(since, user=None if team else user, team=team) as rows:
+    with backend.usage_rows(UsageScope(since, None if team else user, team)) as rows:
         return panel(
             rows,
             user=user,
@@ -51,7 +52,7 @@ def usage_panel(backend: Backend, *, user: str, team: str | None) -> UsagePanel:
             now=now,
             quotas=quotas,
             quota_source=source,
-            waiting=backend.count(user=None, states=queued),
-            waiting_mine=backend.count(user=user, states=queued),
+            waiting=backend.count(JobFilter(states=queued)),
+            waiting_mine=backend.count(JobFilter(user=user, states=queued)),
             waste_utilization_pct=settings.waste_utilization_pct(),
         )

@@ -25,8 +25,8 @@ from trainhub.backends.kubernetes.records import (
 )
 from trainhub.jobs import ownership
 from trainhub.jobs.directory import EVENTS, JobDir
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord
-from trainhub.jobs.search import found
 from trainhub.jobs.states import JobState
 
 RACY_NS = 2 * 10**9  # a directory changed this recently is listed again (_job_dirs)
@@ -42,23 +42,14 @@ class Listing(Records):
     _gone_read: dict[str, tuple[tuple[int, ...], JobRecord | None]]  # (_gone_record)
 
     def list_jobs(
-        self,
-        *,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        limit: int,
-        before_seq: int | None,
-        sweep_id: str | None = None,
-        pipeline_run: str | None = None,
-        search: str | None = None,
-        with_shared: bool = False,
+        self, wanted: JobFilter, *, limit: int, before_seq: int | None = None
     ) -> list[JobRecord]:
         page: list[tuple[_Indexed | _Gone, JobRecord]] = []
-        for entry in self._listed(_Asked(user, states, before_seq, with_shared)):
+        for entry in self._listed(_Asked(wanted, before_seq)):
             if len(page) == limit:
                 break
             record = self._record(entry)
-            if record is not None and _wanted(record, sweep_id, pipeline_run, search):
+            if record is not None and wanted.finds(record):
                 page.append((entry, record))
         # Kueue's side of the page alone: its Workloads, in one request by their Jobs' uids.
         workloads = self._workloads_of([e.job for e, _ in page if e.job is not None])
@@ -67,30 +58,18 @@ class Listing(Records):
             for e, r in page
         ]
 
-    def count(
-        self,
-        *,
-        user: str | None,
-        states: Sequence[JobState] | None,
-        sweep_id: str | None = None,
-        pipeline_run: str | None = None,
-        search: str | None = None,
-        with_shared: bool = False,
-    ) -> int:
-        if sweep_id is None and pipeline_run is None and not search:
+    def count(self, wanted: JobFilter) -> int:
+        asked = _Asked(wanted)
+        if not wanted.by_record:
             # state, user and order come from the objects and the directories: no record built
-            asked = _Asked(user, states, None, with_shared)
             index = self._index(asked.owner)
             return self._counted(index, asked) + len(self._gone(index, asked))
-        listed = self._listed(_Asked(user, states, None, with_shared))
         return sum(
-            1
-            for e in listed
-            if (r := self._record(e)) is not None and _wanted(r, sweep_id, pipeline_run, search)
+            1 for e in self._listed(asked) if (r := self._record(e)) is not None and wanted.finds(r)
         )
 
     def _all(self, user: str | None) -> list[JobRecord]:
-        entries = list(self._listed(_Asked(user, None, None)))
+        entries = list(self._listed(_Asked(JobFilter(user=user))))
         workloads = by_owner(self._workloads()) if any(e.job for e in entries) else {}
         return [
             self._with_workload(r, e.job, workloads.get(e.job["metadata"]["uid"])) if e.job else r
@@ -156,10 +135,11 @@ class Listing(Records):
         """How many of the index's jobs ``asked`` holds (``before_seq`` aside): the user's
         (everyone's) from its tally, so a count does not walk the namespace; with those shared,
         each teammate's job asked whether it is."""
-        mine = index.tally_of(asked.user, asked.states)
-        if asked.user is None or not asked.with_shared:
+        wanted = asked.wanted
+        mine = index.tally_of(wanted.user, wanted.states)
+        if wanted.user is None or not wanted.with_shared:
             return mine
-        return mine + sum(1 for _ in self._held(index.others(asked.user), asked))
+        return mine + sum(1 for _ in self._held(index.others(wanted.user), asked))
 
     def _gone(self, index: _JobIndex, asked: _Asked) -> list[_Gone]:
         """The team's jobs without a Job object, newest first, from their directories."""
@@ -189,7 +169,10 @@ class Listing(Records):
         if held is not None and held[0] == stamp:
             return held[1]
         record = self._from_jobdir(self.jobs_root / name)
-        if time.time_ns() - max(seen.st_mtime_ns, events.st_mtime_ns) > RACY_NS:
+        # Only a final answer is kept: one not yet final (a Job being made or replaced) changes
+        # with time alone, its directory unchanged.
+        final = record is None or record.state.terminal
+        if final and time.time_ns() - max(seen.st_mtime_ns, events.st_mtime_ns) > RACY_NS:
             if len(self._gone_read) >= RECORDS_KEPT:
                 self._gone_read.clear()
             self._gone_read[name] = (stamp, record)
@@ -342,38 +325,25 @@ def _indexed(job: Obj, seen: Namespace) -> _Indexed:
 
 @dataclass(frozen=True)
 class _Asked:
-    """The jobs a list asks for: ``user``'s (all the team's for None; with ``with_shared`` also
-    those other members shared with the team) in ``states``, submitted before ``before_seq``."""
+    """The jobs a list asks for: those ``wanted`` holds, submitted before ``before_seq``."""
 
-    user: str | None
-    states: Sequence[JobState] | None
-    before_seq: int | None
-    with_shared: bool = False
+    wanted: JobFilter
+    before_seq: int | None = None
 
     @property
     def owner(self) -> str | None:
         """Whose Jobs the namespace's index need hold (all, when shared ones count)."""
-        return None if self.with_shared else self.user
+        return None if self.wanted.with_shared else self.wanted.user
 
     def holds(
         self, owner: str | None, state: JobState, seq: int, shared: Callable[[], bool]
     ) -> bool:
         """Whether the list holds this job; whether it is ``shared`` is asked only of another's
         (a read of its directory for a job with a Job object)."""
-        states, before = self.states, self.before_seq
+        states, before, user = self.wanted.states, self.before_seq, self.wanted.user
         if (states and state not in states) or (before is not None and seq >= before):
             return False
-        return self.user is None or owner == self.user or (self.with_shared and shared())
-
-
-def _wanted(
-    record: JobRecord, sweep_id: str | None, pipeline_run: str | None, search: str | None
-) -> bool:
-    return (
-        (sweep_id is None or record.sweep_id == sweep_id)
-        and (pipeline_run is None or record.pipeline_run == pipeline_run)
-        and (not search or found(record, search))
-    )
+        return user is None or owner == user or (self.wanted.with_shared and shared())
 
 
 def going(job: Obj) -> bool:

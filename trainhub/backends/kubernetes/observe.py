@@ -37,6 +37,7 @@ from trainhub.jobs.models import JobRecord
 from trainhub.jobs.states import JobState
 from trainhub.usage import kept
 from trainhub.usage.compute import job_usage
+from trainhub.usage.models import UsageScope
 from trainhub.usage.panel import PoolQuota, cluster_queue_quotas
 from trainhub.usage.store import UsageStore
 
@@ -148,14 +149,7 @@ class Observing(Listing):
         return wait
 
     @contextlib.contextmanager
-    def usage_rows(
-        self,
-        since: float,
-        *,
-        user: str | None = None,
-        team: str | None = None,
-        recompute: bool = False,
-    ) -> Iterator[UsageStore]:
+    def usage_rows(self, scope: UsageScope, *, recompute: bool = False) -> Iterator[UsageStore]:
         """Rows derived afresh from the team's ended jobs this process may read (records,
         Kueue's times kept in the final state event, the in-pod sampler's files), and where
         members own their files the rows the controller kept of the others
@@ -163,16 +157,22 @@ class Observing(Listing):
         conn = sqlite3.connect(":memory:")
         try:
             usage = UsageStore(lambda: conn)
-            if team is None or team == self.team.name:
+            if scope.team is None or scope.team == self.team.name:
                 ended = [
-                    r for r in self._all(user) if r.state.terminal and (r.finished_at or 0) >= since
+                    r
+                    for r in self._all(scope.user)
+                    if r.state.terminal and (r.finished_at or 0) >= scope.since
                 ]
                 pct = settings.waste_utilization_pct()
                 usage.record(job_usage(r, threshold_pct=pct) for r in ended)
                 if ownership.guarded(self.jobs_root):
                     root = Path(self.team.shared_volume.mount_path)
                     excluding = {r.id for r in ended}
-                    usage.record(kept.kept_rows(root, since=since, user=user, excluding=excluding))
+                    usage.record(
+                        kept.kept_rows(
+                            root, since=scope.since, user=scope.user, excluding=excluding
+                        )
+                    )
             yield usage
         finally:
             conn.close()

@@ -32,6 +32,11 @@ RECORDS_KEPT = 10_000  # records a backend keeps built (a few KiB each)
 # A retry replaces the failed Job by the next attempt's within seconds of its backoff; past
 # this, a retrying job with no Job was left so (its Job removed behind trainhub's back).
 REPLACING_S = 120.0
+# A Job is made just after its directory's "submitted" word, and a watch-fed cache (another
+# process's too, which wrote "queued" or "starting" on seeing it) holds it a moment later
+# still: within this of such a word, a job with no Job to be seen is being made, not lost.
+SETTLING_S = 30.0
+_BEFORE_IT_RUNS = (JobState.QUEUED, JobState.STARTING)
 
 
 class Records(Cluster):
@@ -188,18 +193,24 @@ class Records(Cluster):
                 submitted = event
         if preempted:
             retries = count_retry(retries, FailureClass.PREEMPTED, used=preempted)
-        state = JobState(last.get("state", JobState.CANCELLED.value))
+        # No state word yet: its submitter is making its Job (trainhub.jobs.submission).
+        state = JobState(last.get("state", JobState.QUEUED.value))
         # A retry deletes the failed Job, then makes the next attempt's (endings.py).
-        replacing = state == JobState.RETRYING and _replacing(last, backoff)
-        if not state.terminal and not replacing:
-            # No Job object and no final word in the directory: the Job was removed behind our back.
-            state = JobState.FAILED
-            last = {
-                "verdict": {
-                    "failure_class": "infrastructure",
-                    "reason": "its Job object disappeared",
+        # A retrying job with no Job is being replaced within its backoff and the time to make
+        # the next Job (REPLACING_S); one not yet running, within SETTLING_S of its last word.
+        replacing = state == JobState.RETRYING and _within(last, backoff + REPLACING_S)
+        settling = state in _BEFORE_IT_RUNS and _within(last or submitted, SETTLING_S)
+        if not state.terminal and not replacing and not settling:
+            if not last:  # its submitter stopped before handing it over
+                state = JobState.CANCELLED
+            else:  # no Job object and no final word: the Job was removed behind our back
+                state = JobState.FAILED
+                last = {
+                    "verdict": {
+                        "failure_class": "infrastructure",
+                        "reason": "its Job object disappeared",
+                    }
                 }
-            }
         # The record's own time (what the Job's annotation held); the event's time, later and
         # in milliseconds, for a directory written before the event carried it.
         created = float(
@@ -355,7 +366,6 @@ def job_times(
 _ENDED_CONDITIONS = ("Failed", "FailureTarget", "SuccessCriteriaMet", "Complete")
 
 
-def _replacing(retrying: dict[str, Any], backoff: float) -> bool:
-    """Whether a retrying job with no Job is still within its replacement: the retry's
-    ``backoff`` from its ``retrying`` word, and the time to make the next Job."""
-    return time.time() - float(retrying.get("time", 0.0)) <= backoff + REPLACING_S
+def _within(word: dict[str, Any], seconds: float) -> bool:
+    """Whether a directory's word (an event) was written at most ``seconds`` ago."""
+    return time.time() - float(word.get("time", 0.0)) <= seconds

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from trainhub.backends.local.store import Store
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.states import TERMINAL_STATES
 from trainhub.usage.compute import job_usage
 from trainhub.usage.store import UsageStore
@@ -40,8 +41,8 @@ def backfill(store: Store, *, threshold_pct: float, recompute: bool = False) -> 
     """Rows for the ended jobs that have none (every ended job with ``recompute``)."""
     usage = usage_store(store)  # the table exists before it is asked about
     if recompute:
-        ids = [r.id for r in store.list_jobs(states=list(TERMINAL_STATES), limit=-1)]
-    elif store.count(states=list(TERMINAL_STATES)) == usage.count():
+        ids = [r.id for r in store.list_jobs(JobFilter(states=list(TERMINAL_STATES)), limit=-1)]
+    elif store.count(JobFilter(states=list(TERMINAL_STATES))) == usage.count():
         return 0  # every ended job has its row (two index counts, not a join of both tables)
     else:
         ids = store.ended_without("usage", "job_id")

@@ -27,6 +27,7 @@ from trainhub.datasets.catalog import Catalog, load_datasets_file, local_catalog
 from trainhub.errors import Conflict, NotFound
 from trainhub.imagepolicy import Allowed, load_images_file, local_image
 from trainhub.jobs.directory import JobDir
+from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.states import FailureClass, JobState
 from trainhub.jobs.suspension import check_resumable, check_suspendable, saved_step
@@ -34,6 +35,7 @@ from trainhub.lifecycle.retry import plan_retry
 from trainhub.lifecycle.verdict import cancel_verdict
 from trainhub.outputs.retention import Retention, load_retention_file
 from trainhub.registry.policy import ModelPolicy, load_models_file
+from trainhub.usage.models import UsageScope
 from trainhub.usage.panel import PoolQuota, local_quotas
 from trainhub.usage.store import UsageStore
 
@@ -154,22 +156,12 @@ class LocalBackend(Backend):
         return self.store.get(job_id)
 
     def list_jobs(
-        self, *, user, states, limit, before_seq, sweep_id=None, pipeline_run=None, search=None
+        self, wanted: JobFilter, *, limit: int, before_seq: int | None = None
     ) -> list[JobRecord]:
-        return self.store.list_jobs(
-            user=user,
-            states=states,
-            limit=limit,
-            before_seq=before_seq,
-            sweep_id=sweep_id,
-            pipeline_run=pipeline_run,
-            search=search,
-        )
+        return self.store.list_jobs(wanted, limit=limit, before_seq=before_seq)
 
-    def count(self, *, user, states, sweep_id=None, pipeline_run=None, search=None) -> int:
-        return self.store.count(
-            user=user, states=states, sweep_id=sweep_id, pipeline_run=pipeline_run, search=search
-        )
+    def count(self, wanted: JobFilter) -> int:
+        return self.store.count(wanted)
 
     def edit(self, job_id: str, *, tags: list[str] | None, note: str | None) -> JobRecord:
         record = self.store.edit(job_id, tags=tags, note=note)
@@ -277,14 +269,7 @@ class LocalBackend(Backend):
         return self.admitter.admit_and_launch()
 
     @contextlib.contextmanager
-    def usage_rows(
-        self,
-        since: float,
-        *,
-        user: str | None = None,
-        team: str | None = None,
-        recompute: bool = False,
-    ) -> Iterator[UsageStore]:
+    def usage_rows(self, scope: UsageScope, *, recompute: bool = False) -> Iterator[UsageStore]:
         accounting.backfill(
             self.store, threshold_pct=settings.waste_utilization_pct(), recompute=recompute
         )

@@ -25,6 +25,7 @@ import psutil
 from trainhub.backends.local import processes
 from trainhub.backends.local.admitter import Admitter, demand_of
 from trainhub.backends.local.elastic import grew_sentence, lost_reason, shrank_sentence
+from trainhub.backends.local.plan import attempt_of
 from trainhub.backends.local.startup import start_plan
 from trainhub.backends.local.store import Store
 from trainhub.backends.local.torchrun import elastic_agent
@@ -100,18 +101,10 @@ class ElasticGroup:
             time.sleep(0.1)
 
     def _add(self, n: int, gpus: list[int]) -> None:
-        entry = elastic_agent(
-            sys.executable,
-            self.env,
-            self.record.spec,
-            job_id=self.record.id,
-            job_dir=str(self.jobdir.root),
-            bundle=str(self.jobdir.bundle),
-            attempt=self.record.attempt,
-            gpus=gpus,
-            port=self.port,
-            resume_from=self.resume,
+        attempt = attempt_of(
+            self.record, python=sys.executable, env=self.env, port=self.port, resume=self.resume
         )
+        entry = elastic_agent(attempt, gpus)
         (agent,) = start_plan(str(self.jobdir.root), {"agents": [entry]})
         self.workers[n] = Worker(agent, gpus)
 

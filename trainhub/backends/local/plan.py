@@ -15,7 +15,7 @@ from pathlib import Path
 from trainhub.backends.local import processes
 from trainhub.backends.local.startup import PLAN
 from trainhub.backends.local.store import Store
-from trainhub.backends.local.torchrun import LaunchPlan, launch_plan
+from trainhub.backends.local.torchrun import Attempt, LaunchPlan, launch_plan
 from trainhub.checkpoint.layout import CheckpointInfo
 from trainhub.jobs import confined
 from trainhub.jobs.directory import JobDir
@@ -49,6 +49,24 @@ def starts_from(store: Store, record: JobRecord) -> str | None:
     return str(source.path) if source is not None else None
 
 
+def attempt_of(
+    record: JobRecord, *, python: str, env: Mapping[str, str], port: int, resume: str | None
+) -> Attempt:
+    """The record's current attempt, as its processes start."""
+    jobdir = JobDir(record.job_dir)
+    return Attempt(
+        python=python,
+        base_env=env,
+        spec=record.spec,
+        job_id=record.id,
+        job_dir=str(jobdir.root),
+        bundle=str(jobdir.bundle),
+        number=record.attempt,
+        port=port,
+        resume_from=resume,
+    )
+
+
 def attempt_plan(
     store: Store, record: JobRecord, *, python: str, env: Mapping[str, str]
 ) -> tuple[LaunchPlan, str | None]:
@@ -56,16 +74,8 @@ def attempt_plan(
     jobdir = JobDir(record.job_dir)
     resume = starts_from(store, record)
     plan = launch_plan(
-        python,
-        env,
-        record.spec,
-        job_id=record.id,
-        job_dir=str(jobdir.root),
-        bundle=str(jobdir.bundle),
-        attempt=record.attempt,
-        assigned_gpus=record.assigned_gpus,
-        port=processes.free_port(),
-        resume_from=resume,
+        attempt_of(record, python=python, env=env, port=processes.free_port(), resume=resume),
+        record.assigned_gpus,
     )
     # The job's pip layer exists before its ranks start, so the next cell imports what a cell's
     # own pip puts there: Python's import system keeps a path that was missing as missing.

@@ -35,6 +35,7 @@ from trainhub.backends.local.store_rows import (
     search_of,
 )
 from trainhub.backends.local.store_schema import bring_up_to_date
+from trainhub.jobs.filter import EVERY_JOB, JobFilter
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.search import words
 from trainhub.jobs.states import JobState
@@ -43,33 +44,26 @@ _SELECT_JOBS = f"SELECT {', '.join(f'jobs.{c}' for c in RECORD_COLUMNS)} FROM jo
 _WITH_LOCAL = " LEFT JOIN local_jobs ON local_jobs.job_id = jobs.id"
 
 
-def _where(
-    *,
-    user: str | None = None,
-    states: Sequence[JobState] | None = None,
-    before_seq: int | None = None,
-    sweep_id: str | None = None,
-    pipeline_run: str | None = None,
-    search: str | None = None,
-) -> tuple[str, list[Any]]:
-    """The WHERE clause (empty when nothing is asked) and its arguments of a query over jobs."""
+def _where(wanted: JobFilter, before_seq: int | None = None) -> tuple[str, list[Any]]:
+    """The WHERE clause (empty when nothing is asked) and its arguments of a query over jobs;
+    ``with_shared`` means nothing here (one user's machine)."""
     terms: list[str] = []
     args: list[Any] = []
-    for word in words(search):  # every word found (trainhub.jobs.search)
+    for word in words(wanted.search):  # every word found (trainhub.jobs.search)
         terms.append("jobs.search LIKE ? ESCAPE '\\'")
         args.append(_like_pattern(word))
-    if sweep_id is not None:
+    if wanted.sweep_id is not None:
         terms.append("jobs.sweep_id = ?")
-        args.append(sweep_id)
-    if pipeline_run is not None:
+        args.append(wanted.sweep_id)
+    if wanted.pipeline_run is not None:
         terms.append("jobs.pipeline_run = ?")
-        args.append(pipeline_run)
-    if user is not None:
+        args.append(wanted.pipeline_run)
+    if wanted.user is not None:
         terms.append("jobs.user = ?")
-        args.append(user)
-    if states:
-        terms.append(f"jobs.state IN ({', '.join('?' for _ in states)})")
-        args.extend(str(s) for s in states)
+        args.append(wanted.user)
+    if wanted.states:
+        terms.append(f"jobs.state IN ({', '.join('?' for _ in wanted.states)})")
+        args.extend(str(s) for s in wanted.states)
     if before_seq is not None:
         terms.append("jobs.seq < ?")
         args.append(before_seq)
@@ -245,7 +239,7 @@ class Store:
         self, states: Sequence[JobState], conn: sqlite3.Connection | None = None
     ) -> list[tuple[JobRecord, LocalJob]]:
         """Every job in ``states``, oldest first, with what this backend keeps of it."""
-        where, args = _where(states=states)
+        where, args = _where(JobFilter(states=states))
         columns = ", ".join([*(f"jobs.{c}" for c in RECORD_COLUMNS), "local_jobs.*"])
         rows = (conn or self._conn).execute(
             f"SELECT {columns} FROM jobs{_WITH_LOCAL}{where} ORDER BY jobs.seq", args
@@ -276,7 +270,7 @@ class Store:
         self, states: Sequence[JobState], conn: sqlite3.Connection | None = None
     ) -> list[tuple[list[int], int]]:
         """(assigned GPU indices, CPU slots) of every job in ``states``."""
-        where, args = _where(states=states)
+        where, args = _where(JobFilter(states=states))
         rows = (conn or self._conn).execute(
             f"SELECT jobs.assigned_gpus, IFNULL(local_jobs.slots, 0) FROM jobs{_WITH_LOCAL}{where}",
             args,
@@ -297,25 +291,11 @@ class Store:
         return int(n)
 
     def list_jobs(
-        self,
-        *,
-        user: str | None = None,
-        states: Sequence[JobState] | None = None,
-        limit: int = 50,
-        before_seq: int | None = None,
-        sweep_id: str | None = None,
-        pipeline_run: str | None = None,
-        search: str | None = None,
+        self, wanted: JobFilter = EVERY_JOB, *, limit: int = 50, before_seq: int | None = None
     ) -> list[JobRecord]:
-        """Newest first, paged by ``before_seq`` (keyset paging stays fast with many jobs)."""
-        where, args = _where(
-            user=user,
-            states=states,
-            before_seq=before_seq,
-            sweep_id=sweep_id,
-            pipeline_run=pipeline_run,
-            search=search,
-        )
+        """Newest first, paged by ``before_seq`` (keyset paging stays fast with many jobs); all
+        of them for a ``limit`` of -1."""
+        where, args = _where(wanted, before_seq)
         rows = self._conn.execute(
             f"{_SELECT_JOBS}{where} ORDER BY jobs.seq DESC LIMIT ?", [*args, limit]
         )
@@ -329,16 +309,6 @@ class Store:
         )
         return [r[0] for r in rows]
 
-    def count(
-        self,
-        *,
-        user: str | None = None,
-        states: Sequence[JobState] | None = None,
-        sweep_id: str | None = None,
-        pipeline_run: str | None = None,
-        search: str | None = None,
-    ) -> int:
-        where, args = _where(
-            user=user, states=states, sweep_id=sweep_id, pipeline_run=pipeline_run, search=search
-        )
+    def count(self, wanted: JobFilter = EVERY_JOB) -> int:
+        where, args = _where(wanted)
         return int(self._conn.execute(f"SELECT COUNT(*) FROM jobs{where}", args).fetchone()[0])

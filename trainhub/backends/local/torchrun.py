@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from trainhub.backends.elastic_agent import ELASTIC_ENV, rdzv_conf
@@ -93,116 +94,85 @@ class LaunchPlan(TypedDict):
     agents: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a job as its processes start: the interpreter and environment they start
+    from, the job, its directory and bundle, the attempt's number, its rendezvous port and the
+    checkpoint it resumes from."""
+
+    python: str
+    base_env: Mapping[str, str]
+    spec: JobSpec
+    job_id: str
+    job_dir: str
+    bundle: str
+    number: int
+    port: int
+    resume_from: str | None
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.job_id}-{self.number}"
+
+    def argv(self, argv: list[str]) -> list[str]:
+        """``argv`` started with the job's read-only datasets behind read-only mounts."""
+        read_only = [d.path for d in self.spec.datasets if d.path is not None and d.read_only]
+        return wrap(self.python, self.job_dir, read_only, argv)
+
+
 def launch_plan(
-    python: str,
-    base_env: Mapping[str, str],
-    spec: JobSpec,
-    *,
-    job_id: str,
-    job_dir: str,
-    bundle: str,
-    attempt: int,
-    assigned_gpus: Sequence[int],
-    port: int,
-    resume_from: str | None,
-    workers: int | None = None,
+    attempt: Attempt, assigned_gpus: Sequence[int], *, workers: int | None = None
 ) -> LaunchPlan:
     """argv and environment of each process to start for one attempt; each starts with the
-    job's read-only datasets behind read-only mounts (:mod:`~trainhub.backends.local.readonly`)."""
-    res = spec.resources
-    run_id = f"{job_id}-{attempt}"
-    datasets = {d.name: d.path for d in spec.datasets if d.path is not None}
-    read_only = [d.path for d in spec.datasets if d.path is not None and d.read_only]
+    job's read-only datasets behind read-only mounts (:mod:`~trainhub.backends.local.readonly`).
+    ``workers``: how many agents an elastic job without GPUs starts (default its fewest)."""
+    res = attempt.spec.resources
     plan = LaunchPlan(agents=[])
     if res.elastic:  # as many agents as granted; the supervisor adds and stops more
         per = res.gpus_per_worker
         for i in range(len(assigned_gpus) // per if per else workers or res.fewest_workers):
-            plan["agents"].append(
-                elastic_agent(
-                    python,
-                    base_env,
-                    spec,
-                    job_id=job_id,
-                    job_dir=job_dir,
-                    bundle=bundle,
-                    attempt=attempt,
-                    gpus=assigned_gpus[i * per : (i + 1) * per],
-                    port=port,
-                    resume_from=resume_from,
-                )
-            )
+            plan["agents"].append(elastic_agent(attempt, assigned_gpus[i * per : (i + 1) * per]))
         return plan
     slices = gpu_slices(assigned_gpus, res.workers, res.gpus_per_worker)
     for node_rank in range(res.workers):
-        env = rank_environment(
-            base_env,
-            spec,
-            job_id=job_id,
-            job_dir=job_dir,
-            attempt=attempt,
-            gpus=slices[node_rank],
-            resume_from=resume_from,
-            dataset_paths=datasets,
-        )
+        env = rank_environment(attempt, slices[node_rank])
         if res.world_size == 1:
-            env.update(single_process_env(port, run_id))
-            argv = [python, "-m", "trainhub.rank.runner", bundle]
-            plan["agents"].append({"argv": wrap(python, job_dir, read_only, argv), "env": env})
-            continue
-        argv = torchrun_argv(
-            python,
-            bundle,
-            workers=res.workers,
-            node_rank=node_rank,
-            nproc_per_worker=res.ranks_per_worker,
-            master_port=port,
-            run_id=run_id,
-        )
-        plan["agents"].append({"argv": wrap(python, job_dir, read_only, argv), "env": env})
+            env.update(single_process_env(attempt.port, attempt.run_id))
+            argv = [attempt.python, "-m", "trainhub.rank.runner", attempt.bundle]
+        else:
+            argv = torchrun_argv(
+                attempt.python,
+                attempt.bundle,
+                workers=res.workers,
+                node_rank=node_rank,
+                nproc_per_worker=res.ranks_per_worker,
+                master_port=attempt.port,
+                run_id=attempt.run_id,
+            )
+        plan["agents"].append({"argv": attempt.argv(argv), "env": env})
     return plan
 
 
-def elastic_agent(
-    python: str,
-    base_env: Mapping[str, str],
-    spec: JobSpec,
-    *,
-    job_id: str,
-    job_dir: str,
-    bundle: str,
-    attempt: int,
-    gpus: Sequence[int],
-    port: int,
-    resume_from: str | None,
-) -> dict[str, Any]:
+def elastic_agent(attempt: Attempt, gpus: Sequence[int]) -> dict[str, Any]:
     """argv and environment of one agent of an elastic job (the first ones, or one that joins
     later: every agent is alike, torchrun's rendezvous gives each its ranks)."""
+    spec = attempt.spec
     res = spec.resources
-    env = rank_environment(
-        base_env,
-        spec,
-        job_id=job_id,
-        job_dir=job_dir,
-        attempt=attempt,
-        gpus=gpus,
-        resume_from=resume_from,
-        dataset_paths={d.name: d.path for d in spec.datasets if d.path is not None},
-    )
+    env = rank_environment(attempt, gpus)
     env.update(ELASTIC_ENV)
     argv = torchrun_argv(
-        python,
-        bundle,
+        attempt.python,
+        attempt.bundle,
         workers=res.workers,
         node_rank=0,
         nproc_per_worker=res.ranks_per_worker,
-        master_port=port,
-        run_id=f"{job_id}-{attempt}",
+        master_port=attempt.port,
+        run_id=attempt.run_id,
         elastic=(res.fewest_workers, res.workers),
         # A lost worker restarts the others' ranks, as often as the job's retries allow.
         max_restarts=spec.retry.preempted + spec.retry.infrastructure,
     )
-    read_only = [d.path for d in spec.datasets if d.path is not None and d.read_only]
-    return {"argv": wrap(python, job_dir, read_only, argv), "env": env}
+    return {"argv": attempt.argv(argv), "env": env}
 
 
 def gpu_slices(assigned: Sequence[int], workers: int, per_worker: int) -> list[list[int]]:
@@ -210,30 +180,22 @@ def gpu_slices(assigned: Sequence[int], workers: int, per_worker: int) -> list[l
     return [list(assigned[i * per_worker : (i + 1) * per_worker]) for i in range(workers)]
 
 
-def rank_environment(
-    base: Mapping[str, str],
-    spec: JobSpec,
-    *,
-    job_id: str,
-    job_dir: str,
-    attempt: int,
-    gpus: Sequence[int],
-    resume_from: str | None,
-    dataset_paths: Mapping[str, str],
-) -> dict[str, str]:
-    env = inherited(base, admin_allowed(base))
+def rank_environment(attempt: Attempt, gpus: Sequence[int]) -> dict[str, str]:
+    """The environment of one worker's processes: what the admin lets through of the base,
+    trainhub's variables, only ``gpus`` visible, and the job's own pip layer."""
+    env = inherited(attempt.base_env, admin_allowed(attempt.base_env))
     env.update(
         job_environment(
-            spec.env,
-            job_id=job_id,
-            job_dir=job_dir,
-            attempt=attempt,
-            resume_from=resume_from,
-            dataset_paths=dataset_paths,
+            attempt.spec.env,
+            job_id=attempt.job_id,
+            job_dir=attempt.job_dir,
+            attempt=attempt.number,
+            resume_from=attempt.resume_from,
+            dataset_paths={d.name: d.path for d in attempt.spec.datasets if d.path is not None},
         )
     )
     env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
-    layer = JobDir(job_dir).pip_prefix
+    layer = JobDir(attempt.job_dir).pip_prefix
     env.update(pip_layer(layer, env))  # what the job's %pip installed
     env.update(pip_into(layer))  # and what its ranks install themselves
     return env

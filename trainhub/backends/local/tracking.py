@@ -140,12 +140,5 @@ def model_registered(home: Path, job_id: str, name: str, version: int, files: Pa
         spawn_sender(home)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    with contextlib.suppress(KeyboardInterrupt):
-        run_sender(Path(args[0]))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(detached.main(run_sender))
