@@ -11,8 +11,9 @@ when one is present) written into the same directory:
 - ``DCP async_save``: ``torch.distributed.checkpoint.async_save`` with its ``DefaultStager``
   (the ecosystem's asynchronous save: its own directory format), the time it blocks; its
   write is awaited outside the timed region as trainhub's is. trainhub stages with the same
-  ``DefaultStager`` (trainhub.checkpoint.staging), on one intra-op thread where this peer
-  keeps torch's default: what that choice is worth on a busy machine (benchmarks/RESULTS.md).
+  ``DefaultStager`` (trainhub.checkpoint.staging), on as many intra-op threads as there are
+  idle cores at that moment, where this peer keeps torch's default however busy the cores
+  are: what that choice is worth on a busy machine (benchmarks/RESULTS.md).
 
 The headline ratio divides by plain ``torch.save`` (the faster, stricter baseline); the ratio
 against ``torch.save + fsync`` is printed too. Target: stall <= 0.1x of torch.save.

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import trainhub.checkpoint as ckpt
+from trainhub.checkpoint import staging
 from trainhub.checkpoint.layout import (
     CheckpointInfo,
     delete_checkpoint,
@@ -273,6 +274,39 @@ def test_async_staging_buffers_are_reused_without_mixing_saves(ckdir: Path) -> N
     ckpt.wait_all()
     for step in range(4):
         assert torch.equal(ckpt.load(step)["t"], torch.full((1000,), float(step)))
+
+
+@pytest.mark.parametrize(
+    ("most", "elsewhere", "cores", "threads"),
+    [
+        (2, 0, 2, 2),  # no other process wants a core: both copy
+        (2, 1, 2, 1),  # another process wants the second core
+        (2, 9, 2, 1),  # a busy machine: never fewer than one
+        (4, 2, 16, 4),  # idle cores beyond torch's own number are left alone
+        (8, None, 8, 1),  # not known (not Linux): one
+    ],
+)
+def test_a_staging_copy_takes_the_idle_cores(
+    most: int, elsewhere: int | None, cores: int, threads: int
+) -> None:
+    assert staging.copy_threads(most, elsewhere, cores) == threads
+
+
+def test_a_busy_process_elsewhere_is_counted() -> None:
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        busy = [staging._runnable_elsewhere() for _ in range(20)]
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert None not in busy and max(busy) >= 1  # type: ignore[type-var]
+
+
+def test_async_staging_leaves_torchs_thread_count_as_it_was(ckdir: Path) -> None:
+    before = torch.get_num_threads()
+    ckpt.save({"t": torch.ones(1000)}, 1, async_=True).wait()
+    assert torch.get_num_threads() == before
 
 
 def test_async_keeps_tied_tensors_tied(ckdir: Path) -> None:

@@ -8,6 +8,7 @@ still reads it. torch is imported inside the functions."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 # One stager per kind of state: with GPU tensors or without (see ``_options``).
@@ -24,17 +25,53 @@ def stage(state: Any) -> Any:
         from torch.distributed.checkpoint.staging import DefaultStager
 
         stager = _stagers[on_gpu] = DefaultStager(_options(on_gpu))
-    # Staging copies are memory-bound. With torch's default of one intra-op thread per core,
-    # each copy_ splits across OpenMP threads that wait for one another at a barrier; when
-    # the cores are shared (DDP ranks, data loaders, other jobs) a descheduled thread holds
-    # the whole copy up: 200 MB took 190-640 ms on a busy 2-core machine where one thread
-    # took 50-170 ms (about 25 ms idle either way). So the copy runs on one thread.
+    # Staging copies are memory-bound. Each copy_ splits across OpenMP threads that wait for
+    # one another at a barrier; when the cores are shared (DDP ranks, data loaders, other
+    # jobs) a descheduled thread holds the whole copy up: 200 MB took 190-640 ms on a busy
+    # 2-core machine where one thread took 50-170 ms. On idle cores the threads add memory
+    # bandwidth (33 ms on two where one took 48). So the copy takes the cores idle right now.
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    # With one thread of torch's own (torchrun's ranks run so) there is nothing to ask /proc.
+    copying = copy_threads(threads, _runnable_elsewhere(), _cores()) if threads > 1 else 1
+    torch.set_num_threads(copying)
     try:
         return stager.stage(state)
     finally:
         torch.set_num_threads(threads)
+
+
+def copy_threads(most: int, elsewhere: int | None, cores: int) -> int:
+    """Intra-op threads for a staging copy: torch's own number (``most``) at the most, and no
+    more than the cores that no runnable thread of another process wants (``elsewhere``).
+    One when that is not known."""
+    if elsewhere is None:
+        return 1
+    return max(1, min(most, cores - elsewhere))
+
+
+def _runnable_elsewhere() -> int | None:
+    """Threads of other processes runnable at this instant (Linux; None elsewhere). This
+    process's own are left out: the caller, and OpenMP's threads, which spin for a while
+    after each parallel region, are the ones the copy runs on."""
+    try:
+        # The fourth field ("3/121") counts the threads runnable now, where the load
+        # average is a mean over the last minute.
+        with open("/proc/loadavg") as f:
+            runnable = int(f.read().split()[3].split("/")[0])
+        own = 0
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/stat") as f:
+                own += f.read().rpartition(")")[2].split()[0] == "R"
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, runnable - own)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def _options(on_gpu: bool) -> Any:
