@@ -131,10 +131,15 @@ class Image:
     uses_wheel: bool  # dist/trainhub-<version>-py3-none-any.whl from the build context
     uses_wheels: bool  # the cached PyTorch wheels, as the build context "wheels"
     declares: frozenset[str]  # its build arguments
+    # dist/requirements-<extra>.txt it copies: what trainhub[extra] requires, installed in a
+    # layer before the wheel's, so a change to trainhub alone rebuilds only that small layer
+    requirements: frozenset[str] = frozenset()
+    stages: tuple[str, ...] = ()  # its named stages (FROM ... AS <stage>), kept tagged
     files: tuple[Path, ...] = ()  # the other files of its folder, copied into the build context
 
-    def local_ref(self, key: str) -> str:
-        return f"localhost/trainhub/{self.name}:{key[:16]}"
+    def local_ref(self, key: str, stage: str | None = None) -> str:
+        name = self.name if stage is None else f"{self.name}-{stage}"
+        return f"localhost/trainhub/{name}:{key[:16]}"
 
 
 def images_of(images_dir: Path = IMAGES) -> dict[str, Image]:
@@ -174,6 +179,14 @@ def _image(images_dir: Path, name: str, reference: str, by_ref: dict[str, str]) 
         uses_wheel="dist/trainhub-" in text,
         uses_wheels="from=wheels" in text,
         declares=declared,
+        requirements=frozenset(re.findall(r"dist/requirements-([a-z0-9_-]+)\.txt", text)),
+        stages=tuple(
+            parts[2]
+            for s in steps
+            if s.keyword == "FROM"
+            and len(parts := s.args.split()) == 3
+            and parts[1].upper() == "AS"
+        ),
         files=tuple(
             sorted(p for p in dockerfile.parent.iterdir() if p.is_file() and p != dockerfile)
         ),
@@ -349,19 +362,31 @@ class Buildah:
             raise BuildError(f"buildah {args[0]} failed ({proc.returncode}): {detail}")
         return proc
 
-    def drop_other_builds(self, name: str, keep: str) -> None:
-        """Leave ``keep`` the only build of image ``name`` in storage (what it shares with
-        others stays): each change of trainhub's sources makes a new build, and the PyTorch
-        ones are gigabytes. A build that cannot be removed now is said and left."""
+    def drop_other_builds(self, kept: dict[str, str]) -> None:
+        """Leave each name's kept build (``{name: ref}``, an image's and its stages') the only
+        one of that name in storage (what it shares with others stays): each change of
+        trainhub's sources makes a new build, and the PyTorch ones are gigabytes. A build that
+        cannot be removed now is said and left."""
         listed = self.run("images", "--format", "{{.Name}}:{{.Tag}}", quiet=True).stdout.split()
-        own = re.compile(rf"localhost/trainhub/{re.escape(name)}:[0-9a-f]{{16}}")
-        old = sorted({ref for ref in listed if ref != keep and own.fullmatch(ref)})
-        try:
-            if old:
-                self.run("rmi", *old, quiet=True)
-            self.run("rmi", "--prune", quiet=True)  # the layers nothing else holds
-        except BuildError as e:
-            log(f"{name}: earlier builds left in storage: {e}")
+        old = sorted(
+            {
+                ref
+                for name, keep in kept.items()
+                for ref in listed
+                if ref != keep
+                and re.fullmatch(rf"localhost/trainhub/{re.escape(name)}:[0-9a-f]{{16}}", ref)
+            }
+        )
+        name = ", ".join(kept)
+        # A build cut short (its run interrupted) leaves its working container, which holds
+        # its base image: every later removal failed on it, and the prune after it never ran.
+        # Builds run one at a time per storage (main's lock), so none is some build's now.
+        steps = [("rm", "--all"), *([("rmi", *old)] if old else []), ("rmi", "--prune")]
+        for step in steps:  # the layers nothing else holds go last
+            try:
+                self.run(*step, quiet=True)
+            except BuildError as e:
+                log(f"{name}: earlier builds left in storage: {e}")
 
     def has(self, ref: str) -> bool:
         return (
@@ -396,6 +421,23 @@ def trainhub_version(root: Path = ROOT) -> str:
     return tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
 
 
+def trainhub_requirements(pyproject: dict, extra: str) -> list[str]:
+    """What ``trainhub[extra]`` requires, as its pyproject.toml says (an extra naming trainhub's
+    own other extras brings theirs): the lines of an image's requirements file."""
+    project = pyproject["project"]
+    own = re.compile(rf"{re.escape(project['name'])}\[([^\]]+)\]")
+    out: set[str] = set(project.get("dependencies", []))
+    if extra not in project.get("optional-dependencies", {}):
+        raise BuildError(f"pyproject.toml: trainhub has no extra {extra!r}")
+    for requirement in project["optional-dependencies"][extra]:
+        if (named := own.fullmatch(requirement.replace(" ", ""))) is not None:
+            for other in named.group(1).split(","):
+                out.update(trainhub_requirements(pyproject, other))
+        else:
+            out.add(requirement)
+    return sorted(out)
+
+
 class Builder:
     def __init__(self, paths: Paths, images: dict[str, Image], root: Path = ROOT):
         self.paths, self.images, self.root = paths, images, root
@@ -414,7 +456,23 @@ class Builder:
             args["BASE_IMAGE"] = self.images[image.parent].local_ref(self.keys[image.parent])
         if "TRAINHUB_VERSION" in image.declares:
             args["TRAINHUB_VERSION"] = self.version
+        for stage in image.stages:  # a stage's files, mounted from its tagged build (build())
+            if (arg := f"{stage.upper()}_STAGE") in image.declares:
+                args[arg] = self.stage_ref(image, stage)
         return args
+
+    def stage_ref(self, image: Image, stage: str) -> str:
+        """A stage's tag, by what it is made of: the image's inputs but trainhub's code (what
+        trainhub requires is), so that a change to trainhub alone finds it built and tagged."""
+        pyproject = tomllib.loads((self.root / "pyproject.toml").read_text())
+        made_of = {
+            **{k: v for k, v in self.inputs(image).items() if k != "trainhub"},
+            "dockerfile": dockerfile_sha256(image.dockerfile),
+            "parent": self.key(image.parent) if image.parent else None,
+            "requirements": {e: trainhub_requirements(pyproject, e) for e in image.requirements},
+        }
+        digest = hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()
+        return image.local_ref(digest, stage)
 
     def inputs(self, image: Image) -> dict[str, str]:
         out = {}
@@ -491,7 +549,9 @@ class Builder:
                 "build_seconds": round(time.monotonic() - started, 1),
             }
             write_atomic(self.paths.index, json.dumps(index, indent=2, sort_keys=True) + "\n")
-            self.buildah.drop_other_builds(name, image.local_ref(key))
+            kept = {name: image.local_ref(key)}
+            kept |= {f"{name}-{stage}": self.stage_ref(image, stage) for stage in image.stages}
+            self.buildah.drop_other_builds(kept)
             log(f"{name}: built in {time.monotonic() - started:.0f}s ({archive})")
         return index
 
@@ -517,10 +577,15 @@ class Builder:
                 self.rootfs(context / "rootfs.tar")
             for path in image.files:
                 shutil.copyfile(path, context / path.name)
-            if image.uses_wheel:
+            if image.uses_wheel or image.requirements:
                 (context / "dist").mkdir()
+            if image.uses_wheel:
                 wheel = self.wheel()
                 os.link(wheel, context / "dist" / wheel.name)
+            pyproject = tomllib.loads((self.root / "pyproject.toml").read_text())
+            for extra in sorted(image.requirements):
+                lines = trainhub_requirements(pyproject, extra)
+                (context / "dist" / f"requirements-{extra}.txt").write_text("\n".join(lines) + "\n")
             argv = [
                 "build",
                 "--layers",
@@ -532,10 +597,6 @@ class Builder:
                 f"io.trainhub.content-hash={key}",
                 "--label",
                 f"io.trainhub.image={image.reference}",
-                "-t",
-                image.reference,
-                "-t",
-                image.local_ref(key),
             ]
             if image.parent:
                 argv += ["--pull=never"]
@@ -547,7 +608,14 @@ class Builder:
                 # This machine's trust store (its TLS proxy's CA, say) for pip while building,
                 # mounted only: nothing of it stays in the image.
                 argv += ["-v", f"{HOST_CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro"]
-            self.buildah.run(*argv, str(context))
+            # Each named stage tagged first: untagged, its layers (a compiler, wheels built
+            # from source) would be pruned with every earlier build, and made again each time.
+            for stage in image.stages:
+                self.buildah.run(
+                    *argv, "--target", stage, "-t", self.stage_ref(image, stage), str(context)
+                )
+            tags = ["-t", image.reference, "-t", image.local_ref(key)]
+            self.buildah.run(*argv, *tags, str(context))
         finally:
             shutil.rmtree(context, ignore_errors=True)
 

@@ -147,6 +147,75 @@ def test_the_hub_and_proxy_start_from_the_debian_root_and_are_built_only_when_na
     assert pins_digest() != before
 
 
+def test_trainhubs_dependencies_are_a_layer_of_their_own_before_its_wheel() -> None:
+    """Each image that installs trainhub installs what trainhub[extra] requires first, from the
+    requirements file the build writes from pyproject.toml, then the wheel without them: a
+    change to trainhub's code alone rebuilds one small layer. The hub's wheel-building stage
+    holds none of trainhub's code, and is kept tagged so that no prune removes it."""
+    images = build.images_of(IMAGES)
+    assert images["base"].requirements == images["pytorch-cpu"].requirements == {"server"}
+    assert images["hub"].requirements == {"hub"} and images["hub"].stages == ("build",)
+    assert images["base"].stages == () and images["proxy"].requirements == frozenset()
+    assert images["hub"].local_ref("0123456789abcdef99", "build") == (
+        "localhost/trainhub/hub-build:0123456789abcdef"
+    )
+    pyproject = {
+        "project": {
+            "name": "trainhub",
+            "dependencies": ["pydantic>=2.7,<3", "pyyaml>=6"],
+            "optional-dependencies": {
+                "server": ["kubernetes>=31", "pyyaml>=6"],
+                "hub": ["jupyterhub>=5.2,<6"],
+                "all": ["trainhub[server, hub]", "pytest>=8"],
+            },
+        }
+    }
+    assert build.trainhub_requirements(pyproject, "server") == [
+        "kubernetes>=31",
+        "pydantic>=2.7,<3",
+        "pyyaml>=6",
+    ]
+    assert build.trainhub_requirements(pyproject, "all") == [
+        "jupyterhub>=5.2,<6",
+        "kubernetes>=31",
+        "pydantic>=2.7,<3",
+        "pytest>=8",
+        "pyyaml>=6",
+    ]
+    with pytest.raises(build.BuildError, match="trainhub has no extra 'gpu'"):
+        build.trainhub_requirements(pyproject, "gpu")
+    for name in ("base", "pytorch-cpu", "hub"):
+        text = images[name].dockerfile.read_text()
+        assert text.index("requirements-") < text.index("COPY dist/trainhub-"), name
+        assert "--no-deps" in text and "pip check" in text, name
+
+
+def test_the_hubs_wheel_stage_is_kept_through_a_change_to_trainhub_alone(tmp_path: Path) -> None:
+    """The hub mounts its wheel stage from the tag build() gives it, named by what the stage is
+    made of: a change to trainhub's code keeps the tag (the stage is not built again), a change
+    to what trainhub requires makes a new one; the hub's own key follows both."""
+    checkout = tmp_path / "checkout"
+    (checkout / "trainhub").mkdir(parents=True)
+    shutil.copy2(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    (checkout / "trainhub" / "a.py").write_text("1")
+    images = build.images_of(IMAGES)
+
+    def refs() -> tuple[str, str]:
+        builder = build.Builder(build.Paths(tmp_path, tmp_path / "wheels"), images, checkout)
+        key = builder.key("hub")
+        return builder.build_args(images["hub"])["BUILD_STAGE"], key
+
+    stage, key = refs()
+    assert re.fullmatch(r"localhost/trainhub/hub-build:[0-9a-f]{16}", stage), stage
+    (checkout / "trainhub" / "a.py").write_text("2")
+    assert refs()[0] == stage and refs()[1] != key
+    pyproject = (checkout / "pyproject.toml").read_text()
+    changed = pyproject.replace('"jupyterhub>=5.2,<6",', '"jupyterhub>=5.3,<6",', 1)
+    assert changed != pyproject
+    (checkout / "pyproject.toml").write_text(changed)
+    assert refs()[0] != stage
+
+
 def test_the_content_hash_follows_every_input(tmp_path: Path) -> None:
     shutil.copytree(IMAGES, tmp_path / "images")
     image = build.images_of(tmp_path / "images")["pytorch-cpu"]
