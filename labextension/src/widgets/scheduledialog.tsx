@@ -20,7 +20,7 @@ import {
 import { ISubmitForm } from '../specform';
 import { Errors, FieldErrors, Row } from './formrow';
 import { JobFields } from './jobfields';
-import { showFormDialog } from './submitdialog';
+import { DialogButton, showFormDialog } from './formdialog';
 
 export interface IScheduleDialogOptions {
   api: TrainHubAPI;
@@ -165,20 +165,12 @@ function ScheduleForm(props: {
         <FieldErrors errors={errors.general} id="trainhub-error-general" />
       </div>
       <div className="jp-Dialog-footer">
-        <button
-          type="button"
-          className="jp-Dialog-button jp-mod-reject jp-mod-styled"
-          onClick={() => props.onDone(null)}
-        >
-          <span className="jp-Dialog-buttonLabel">Cancel</span>
-        </button>
-        <button
-          type="submit"
-          className="jp-Dialog-button jp-mod-accept jp-mod-styled"
+        <DialogButton label="Cancel" kind="reject" onClick={() => props.onDone(null)} />
+        <DialogButton
+          label={busy ? 'Creating…' : 'Create schedule'}
+          kind="accept"
           disabled={busy}
-        >
-          <span className="jp-Dialog-buttonLabel">{busy ? 'Creating…' : 'Create schedule'}</span>
-        </button>
+        />
       </div>
     </form>
   );

@@ -3,8 +3,6 @@
  * notebook's parameters cell; "Check" asks the server (dry run) and shows its field
  * messages next to the fields; only what the backend supports is offered.
  */
-import { ReactWidget } from '@jupyterlab/apputils';
-import { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
 import { TrainHubAPI } from '../api';
@@ -24,6 +22,7 @@ import {
   submittedName
 } from '../specform';
 import { CellsAndParameters } from './cellsandparameters';
+import { DialogButton, showFormDialog } from './formdialog';
 import { Errors, FieldErrors, Row } from './formrow';
 import { ResourceFields } from './resourcefields';
 
@@ -227,61 +226,21 @@ function SubmitForm(props: {
       </div>
       <div className="jp-trainhub-form-hint jp-trainhub-check-hint">{CHECK_EXPLAINED}</div>
       <div className="jp-Dialog-footer">
-        <button
-          type="button"
-          className="jp-Dialog-button jp-mod-reject jp-mod-styled"
-          onClick={() => props.onDone(null)}
-        >
-          <span className="jp-Dialog-buttonLabel">Cancel</span>
-        </button>
-        <button
-          type="button"
-          className="jp-Dialog-button jp-mod-styled"
+        <DialogButton label="Cancel" kind="reject" onClick={() => props.onDone(null)} />
+        <DialogButton
+          label={busy === 'checking' ? 'Checking…' : 'Check'}
           disabled={!!busy}
           title={CHECK_EXPLAINED}
           onClick={() => void check()}
-        >
-          <span className="jp-Dialog-buttonLabel">
-            {busy === 'checking' ? 'Checking…' : 'Check'}
-          </span>
-        </button>
-        <button
-          type="submit"
-          className="jp-Dialog-button jp-mod-accept jp-mod-styled"
+        />
+        <DialogButton
+          label={busy === 'submitting' ? 'Submitting…' : 'Submit'}
+          kind="accept"
           disabled={!!busy}
-        >
-          <span className="jp-Dialog-buttonLabel">
-            {busy === 'submitting' ? 'Submitting…' : 'Submit'}
-          </span>
-        </button>
+        />
       </div>
     </form>
   );
-}
-
-/**
- * A modal over the whole lab holding a form of this extension (the submit dialog's frame);
- * resolves with what the form finished with, null when cancelled.
- */
-export function showFormDialog<T>(
-  render: (done: (result: T | null) => void) => JSX.Element,
-  className = 'jp-trainhub-submit-dialog'
-): Promise<T | null> {
-  return new Promise(resolve => {
-    let widget: ReactWidget | null = null;
-    const done = (result: T | null) => {
-      widget?.dispose();
-      resolve(result);
-    };
-    widget = ReactWidget.create(
-      <div className="jp-Dialog-content jp-trainhub-submit-dialog-content">{render(done)}</div>
-    );
-    widget.addClass('jp-Dialog');
-    widget.addClass('jp-trainhub-submit-dialog');
-    widget.addClass(className);
-    widget.node.setAttribute('role', 'dialog');
-    Widget.attach(widget, document.body);
-  });
 }
 
 /** A modal over the whole lab; resolves with the created job, or null when cancelled. */

@@ -1,10 +1,24 @@
 /**
- * Galata's test, with one addition: when a test ends, whatever jobs it left queued or running
- * are cancelled, so a test that fails half-way never holds the machine's slots for the next.
+ * Galata's test, with two additions: Galata's own waits are as patient as the tests' (below),
+ * and when a test ends, whatever jobs it left queued or running are cancelled, so a test that
+ * fails half-way never holds the machine's slots for the next.
  */
 import { expect, test as galata } from '@jupyterlab/galata';
+import * as galataUtils from '@jupyterlab/galata/lib/utils';
 
 export { expect };
+
+// Galata's waits that name no time of their own (JupyterLab's plugins started, the Launcher
+// tab shown, a file listed) give up after 15 s. On two cores with the images building beside
+// the tests, a page's start once took longer than that and failed a test before it began; they
+// get the expect timeout of playwright.config.js instead. Galata calls this through its utils
+// module's exports, so replacing the export reaches every such wait.
+const EXPECT_TIMEOUT_MS = 60 * 1000;
+const galataWait = galataUtils.waitForCondition;
+Object.assign(galataUtils, {
+  waitForCondition: (condition: () => boolean | Promise<boolean>, timeout = EXPECT_TIMEOUT_MS) =>
+    galataWait(condition, timeout)
+});
 
 const ACTIVE = new Set(['queued', 'starting', 'running', 'retrying']);
 
