@@ -62,6 +62,15 @@ def wait_for(what: str, fn: Any, timeout: float = 60.0, interval: float = 0.25) 
 
 
 # --- the cluster side ----------------------------------------------------------------------------
+def browser_trouble(seen: dict[str, Any]) -> str:
+    """What researcher_path.cjs saw fail between the browser and the servers, for the log."""
+    failed = seen.get("failedRequests", [])
+    return (
+        f"requests failed on the way: {len(failed)} {failed[:10]}; "
+        f"'Server unavailable or unreachable' dismissed {seen.get('connectionLost', 0)} times"
+    )
+
+
 def real_node_pool(node: Any, name: str) -> dict[str, Any]:
     """A teams file's pool of the cluster's one real node (its label, its taint tolerated, its
     two fake GPUs)."""

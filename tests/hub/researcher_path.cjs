@@ -60,6 +60,25 @@ const inLab = (page, url, method, body) =>
     result.steps.push(name);
   };
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  // What failed between the browser and the servers (a proxy's 503 under load, a request cut
+  // off), and each "Server unavailable or unreachable" JupyterLab showed for it: a researcher
+  // dismisses it and goes on, and so does this path, reporting both; a server that did stop
+  // fails the steps after it.
+  result.failedRequests = [];
+  const failed = (url, why) => result.failedRequests.push(`${new Date().toISOString()} ${why} ${url}`);
+  page.on('requestfailed', r => {
+    const why = r.failure()?.errorText || 'failed';
+    if (why !== 'net::ERR_ABORTED') {
+      failed(r.url(), why); // not the page's own requests cut short as it navigates away
+    }
+  });
+  page.on('response', r => [424, 502, 503, 504].includes(r.status()) && failed(r.url(), r.status()));
+  result.connectionLost = 0;
+  const lost = page.locator('.jp-Dialog').filter({ hasText: 'Server unavailable or unreachable' });
+  await page.addLocatorHandler(lost, async () => {
+    result.connectionLost += 1;
+    await lost.getByRole('button', { name: 'Dismiss' }).click();
+  });
   try {
     // Log in; the spawn form offers the team's pools; choose one without a GPU.
     await page.goto(`${hubUrl}/hub/login`);

@@ -33,7 +33,15 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.hub.conftest import PASSWORD, ROOT, HubWorld, real_node_pool, running_hub, wait_for
+from tests.hub.conftest import (
+    PASSWORD,
+    ROOT,
+    HubWorld,
+    browser_trouble,
+    real_node_pool,
+    running_hub,
+    wait_for,
+)
 from tests.hub.test_hub_e2e import spawn_with_form
 from tests.hub.test_real_session import execute, session_pods, through_proxy
 from tests.hub.test_spawn_form_browser import PLAYWRIGHT
@@ -181,6 +189,7 @@ def test_the_researchers_path_from_login_to_a_fork_of_their_job(
     )
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])
+    print(browser_trouble(seen))
     token = hub.user_token(RESEARCHER)
     pods = [p.metadata.name for p in world.pods(TEAM)]
     assert "error" not in seen, f"{seen.get('error')}\n{seen}\npods: {pods}\n{hub.log_tail()}"

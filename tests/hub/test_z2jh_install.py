@@ -58,7 +58,7 @@ import yaml
 from kubernetes import client
 
 from tests.fixtures.k8s import shared_claim
-from tests.hub.conftest import ROOT, real_node_pool, wait_for
+from tests.hub.conftest import ROOT, browser_trouble, real_node_pool, wait_for
 from tests.hub.netpolicy import Peer, may_connect, peer_of
 from tests.hub.test_spawn_form_browser import PLAYWRIGHT
 from tests.hub.test_z2jh_values import HUB_CONFIG, TEST_VALUES, vendored_chart
@@ -750,6 +750,7 @@ def test_the_researchers_path_in_chromium_and_the_idle_culler_with_the_job_runni
     left = time.time()  # the researcher closed the browser
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])
+    print(browser_trouble(seen), file=sys.stderr)
     if "error" in seen:
         raise AssertionError(f"{seen}\n{world.pods_report(world.namespace, world.team_namespace)}")
     print(

@@ -18,6 +18,7 @@ bash scripts/test.sh tests/k8s/test_real_elastic.py (it builds the curated image
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ LONG = {**QUICK, "epochs": 8, "step_delay": 0.25}
 WORKER = {"cpu": 0.5, "memory": "1200Mi"}  # 3 of them and a blocker of 1.5 cores: the quota
 HOLD = {**QUICK, "epochs": 30, "step_delay": 0.5}  # 600 s: held until cancelled
 ACCURACY = re.compile(r"done: validation accuracy ([0-9.]+)")
+EVALUATION = re.compile(r"step \d+: loss [0-9.]+, validation accuracy ([0-9.]+)")
 
 
 @pytest.fixture
@@ -69,9 +71,11 @@ def sizes(t: RealTeam, job_id: str) -> list[tuple[int | None, int]]:
 
 
 def accuracy(t: RealTeam, job_id: str) -> float:
-    found = ACCURACY.findall(t.rank_log(job_id, 0))
-    assert found, t.rank_log(job_id, 0)[-3000:]
-    return float(found[-1])
+    """Where the run's training ended up: the median of its last five evaluations, as one
+    evaluation swings on this small problem (seen in one run: 0.985, 0.928, 0.618 in a row)."""
+    log = t.rank_log(job_id, 0)
+    assert ACCURACY.search(log), log[-3000:]  # its training ran to the end
+    return statistics.median(float(a) for a in EVALUATION.findall(log)[-5:])
 
 
 def test_a_1_to_3_job_grows_shrinks_and_matches_a_fixed_size_run(elastic_team: RealTeam) -> None:
@@ -119,5 +123,6 @@ def test_a_1_to_3_job_grows_shrinks_and_matches_a_fixed_size_run(elastic_team: R
     assert t.ended(fixed, timeout=600).state == JobState.SUCCEEDED
     # Equal within what the sizes change: the elastic job's steps ran at one, three and two
     # workers, each size with its own global batch, learning rate and draw of the data (seen
-    # here: 0.984, 0.808 against the fixed run's 0.914; chance is 0.5).
+    # here: 0.980 against the fixed run's 0.955, the last evaluations alone 0.618 against
+    # 0.914; chance is 0.5).
     assert abs(accuracy(t, job_id) - accuracy(t, fixed)) <= 0.15

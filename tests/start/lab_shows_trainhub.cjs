@@ -29,6 +29,9 @@ const { chromium } = require(pwDir);
     // The panel asked the server for its jobs: a fresh home has none.
     await panel.locator('.jp-trainhub-empty').waitFor({ state: 'visible', timeout: 30000 });
     result.jobsPanel = (await panel.innerText()).trim();
+    // The picture is of the notebook as a newcomer reads it: its cells shown, not its spinner.
+    const firstCell = page.locator('.jp-NotebookPanel:visible .jp-Cell').first();
+    await firstCell.waitFor({ state: 'visible', timeout: 60000 });
     await page.screenshot({ path: shot });
   } catch (e) {
     result.error = String(e);
