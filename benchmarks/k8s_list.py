@@ -309,9 +309,14 @@ def run(
                 print(pair, flush=True)
                 rows += pair
             # The same namespace size, 90 % of it teammates' jobs: the user's page of 50.
-            row = measure(MATES, tmp, cached, mates, jobs, requests, None, 10.0, total=own)
-            print(row, flush=True)
-            rows.append(row)
+            for label in (CACHED, *([based(base)] if base else [])):
+                mates_label = MATES if label == CACHED else f"{label}, 900 of the jobs 9 teammates'"
+                environment = {**env, **trees[label]}
+                row = measure(
+                    mates_label, tmp, environment, mates, jobs, requests, None, 10.0, total=own
+                )
+                print(row, flush=True)
+                rows.append(row)
         finally:
             if cluster is not None:
                 cluster.stop()

@@ -18,12 +18,7 @@ tree_unchanged() {
   return 1
 }
 
-venv=$(bash scripts/setup-env.sh | tail -n 1)
-export PATH="$venv/bin:$PATH" TRAINHUB_VENV="$venv"
-# The images the tests run: the curated ones, and the hub and proxy that
-# tests/hub/test_z2jh_install.py installs with Zero-to-JupyterHub's chart.
-export TRAINHUB_IMAGES=${TRAINHUB_IMAGES:-base pytorch-cpu hub proxy}
-# Each tier's log and pytest directory, and the images' build log.
+# Each tier's log and pytest directory, and the builds' logs.
 runs=${TMPDIR:-/tmp}/trainhub-tests
 # A run cut short can leave the real node's mounts below it: unmounted first, or the directory
 # cannot be cleared.
@@ -31,29 +26,78 @@ if [[ -d $runs ]]; then
   findmnt -rn -o TARGET | grep "^$runs/" | sort -r | xargs -r -n1 umount -l || true
 fi
 rm -rf "$runs" && mkdir -p "$runs"
+
+# Disk, before anything is installed and once the last run's directory (15 GB) is gone: a cold
+# run wrote 55 GB (the cache, 54 GB of it: the images' layers and archives 16 GB, the real
+# node's image store, packages and builds), a warm one a few GB (a rebuilt image up to 16 GB).
+# Short of that, the kubelet's eviction deletes the node's images mid-run and tests fail far
+# from the cause: refuse now, saying so.
+cache=${TRAINHUB_CACHE:-$HOME/.cache/trainhub}
+mkdir -p "$cache"
+need_gb=${TRAINHUB_MIN_FREE_GB:-$([[ -d $cache/images ]] && echo 20 || echo 55)}
+free_gb=$(($(df --output=avail -k "$cache" | tail -n 1) / 1024 / 1024))
+if ((free_gb < need_gb)); then
+  echo "test.sh: $free_gb GB free where $cache lies; the run needs about $need_gb GB" \
+    "(TRAINHUB_MIN_FREE_GB overrides this check)" >&2
+  exit 2
+fi
+
 declare -A tier_pid=() tier_start=()
-images_pid=
-# An interrupted run takes its tiers and the image build down with it (clusters and jobs die
-# with their pytest; buildah with its build's process group).
+images_pid= k8s_pid=
+# An interrupted run takes its tiers and the builds down with it (clusters and jobs die with
+# their pytest; buildah and go with their build's process group).
 stop_all() {
   kill "${tier_pid[@]}" 2>/dev/null || true
   [[ -z $images_pid ]] || kill -- "-$images_pid" 2>/dev/null || true
-  [[ -z ${cpu_groups:-} ]] || rmdir "$cpu_groups"/* "$cpu_groups" 2>/dev/null || true
+  [[ -z $k8s_pid ]] || kill -- "-$k8s_pid" 2>/dev/null || true
+  [[ -n ${cpu_groups:-} ]] || return 0
+  # A killed tier's subshell leaves its pytest running: every process of the tiers' cgroups is
+  # stopped too (what pytest started dies with it), then the cgroups can go.
+  local tries
+  for tries in 1 2 3 4 5 6 7 8 9 10; do
+    [[ -n $(cat "$cpu_groups"/*/cgroup.procs 2>/dev/null) ]] || break
+    cat "$cpu_groups"/*/cgroup.procs 2>/dev/null | xargs -r kill 2>/dev/null || true
+    sleep 1
+  done
+  rmdir "$cpu_groups"/* "$cpu_groups" 2>/dev/null || true
 }
 trap stop_all EXIT
 
+# The control plane's binaries and the curated images build in the background, the Go build
+# first: it needs nothing of the Python and UI setup, which is mostly network and disk, and on a
+# fresh machine it is bound by CPU for 30 minutes or more. The tests wait for it before they
+# start (a cold run's tests beside the build fail on time: Galata's waits, shutdown timings),
+# so it runs at the tests' priority, not niced as a developer's build is. The images wait for
+# the lab extension (their trainhub wheel holds it) and build beside the tests that need none:
+# whoever needs them waits on their build's lock (images/build.sh), or finds them built.
+# background NAME COMMAND...: its log is $runs/NAME.log, and when it ended is kept for the summary.
+background() {
+  local name=$1
+  shift
+  setsid bash -c '"${@:2}"; s=$?; date +%s >"$1"; exit $s' _ "$runs/$name.ended" "$@" \
+    >"$runs/$name.log" 2>&1 &
+}
+background k8s-build env TRAINHUB_BUILD_NICE=0 bash tests/k8s/cluster/build.sh
+k8s_pid=$!
+k8s_built() {
+  echo "[test.sh] waiting for the control plane's binaries ($runs/k8s-build.log)"
+  bash tests/k8s/cluster/build.sh >/dev/null
+}
+
+venv=$(bash scripts/setup-env.sh | tail -n 1)
+export PATH="$venv/bin:$PATH" TRAINHUB_VENV="$venv"
+# The images the tests run: the curated ones, and the hub and proxy that
+# tests/hub/test_z2jh_install.py installs with Zero-to-JupyterHub's chart.
+export TRAINHUB_IMAGES=${TRAINHUB_IMAGES:-base pytorch-cpu hub proxy}
 # The lab extension, Chromium and Playwright: the browser tests of the hub need them too, and
 # the images' trainhub wheel holds the extension.
 bash scripts/setup-ui.sh >/dev/null
-# The curated images build beside the control plane: on a fresh machine the Go build is bound
-# by CPU for about 20 minutes, the images mostly by network and disk. Whoever needs them next
-# (the real-node tier, tests/images) waits on the build's lock, or finds them built.
-setsid bash images/build.sh >"$runs/images.log" 2>&1 &
+background images bash images/build.sh
 images_pid=$!
-bash tests/k8s/cluster/build.sh >&2
 bash scripts/setup-hub.sh >&2
 
 status=0
+k8s_built >&2 || status=$?
 setup_took=$SECONDS
 # Style is checked, not hoped for: ruff format --check and ruff check (line length included).
 bash scripts/lint.sh || status=$?
@@ -128,28 +172,31 @@ tier_leftovers() {
 node_and_start() {
   # The newcomer's `make start` in a fresh environment, which needs no image, while the curated
   # images (images/README.md) build in the background after a change to trainhub; then the
-  # images, built or found up to date, and the tests that run them on the node (tests/images
-  # waits on the build's lock, or finds them built).
+  # images, built or found up to date, and the tests that run them on the node.
   local s=0
   "${pytest[@]}" --basetemp="$runs/start" tests/start || s=$?
   bash images/build.sh >/dev/null &&
     "${pytest[@]}" --basetemp="$runs/real-node" -m real_node tests/hub tests/k8s || s=$?
   return "$s"
 }
-clusters_then_ui() {
+ui_then_clusters() {
   local s=0
-  "${pytest[@]}" --basetemp="$runs/clusters" -m "not real_node" tests/hub tests/k8s || s=$?
   bash scripts/test-ui.sh || s=$?
+  "${pytest[@]}" --basetemp="$runs/clusters" -m "not real_node" tests/hub tests/k8s || s=$?
   return "$s"
 }
 processes() {
+  local s=0
   "${pytest[@]}" --basetemp="$runs/processes" tests --ignore=tests/hub --ignore=tests/k8s \
-    --ignore=tests/start
+    --ignore=tests/start --ignore=tests/images || s=$?
+  # The images, pushed to a registry built with the control plane: built by now, or waited for.
+  bash images/build.sh >/dev/null && "${pytest[@]}" --basetemp="$runs/images" tests/images || s=$?
+  return "$s"
 }
 # Three at a time: on a 2-core machine more only trade waiting for CPU time, and tests that
 # time a process's shutdown or a sampler's reach start to fail.
 tier node+start node_and_start
-tier clusters+ui clusters_then_ui
+tier ui+clusters ui_then_clusters
 tier processes processes
 
 summary=()
@@ -170,6 +217,11 @@ while ((${#tier_pid[@]})); do
 done
 echo "=============== tiers (logs and pytest directories: $runs) ==============="
 printf '%-10s %14s s\n' setup "$setup_took" lint "$lint_took"
+run_start=$(($(date +%s) - SECONDS))
+for name in images k8s-build; do # the background builds: when each ended, from the run's start
+  [[ -f $runs/$name.ended ]] || continue
+  printf '%-10s %14s s\n' "$name" "$(($(cat "$runs/$name.ended") - run_start))"
+done
 printf '%s\n' "${summary[@]}"
 tree_unchanged || status=1
 exit "$status"
