@@ -65,7 +65,7 @@ trap stop_all EXIT
 
 # The control plane's binaries and the curated images build in the background, the Go build
 # first: it needs nothing of the Python and UI setup, which is mostly network and disk, and on a
-# fresh machine it is bound by CPU for 30 minutes or more. The tests wait for it before they
+# fresh machine it is bound by CPU for 14 to 20 minutes. The tests wait for it before they
 # start (a cold run's tests beside the build fail on time: Galata's waits, shutdown timings),
 # so it runs at the tests' priority, not niced as a developer's build is. The images wait for
 # the lab extension (their trainhub wheel holds it) and build beside the tests that need none:
