@@ -448,6 +448,7 @@ class Builder:
         self._source_digest: str | None = None
         self._wheels_digest: str | None = None
         self._wheel: Path | None = None
+        self._stage_refs: dict[tuple[str, str], str] = {}
 
     # what an image's key is made of
     def build_args(self, image: Image) -> dict[str, str]:
@@ -463,7 +464,13 @@ class Builder:
 
     def stage_ref(self, image: Image, stage: str) -> str:
         """A stage's tag, by what it is made of: the image's inputs but trainhub's code (what
-        trainhub requires is), so that a change to trainhub alone finds it built and tagged."""
+        trainhub requires is), so that a change to trainhub alone finds it built and tagged.
+        Worked out once per build: its key, its build and its cleanup each ask."""
+        if (image.name, stage) not in self._stage_refs:
+            self._stage_refs[image.name, stage] = self._stage_ref(image, stage)
+        return self._stage_refs[image.name, stage]
+
+    def _stage_ref(self, image: Image, stage: str) -> str:
         pyproject = tomllib.loads((self.root / "pyproject.toml").read_text())
         made_of = {
             **{k: v for k, v in self.inputs(image).items() if k != "trainhub"},
