@@ -97,6 +97,21 @@ CASES = [
         "rendezvous",
     ),
     (
+        "trainhub.jobs.world.WorldSuperseded",
+        "not writing checkpoint step 80: this world of 1 (rank 0 on job-0 since 10:00:02 UTC)"
+        " is no longer the job's: a world of 1 started on job-1 at 10:00:15 UTC. ...",
+        "",
+        INFRA,
+        "world-superseded",
+    ),
+    (
+        "trainhub.checkpoint.CheckpointError",
+        "checkpoint step 80 failed publishing: rank 0: WorldSuperseded: not publishing ...",
+        "",
+        INFRA,
+        "world-superseded-peer",
+    ),
+    (
         "RuntimeError",
         "NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled system error, "
         "NCCL version 2.18.1\nncclSystemError: System call (e.g. socket, malloc) failed.",

@@ -11,11 +11,17 @@ from typing import Any
 from trainhub.jobs.directory import JobDir
 
 
+def job_dir() -> JobDir | None:
+    """The job this process runs in, or None outside a job."""
+    root = os.environ.get("TRAINHUB_JOB_DIR")
+    return JobDir(root) if root else None
+
+
 def checkpoint_dir() -> Path:
     """Where saves go and ``latest()`` looks: the job's directory, or the interactive one."""
-    job_dir = os.environ.get("TRAINHUB_JOB_DIR")
-    if job_dir:
-        return JobDir(job_dir).checkpoints.absolute()
+    job = job_dir()
+    if job is not None:
+        return job.checkpoints.absolute()
     # Resolved: the user may point it through a link, and readers never follow links below it.
     return Path(os.environ.get("TRAINHUB_CHECKPOINT_DIR") or "checkpoints").resolve()
 
@@ -31,6 +37,6 @@ def env_int(name: str, default: int) -> int:
 
 
 def emit(type: str, **fields: Any) -> None:
-    job_dir = os.environ.get("TRAINHUB_JOB_DIR")
-    if job_dir:
-        JobDir(job_dir).emit(type, **fields)
+    job = job_dir()
+    if job is not None:
+        job.emit(type, **fields)

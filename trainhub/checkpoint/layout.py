@@ -303,8 +303,9 @@ def remove_tree(path: Path) -> None:
 def remove_stale_temps(checkpoints_dir: Path, keep: Path | None = None) -> list[Path]:
     """Remove temp directories left by killed or failed writers, except ``keep``.
 
-    Only the one writer of a checkpoints directory calls this, after its own previous save
-    has finished, so every other temp directory is debris.
+    Only the one writer of a checkpoints directory calls this (rank 0 of the world of ranks
+    that owns the job: trainhub.jobs.world), after its own previous save has finished, so
+    every other temp directory is debris.
     """
     removed = []
     for entry in _scandir(checkpoints_dir):

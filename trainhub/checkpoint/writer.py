@@ -1,8 +1,9 @@
 """Writing one checkpoint: rank 0 alone with ``torch.save`` (replicated state) or every rank
 with torch.distributed.checkpoint (sharded), into a fresh temp directory; the files hashed,
-the manifest written, all fsynced and published by one rename, the ranks agreeing on the
-outcome at each stage. Then rank 0 applies the retention policy and records the save in the
-job's events. A :class:`Plan` says what to write; torch is imported inside the functions."""
+the manifest written, all fsynced and published by one rename (while this world of ranks is
+still the job's), the ranks agreeing on the outcome at each stage. Then rank 0 applies the
+retention policy and records the save in the job's events. A :class:`Plan` says what to
+write; torch is imported inside the functions."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from trainhub.checkpoint import sharded
-from trainhub.checkpoint.environment import emit
+from trainhub.checkpoint.environment import emit, job_dir
 from trainhub.checkpoint.layout import (
     DCP_FORMAT,
     FORMAT,
@@ -36,6 +37,7 @@ from trainhub.checkpoint.layout import (
 )
 from trainhub.checkpoint.ranks import CheckpointError, Ranks, gather
 from trainhub.checkpoint.retention import retention_victims
+from trainhub.jobs import world
 
 STATE_FILE = "state.pt"
 
@@ -92,10 +94,12 @@ def _write_replicated(plan: Plan, payload: Any) -> CheckpointInfo | None:
     info = None
     if plan.ranks.rank == 0:
         try:
+            _check_world(plan)  # before the cleanup of other writers' temps, too
             tmp = _fresh_temp(plan.root, temp_path(plan.root, step_name(plan.step)))
             try:
                 entry = _torch_save(payload, tmp / STATE_FILE)
                 _write_manifest(tmp, plan, [entry], world_size=plan.ranks.world_size)
+                _check_world(plan)
                 publish(tmp, plan.final)
             except BaseException:
                 remove_tree(tmp)
@@ -116,6 +120,7 @@ def _write_sharded(plan: Plan, payload: Any) -> CheckpointInfo | None:
     error: BaseException | None = None
     if ranks.rank == 0:
         try:
+            _check_world(plan)
             _fresh_temp(plan.root, tmp)
         except Exception as e:
             error = e
@@ -145,6 +150,7 @@ def _write_sharded(plan: Plan, payload: Any) -> CheckpointInfo | None:
         try:
             files = sharded.describe_files(tmp)
             _write_manifest(tmp, plan, files, world_size=ranks.world_size, format=DCP_FORMAT)
+            _check_world(plan)
             publish(tmp, plan.final)
             info = load_manifest(plan.final)
         except Exception as e:
@@ -152,6 +158,15 @@ def _write_sharded(plan: Plan, payload: Any) -> CheckpointInfo | None:
             error = e
     _agree(plan, error, "publishing")
     return info if info is not None else _visible(plan)
+
+
+def _check_world(plan: Plan) -> None:
+    """Write only while this world of ranks is the job's: one the rendezvous left behind would
+    write the same steps as the world that replaced it, and clear away its temps
+    (trainhub.jobs.world). Checked again just before publishing."""
+    job = job_dir()
+    if job is not None:
+        world.check(job, f"writing checkpoint step {plan.step}")
 
 
 def _fresh_temp(root: Path, tmp: Path) -> Path:

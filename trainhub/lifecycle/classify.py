@@ -154,6 +154,18 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
+        "world-superseded",
+        FailureClass.INFRASTRUCTURE,
+        "the rendezvous dropped this worker and a new world of ranks took over the job",
+        types=frozenset({"WorldSuperseded"}),
+    ),
+    Rule(
+        "world-superseded-peer",
+        FailureClass.INFRASTRUCTURE,
+        "rank 0's world of ranks was superseded by a new one, which took over the job",
+        text=r"\bWorldSuperseded:",
+    ),
+    Rule(
         "nccl",
         FailureClass.INFRASTRUCTURE,
         "NCCL reported an error between ranks",

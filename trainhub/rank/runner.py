@@ -32,6 +32,7 @@ from pathlib import Path
 
 from trainhub.bundle.layout import WORKSPACE
 from trainhub.bundle.schema import BundleManifest, read_manifest
+from trainhub.jobs import world
 from trainhub.jobs.directory import write_json_atomic
 from trainhub.rank.cells import run_cells
 from trainhub.rank.context import RankContext
@@ -117,6 +118,11 @@ def run_bundle(bundle_dir: Path, ctx: RankContext) -> int:
         f"rank {ctx.rank}/{ctx.world_size}, attempt {ctx.attempt}: "
         f"running {manifest.kind} {manifest.entry}"
     )
+    if ctx.rank == 0:  # this world owns the job's checkpoints from now (trainhub.jobs.world)
+        try:
+            world.claim(ctx.job, world_size=ctx.world_size, attempt=ctx.attempt)
+        except OSError as exc:  # unguarded, not stopped: its saves fail the same way, named
+            say(f"cannot claim the job's directory for this world of ranks: {exc}")
     run = run_cells if manifest.kind == "notebook" else run_script
     meter = rank_meter(ctx.job, ctx.rank, ctx.attempt)
     install(meter)  # the DataLoaders' wait for data, in metrics/system.jsonl
