@@ -131,6 +131,12 @@ def test_a_1_to_3_job_grows_shrinks_and_matches_a_fixed_size_run(elastic_team: R
     # world of two.
     assert "resumed from step" in t.rank_log(job_id, 0)
     assert started_as_one_world(t, job_id, 2)
+    # Each worker's agent kept its account of the rendezvous in the job directory (worker 0's
+    # from its first round to its last), which says why, should a job ever split.
+    logs = t.backend.jobs_root / job_id / "logs"
+    accounts = {w: (logs / f"rendezvous-{w}-attempt-0.log").read_text() for w in range(3)}
+    assert all("has joined round" in text for text in accounts.values()), accounts
+    assert all(f"in a world of size {n}." in accounts[0] for n in (1, 3, 2)), accounts[0]
 
     assert t.ended(fixed, timeout=600).state == JobState.SUCCEEDED
     # Equal within what the sizes change: the elastic job's steps ran at one, three and two

@@ -127,6 +127,19 @@ def test_an_elastic_job_grows_shrinks_and_ends_as_a_fixed_size_run(machine: Trai
     result = torch.tensor(json.loads((machine.job_dir(elastic) / "result.json").read_text()))
     assert torch.allclose(result, expected_weights(), atol=1e-4), result
 
+    # Each agent's account of the rendezvous: the rounds it tried and joined, at each size,
+    # without its heartbeats; none of it in the agents' output, which the verdict reads.
+    logs = machine.job_dir(elastic) / "logs"
+    accounts = [a.read_text() for a in sorted(logs.glob("rendezvous-pid*-attempt-0.log"))]
+    assert len(accounts) >= 3, accounts  # the first worker, the two it grew by (and more)
+    assert all("attempts to join the next round" in text for text in accounts), accounts
+    for size in (1, 3, 2):
+        assert any(f"in a world of size {size}." in text for text in accounts), (size, accounts)
+    assert not any(
+        "keep-alive heartbeat" in text or "successfully synced" in text for text in accounts
+    )
+    assert "has joined round" not in machine.logs(elastic, check=False)
+
 
 def test_a_worker_killed_while_the_group_reforms_leaves_the_others_going(machine: Trainhub):
     train_gate = gate(machine, "train")
@@ -149,4 +162,4 @@ def test_a_worker_killed_while_the_group_reforms_leaves_the_others_going(machine
 
 
 def _agents_of(job_id: str) -> list[psutil.Process]:
-    return [p for p in job_processes(job_id) if "torch.distributed.run" in " ".join(p.cmdline())]
+    return [p for p in job_processes(job_id) if "trainhub.rank.agent" in " ".join(p.cmdline())]

@@ -413,7 +413,7 @@ def test_elastic_job_starts_at_min_on_a_c10d_rendezvous() -> None:
     assert notes["kueue.x-k8s.io/elastic-job"] == "true"
     assert notes["trainhub.io/workers"] == "1:3"
     command = job["spec"]["template"]["spec"]["containers"][0]["command"]
-    run = command[command.index("torchrun") :]
+    run = command[command.index("trainhub.rank.agent") :]  # torchrun, its rendezvous kept
     assert "--nnodes=1:3" in run and "--rdzv-backend=c10d" in run
     assert "--rdzv-endpoint=resnet-0a1b2c3d-0.resnet-0a1b2c3d:29500" in run
     assert not any(a.startswith(("--node-rank", "--master-addr")) for a in run)

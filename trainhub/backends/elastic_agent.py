@@ -3,6 +3,10 @@ the environment and rendezvous settings that every agent of an elastic job share
 
 from __future__ import annotations
 
+# The agent's module: torchrun's own, run by trainhub so that what its rendezvous decides is
+# kept in the job directory (rank/agent.py: logs/rendezvous-<worker>-attempt-<n>.log).
+AGENT_MODULE = "trainhub.rank.agent"
+
 # Without it, an agent that becomes rank 0 of a later round never publishes the master address
 # of that round (it keeps the one it shared before), and the others wait for it until their
 # store times out (seen with torch 2.15, on one machine and on the real node alike).

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from trainhub.backends.elastic_agent import ELASTIC_ENV, rdzv_conf
+from trainhub.backends.elastic_agent import AGENT_MODULE, ELASTIC_ENV, rdzv_conf
 from trainhub.backends.kubernetes.identity import USER_LABEL, owner_label
 from trainhub.backends.kubernetes.names import (
     GPU,
@@ -91,7 +91,9 @@ def elastic_torchrun_args(record: JobRecord, service: str) -> list[str]:
     the latest checkpoint; a lost peer counts as a restart too, hence the budget."""
     res = record.spec.resources
     return [
-        "torchrun",
+        "python",
+        "-m",
+        AGENT_MODULE,  # torchrun, keeping its rendezvous' account in the job directory
         f"--nnodes={res.worker_range}",
         f"--nproc-per-node={res.ranks_per_worker}",
         "--rdzv-backend=c10d",

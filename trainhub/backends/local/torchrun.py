@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from trainhub.backends.elastic_agent import ELASTIC_ENV, rdzv_conf
+from trainhub.backends.elastic_agent import AGENT_MODULE, ELASTIC_ENV, rdzv_conf
 from trainhub.backends.local.readonly import wrap
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.environment import (
@@ -42,7 +42,8 @@ def torchrun_argv(
     argv = [
         python,
         "-m",
-        "torch.distributed.run",
+        # An elastic agent keeps its rendezvous' account in the job directory (rank/agent.py).
+        "torch.distributed.run" if elastic is None else AGENT_MODULE,
         f"--nproc-per-node={nproc_per_worker}",
         f"--max-restarts={max_restarts}",
         f"--rdzv-id={run_id}",
