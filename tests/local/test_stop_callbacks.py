@@ -38,8 +38,11 @@ for step in range(1000):
 """
 
 
-def started(job: JobDir, argv: list[str]) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(argv, env=rank_env(job), cwd=job.root, start_new_session=True)
+def started(
+    job: JobDir, argv: list[str], env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    env = env or rank_env(job)
+    proc = subprocess.Popen(argv, env=env, cwd=job.root, start_new_session=True)
     deadline = time.monotonic() + 60
     while "ready" not in (job.rank_log(0).read_text() if job.rank_log(0).exists() else ""):
         assert proc.poll() is None and time.monotonic() < deadline, "the rank never got going"
@@ -56,9 +59,14 @@ def job_with_script(tmp_path: Path) -> JobDir:
 
 def test_sigterm_runs_the_stop_callbacks_then_the_rank_ends_by_sigterm(tmp_path: Path) -> None:
     job = job_with_script(tmp_path)
-    rank = started(job, [sys.executable, "-m", "trainhub.rank.runner", str(job.bundle)])
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    argv = [sys.executable, "-m", "trainhub.rank.runner", str(job.bundle)]
+    rank = started(job, argv, env={**rank_env(job), "TMPDIR": str(tmp)})
+    assert [p.name[:16] for p in tmp.iterdir()] == ["trainhub-ipython"]  # its IPython dir
     os.killpg(rank.pid, signal.SIGTERM)  # as torchrun stops its workers: their process group
     assert rank.wait(timeout=60) == -signal.SIGTERM
+    assert list(tmp.iterdir()) == []  # a rank ended by a signal leaves nothing behind either
     log = job.rank_log(0).read_text()
     assert "SIGTERM received: running the job's stop callbacks" in log
     assert "while stopping: broken: RuntimeError: this callback fails" in log

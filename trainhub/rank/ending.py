@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,11 @@ def flush_checkpoints(status_path: Path) -> bool:
         return False
 
 
-def stop_handler(ctx: RankContext) -> Any:
+def stop_handler(ctx: RankContext, cleanup: Callable[[], None] = lambda: None) -> Any:
     """SIGTERM (preemption, suspension, a deleted pod, a cancel): run the callbacks the code
     registered with ``trainhub.checkpoint.on_stop``, finish their saves, then end by SIGTERM
-    as a rank without a handler would."""
+    as a rank without a handler would, after ``cleanup`` (what the rank's ``finally`` would
+    have removed: a death by signal runs none)."""
     from trainhub.checkpoint import stopping  # not in the handler: it may interrupt an import
 
     def handler(signum: int, frame: Any) -> None:
@@ -51,6 +53,7 @@ def stop_handler(ctx: RankContext) -> Any:
             say(f"while stopping: {error}")
         sys.stdout.flush()
         sys.stderr.flush()
+        cleanup()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 

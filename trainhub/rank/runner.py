@@ -153,10 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     # A crash (SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL) leaves the Python stack in the log:
     # the cell and line it was in.
     faulthandler.enable(file=sys.stderr, all_threads=False)
-    signal.signal(signal.SIGTERM, stop_handler(ctx))
     # A private IPython directory: no user profile or startup files change what a job runs.
     ipython_dir = tempfile.mkdtemp(prefix="trainhub-ipython-")
     os.environ["IPYTHONDIR"] = ipython_dir
+    # Removed below, or on the way out of a stop (a rank ended by SIGTERM runs no finally).
+    signal.signal(
+        signal.SIGTERM,
+        stop_handler(ctx, cleanup=lambda: shutil.rmtree(ipython_dir, ignore_errors=True)),
+    )
     code = 1
     try:
         code = run_bundle(bundle_dir, ctx)
