@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trainhub.jobs.directory import JobDir
-from trainhub.rank.agent import RENDEZVOUS_LOGGER, rendezvous_log, rendezvous_log_name
+from trainhub.jobs.directory import JobDir, rendezvous_log_name
+from trainhub.rank.agent import RENDEZVOUS_LOGGER, rendezvous_log
 
 # What a rendezvous logs, through the agent's setup, in a process of its own.
 EMIT = f"""

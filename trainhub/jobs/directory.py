@@ -109,6 +109,12 @@ def agent_log_name(worker: int, attempt: int) -> str:
     return f"logs/agent-{worker}-attempt-{attempt}.log"
 
 
+def rendezvous_log_name(worker: str, attempt: int) -> str:
+    """Where an elastic job's agent keeps its account of the rendezvous for one attempt
+    (:mod:`trainhub.rank.agent`): ``worker`` is a pod's index, or ``pid<n>`` on one machine."""
+    return f"logs/rendezvous-{worker}-attempt-{attempt}.log"
+
+
 def metrics_file(kind: str) -> str:
     """The job-relative path of its ``kind`` metrics (one of :data:`METRIC_KINDS`)."""
     return f"{METRICS}/{METRIC_FILES[kind]}"

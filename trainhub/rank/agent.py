@@ -19,15 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from trainhub.jobs import confined
+from trainhub.jobs.directory import rendezvous_log_name
 
 RENDEZVOUS_LOGGER = "torch.distributed.elastic.rendezvous.dynamic_rendezvous"
 # Every agent's heartbeat, each second, and the sync that carries it: the account would be
 # little else. What a sync carries is said before it ("... Pending sync."); a failed one stays.
 _EVERY_SECOND = ("keep-alive heartbeat", "has successfully synced its local changes")
-
-
-def rendezvous_log_name(worker: str, attempt: int) -> str:
-    return f"logs/rendezvous-{worker}-attempt-{attempt}.log"
 
 
 def rendezvous_log(environ: Mapping[str, str]) -> tuple[Path, str] | None:
