@@ -46,6 +46,11 @@ from trainhub_spawner.images import (  # noqa: E402
 
 DEBIAN = "debian"
 DEBIAN_REF = "localhost/trainhub/debian:12"
+# What every session image starts from (images/session): Python, JupyterLab and what trainhub
+# requires. Like the Debian root, not in the catalog and built only as a parent.
+SESSION = "session"
+SESSION_REF = "localhost/trainhub/session:0.1.0"
+FOUNDATIONS = {DEBIAN: DEBIAN_REF, SESSION: SESSION_REF}
 DEFAULT_IMAGES = ("base", "pytorch-cpu")
 # Images that are not sessions' (not in catalog.yaml), built only when named: the hub, and the
 # proxy that tests installing Zero-to-JupyterHub run (configurable-http-proxy from npm).
@@ -143,10 +148,10 @@ class Image:
 
 
 def images_of(images_dir: Path = IMAGES) -> dict[str, Image]:
-    """Every image buildable from ``images_dir``: the catalog's, the hub's, the proxy's and the
-    Debian root."""
+    """Every image buildable from ``images_dir``: the catalog's, the hub's, the proxy's, the
+    session layer and the Debian root."""
     refs = {i.name: i.image for i in load_catalog(images_dir / "catalog.yaml")}
-    for name, ref in OTHER_IMAGES.items():
+    for name, ref in (OTHER_IMAGES | {SESSION: SESSION_REF}).items():
         if (images_dir / name / "Dockerfile").is_file():
             refs.setdefault(name, ref)
     by_ref = {ref: name for name, ref in refs.items()} | {DEBIAN_REF: DEBIAN}
@@ -487,6 +492,10 @@ class Builder:
             out[f"file {path.name}"] = hashlib.sha256(path.read_bytes()).hexdigest()
         if image.name == DEBIAN:
             out["mmdebstrap"] = json.dumps(mmdebstrap_argv(Path("rootfs.tar"), self.sources()))
+        if image.requirements:  # what trainhub requires, apart from the wheel's sources
+            pyproject = tomllib.loads((self.root / "pyproject.toml").read_text())
+            for extra in sorted(image.requirements):
+                out[f"requirements {extra}"] = json.dumps(trainhub_requirements(pyproject, extra))
         if image.uses_wheel:
             if self._source_digest is None:
                 self._source_digest = tree_digest(self.root, WHEEL_SOURCES)
@@ -707,11 +716,12 @@ class Builder:
 
 
 def requested(argv_names: list[str], everything: bool, images: dict[str, Image]) -> list[str]:
+    catalog = [n for n in images if n not in FOUNDATIONS and n not in OTHER_IMAGES]
     if everything:
-        return [n for n in images if n != DEBIAN and n not in OTHER_IMAGES]
+        return catalog
     names = argv_names or os.environ.get("TRAINHUB_IMAGES", "").replace(",", " ").split()
     if names == ["all"]:
-        return [n for n in images if n != DEBIAN and n not in OTHER_IMAGES]
+        return catalog
     return names or list(DEFAULT_IMAGES)
 
 

@@ -264,7 +264,7 @@ def check_catalog(images_dir: Path) -> list[str]:
         catalog = load_catalog(images_dir / "catalog.yaml")
     except CatalogError as e:
         return e.problems
-    by_ref = {i.image: i for i in catalog}
+    by_ref = {i.image: i.name for i in catalog}
     for image in catalog:
         dockerfile = images_dir / image.name / "Dockerfile"
         if not dockerfile.is_file():
@@ -276,39 +276,43 @@ def check_catalog(images_dir: Path) -> list[str]:
                 f"{image.name}: the catalog's dockerfile_sha256 is not that of {dockerfile} "
                 "(python images/build.py --pin-dockerfiles writes it)"
             )
-        declared = _declared_versions(images_dir, image, by_ref)
+        declared = _declared_versions(images_dir, image.name, by_ref)
         for framework, version in image.frameworks.items():
             arg = f"{framework.upper().replace('-', '_')}_VERSION"
-            have = declared.get(arg)
-            if have is None:
+            if arg not in declared:
                 problems.append(
                     f"{image.name}: the catalog says {framework} {version}, "
                     f"but {dockerfile} declares no ARG {arg}"
                 )
-            elif not (have == version or have.startswith(version + ".")):
+                continue
+            have, where = declared[arg]
+            if not (have == version or have.startswith(version + ".")):
                 problems.append(
                     f"{image.name}: the catalog says {framework} {version}, "
-                    f"but {dockerfile} builds {have}"
+                    f"but {where} builds {have}"
                 )
     return problems
 
 
 def _declared_versions(
-    images_dir: Path, image: Image, by_ref: dict[str, Image], seen: frozenset[str] = frozenset()
-) -> dict[str, str]:
-    """The image's ARGs, over those of its parent when the parent is a catalog image too."""
-    path = images_dir / image.name / "Dockerfile"
-    if image.name in seen or not path.is_file():
+    images_dir: Path, name: str, by_ref: dict[str, str], seen: frozenset[str] = frozenset()
+) -> dict[str, tuple[str, Path]]:
+    """The image's ARGs, each with the Dockerfile that declares it, over those of its parent
+    when the parent is built here too: a catalog image, or a layer of images_dir that no
+    catalog lists (``localhost/trainhub/<name>:<tag>``, the session layer)."""
+    path = images_dir / name / "Dockerfile"
+    if name in seen or not path.is_file():
         return {}
     steps = instructions(path.read_text())
     own = build_args(steps)
-    parent = next(
-        (by_ref.get(_expand(s.args.split()[0], own)) for s in steps if s.keyword == "FROM"), None
-    )
-    inherited = (
-        _declared_versions(images_dir, parent, by_ref, seen | {image.name}) if parent else {}
-    )
-    return {**inherited, **own}
+    base = next((_expand(s.args.split()[0], own) for s in steps if s.keyword == "FROM"), "")
+    local = _LOCAL_REF.fullmatch(base)
+    parent = by_ref.get(base) or (local.group(1) if local else None)
+    inherited = _declared_versions(images_dir, parent, by_ref, seen | {name}) if parent else {}
+    return {**inherited, **{arg: (value, path) for arg, value in own.items()}}
+
+
+_LOCAL_REF = re.compile(r"localhost/trainhub/([a-z0-9-]+):[\w.-]+")
 
 
 def check_teams_images(teams: Teams, catalog: list[Image]) -> list[str]:

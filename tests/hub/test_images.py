@@ -71,6 +71,13 @@ def test_catalog_versions_must_match_what_the_dockerfile_builds(tmp_path: Path) 
         "pytorch-nlp: the catalog says transformers 4.47, but "
         f"{images}/pytorch-nlp/Dockerfile builds 4.46.3",
     ]
+    # A version the session layer declares is checked in every image built on it.
+    session = images / "session" / "Dockerfile"
+    session.write_text(session.read_text().replace("LAB_VERSION=4.6.6", "LAB_VERSION=4.7.0"))
+    problems = check_catalog(images)
+    for name in ("base", "pytorch-cpu", "pytorch"):
+        assert f"{name}: the catalog says jupyterlab 4.6.6, but {session} builds 4.7.0" in problems
+    assert len(problems) == 5, problems
     (images / "base" / "Dockerfile").unlink()
     assert f"base: no Dockerfile at {images}/base/Dockerfile" in check_catalog(images)
 

@@ -114,11 +114,24 @@ def container(index: dict) -> Iterator:
 # --- the build chain, pure -----------------------------------------------------------------------
 def test_each_image_is_built_after_its_parent() -> None:
     images = build.images_of(IMAGES)
-    assert images["base"].parent == images["pytorch-cpu"].parent == build.DEBIAN
+    # Every session image starts from the session layer, which starts from the Debian root.
+    assert images["session"].parent == build.DEBIAN
+    assert images["base"].parent == images["pytorch-cpu"].parent == build.SESSION
+    assert images["pytorch"].parent == build.SESSION
     assert images["pytorch-nlp"].parent == "pytorch"
-    assert images["pytorch"].parent is None  # starts from PyTorch's image on Docker Hub
-    assert build.with_parents(["pytorch-cpu", "base"], images) == ["debian", "pytorch-cpu", "base"]
-    assert build.with_parents(["pytorch-nlp"], images) == ["pytorch", "pytorch-nlp"]
+    assert build.with_parents(["pytorch-cpu", "base"], images) == [
+        "debian",
+        "session",
+        "pytorch-cpu",
+        "base",
+    ]
+    assert build.with_parents(["pytorch-nlp"], images) == [
+        "debian",
+        "session",
+        "pytorch",
+        "pytorch-nlp",
+    ]
+    assert build.requested([], True, images) == ["base", "pytorch-cpu", "pytorch", "pytorch-nlp"]
     with pytest.raises(build.BuildError, match=r"no image 'jax': the images are base, debian"):
         build.with_parents(["jax"], images)
 
@@ -153,7 +166,9 @@ def test_trainhubs_dependencies_are_a_layer_of_their_own_before_its_wheel() -> N
     change to trainhub's code alone rebuilds one small layer. The hub's wheel-building stage
     holds none of trainhub's code, and is kept tagged so that no prune removes it."""
     images = build.images_of(IMAGES)
-    assert images["base"].requirements == images["pytorch-cpu"].requirements == {"server"}
+    # The session images' dependencies are their parent's layer, the wheel theirs.
+    assert images["session"].requirements == {"server"} and not images["session"].uses_wheel
+    assert images["base"].requirements == images["pytorch-cpu"].requirements == frozenset()
     assert images["hub"].requirements == {"hub"} and images["hub"].stages == ("build",)
     assert images["base"].stages == () and images["proxy"].requirements == frozenset()
     assert images["hub"].local_ref("0123456789abcdef99", "build") == (
@@ -184,10 +199,38 @@ def test_trainhubs_dependencies_are_a_layer_of_their_own_before_its_wheel() -> N
     ]
     with pytest.raises(build.BuildError, match="trainhub has no extra 'gpu'"):
         build.trainhub_requirements(pyproject, "gpu")
-    for name in ("base", "pytorch-cpu", "hub"):
-        text = images[name].dockerfile.read_text()
-        assert text.index("requirements-") < text.index("COPY dist/trainhub-"), name
+    for name in ("base", "pytorch-cpu", "pytorch", "hub"):
+        image = images[name]
+        text = image.dockerfile.read_text()
+        if image.requirements:
+            assert text.index("requirements-") < text.index("COPY dist/trainhub-"), name
+        else:  # installed by the layer it starts from
+            assert images[image.parent or ""].requirements == {"server"}, name
         assert "--no-deps" in text and "pip check" in text, name
+
+
+def test_the_session_layer_is_kept_through_a_change_to_trainhub_alone(tmp_path: Path) -> None:
+    """The session layer holds what trainhub requires, not its code: a change to trainhub's code
+    keeps its key (it and the PyTorch layer above it are not built again), a change to what
+    trainhub requires makes a new one; the session images' keys follow both."""
+    checkout = tmp_path / "checkout"
+    (checkout / "trainhub").mkdir(parents=True)
+    shutil.copy2(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    (checkout / "trainhub" / "a.py").write_text("1")
+    images = build.images_of(IMAGES)
+
+    def keys() -> tuple[str, str]:
+        builder = build.Builder(build.Paths(tmp_path, tmp_path / "wheels"), images, checkout)
+        return builder.key("session"), builder.key("base")
+
+    session, base = keys()
+    (checkout / "trainhub" / "a.py").write_text("2")
+    assert keys()[0] == session and keys()[1] != base
+    pyproject = (checkout / "pyproject.toml").read_text()
+    changed = pyproject.replace('"tornado>=6.4",', '"tornado>=6.5",', 1)
+    assert changed != pyproject
+    (checkout / "pyproject.toml").write_text(changed)
+    assert keys()[0] != session
 
 
 def test_the_hubs_wheel_stage_is_kept_through_a_change_to_trainhub_alone(tmp_path: Path) -> None:
@@ -330,7 +373,7 @@ def test_the_session_starts_as_the_images_user(container) -> None:
         "jupyter labextension list 2>&1 | grep -c 'trainhub v.*enabled.*OK'"
     )
     proc = buildah.run("run", ctr, "--", "sh", "-c", script, quiet=True)
-    steps = build.instructions((IMAGES / "base" / "Dockerfile").read_text())
+    steps = build.instructions((IMAGES / "session" / "Dockerfile").read_text())
     assert proc.stdout.splitlines() == [
         "1000",
         "100",
@@ -437,7 +480,7 @@ def test_a_second_build_with_nothing_changed_builds_nothing(index: dict, checkou
     before = {n: a.stat() for n, a in archives.items()}
     proc = run_build(checkout, *BUILT)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    for name in ("debian", *BUILT):
+    for name in ("debian", "session", *BUILT):
         assert f"[images] {name}: up to date" in proc.stderr
     assert "built in" not in proc.stderr and "buildah" not in proc.stderr
     after = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())
@@ -452,7 +495,7 @@ def test_one_build_of_each_image_stays_in_storage(index: dict) -> None:
     storage (gigabytes each, for the PyTorch images), as their archives leave the cache."""
     buildah = build.Buildah(build.Paths.from_env())
     listed = buildah.run("images", "--format", "{{.Name}}:{{.Tag}}", quiet=True).stdout.split()
-    for name in ("debian", *BUILT):
+    for name in ("debian", "session", *BUILT):
         own = re.compile(rf"localhost/trainhub/{re.escape(name)}:[0-9a-f]{{16}}")
         assert [ref for ref in listed if own.fullmatch(ref)] == [
             index["images"][name]["local_reference"]
