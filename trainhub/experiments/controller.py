@@ -46,7 +46,7 @@ from trainhub.jobs.directory import JobDir
 from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.naming import MAX_NAME_LENGTH
-from trainhub.jobs.records import as_owner, repair_claims
+from trainhub.jobs.records import advance_running, repair_claims
 from trainhub.jobs.spec import SpecError
 from trainhub.jobs.states import JobState
 from trainhub.lifecycle.verdict import stop_reason_of_rule
@@ -180,22 +180,9 @@ class Sweeps:
 
     # --- the controller -------------------------------------------------------------------
     def advance_all(self) -> None:
-        """One step of every running sweep, each as its owner where the backend keeps several
-        members' files (the cluster's controller: a trial is the owner's job, its record and
-        frozen workspace the owner's files, and a record in another member's name is left);
-        one sweep's trouble never stops the others."""
-        backend = self.service.backend
-        for sweep_id in self.records.active_ids():
-            path = self.records.path(sweep_id)
-            try:
-                with as_owner(backend, path):
-                    record = self.records.get(sweep_id)
-                    if record is None or record.state != SweepState.RUNNING:
-                        continue
-                    with as_owner(backend, path, record.user):
-                        self.advance(sweep_id)
-            except Exception:
-                log.exception("trainhub: sweep %s could not advance", sweep_id)
+        """One step of every running sweep (:func:`~trainhub.jobs.records.advance_running`):
+        a trial is its owner's job, the record and frozen workspace its owner's files."""
+        advance_running(self.service.backend, self.records, self.advance, "sweep")
 
     def advance(self, sweep_id: str) -> Step:
         record = self.records.get(sweep_id)

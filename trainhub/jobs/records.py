@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import logging
 import os
 import sqlite3
 import time
@@ -31,6 +32,8 @@ from trainhub.backends.capabilities import KeepsStore, TouchesAsOwner
 from trainhub.jobs import confined, ownership
 from trainhub.jobs.claims import CLAIM_SECONDS as CLAIM_SECONDS  # re-exported: a claim's age
 from trainhub.jobs.claims import settle
+
+log = logging.getLogger(__name__)
 
 MAX_RECORD_BYTES = 4 * 2**20
 RUNNING = "running"  # the state value of a record that may still act
@@ -343,3 +346,23 @@ def as_owner(
     if path is None or not isinstance(backend, TouchesAsOwner):
         return contextlib.nullcontext()
     return backend.as_owner(path, user)
+
+
+def advance_running(
+    backend: Any, records: Records[Any], advance: Callable[[str], object], kind: str
+) -> None:
+    """One step (``advance``) of every running record, each as its owner where the backend
+    keeps several members' files (the cluster's controller: the record and what it submits are
+    its owner's, and a record in another member's name is left); one record's trouble never
+    stops the others. ``kind`` names the records in the log ("sweep", "pipeline run")."""
+    for record_id in records.active_ids():
+        path = records.path(record_id)
+        try:
+            with as_owner(backend, path):
+                record = records.get(record_id)
+                if record is None or _state(record) != RUNNING:
+                    continue
+                with as_owner(backend, path, record.user):
+                    advance(record_id)
+        except Exception:
+            log.exception("trainhub: %s %s could not advance", kind, record_id)

@@ -27,7 +27,7 @@ from trainhub.errors import Conflict, NotFound, ReadOnly, TrainhubError
 from trainhub.jobs import ownership
 from trainhub.jobs.filter import JobFilter
 from trainhub.jobs.models import JobRecord
-from trainhub.jobs.records import as_owner, repair_claims
+from trainhub.jobs.records import advance_running, repair_claims
 from trainhub.jobs.sharing import Sharing
 from trainhub.jobs.spec import SpecError, parse_spec
 from trainhub.pipelines import checks, launch
@@ -227,20 +227,8 @@ class Pipelines:
 
     # --- the controller -------------------------------------------------------------------
     def advance_all(self) -> None:
-        """One step of every running run, each as its owner where the backend keeps several
-        members' files; one run's trouble never stops the others."""
-        backend = self.service.backend
-        for run_id in self.records.active_ids():
-            path = self.records.path(run_id)
-            try:
-                with as_owner(backend, path):
-                    run = self.records.get(run_id)
-                    if run is None or run.state != RunState.RUNNING:
-                        continue
-                    with as_owner(backend, path, run.user):
-                        self.advance(run_id)
-            except Exception:
-                log.exception("trainhub: pipeline run %s could not advance", run_id)
+        """One step of every running run (:func:`~trainhub.jobs.records.advance_running`)."""
+        advance_running(self.service.backend, self.records, self.advance, "pipeline run")
 
     def advance(self, run_id: str) -> list[str]:
         """Start the steps whose upstream steps are done (a step that reuses an earlier result
