@@ -91,6 +91,30 @@ def kill_jobs(home: Path) -> None:
                 proc.kill()
 
 
+def new_job_dir(service: JobService, prefix: str) -> JobDir:
+    """A created job directory under the service's jobs root, named ``<prefix>-<random>``: the
+    job's id."""
+    return JobDir(service.jobs_root / f"{prefix}-{os.urandom(4).hex()}").create()
+
+
+def store_job(
+    service: JobService,
+    jobdir: JobDir,
+    local: LocalJob | None = None,
+    *,
+    gpus: int = 0,
+    **fields: Any,
+) -> JobRecord:
+    """The job of ``jobdir`` (priority 1; ``fields``: the rest of its JobRecord) as a row of the
+    service's store, inserted directly: nothing runs."""
+    backend: LocalBackend = service.backend  # type: ignore[assignment]
+    record = JobRecord(
+        id=jobdir.root.name, job_dir=str(jobdir.root), priority=1, gpus=gpus, **fields
+    )
+    with backend.store.transaction() as conn:
+        return backend.store.insert(conn, record, LocalJob() if local is None else local)
+
+
 def insert_job(
     service: JobService,
     *,
@@ -100,33 +124,30 @@ def insert_job(
 ) -> JobRecord:
     """A job row and directory without torchrun. An active one gets a stand-in supervisor (a
     sleeping child carrying the job's id), so reconcile and cancel treat it as real."""
-    backend: LocalBackend = service.backend  # type: ignore[assignment]
-    job_id = f"{name}-{os.urandom(4).hex()}"
-    jobdir = JobDir(service.jobs_root / job_id).create()
+    jobdir = new_job_dir(service, name)
     supervisor = None
     if state.active:
         supervisor = psutil.Popen(
-            ["sleep", "600"], env={**os.environ, "TRAINHUB_JOB_ID": job_id}, start_new_session=True
+            ["sleep", "600"],
+            env={**os.environ, "TRAINHUB_JOB_ID": jobdir.root.name},
+            start_new_session=True,
         )
-    record = JobRecord(
-        id=job_id,
-        name=name,
-        user=user,
-        priority=1,
-        state=state,
-        spec=parse_spec(spec()),
-        job_dir=str(jobdir.root),
-        gpus=0,
-        created_at=time.time(),
-        started_at=time.time(),
-        finished_at=time.time() if state.terminal else None,
-    )
     local = LocalJob(
         supervisor_pid=supervisor.pid if supervisor else None,
         supervisor_start=supervisor.create_time() if supervisor else None,
     )
-    with backend.store.transaction() as conn:
-        record = backend.store.insert(conn, record, local)
+    record = store_job(
+        service,
+        jobdir,
+        local,
+        name=name,
+        user=user,
+        state=state,
+        spec=parse_spec(spec()),
+        created_at=time.time(),
+        started_at=time.time(),
+        finished_at=time.time() if state.terminal else None,
+    )
     jobdir.emit("state", state=state.value)
     return record
 

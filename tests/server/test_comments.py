@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.server.conftest import insert_job
-from tests.server.token_users import TOKENS_VARIABLE, TokenUsers, tokens_text
+from tests.server.token_users import token_header, token_users_config
 from trainhub.comments import kinds
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
@@ -22,11 +22,7 @@ TOKENS = {"token-of-rin": "rin", "token-of-oto": "oto"}
 
 @pytest.fixture
 def jp_server_config(jp_server_config: dict[str, Any], monkeypatch) -> dict[str, Any]:
-    monkeypatch.setenv(TOKENS_VARIABLE, tokens_text(TOKENS))
-    return {
-        **jp_server_config,
-        "ServerApp": {**jp_server_config["ServerApp"], "identity_provider_class": TokenUsers},
-    }
+    return token_users_config(jp_server_config, TOKENS, monkeypatch)
 
 
 @pytest.fixture
@@ -34,7 +30,6 @@ def as_user(jp_fetch: Any) -> Any:
     async def call(
         user: str, method: str, *parts: str, body: Any = None, **params: str
     ) -> tuple[int, Any]:
-        token = next(t for t, u in TOKENS.items() if u == user)
         response = await jp_fetch(
             "trainhub",
             "api",
@@ -42,7 +37,7 @@ def as_user(jp_fetch: Any) -> Any:
             method=method,
             params=params,
             body=None if body is None else json.dumps(body),
-            headers={"Authorization": f"token {token}"},
+            headers=token_header(TOKENS, user),
             raise_error=False,
         )
         return response.code, json.loads(response.body or b"null")

@@ -9,7 +9,7 @@ import os
 import time
 from typing import Any
 
-from tests.server.conftest import OTHER, USER, spec
+from tests.server.conftest import OTHER, USER, new_job_dir, spec, store_job
 from trainhub.backends.local.backend import LocalBackend
 from trainhub.jobs.directory import JobDir, append_jsonl
 from trainhub.jobs.models import JobRecord
@@ -28,27 +28,21 @@ def ended_job(
     state: JobState = JobState.SUCCEEDED,
 ) -> JobRecord:
     """An ended job in the store, with a job directory and no processes."""
-    backend: LocalBackend = service.backend  # type: ignore[assignment]
-    job_id = f"{name}-{os.urandom(4).hex()}"
-    jobdir = JobDir(service.jobs_root / job_id).create()
+    jobdir = new_job_dir(service, name)
     job_spec = parse_spec(spec(name=name, parameters=parameters or {}, tags=tags or []))
-    write_json = {**job_spec.model_dump(mode="json"), "id": job_id, "user": user}
+    write_json = {**job_spec.model_dump(mode="json"), "id": jobdir.root.name, "user": user}
     (jobdir.root / "spec.json").write_text(json.dumps(write_json))
-    record = JobRecord(
-        id=job_id,
+    return store_job(
+        service,
+        jobdir,
         name=name,
         user=user,
-        priority=1,
         state=state,
         spec=job_spec,
-        job_dir=str(jobdir.root),
-        gpus=0,
         created_at=time.time(),
         finished_at=time.time(),
         tags=job_spec.tags,
     )
-    with backend.store.transaction() as conn:
-        return backend.store.insert(conn, record)
 
 
 def unique() -> str:

@@ -40,6 +40,12 @@ def name() -> str:
     return f"clf-{os.urandom(3).hex()}"
 
 
+async def put_alias(api: Any, model: str, alias: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """PUT registry/models/<model>/aliases/<alias>: the status and the answer."""
+    status, answer, _ = await api("PUT", "registry", "models", model, "aliases", alias, body=body)
+    return status, answer
+
+
 async def test_register_read_move_aliases_and_archive(
     api: Any, server_service: JobService, models_file: Path
 ) -> None:
@@ -65,46 +71,26 @@ async def test_register_read_move_aliases_and_archive(
     status, version, _ = await api("GET", "registry", "models", model, "versions", "1")
     assert status == 200 and version["load"] == f"trainhub.models.load('{model}/1')"
 
-    status, moved, _ = await api(
-        "PUT",
-        "registry",
-        "models",
-        model,
-        "aliases",
-        "staging",
-        body={"version": 1, "reason": "ok"},
-    )
+    status, moved = await put_alias(api, model, "staging", {"version": 1, "reason": "ok"})
     assert status == 200 and moved["aliases"] == {"staging": 1}
 
     # production is the admin's to grant: alice does not hold the role.
     models_file.write_text("models:\n  roles: {model-approver: [bob]}\n")
-    status, refused, _ = await api(
-        "PUT", "registry", "models", model, "aliases", "production", body={"version": 2}
-    )
+    status, refused = await put_alias(api, model, "production", {"version": 2})
     assert status == 403
     assert (
         "needs the role model-approver" in refused["message"]
         and "held by bob" in refused["message"]
     )
     models_file.write_text(f"models:\n  roles: {{model-approver: [bob, {USER}]}}\n")
-    status, moved, _ = await api(
-        "PUT",
-        "registry",
-        "models",
-        model,
-        "aliases",
-        "production",
-        body={"version": 2, "reason": "ship"},
-    )
+    status, moved = await put_alias(api, model, "production", {"version": 2, "reason": "ship"})
     assert status == 200 and moved["aliases"] == {"production": 2, "staging": 1}
 
     status, conflict, _ = await api(
         "POST", "registry", "models", model, "versions", "1", "archive", body={"reason": "old"}
     )
     assert status == 409 and "@staging" in conflict["message"]
-    status, _, _ = await api(
-        "PUT", "registry", "models", model, "aliases", "staging", body={"version": None}
-    )
+    status, _ = await put_alias(api, model, "staging", {"version": None})
     assert status == 200
     status, archived, _ = await api(
         "POST", "registry", "models", model, "versions", "1", "archive", body={"reason": "old"}
@@ -143,7 +129,5 @@ async def test_bad_input_names_the_field_and_others_jobs_are_not_found(
     assert status == 400 and bad["errors"][0]["field"] == "version"
     status, _, _ = await api("GET", "registry", "models", name())
     assert status == 404
-    status, bad, _ = await api(
-        "PUT", "registry", "models", "x", "aliases", "Prod", body={"version": 1}
-    )
+    status, bad = await put_alias(api, "x", "Prod", {"version": 1})
     assert status == 400 and bad["errors"][0]["field"] == "alias"

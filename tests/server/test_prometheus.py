@@ -13,7 +13,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from tests.promql import dashboard_queries, metric_names, samples, scraped_names
 from tests.server.conftest import insert_job, spec, wait_state
-from tests.server.token_users import TOKENS_VARIABLE, TokenUsers, tokens_text
+from tests.server.token_users import token_header, token_users_config
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
 
@@ -25,15 +25,11 @@ HUB_ONLY = {"trainhub_gpu_sessions", "trainhub_idle_gpu_sessions", "trainhub_idl
 
 @pytest.fixture
 def jp_server_config(jp_server_config: dict[str, Any], monkeypatch) -> dict[str, Any]:
-    monkeypatch.setenv(TOKENS_VARIABLE, tokens_text(TOKENS))
-    return {
-        **jp_server_config,
-        "ServerApp": {**jp_server_config["ServerApp"], "identity_provider_class": TokenUsers},
-    }
+    return token_users_config(jp_server_config, TOKENS, monkeypatch)
 
 
 def headers(user: str) -> dict[str, str]:
-    return {"Authorization": f"token {next(t for t, u in TOKENS.items() if u == user)}"}
+    return token_header(TOKENS, user)
 
 
 async def test_the_users_own_jobs_are_exported_after_authentication(

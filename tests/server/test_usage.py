@@ -5,16 +5,14 @@ other server test uses, because the session's store is shared."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Any
 
 import pytest
 
-from tests.server.conftest import spec
-from tests.server.token_users import TOKENS_VARIABLE, TokenUsers, tokens_text
-from trainhub.backends.local.backend import LocalBackend
-from trainhub.jobs.directory import JobDir, append_jsonl
+from tests.server.conftest import new_job_dir, spec, store_job
+from tests.server.token_users import token_header, token_users_config
+from trainhub.jobs.directory import append_jsonl
 from trainhub.jobs.models import JobRecord
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import parse_spec
@@ -25,23 +23,18 @@ TOKENS = {"token-of-una": "una", "token-of-ivo": "ivo"}
 
 @pytest.fixture
 def jp_server_config(jp_server_config: dict[str, Any], monkeypatch) -> dict[str, Any]:
-    monkeypatch.setenv(TOKENS_VARIABLE, tokens_text(TOKENS))
-    return {
-        **jp_server_config,
-        "ServerApp": {**jp_server_config["ServerApp"], "identity_provider_class": TokenUsers},
-    }
+    return token_users_config(jp_server_config, TOKENS, monkeypatch)
 
 
 @pytest.fixture
 def as_user(jp_fetch: Any) -> Any:
     async def call(user: str, **params: str) -> tuple[int, Any]:
-        token = next(t for t, u in TOKENS.items() if u == user)
         response = await jp_fetch(
             "trainhub",
             "api",
             "usage",
             params=params,
-            headers={"Authorization": f"token {token}"},
+            headers=token_header(TOKENS, user),
             raise_error=False,
         )
         return response.code, json.loads(response.body)
@@ -54,9 +47,7 @@ def ended_job(
 ) -> JobRecord:
     """An ended job with a job directory the sampler could have written: ``gpus`` GPUs at
     ``utilization`` for ``seconds``."""
-    backend: LocalBackend = service.backend  # type: ignore[assignment]
-    job_id = f"{user}-{team}-{os.urandom(4).hex()}"
-    jobdir = JobDir(service.jobs_root / job_id).create()
+    jobdir = new_job_dir(service, f"{user}-{team}")
     end = time.time() - 60
     start = end - seconds
     for t in range(1, int(seconds) + 1):
@@ -65,24 +56,20 @@ def ended_job(
                 jobdir.metrics / "gpu.jsonl",
                 {"time": start + t, "gpu": gpu, "utilization": utilization},
             )
-    record = JobRecord(
-        id=job_id,
+    return store_job(
+        service,
+        jobdir,
         name="usage",
         user=user,
         team=team,
-        priority=1,
         state=JobState.SUCCEEDED,
         spec=parse_spec(spec(team=team)),
-        job_dir=str(jobdir.root),
         gpus=gpus,
         created_at=start - 10,
         admitted_at=start - 1,
         started_at=start,
         finished_at=end,
     )
-    with backend.store.transaction() as conn:
-        backend.store.insert(conn, record)
-    return record
 
 
 def groups(report: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -6,16 +6,14 @@ found. The users have names no other server test uses (the session's store is sh
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Any
 
 import pytest
 
-from tests.server.conftest import SLOTS, spec
-from tests.server.token_users import TOKENS_VARIABLE, TokenUsers, tokens_text
-from trainhub.backends.local.backend import LocalBackend
-from trainhub.jobs.directory import JobDir, append_jsonl
+from tests.server.conftest import SLOTS, new_job_dir, spec, store_job
+from tests.server.token_users import token_header, token_users_config
+from trainhub.jobs.directory import append_jsonl
 from trainhub.jobs.models import JobRecord, Verdict
 from trainhub.jobs.service import JobService
 from trainhub.jobs.spec import parse_spec
@@ -26,22 +24,17 @@ TOKENS = {"token-of-pia": "pia", "token-of-otto": "otto"}
 
 @pytest.fixture
 def jp_server_config(jp_server_config: dict[str, Any], monkeypatch) -> dict[str, Any]:
-    monkeypatch.setenv(TOKENS_VARIABLE, tokens_text(TOKENS))
-    return {
-        **jp_server_config,
-        "ServerApp": {**jp_server_config["ServerApp"], "identity_provider_class": TokenUsers},
-    }
+    return token_users_config(jp_server_config, TOKENS, monkeypatch)
 
 
 @pytest.fixture
 def as_user(jp_fetch: Any) -> Any:
     async def call(user: str, *path: str) -> tuple[int, Any]:
-        token = next(t for t, u in TOKENS.items() if u == user)
         response = await jp_fetch(
             "trainhub",
             "api",
             *path,
-            headers={"Authorization": f"token {token}"},
+            headers=token_header(TOKENS, user),
             raise_error=False,
         )
         return response.code, json.loads(response.body)
@@ -61,9 +54,7 @@ def ended_job(
 ) -> JobRecord:
     """An ended job that ran ``seconds``, logging a step a second from ``first_step_after``
     (no step when None)."""
-    backend: LocalBackend = service.backend  # type: ignore[assignment]
-    job_id = f"{user}-{team}-{os.urandom(4).hex()}"
-    jobdir = JobDir(service.jobs_root / job_id).create()
+    jobdir = new_job_dir(service, f"{user}-{team}")
     end = time.time() - 60
     start = end - seconds
     append_jsonl(
@@ -76,25 +67,21 @@ def ended_job(
                 jobdir.metrics / "scalars.jsonl",
                 {"time": start + t, "step": i, "name": "loss", "value": 1.0, "rank": 0},
             )
-    record = JobRecord(
-        id=job_id,
+    return store_job(
+        service,
+        jobdir,
         name="panel",
         user=user,
         team=team,
-        priority=1,
         state=JobState.FAILED if failure else JobState.SUCCEEDED,
         verdict=Verdict(failure_class=failure, reason="it failed") if failure else None,
         spec=parse_spec(spec(team=team)),
-        job_dir=str(jobdir.root),
         gpus=gpus,
         created_at=start - 30,
         admitted_at=start - 20,
         started_at=start,
         finished_at=end,
     )
-    with backend.store.transaction() as conn:
-        backend.store.insert(conn, record)
-    return record
 
 
 async def test_the_panel_shows_a_users_own_figures_and_their_teams(

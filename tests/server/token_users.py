@@ -8,9 +8,12 @@ in ``TRAINHUB_TEST_TOKENS`` ("<token>=<user>,<token>=<user>").
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.identity import IdentityProvider, User
+
+if TYPE_CHECKING:
+    import pytest
 
 TOKENS_VARIABLE = "TRAINHUB_TEST_TOKENS"
 
@@ -33,3 +36,20 @@ class TokenUsers(IdentityProvider):
 
     def get_user_cookie(self, handler: Any) -> User | None:
         return None  # every request names its user: no cookie may carry another's identity
+
+
+def token_users_config(
+    server_config: dict[str, Any], tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
+    """``server_config`` with this provider for ``tokens`` (token -> user): what a module's
+    ``jp_server_config`` fixture returns for a server of these users."""
+    monkeypatch.setenv(TOKENS_VARIABLE, tokens_text(tokens))
+    return {
+        **server_config,
+        "ServerApp": {**server_config["ServerApp"], "identity_provider_class": TokenUsers},
+    }
+
+
+def token_header(tokens: dict[str, str], user: str) -> dict[str, str]:
+    """The ``Authorization`` header of ``user``'s token among ``tokens``."""
+    return {"Authorization": f"token {next(t for t, u in tokens.items() if u == user)}"}
