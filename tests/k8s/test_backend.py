@@ -4,7 +4,7 @@ kwok plays the pods (their ending is told through kwok.trainhub.io/* annotations
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -108,14 +108,20 @@ class Team:
         client.CoreV1Api(self.api).delete_persistent_volume(f"{self.ns}-shared")
 
 
-@pytest.fixture
-def team(k8s_namespace: Any, tmp_path: Path) -> Any:
+def applied_team(k8s_namespace: Any, tmp_path: Path, **teams_fields: Any) -> Iterator[Team]:
+    """For a fixture to ``yield from``: the namespace's team (``teams_for`` with these fields)
+    applied to the cluster, its team volume removed after."""
     ns = k8s_namespace.name
-    teams = teams_for([ns], tmp_path)
+    teams = teams_for([ns], tmp_path, **teams_fields)
     apply_teams(k8s_namespace, teams)
     t = Team(k8s_namespace, ns, teams, tmp_path)
     yield t
     t.cleanup()
+
+
+@pytest.fixture
+def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
+    yield from applied_team(k8s_namespace, tmp_path)
 
 
 def test_job_is_admitted_runs_and_succeeds(team: Team) -> None:

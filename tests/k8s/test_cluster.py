@@ -135,23 +135,32 @@ def test_service_account_and_rbac_are_real(k8s_namespace: K8sNamespace) -> None:
     wait_for("RoleBinding to take effect", can_create_jobs, timeout=10)
 
 
-def _kueue_queues(k8s_namespace: K8sNamespace, gpus: int) -> str:
-    """ResourceFlavor + ClusterQueue (for this namespace only) + LocalQueue; returns the
-    LocalQueue."""
+def kueue_queues(
+    k8s_namespace: K8sNamespace,
+    flavor: str,
+    flavor_spec: dict[str, Any],
+    *,
+    cpu: str,
+    memory: str,
+    gpus: int,
+) -> str:
+    """ResourceFlavor ``<namespace>-<flavor>`` (``flavor_spec``) + ClusterQueue (for this
+    namespace only, with these quotas of that flavor) + LocalQueue; returns the LocalQueue.
+    The cluster-scoped objects are deleted after the test."""
     co = client.CustomObjectsApi(k8s_namespace.api)
     ns = k8s_namespace.name
-    flavor, cq = f"{ns}-a100", f"{ns}-cq"
+    flavor_name, cq = f"{ns}-{flavor}", f"{ns}-cq"
     co.create_cluster_custom_object(
         *KUEUE,
         "resourceflavors",
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ResourceFlavor",
-            "metadata": {"name": flavor},
-            "spec": {"nodeLabels": {"trainhub.io/pool": "a100"}},
+            "metadata": {"name": flavor_name},
+            "spec": flavor_spec,
         },
     )
-    k8s_namespace.delete_cluster_object(*KUEUE, "resourceflavors", flavor)
+    k8s_namespace.delete_cluster_object(*KUEUE, "resourceflavors", flavor_name)
     co.create_cluster_custom_object(
         *KUEUE,
         "clusterqueues",
@@ -166,10 +175,10 @@ def _kueue_queues(k8s_namespace: K8sNamespace, gpus: int) -> str:
                         "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
                         "flavors": [
                             {
-                                "name": flavor,
+                                "name": flavor_name,
                                 "resources": [
-                                    {"name": "cpu", "nominalQuota": "64"},
-                                    {"name": "memory", "nominalQuota": "256Gi"},
+                                    {"name": "cpu", "nominalQuota": cpu},
+                                    {"name": "memory", "nominalQuota": memory},
                                     {"name": "nvidia.com/gpu", "nominalQuota": str(gpus)},
                                 ],
                             }
@@ -192,6 +201,12 @@ def _kueue_queues(k8s_namespace: K8sNamespace, gpus: int) -> str:
         },
     )
     return "team"
+
+
+def _a100_queues(k8s_namespace: K8sNamespace, gpus: int) -> str:
+    """Kueue's queues of the kwok A100 nodes, with ``gpus`` GPUs of quota."""
+    a100 = {"nodeLabels": {"trainhub.io/pool": "a100"}}
+    return kueue_queues(k8s_namespace, "a100", a100, cpu="64", memory="256Gi", gpus=gpus)
 
 
 def _job(
@@ -229,7 +244,7 @@ def test_kueue_admits_suspended_job_and_pods_run_on_kwok(k8s_namespace: K8sNames
     batch = client.BatchV1Api(k8s_namespace.api)
     core = client.CoreV1Api(k8s_namespace.api)
     ns = k8s_namespace.name
-    queue = _kueue_queues(k8s_namespace, gpus=16)
+    queue = _a100_queues(k8s_namespace, gpus=16)
     batch.create_namespaced_job(ns, _job("train", queue=queue, gpus=8, parallelism=2, suspend=True))
 
     wl = wait_for(
@@ -270,7 +285,7 @@ def test_kueue_admits_suspended_job_and_pods_run_on_kwok(k8s_namespace: K8sNames
 
 def test_kueue_queues_job_beyond_quota(k8s_namespace: K8sNamespace) -> None:
     batch = client.BatchV1Api(k8s_namespace.api)
-    queue = _kueue_queues(k8s_namespace, gpus=8)
+    queue = _a100_queues(k8s_namespace, gpus=8)
     batch.create_namespaced_job(
         k8s_namespace.name, _job("big", queue=queue, gpus=8, parallelism=2, suspend=True)
     )

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.k8s.test_admin_apply import apply_teams, teams_for
-from tests.k8s.test_backend import Team, wait_for
+from tests.k8s.test_admin_apply import teams_for
+from tests.k8s.test_backend import Team, applied_team, wait_for
 from tests.k8s.test_controller import Deployment, recorded
 from trainhub.backends.kubernetes import elastic
 from trainhub.backends.kubernetes.backend import KubernetesBackend
@@ -66,25 +66,16 @@ def resize_until(team: Team, job_id: str, workers: list[str], timeout: float = 9
     wait_for(f"{job_id} running workers {workers}", reached, timeout)
 
 
-def _team(k8s_namespace: Any, tmp_path: Path, **extra: Any) -> Iterator[Team]:
-    ns = k8s_namespace.name
-    teams = teams_for([ns], tmp_path, **extra)
-    apply_teams(k8s_namespace, teams)
-    t = Team(k8s_namespace, ns, teams, tmp_path)
-    yield t
-    t.cleanup()
-
-
 @pytest.fixture
 def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
-    yield from _team(k8s_namespace, tmp_path)
+    yield from applied_team(k8s_namespace, tmp_path)
 
 
 @pytest.fixture
 def never_preempting(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
     """A team whose queue does not preempt within itself: the controller shrinks elastic jobs
     to make room for higher-priority ones instead of Kueue evicting them whole."""
-    yield from _team(k8s_namespace, tmp_path, preemption={"within_cluster_queue": "Never"})
+    yield from applied_team(k8s_namespace, tmp_path, preemption={"within_cluster_queue": "Never"})
 
 
 def test_elastic_job_starts_at_min_and_grows_when_a_blocking_job_ends(team: Team) -> None:

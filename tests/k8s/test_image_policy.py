@@ -4,30 +4,23 @@ becomes the pod's image. (kwok pods report no ``imageID``, so no digest is recor
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from tests.k8s.test_admin_apply import apply_teams, teams_for
-from tests.k8s.test_backend import Team
+from tests.k8s.test_backend import Team, applied_team
 from trainhub.errors import NotAllowed
 
 PREFIX = "registry.invalid/vision-lab/"
 
 
 @pytest.fixture
-def team(k8s_namespace: Any, tmp_path: Path) -> Any:
-    teams = teams_for(
-        [k8s_namespace.name],
-        tmp_path,
-        image_policy={"policy": "prefixes", "allowed_prefixes": [PREFIX]},
-    )
-    apply_teams(k8s_namespace, teams)
-    t = Team(k8s_namespace, k8s_namespace.name, teams, tmp_path)
-    yield t
-    t.cleanup()
+def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
+    policy = {"policy": "prefixes", "allowed_prefixes": [PREFIX]}
+    yield from applied_team(k8s_namespace, tmp_path, image_policy=policy)
 
 
 def spec(team: Team, image: str) -> dict[str, Any]:

@@ -5,35 +5,28 @@ told where, and a dataset of another team is refused before any object is made."
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from tests.k8s.test_admin_apply import apply_teams, teams_for
-from tests.k8s.test_backend import Team
+from tests.k8s.test_backend import Team, applied_team
 from trainhub.jobs.spec import SpecError
 
 
 @pytest.fixture
-def team(k8s_namespace: Any, tmp_path: Path) -> Any:
+def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
     ns = k8s_namespace.name
     coco = tmp_path / ns / "datasets" / "coco"
     coco.mkdir(parents=True)
     (coco / "instances.json").write_text("{}")
-    teams = teams_for(
-        [ns],
-        tmp_path,
-        datasets={
-            "imagenet": {"claim": "imagenet", "sub_path": "ILSVRC2012", "owner": "data-team"},
-            "coco": {"path": str(coco), "description": "COCO 2017"},
-        },
-    )
-    apply_teams(k8s_namespace, teams)
-    t = Team(k8s_namespace, ns, teams, tmp_path)
-    yield t
-    t.cleanup()
+    datasets = {
+        "imagenet": {"claim": "imagenet", "sub_path": "ILSVRC2012", "owner": "data-team"},
+        "coco": {"path": str(coco), "description": "COCO 2017"},
+    }
+    yield from applied_team(k8s_namespace, tmp_path, datasets=datasets)
 
 
 def submit(team: Team, datasets: list[Any]) -> str:

@@ -15,19 +15,14 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.k8s.test_admin_apply import apply_teams, teams_for
-from tests.k8s.test_backend import Team, wait_for
+from tests.k8s.test_backend import Team, applied_team, wait_for
 from trainhub.jobs.directory import JobDir
 from trainhub.jobs.states import JobState
 
 
 @pytest.fixture
 def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
-    teams = teams_for([k8s_namespace.name], tmp_path)
-    apply_teams(k8s_namespace, teams)
-    t = Team(k8s_namespace, k8s_namespace.name, teams, tmp_path)
-    yield t
-    t.cleanup()
+    yield from applied_team(k8s_namespace, tmp_path)
 
 
 def _pod_of_worker(t: Team, job_id: str, worker: int) -> Any:

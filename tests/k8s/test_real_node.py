@@ -21,7 +21,7 @@ from kubernetes import client
 
 from images import build
 from tests.fixtures.k8s import CLUSTER_PY, _cluster_module
-from tests.k8s.test_cluster import KUEUE, _condition, _workloads, wait_for
+from tests.k8s.test_cluster import _condition, _workloads, kueue_queues, wait_for
 
 if TYPE_CHECKING:
     from tests.fixtures.k8s import K8sNamespace, RealNode
@@ -223,65 +223,15 @@ def test_gpu_pod_gets_its_device_and_the_fake_nvml_library(
 def test_kueue_admits_a_gpu_job_onto_the_real_node(
     k8s_real_node: RealNode, k8s_namespace: K8sNamespace
 ) -> None:
-    co = client.CustomObjectsApi(k8s_namespace.api)
     batch = client.BatchV1Api(k8s_namespace.api)
     core = client.CoreV1Api(k8s_namespace.api)
     ns = k8s_namespace.name
-    flavor, cq = f"{ns}-real", f"{ns}-cq"
-    co.create_cluster_custom_object(
-        *KUEUE,
-        "resourceflavors",
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": flavor},
-            "spec": {
-                "nodeLabels": {"type": k8s_real_node.labels["type"]},
-                "nodeTaints": [k8s_real_node.taint],
-                "tolerations": [k8s_real_node.toleration],
-            },
-        },
-    )
-    k8s_namespace.delete_cluster_object(*KUEUE, "resourceflavors", flavor)
-    co.create_cluster_custom_object(
-        *KUEUE,
-        "clusterqueues",
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": cq},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                        "flavors": [
-                            {
-                                "name": flavor,
-                                "resources": [
-                                    {"name": "cpu", "nominalQuota": "1"},
-                                    {"name": "memory", "nominalQuota": "1Gi"},
-                                    {"name": "nvidia.com/gpu", "nominalQuota": "2"},
-                                ],
-                            }
-                        ],
-                    }
-                ],
-            },
-        },
-    )
-    k8s_namespace.delete_cluster_object(*KUEUE, "clusterqueues", cq)
-    co.create_namespaced_custom_object(
-        *KUEUE,
-        ns,
-        "localqueues",
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "team"},
-            "spec": {"clusterQueue": cq},
-        },
-    )
+    real = {
+        "nodeLabels": {"type": k8s_real_node.labels["type"]},
+        "nodeTaints": [k8s_real_node.taint],
+        "tolerations": [k8s_real_node.toleration],
+    }
+    queue = kueue_queues(k8s_namespace, "real", real, cpu="1", memory="1Gi", gpus=2)
     template = real_pod(k8s_real_node, "train", 'echo "gpus=$NVIDIA_VISIBLE_DEVICES"', gpus=2)
     # Kueue injects the flavor's node labels and tolerations: the Job names neither.
     del template["spec"]["nodeSelector"], template["spec"]["tolerations"]
@@ -292,7 +242,7 @@ def test_kueue_admits_a_gpu_job_onto_the_real_node(
         {
             "apiVersion": "batch/v1",
             "kind": "Job",
-            "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+            "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": queue}},
             "spec": {"suspend": True, "backoffLimit": 0, "template": template},
         },
     )

@@ -5,24 +5,20 @@ code error or used-up retries end the job. The real node runs the same with real
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.k8s.test_admin_apply import apply_teams, teams_for
-from tests.k8s.test_backend import Team, wait_for
+from tests.k8s.test_backend import Team, applied_team, wait_for
 from trainhub.backends.kubernetes.recovery import RETRY_ANNOTATION
 from trainhub.jobs.states import FailureClass, JobState
 
 
 @pytest.fixture
-def team(k8s_namespace: Any, tmp_path: Path) -> Any:
-    teams = teams_for([k8s_namespace.name], tmp_path)
-    apply_teams(k8s_namespace, teams)
-    t = Team(k8s_namespace, k8s_namespace.name, teams, tmp_path)
-    yield t
-    t.cleanup()
+def team(k8s_namespace: Any, tmp_path: Path) -> Iterator[Team]:
+    yield from applied_team(k8s_namespace, tmp_path)
 
 
 def submit(team: Team, retry: dict[str, Any]) -> str:
