@@ -30,7 +30,6 @@ import itertools
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -41,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.report import print_table  # noqa: E402
+from tests.trainhub_cli import run_cli  # noqa: E402
 
 SLOTS = 3
 STEPS = 300  # x scale
@@ -94,14 +94,7 @@ class Machine:
         )
 
     def cli(self, *args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "trainhub.cli", *args],
-            cwd=self.workspace,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        done = run_cli(*args, cwd=self.workspace, env=self.env, timeout=900)
         if done.returncode:
             raise RuntimeError(f"trainhub {' '.join(args)}: {done.stderr}")
         return done.stdout

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.report import print_table  # noqa: E402
+from tests.trainhub_cli import run_cli  # noqa: E402
 
 # The same loop under trainhub and under bare torchrun: bf16 autocast on a wide MLP, timed by
 # the script itself from its first to its last step (start-up is not the comparison).
@@ -73,14 +74,7 @@ class Machine:
         self.env = {**os.environ, "TRAINHUB_HOME": str(tmp / "home"), "TRAINHUB_BACKEND": "local"}
 
     def cli(self, *args: str, timeout: float = 1800) -> str:
-        proc = subprocess.run(
-            [sys.executable, "-m", "trainhub.cli", *args],
-            cwd=self.workspace,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        proc = run_cli(*args, cwd=self.workspace, env=self.env, timeout=timeout)
         if proc.returncode != 0:
             raise RuntimeError(f"trainhub {' '.join(args)}: {proc.stderr[-2000:]}")
         return proc.stdout

@@ -144,11 +144,20 @@ def run(jobs: int = 10_000, requests: int = 200) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
+def run_from_argv(
+    measure: Callable[[int, int], list[dict[str, Any]]],
+) -> tuple[int, list[dict[str, Any]]]:
+    """``measure(jobs, requests)`` with the command line's ``[jobs] [requests]`` (10,000 and 200
+    by default), its table printed: the number of jobs and the rows."""
     jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     requests = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-    rows = run(jobs, requests)
+    rows = measure(jobs, requests)
     print_table(rows)
+    return jobs, rows
+
+
+def main() -> None:
+    jobs, rows = run_from_argv(run)
     p95 = rows[0]["p95 ms"]
     verdict = "meets" if p95 <= TARGET_P95_MS else "MISSES"
     print(

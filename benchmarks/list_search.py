@@ -27,8 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from list_endpoint import timed
-from log_latency import JupyterServer, print_table
+from list_endpoint import run_from_argv, timed
+from log_latency import JupyterServer
 
 from trainhub.backends.local.backend import LocalBackend
 from trainhub.jobs.models import JobRecord, ListJobsQuery
@@ -131,10 +131,7 @@ def run(jobs: int = 10_000, requests: int = 200) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
-    requests = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-    rows = run(jobs, requests)
-    print_table(rows)
+    jobs, rows = run_from_argv(run)
     page = rows[0]["p95 ms"]
     search = max(r["p95 ms"] for r in rows[1:-1])
     for what, p95, target in (

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,8 @@ from typing import Any
 
 import psutil
 import pytest
+
+from tests.trainhub_cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "train_ddp.ipynb"
@@ -30,14 +31,7 @@ class Trainhub:
     def run(
         self, *args: str, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "trainhub.cli", *args],
-            cwd=self.workspace,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        proc = run_cli(*args, cwd=self.workspace, env=self.env, timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"trainhub {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}"

@@ -5,7 +5,6 @@ a claim whose submitter died is matched to its run by the tag, never started twi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,10 +12,9 @@ import pytest
 from tests.local.conftest import wait_for
 from tests.local.test_alerts import Receiver
 from tests.local.test_pipelines import write_pipeline
-from tests.local.test_schedules import Env, at, claim_as, ended_process_claimer
+from tests.local.test_schedules import Env, at, claim_as, ended_process_claimer, isolated_env
 from trainhub.jobs.spec import SpecError
 from trainhub.schedules.model import Run, RunState, run_tag
-from trainhub.schedules.notify import announcer
 from trainhub.schedules.service import Schedules
 
 pytestmark = pytest.mark.slow
@@ -24,12 +22,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
-    for name in ("TRAINHUB_ALERTS_FILE", "TRAINHUB_ALERTS_OUTBOX", "TRAINHUB_TEAMS_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TRAINHUB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TRAINHUB_GPUS", "0")
-    monkeypatch.setenv("TRAINHUB_CANCEL_GRACE", "5")
-    made = Env(tmp_path)
+    made = isolated_env(tmp_path, monkeypatch)
     write_pipeline(made.workspace)
     return made
 
@@ -150,12 +143,7 @@ def test_replace_cancels_the_active_run_and_a_failed_run_is_announced(
 ):
     receiver = Receiver()
     try:
-        alerts = env.home / "alerts.yaml"
-        env.home.mkdir(parents=True, exist_ok=True)
-        alerts.write_text(json.dumps({"webhooks": [receiver.url]}))
-        monkeypatch.setenv("TRAINHUB_ALERTS_FILE", str(alerts))
-        s = env.schedules()
-        s.on_refused = announcer(env.home)  # as local.attach sets it
+        s = env.announcing_schedules(receiver.url, monkeypatch)
         slow = request(concurrency="replace")
         slow["target"] = {**slow["target"], "parameters": {"pause": 300}, "cache": False}
         replace = s.create(slow, user="ada").id

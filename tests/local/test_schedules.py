@@ -65,6 +65,17 @@ class Env:
         service = JobService(backend, workspace_root=self.workspace, jobs_root=backend.jobs_root)
         return Schedules(service, clock=self.clock)
 
+    def announcing_schedules(self, webhook: str, monkeypatch: pytest.MonkeyPatch) -> Schedules:
+        """A fresh service whose failed and refused runs are announced to ``webhook``, through
+        the owner's alerts file."""
+        alerts = self.home / "alerts.yaml"
+        self.home.mkdir(parents=True, exist_ok=True)
+        alerts.write_text(json.dumps({"webhooks": [webhook]}))
+        monkeypatch.setenv("TRAINHUB_ALERTS_FILE", str(alerts))
+        s = self.schedules()
+        s.on_refused = announcer(self.home)  # as local.attach sets it
+        return s
+
     def job(self, s: Schedules, job_id: str, states: tuple[str, ...] = ("succeeded",)):
         def ended():
             s.service.backend.reconcile()
@@ -74,14 +85,19 @@ class Env:
         return wait_for(ended, timeout=120, what=f"{job_id} to be {states}")
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    """An Env on a trainhub home of its own, with none of the machine's alerts or teams."""
     for name in ("TRAINHUB_ALERTS_FILE", "TRAINHUB_ALERTS_OUTBOX", "TRAINHUB_TEAMS_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TRAINHUB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TRAINHUB_GPUS", "0")
     monkeypatch.setenv("TRAINHUB_CANCEL_GRACE", "5")
     return Env(tmp_path)
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    return isolated_env(tmp_path, monkeypatch)
 
 
 def request(source: str = "say.ipynb", **fields: object) -> dict[str, object]:
@@ -279,12 +295,7 @@ def test_a_failed_run_and_a_refused_one_are_announced_through_the_owners_alerts(
 ):
     receiver = Receiver()
     try:
-        alerts = env.home / "alerts.yaml"
-        env.home.mkdir(parents=True, exist_ok=True)
-        alerts.write_text(json.dumps({"webhooks": [receiver.url]}))
-        monkeypatch.setenv("TRAINHUB_ALERTS_FILE", str(alerts))
-        s = env.schedules()
-        s.on_refused = announcer(env.home)  # as local.attach sets it
+        s = env.announcing_schedules(receiver.url, monkeypatch)
         failing = s.create(request(source="fail.ipynb"), user="ada").id
         tampered = s.create(request(name="tampered"), user="ada").id
         # Job code could write the frozen folder: a changed file refuses the run.
