@@ -13,6 +13,7 @@
 const [pwDir, hubUrl, user, password, profile, image, jobImage, shots, upload] = process.argv.slice(2);
 const queue = !upload; // the whole path: a holder makes the job wait, then a fork
 const { chromium } = require(pwDir);
+const { launch } = require('../browser.cjs');
 const NOTEBOOK = 'examples/train_ddp.ipynb';
 
 async function until(what, fn, timeout) {
@@ -50,10 +51,7 @@ const inLab = (page, url, method, body) =>
   );
 
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking']
-  });
+  const browser = await launch(chromium);
   const result = { steps: [] };
   const shot = async (page, name) => {
     await page.screenshot({ path: `${shots}/${name}.png` });
