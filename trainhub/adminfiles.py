@@ -2,10 +2,11 @@
 default's images, datasets and retention files (a user's alerts file follows the same rules).
 
 :func:`load_file` reads and parses a file and hands its data to the file's own parser;
-:func:`validated` checks a part of it with its pydantic model. Every mistake is refused in one
-sentence naming the file, then the field: ``datasets.yaml: datasets.c4.path: ...``, the field
-in :func:`field_path`'s spelling and the sentence in :func:`field_message`'s wording. (A
-request's fields are the API's to name: :func:`trainhub.jobs.spec.explain`, dots for indexes.)
+:func:`top_level` checks the mapping at its top, and :func:`validated` a part of it with its
+pydantic model. Every mistake is refused in one sentence naming the file, then the field:
+``datasets.yaml: datasets.c4.path: ...``, the field in :func:`field_path`'s spelling and the
+sentence in :func:`field_message`'s wording. (A request's fields are the API's to name:
+:func:`trainhub.jobs.spec.explain`, dots for indexes.)
 
 Each file keeps its own error class (the server maps them to different statuses), given here
 as a :data:`Refusal`: called with the file and the sentence, it returns the error to raise.
@@ -13,7 +14,7 @@ as a :data:`Refusal`: called with the file and the sentence, it returns the erro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -77,6 +78,21 @@ def validated(model: type[M], value: Any, refused: Refusal, source: str, *at: st
     except ValidationError as e:
         field, message = field_errors(e, *at)[0]
         raise refused(source, f"{field}: {message}" if field else message) from None
+
+
+def top_level(
+    data: Any, source: str, refused: Refusal, fields: Collection[str], shape: str
+) -> dict[str, Any] | None:
+    """The mapping at the top of file ``source``, holding only ``fields``: None when the file
+    is empty; else refused with ``shape`` (what the top must be) or its first unknown field."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise refused(source, shape)
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        raise refused(source, f"{unknown[0]}: is not a known field")
+    return data
 
 
 def parse_yaml(text: str, source: str, refused: Refusal, *, quote: bool = True) -> Any:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainhub.adminfiles import in_file, load_file, validated
+from trainhub.adminfiles import in_file, load_file, top_level, validated
 from trainhub.errors import BackendUnavailable, NotAllowed
 from trainhub.teams import CatalogError, Image, ImagePolicy, is_pinned
 from trainhub.teams.loading import catalog_images
@@ -102,13 +102,15 @@ class LocalImages:
 
 
 def parse_images_file(data: Any, source: str) -> LocalImages:
+    data = top_level(
+        data,
+        source,
+        _refused,
+        ("images", "image_policy"),
+        "must be a mapping with images and image_policy",
+    )
     if data is None:
         return LocalImages([], ImagePolicy())
-    if not isinstance(data, dict):
-        raise ImagesFileError(f"{source}: must be a mapping with images and image_policy")
-    unknown = [k for k in data if k not in ("images", "image_policy")]
-    if unknown:
-        raise ImagesFileError(f"{source}: {unknown[0]}: is not a known field")
     entries = data.get("images") or []
     if not isinstance(entries, list):
         raise ImagesFileError(f"{source}: images: must be a list of images")

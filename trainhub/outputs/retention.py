@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from trainhub.adminfiles import in_file, load_file, validated
+from trainhub.adminfiles import in_file, load_file, top_level, validated
 from trainhub.errors import BackendUnavailable
 from trainhub.jobs.quantities import parse_quantity
 
@@ -68,14 +68,8 @@ _refused = in_file(RetentionFileError)
 
 def parse_retention(data: Any, source: str) -> Retention | None:
     """The policy of a file's ``retention`` mapping; each mistake named by its field."""
-    if data is None:
-        return None
-    if not isinstance(data, dict):
-        raise RetentionFileError(f"{source}: retention: must be a mapping")
-    unknown = [k for k in data if k != "retention"]
-    if unknown:
-        raise RetentionFileError(f"{source}: {unknown[0]}: is not a known field")
-    if data.get("retention") is None:
+    data = top_level(data, source, _refused, ("retention",), "retention: must be a mapping")
+    if data is None or data.get("retention") is None:
         return None
     return validated(Retention, data["retention"], _refused, source, "retention")
 

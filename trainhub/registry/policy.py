@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from trainhub.adminfiles import in_file, load_file, validated
+from trainhub.adminfiles import in_file, load_file, top_level, validated
 from trainhub.errors import BackendUnavailable, NotAllowed
 from trainhub.registry.refs import ALIAS
 
@@ -75,13 +75,9 @@ _refused = in_file(ModelsFileError)
 
 
 def parse_models_file(data: Any, source: str) -> ModelPolicy:
+    data = top_level(data, source, _refused, ("models",), "must be a mapping with models:")
     if data is None:
         return UNPROTECTED
-    if not isinstance(data, dict):
-        raise ModelsFileError(f"{source}: must be a mapping with models:")
-    unknown = [k for k in data if k != "models"]
-    if unknown:
-        raise ModelsFileError(f"{source}: {unknown[0]}: is not a known field")
     return validated(ModelPolicy, data.get("models") or {}, _refused, source, "models")
 
 
