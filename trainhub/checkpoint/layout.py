@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trainhub.jobs import confined
-from trainhub.jobs.directory import JobDir
+from trainhub.jobs.directory import JobDir, fsync_dir
 
 MANIFEST = "manifest.json"
 TEMP_PREFIX = ".tmp-"
@@ -286,14 +286,6 @@ def _checked_step_dir(checkpoints_dir: Path, step: int | str) -> Path:
 
 def temp_path(checkpoints_dir: Path, purpose: str) -> Path:
     return checkpoints_dir / f"{TEMP_PREFIX}{purpose}-{os.getpid()}-{secrets.token_hex(4)}"
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def remove_tree(path: Path) -> None:

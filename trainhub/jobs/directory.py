@@ -81,13 +81,14 @@ def read_jsonl(
     return records, offset
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON so that readers see the old file or the new one, never a half; readable as
-    any file the job writes is (who may enter the job directory is the directory's to say)."""
+def write_json_atomic(path: Path, obj: Any, *, mode: int = 0o644) -> None:
+    """Write JSON so that readers see the old file or the new one, never a half; by default
+    readable as any file the job writes is (who may enter the job directory is the directory's
+    to say), else with the permissions ``mode``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        os.fchmod(fd, 0o644)
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, indent=2, default=str)
             f.flush()
@@ -96,6 +97,15 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new entry in the directory ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def notebook_name(rank: int) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from trainhub.errors import NotFound
 from trainhub.jobs import confined
+from trainhub.jobs.directory import fsync_dir
 from trainhub.registry.entries import KeptFiles
 
 STAGING = ".staging-"
@@ -48,9 +49,9 @@ def keep(job_dir: Path, relative: str, home: Path, *, may_link: bool) -> KeptFil
             kept = KeptFiles(folder=folder, files=1, bytes=st.st_size, single=name, linked=linked)
         else:
             kept = _keep_tree(job_dir, relative, staging, may_link, folder)
-        _sync_dir(staging)
+        fsync_dir(staging)
         os.rename(staging, home / folder)
-        _sync_dir(home)
+        fsync_dir(home)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -120,14 +121,6 @@ def _copy(fd: int, dest: Path) -> None:
         os.fchmod(out, READ_ONLY)
     finally:
         os.close(out)
-
-
-def _sync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def remove(home: Path, folder: str) -> None:

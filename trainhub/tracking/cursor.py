@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from trainhub.jobs.directory import write_json_atomic
 
 DONE = "done"
 SUFFIX = ".json"
@@ -68,16 +68,7 @@ def save(state: Path, cursor: Cursor) -> None:
     copy goes."""
     target = path_of(state, cursor.job_id, cursor.done)
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(asdict(cursor), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(target, asdict(cursor), mode=0o600)
     path_of(state, cursor.job_id, not cursor.done).unlink(missing_ok=True)
 
 
