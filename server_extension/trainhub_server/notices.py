@@ -7,13 +7,13 @@ with ``access:servers`` for it (the user, admins, and the idle-GPU service).
 
 from __future__ import annotations
 
-import re
 import time
 from collections import deque
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from trainhub.jobs.specparts import NotBlank
 from trainhub_server.base import MAX_INTEGER
 from trainhub_server.payloads import Query
 
@@ -21,27 +21,18 @@ KEPT = 50  # notices are for now: the oldest go first
 MESSAGE_MOST = 2000
 SOURCE_MOST = 200
 
-NOT_BLANK = r"\S"  # one pattern for the document and the check, so that both agree
 Level = Literal["info", "warning", "error"]
 
 
 class NewNotice(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    message: str = Field(
+    message: NotBlank = Field(
         min_length=1,
         max_length=MESSAGE_MOST,
         description="The sentence shown, as plain text (not blank)",
-        json_schema_extra={"pattern": NOT_BLANK},
     )
     level: Level = "info"
-
-    @field_validator("message")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        if not re.search(NOT_BLANK, v):
-            raise ValueError("must not be blank")
-        return v
 
 
 class Notice(BaseModel):

@@ -19,7 +19,7 @@ from trainhub.jobs.spec import FieldError
 from trainhub.jobs.specparts import Resources
 from trainhub.jobs.states import JobState
 from trainhub.metrics.gpushare import SessionGpu, session_gpu
-from trainhub.usage.models import DEFAULT_SINCE, UsageBy, since_time
+from trainhub.usage.models import DEFAULT_SINCE, Since, UsageBy
 from trainhub_server.base import MAX_INTEGER
 
 LOG_CHUNK_DEFAULT = 1 << 20
@@ -58,22 +58,12 @@ class ListJobsParams(Query):
 
 
 class UsageParams(Query):
-    since: str = Field(
-        DEFAULT_SINCE,
-        description="Jobs that ended since: a span back from now (30d, 12h, 90m, 2w) or a "
-        "UTC date (YYYY-MM-DD)",
-    )
+    since: Since = DEFAULT_SINCE
     by: UsageBy = Field(
         UsageBy.USER,
         description="Group by user, team, pool or UTC day. The signed-in user's own jobs; "
         "by team, the totals of the user's own team",
     )
-
-    @field_validator("since")
-    @classmethod
-    def _since(cls, v: str) -> str:
-        since_time(v)
-        return v
 
 
 class CompareParams(Query):

@@ -3,16 +3,15 @@ takes and answers it."""
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from trainhub.jobs.records import Record
+from trainhub.jobs.specparts import NotBlank
 
 MAX_BODY = 10_000  # characters of Markdown: a discussion, not a document
 MAX_TARGET = 200
-NOT_BLANK = r"\S"  # one pattern for the document and the check, so that both agree
 
 
 class CommentState(StrEnum):
@@ -37,19 +36,11 @@ class Comment(Record):
 class CommentText(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    body: str = Field(
+    body: NotBlank = Field(
         min_length=1,
         max_length=MAX_BODY,
         description="Markdown; `@name` mentions a member of the team (who is notified)",
-        json_schema_extra={"pattern": NOT_BLANK},
     )
-
-    @field_validator("body")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        if not re.search(NOT_BLANK, v):
-            raise ValueError("must not be blank")
-        return v
 
 
 class NewComment(CommentText):

@@ -37,6 +37,21 @@ def _no_nul(value: str) -> str:
 # Text that reaches a file name, a process's arguments or its environment.
 Text = Annotated[str, AfterValidator(_no_nul)]
 
+NOT_BLANK = r"\S"  # one pattern for the document and the check, so that both agree
+
+
+def _not_blank(value: str) -> str:
+    if not re.search(NOT_BLANK, value):
+        raise ValueError("must not be blank")
+    return value
+
+
+# Text a person reads (a comment, a notice): something besides white space, as the API document
+# says too.
+NotBlank = Annotated[
+    str, AfterValidator(_not_blank), Field(json_schema_extra={"pattern": NOT_BLANK})
+]
+
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, str_strip_whitespace=True)

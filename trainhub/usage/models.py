@@ -7,8 +7,9 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field
 
 DEFAULT_SINCE = "30d"
 _SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
@@ -51,21 +52,28 @@ def utc_day(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
 
 
+def _since(value: str) -> str:
+    since_time(value)
+    return value
+
+
+# A usage question's ``since``, checked as :func:`since_time` reads it (each model using it
+# gives DEFAULT_SINCE as its default).
+Since = Annotated[
+    str,
+    AfterValidator(_since),
+    Field(
+        description="Jobs that ended since: a span back from now (30d, 12h, 90m, 2w) or a "
+        "UTC date (YYYY-MM-DD)"
+    ),
+]
+
+
 class UsageQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    since: str = Field(
-        DEFAULT_SINCE,
-        description="Jobs that ended since: a span back from now (30d, 12h, 90m, 2w) or a "
-        "UTC date (YYYY-MM-DD)",
-    )
+    since: Since = DEFAULT_SINCE
     by: UsageBy = Field(UsageBy.USER, description="Group by user, team, pool or UTC day")
-
-    @field_validator("since")
-    @classmethod
-    def _since(cls, v: str) -> str:
-        since_time(v)
-        return v
 
 
 class UsageGroup(BaseModel):
