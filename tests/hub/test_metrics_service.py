@@ -17,35 +17,12 @@ import pytest
 import requests
 from nbformat.v4 import new_code_cell, new_notebook
 
-from tests.hub.conftest import PASSWORD, ROOT, Hub, free_port, wait_for
+from tests.hub.conftest import ROOT, Hub, free_port, wait_for, write_test_config
 from tests.promql import dashboard_queries, metric_names, samples, scraped_names
 from tests.server.conftest import spec, wait_state, write_workspace
 from trainhub.backends.local.backend import LocalBackend
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState
-
-CONFIG = """
-c = get_config()
-load_subconfig({hub_config!r})
-c.JupyterHub.authenticator_class = "dummy"
-c.DummyAuthenticator.password = {password!r}
-c.Authenticator.allowed_users = {{"ada", "bo"}}
-c.JupyterHub.ip = "127.0.0.1"
-c.JupyterHub.port = {port}
-c.JupyterHub.hub_ip = "127.0.0.1"
-c.JupyterHub.hub_port = {hub_port}
-c.JupyterHub.db_url = "sqlite:///{dir}/jupyterhub.sqlite"
-c.JupyterHub.cookie_secret_file = "{dir}/cookie_secret"
-c.ConfigurableHTTPProxy.command = [{chp!r}]
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_api_port}"
-c.ConfigurableHTTPProxy.auth_token = {proxy_token!r}
-c.ConfigurableHTTPProxy.pid_file = "{dir}/proxy.pid"
-c.JupyterHub.services = list(c.JupyterHub.get("services", [])) + [
-    {{"name": "test-admin", "api_token": {admin_token!r}}}]
-c.JupyterHub.load_roles = list(c.JupyterHub.get("load_roles", [])) + [
-    {{"name": "test-admin", "scopes": ["admin:users", "tokens", "list:users"],
-      "services": ["test-admin"]}}]
-"""
 
 
 @pytest.fixture(scope="module")
@@ -82,20 +59,9 @@ def metrics_hub(
     chp: str, jobs_home: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Hub, str]]:
     tmp = tmp_path_factory.mktemp("metrics-hub")
-    port, admin_token, scrape_token = free_port(), secrets.token_hex(16), secrets.token_hex(16)
-    (tmp / "test_config.py").write_text(
-        CONFIG.format(
-            hub_config=str(ROOT / "hub_config" / "jupyterhub_config.py"),
-            password=PASSWORD,
-            port=port,
-            hub_port=free_port(),
-            dir=tmp,
-            chp=chp,
-            proxy_api_port=free_port(),
-            proxy_token=secrets.token_hex(16),
-            admin_token=admin_token,
-        )
-    )
+    # The hub tests' config, where no server is ever spawned: what it says of spawning is unused.
+    port, admin_token = write_test_config(tmp, chp, ["ada", "bo"], "127.0.0.1", "")
+    scrape_token = secrets.token_hex(16)
     env = {
         **os.environ,
         "TRAINHUB_BACKEND": "local",

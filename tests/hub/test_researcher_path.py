@@ -20,11 +20,9 @@ pod's GPUs busy unless the test says otherwise; a session without a GPU is not w
 from __future__ import annotations
 
 import html
-import json
 import os
 import secrets
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +31,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.browser import needs_chromium, visit
 from tests.hub.conftest import (
     PASSWORD,
     ROOT,
@@ -44,16 +43,9 @@ from tests.hub.conftest import (
 )
 from tests.hub.test_hub_e2e import spawn_with_form
 from tests.hub.test_real_session import execute, session_pods, through_proxy
-from tests.hub.test_spawn_form_browser import PLAYWRIGHT
 from tests.k8s.test_real_jobs import RUN_AS, import_built_image
 
-pytestmark = [
-    pytest.mark.timeout(1500),
-    pytest.mark.skipif(
-        PLAYWRIGHT is None or not shutil.which("chromium") or not shutil.which("node"),
-        reason="playwright and Chromium come with scripts/setup-ui.sh",
-    ),
-]
+pytestmark = [pytest.mark.timeout(1500), needs_chromium]
 
 RESEARCHER, TEAM = "dee", "lab"
 OUTSIDER, OTHER = "eve", "other"
@@ -170,25 +162,17 @@ def test_the_researchers_path_from_login_to_a_fork_of_their_job(
     assert r.status_code in (201, 202), r.text
 
     started = time.monotonic()
-    out = subprocess.run(
-        [
-            "node",
-            str(Path(__file__).with_name("researcher_path.cjs")),
-            str(PLAYWRIGHT),
-            hub.url,
-            RESEARCHER,
-            PASSWORD,
-            f"{TEAM}.{POOL}",
-            SESSION_IMAGE,
-            JOB_IMAGE,
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
+    seen = visit(
+        Path(__file__).with_name("researcher_path.cjs"),
+        hub.url,
+        RESEARCHER,
+        PASSWORD,
+        f"{TEAM}.{POOL}",
+        SESSION_IMAGE,
+        JOB_IMAGE,
+        tmp_path,
         timeout=1200,
     )
-    assert out.returncode == 0, out.stderr
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
     print(browser_trouble(seen))
     token = hub.user_token(RESEARCHER)
     pods = [p.metadata.name for p in world.pods(TEAM)]

@@ -2,56 +2,28 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.hub.conftest import PASSWORD, ROOT, HubWorld, wait_for
+from tests.browser import needs_chromium, visit
+from tests.hub.conftest import PASSWORD, HubWorld, wait_for
 
-PLAYWRIGHT = next(
-    (
-        p
-        for p in (
-            ROOT / "node_modules" / "playwright",
-            ROOT / "labextension" / "ui-tests" / "node_modules" / "playwright",
-        )
-        if (p / "package.json").exists()
-    ),
-    None,
-)
-
-pytestmark = [
-    pytest.mark.timeout(600),
-    pytest.mark.skipif(
-        PLAYWRIGHT is None or not shutil.which("chromium") or not shutil.which("node"),
-        reason="playwright and Chromium come with scripts/setup-ui.sh",
-    ),
-]
+pytestmark = [pytest.mark.timeout(600), needs_chromium]
 
 
 def test_a_user_spawns_from_the_form_in_a_browser(hub_world: HubWorld, tmp_path: Path) -> None:
-    out = subprocess.run(
-        [
-            "node",
-            str(Path(__file__).with_name("spawn_form.cjs")),
-            str(PLAYWRIGHT),
-            hub_world.hub.url,
-            "ada",
-            PASSWORD,
-            "browser",
-            "vision.a100",
-            "0",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
+    result = visit(
+        Path(__file__).with_name("spawn_form.cjs"),
+        hub_world.hub.url,
+        "ada",
+        PASSWORD,
+        "browser",
+        "vision.a100",
+        "0",
+        tmp_path,
         timeout=400,
     )
-    assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout.strip().splitlines()[-1])
     assert "error" not in result, f"{result}\n{hub_world.hub.log_tail()}"
     assert result["profiles"] == ["vision.a100", "vision.t4"]
     assert result["titles"] == ["vision · a100", "vision · t4"]

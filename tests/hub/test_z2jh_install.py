@@ -57,10 +57,10 @@ import requests
 import yaml
 from kubernetes import client
 
+from tests.browser import needs_chromium, visit
 from tests.fixtures.k8s import shared_claim
 from tests.hub.conftest import ROOT, browser_trouble, real_node_pool, wait_for
 from tests.hub.netpolicy import Peer, may_connect, peer_of
-from tests.hub.test_spawn_form_browser import PLAYWRIGHT
 from tests.hub.test_z2jh_values import HUB_CONFIG, TEST_VALUES, vendored_chart
 from tests.k8s.test_controller import Replica, controller_kubeconfig
 from tests.k8s.test_real_jobs import RUN_AS, import_built_image
@@ -708,10 +708,7 @@ def test_the_chart_runs_the_hub_and_proxy_on_the_real_node_and_a_session_through
     assert form.status_code == 200 and NEW_IMAGE in form.text, form.text[-3000:]
 
 
-@pytest.mark.skipif(
-    PLAYWRIGHT is None or not shutil.which("chromium") or not shutil.which("node"),
-    reason="playwright and Chromium come with scripts/setup-ui.sh",
-)
+@needs_chromium
 def test_the_researchers_path_in_chromium_and_the_idle_culler_with_the_job_running(
     release: Release, k8s_real_node: Any, tmp_path: Path
 ) -> None:
@@ -729,27 +726,19 @@ def test_the_researchers_path_in_chromium_and_the_idle_culler_with_the_job_runni
     print(f"culler set (helm upgrade) in {time.monotonic() - started:.0f} s", file=sys.stderr)
 
     started = time.monotonic()
-    out = subprocess.run(
-        [
-            "node",
-            str(Path(__file__).with_name("researcher_path.cjs")),
-            str(PLAYWRIGHT),
-            world.url,
-            USER,
-            PASSWORD,
-            f"{TEAM}.{POOL}",
-            SESSION_IMAGE,
-            JOB_IMAGE,
-            str(tmp_path),
-            str(ROOT / "examples" / "train_ddp.ipynb"),
-        ],
-        capture_output=True,
-        text=True,
+    seen = visit(
+        Path(__file__).with_name("researcher_path.cjs"),
+        world.url,
+        USER,
+        PASSWORD,
+        f"{TEAM}.{POOL}",
+        SESSION_IMAGE,
+        JOB_IMAGE,
+        tmp_path,
+        ROOT / "examples" / "train_ddp.ipynb",
         timeout=900,
     )
     left = time.time()  # the researcher closed the browser
-    assert out.returncode == 0, out.stderr
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
     print(browser_trouble(seen), file=sys.stderr)
     if "error" in seen:
         raise AssertionError(f"{seen}\n{world.pods_report(world.namespace, world.team_namespace)}")

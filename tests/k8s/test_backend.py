@@ -104,6 +104,22 @@ class Team:
     def events(self, job_id: str) -> list[dict[str, Any]]:
         return self.service.events(job_id, user="ada")[0]
 
+    def delete_job(self, job_id: str, *, wait: bool = True) -> None:
+        """Delete the job's Job object as a user of the cluster might (its pods first), and
+        unless ``wait`` is false, wait until it is gone."""
+        client.BatchV1Api(self.api).delete_namespaced_job(
+            job_id, self.ns, propagation_policy="Foreground"
+        )
+        if wait:
+            wait_for(
+                "Job gone",
+                lambda: (
+                    not self.backend.batch.list_namespaced_job(
+                        self.ns, label_selector=f"trainhub.io/job-id={job_id}"
+                    ).items
+                ),
+            )
+
     def cleanup(self) -> None:
         client.CoreV1Api(self.api).delete_persistent_volume(f"{self.ns}-shared")
 
@@ -176,17 +192,7 @@ def test_failing_pod_gets_its_verdict(team: Team) -> None:
     assert failed.verdict.failure_class == FailureClass.INFRASTRUCTURE
     assert failed.verdict.reason == "worker 0 was killed by the kernel's out-of-memory killer"
     # The verdict is in the job directory too, and outlives the Job object.
-    client.BatchV1Api(team.api).delete_namespaced_job(
-        job_id, team.ns, propagation_policy="Foreground"
-    )
-    wait_for(
-        "Job gone",
-        lambda: (
-            not team.backend.batch.list_namespaced_job(
-                team.ns, label_selector=f"trainhub.io/job-id={job_id}"
-            ).items
-        ),
-    )
+    team.delete_job(job_id)
     again = team.service.describe(job_id, user="ada")
     assert (again.state, again.verdict.reason) == (JobState.FAILED, failed.verdict.reason)
 

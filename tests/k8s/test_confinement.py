@@ -7,10 +7,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from kubernetes import client
 
 from tests.k8s import test_backend
-from tests.k8s.test_backend import Team, wait_for
+from tests.k8s.test_backend import Team
 from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.states import JobState
 
@@ -35,17 +34,7 @@ def test_planted_spec_and_events_are_refused_and_the_list_stays_whole(team: Team
     assert other in listed(team) and planted not in listed(team)
 
     # Once the Job object is gone, the job directory alone is the record: still refused.
-    client.BatchV1Api(team.api).delete_namespaced_job(
-        planted, team.ns, propagation_policy="Foreground"
-    )
-    wait_for(
-        "Job gone",
-        lambda: (
-            not team.backend.batch.list_namespaced_job(
-                team.ns, label_selector=f"trainhub.io/job-id={planted}"
-            ).items
-        ),
-    )
+    team.delete_job(planted)
     with pytest.raises(NotAJobFile, match=r"spec\.json is a symbolic link"):
         team.service.describe(planted, user="ada")
     os.unlink(job_dir / "spec.json")

@@ -131,9 +131,7 @@ def test_log_falls_back_to_the_job_directory_after_the_job_is_deleted(team: Team
     jobdir = JobDir(team.service.describe(job_id, user="ada").job_dir)
     jobdir.rank_log(1).parent.mkdir(parents=True, exist_ok=True)
     jobdir.rank_log(1).write_bytes(b"rank 1 says hello\n")
-    client.BatchV1Api(team.api).delete_namespaced_job(
-        job_id, team.ns, propagation_policy="Foreground"
-    )
+    team.delete_job(job_id, wait=False)
     wait_for("pods gone", lambda: not team.pods(job_id))
     assert team.backend.live_log(job_id, 0, 0, 4096) is None
     assert team.backend.live_log(job_id, 1, 0, 4096) is None

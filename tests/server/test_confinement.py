@@ -17,6 +17,7 @@ import torch
 from tornado.httpclient import HTTPClientError
 
 import trainhub.checkpoint as ckpt
+from tests.fixtures.planted import plant
 from tests.server.conftest import OTHER, finish_job, insert_job
 from trainhub.jobs.directory import JobDir, append_jsonl
 from trainhub.jobs.service import JobService
@@ -57,22 +58,6 @@ def jobs(server_service: JobService, monkeypatch: pytest.MonkeyPatch) -> Any:
     yield ours, theirs, before
     finish_job(server_service, ours.id)
     finish_job(server_service, theirs.id)
-
-
-def plant(job_dir: Path, name: str, what: str, theirs: Path) -> None:
-    """Replace ``job_dir/name`` by ``what``: a path to link to, "fifo" or "directory"."""
-    path = job_dir / name
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if what == "fifo":
-        os.mkfifo(path)
-    elif what == "directory":
-        path.mkdir()
-    else:
-        os.symlink(theirs / name if what == "theirs" else what, path)
 
 
 def refused(status: int, body: Any, name: str) -> None:

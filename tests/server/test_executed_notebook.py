@@ -12,8 +12,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from tests.fixtures.planted import plant
 from tests.server.conftest import OTHER, USER, finish_job, insert_job, spec, wait_state
-from tests.server.test_confinement import SECRET, TARGETS, call, plant, refused
+from tests.server.test_confinement import SECRET, TARGETS, call, refused
 from tests.server.test_confinement import jobs as jobs
 from trainhub.jobs.service import JobService
 from trainhub.jobs.states import JobState

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from tests.fixtures.planted import plant
 from tests.server.conftest import finish_job, insert_job
 from trainhub.api import Job
 from trainhub.errors import NotFound
@@ -77,20 +78,6 @@ async def test_the_stream_sends_split_characters_whole(
     assert text == TEXT and next_offset == len(DATA)
 
 
-def plant(job_dir: Path, what: str, other_job: Path) -> None:
-    log = job_dir / "logs" / "rank-0.log"
-    if what == "fifo":
-        os.mkfifo(log)
-    elif what == "directory":
-        log.mkdir()
-    elif what == "other job's logs":
-        (other_job / "logs" / "rank-0.log").write_text("someone else's log\n")
-        (job_dir / "logs").rmdir()
-        os.symlink(other_job / "logs", job_dir / "logs")
-    else:
-        os.symlink(what, log)
-
-
 PLANTS = ["/etc/passwd", "/proc/self/environ", "fifo", "directory", "other job's logs"]
 
 
@@ -102,7 +89,11 @@ async def test_a_planted_rank_log_is_refused(
     other = insert_job(server_service, name="other")
     job_dir = Path(record.job_dir)
     (job_dir / "logs").mkdir(exist_ok=True)
-    plant(job_dir, what, Path(other.job_dir))
+    if what == "other job's logs":  # the whole logs folder a link to the other job's
+        (Path(other.job_dir) / "logs" / "rank-0.log").write_text("someone else's log\n")
+        plant(job_dir, "logs", "theirs", Path(other.job_dir))
+    else:
+        plant(job_dir, "logs/rank-0.log", what, Path(other.job_dir))
     status, error, _ = await asyncio.wait_for(api("GET", "jobs", record.id, "logs", "0"), 10)
     assert status == 400, error
     assert "logs" in error["message"] and "trainhub reads only" in error["message"]

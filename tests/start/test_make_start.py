@@ -6,7 +6,6 @@ panel there. When it is stopped, nothing it started is left running."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.browser import visit
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYWRIGHT = ROOT / "labextension" / "ui-tests" / "node_modules" / "playwright-core"
@@ -168,20 +169,13 @@ def test_make_start_opens_jupyterlab_with_trainhub_in_a_fresh_environment(
     assert "Submit as job" in said and "Jobs panel" in said
 
     shot = tmp_path / "make-start.png"
-    out = subprocess.run(
-        [
-            "node",
-            str(Path(__file__).with_name("lab_shows_trainhub.cjs")),
-            str(PLAYWRIGHT),
-            url,
-            str(shot),
-        ],
-        capture_output=True,
-        text=True,
+    seen = visit(
+        Path(__file__).with_name("lab_shows_trainhub.cjs"),
+        url,
+        shot,
         timeout=300,
+        playwright=PLAYWRIGHT,
     )
-    assert out.returncode == 0, out.stderr
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert "error" not in seen, f"{seen}\n{started_lab.output()}"
     assert seen["notebookTab"] == "train_ddp.ipynb"
     assert seen["submitButton"] == "Submit as job"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.planted import plant
 from trainhub.jobs.confined import NotAJobFile
 from trainhub.jobs.logs import LogFollower, job_dir_reader, read_chunk
 
@@ -84,20 +84,14 @@ def test_a_torn_character_at_the_end_of_a_finished_log_is_still_sent(job: Path) 
     assert last.text == "\ufffd" and last.next_offset == 6
 
 
-@pytest.mark.parametrize("plant", ["/etc/passwd", "/proc/self/environ", "fifo", "dir", "logs"])
-def test_a_rank_log_that_is_not_the_jobs_own_file_is_refused(job: Path, plant: str) -> None:
-    log = job / "logs" / "rank-0.log"
-    if plant == "fifo":
-        os.mkfifo(log)
-    elif plant == "dir":
-        log.mkdir()
-    elif plant == "logs":
-        other = job.parent / "other" / "logs"
-        other.mkdir(parents=True)
-        (other / "rank-0.log").write_text("not yours\n")
-        (job / "logs").rmdir()
-        os.symlink(other, job / "logs")
+@pytest.mark.parametrize("what", ["/etc/passwd", "/proc/self/environ", "fifo", "directory", "logs"])
+def test_a_rank_log_that_is_not_the_jobs_own_file_is_refused(job: Path, what: str) -> None:
+    other = job.parent / "other"
+    if what == "logs":  # the whole logs folder a link to another job's
+        (other / "logs").mkdir(parents=True)
+        (other / "logs" / "rank-0.log").write_text("not yours\n")
+        plant(job, "logs", "theirs", other)
     else:
-        os.symlink(plant, log)
+        plant(job, "logs/rank-0.log", what, other)
     with pytest.raises(NotAJobFile):
         LogFollower(job_dir_reader(job, 0)).read()
