@@ -124,6 +124,14 @@ def test_a_complete_job_succeeded_only_if_no_rank_left_a_cell_without_a_word() -
     assert status.ending_verdict(complete, [], shrunk, attempt=0) is not None  # fixed size: told
 
 
+def test_an_elastic_jobs_last_world_is_the_one_that_claimed_its_directory_last() -> None:
+    """Grown back to 3 workers seconds before its world of 2 ended: the new worker never joined
+    a world, so the ranks that end the job are the world of 2's, whatever the Job's size."""
+    job = {"spec": {"parallelism": 3}}
+    assert status.last_world(job, Evidence(world_size=2), ranks_per_worker=1) == 2
+    assert status.last_world(job, Evidence(), ranks_per_worker=2) == 6  # no claim: its size
+
+
 def test_a_time_limit_is_a_stop_naming_the_cell_and_how_long_it_had_run() -> None:
     for kind in ("FailureTarget", "Failed"):
         job = failed_job("DeadlineExceeded", "Job was active longer than specified deadline")

@@ -109,3 +109,14 @@ def test_a_peers_report_of_the_refusal_is_infrastructure_too() -> None:
     text = "checkpoint step 7 failed publishing: rank 0: WorldSuperseded: not publishing ..."
     evidence = explain_exception("trainhub.checkpoint.CheckpointError", text, "")
     assert evidence.failure_class is FailureClass.INFRASTRUCTURE
+
+
+def test_the_last_worlds_size_is_read_from_its_claim_of_that_attempt(job: JobDir) -> None:
+    assert world.last_size(job, 0) == 1  # the fixture's world
+    world.claim(job, world_size=3, attempt=0)
+    world.claim(job, world_size=2, attempt=0)  # the world after a shrink
+    assert world.last_size(job, 0) == 2
+    assert world.last_size(job, 1) is None  # a claim of another attempt says nothing of this
+    (job.root / world.WORLD).unlink()
+    (job.root / world.WORLD).symlink_to(job.root / "spec.json")
+    assert world.last_size(job, 0) is None  # the job's own files, never through a link

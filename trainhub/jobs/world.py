@@ -73,6 +73,21 @@ def check(job: JobDir, what: str) -> None:
     )
 
 
+def last_size(job: JobDir, attempt: int) -> int | None:
+    """How many ranks the last world of ``attempt`` to claim the directory had: the world an
+    elastic job ended in, where a resize asked for just before the end never formed. None
+    when no world of that attempt claimed it (or the claim cannot be read: the job's own
+    files, read without following links)."""
+    try:
+        current = job.read_json(WORLD)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(current, dict) or current.get("attempt") != attempt:
+        return None
+    size = current.get("world_size")
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
 def forget() -> None:
     """Drop this process's claim (tests that play several worlds in one process)."""
     global _claim

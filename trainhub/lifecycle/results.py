@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainhub.jobs import confined
+from trainhub.jobs import confined, world
 from trainhub.jobs.directory import JobDir, agent_log_name
 from trainhub.lifecycle.verdict import RunningCell, running_cells
 from trainhub.rank.pod import RUN_STARTED
@@ -66,6 +66,8 @@ class Evidence:
     rank_results: dict[int, dict[str, Any]] = field(default_factory=dict)
     running: dict[int, RunningCell] = field(default_factory=dict)
     agent_output: Callable[[int], str] = lambda worker: ""
+    # The ranks of the last world that claimed the directory (trainhub.jobs.world), if any.
+    world_size: int | None = None
 
 
 def attempt_evidence(jobdir: JobDir, attempt: int) -> Evidence:
@@ -74,4 +76,5 @@ def attempt_evidence(jobdir: JobDir, attempt: int) -> Evidence:
         rank_results(jobdir, attempt),
         running_cells(jobdir.iter_events(), attempt),
         functools.partial(agent_output, jobdir, attempt=attempt),
+        world.last_size(jobdir, attempt),
     )

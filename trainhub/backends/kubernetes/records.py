@@ -109,11 +109,7 @@ class Records(Cluster):
         if state.terminal:  # what the job directory says of the end decides how it ended
             evidence = attempt_evidence(JobDir(record.job_dir), record.attempt)
             res = record.spec.resources
-            world = (
-                (int(job["spec"].get("parallelism") or 0) * res.ranks_per_worker)
-                if res.elastic
-                else None
-            )
+            world = status.last_world(job, evidence, res.ranks_per_worker) if res.elastic else None
             verdict = status.ending_verdict(
                 job, pods, evidence, attempt=record.attempt, world=world
             )

@@ -235,6 +235,14 @@ def deadline_passed(job: Obj) -> Obj | None:
     return None
 
 
+def last_world(job: Obj, evidence: Evidence, ranks_per_worker: int) -> int:
+    """The ranks of an elastic job's last world: the world that claimed its directory last
+    (:mod:`trainhub.jobs.world`), else the Job's size now. A grow asked for just before the end
+    sets the size while the world that ends the job is still the smaller one."""
+    size_now = int(job.get("spec", {}).get("parallelism") or 0) * ranks_per_worker
+    return evidence.world_size or size_now
+
+
 def ending_verdict(
     job: Obj, pods: list[Obj], evidence: Evidence, *, attempt: int, world: int | None = None
 ) -> Verdict | None:
