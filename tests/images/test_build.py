@@ -209,34 +209,26 @@ def test_trainhubs_dependencies_are_a_layer_of_their_own_before_its_wheel() -> N
         assert "--no-deps" in text and "pip check" in text, name
 
 
-def test_the_session_layer_is_kept_through_a_change_to_trainhub_alone(tmp_path: Path) -> None:
-    """The session layer holds what trainhub requires, not its code: a change to trainhub's code
-    keeps its key (it and the PyTorch layer above it are not built again), a change to what
-    trainhub requires makes a new one; the session images' keys follow both."""
-    checkout = tmp_path / "checkout"
-    (checkout / "trainhub").mkdir(parents=True)
-    shutil.copy2(ROOT / "pyproject.toml", checkout / "pyproject.toml")
-    (checkout / "trainhub" / "a.py").write_text("1")
-    images = build.images_of(IMAGES)
-
-    def keys() -> tuple[str, str]:
-        builder = build.Builder(build.Paths(tmp_path, tmp_path / "wheels"), images, checkout)
-        return builder.key("session"), builder.key("base")
-
-    session, base = keys()
-    (checkout / "trainhub" / "a.py").write_text("2")
-    assert keys()[0] == session and keys()[1] != base
-    pyproject = (checkout / "pyproject.toml").read_text()
-    changed = pyproject.replace('"tornado>=6.4",', '"tornado>=6.5",', 1)
-    assert changed != pyproject
-    (checkout / "pyproject.toml").write_text(changed)
-    assert keys()[0] != session
+# The layer of each image that holds what trainhub requires and none of its code, by its name
+# in storage: the session layer under the session images (its key), the hub's wheel-building
+# stage (its tag, which the hub mounts), with a requirement of that extra to change.
+REQUIREMENTS_LAYERS = {
+    "base": (lambda b: b.key("session"), ('"tornado>=6.4",', '"tornado>=6.5",')),
+    "hub": (
+        lambda b: b.build_args(b.images["hub"])["BUILD_STAGE"],
+        ('"jupyterhub>=5.2,<6",', '"jupyterhub>=5.3,<6",'),
+    ),
+}
 
 
-def test_the_hubs_wheel_stage_is_kept_through_a_change_to_trainhub_alone(tmp_path: Path) -> None:
-    """The hub mounts its wheel stage from the tag build() gives it, named by what the stage is
-    made of: a change to trainhub's code keeps the tag (the stage is not built again), a change
-    to what trainhub requires makes a new one; the hub's own key follows both."""
+@pytest.mark.parametrize("name", REQUIREMENTS_LAYERS)
+def test_what_trainhub_requires_is_a_layer_kept_through_a_change_to_its_code(
+    tmp_path: Path, name: str
+) -> None:
+    """A change to trainhub's code keeps the layer of what it requires (neither it nor the
+    PyTorch layer above the session layer is built again), a change to what it requires makes
+    a new one; the image's own key follows both."""
+    layer, (requirement, changed_requirement) = REQUIREMENTS_LAYERS[name]
     checkout = tmp_path / "checkout"
     (checkout / "trainhub").mkdir(parents=True)
     shutil.copy2(ROOT / "pyproject.toml", checkout / "pyproject.toml")
@@ -245,18 +237,19 @@ def test_the_hubs_wheel_stage_is_kept_through_a_change_to_trainhub_alone(tmp_pat
 
     def refs() -> tuple[str, str]:
         builder = build.Builder(build.Paths(tmp_path, tmp_path / "wheels"), images, checkout)
-        key = builder.key("hub")
-        return builder.build_args(images["hub"])["BUILD_STAGE"], key
+        key = builder.key(name)  # and its parents': what a stage's build arguments name
+        return layer(builder), key
 
-    stage, key = refs()
-    assert re.fullmatch(r"localhost/trainhub/hub-build:[0-9a-f]{16}", stage), stage
+    kept, key = refs()
+    if name == "hub":
+        assert re.fullmatch(r"localhost/trainhub/hub-build:[0-9a-f]{16}", kept), kept
     (checkout / "trainhub" / "a.py").write_text("2")
-    assert refs()[0] == stage and refs()[1] != key
+    assert refs()[0] == kept and refs()[1] != key
     pyproject = (checkout / "pyproject.toml").read_text()
-    changed = pyproject.replace('"jupyterhub>=5.2,<6",', '"jupyterhub>=5.3,<6",', 1)
+    changed = pyproject.replace(requirement, changed_requirement, 1)
     assert changed != pyproject
     (checkout / "pyproject.toml").write_text(changed)
-    assert refs()[0] != stage
+    assert refs()[0] != kept
 
 
 def test_the_content_hash_follows_every_input(tmp_path: Path) -> None:
